@@ -1,0 +1,78 @@
+# faultnet build. `make` builds build/libfaultnet.so and build/faultctl;
+# `make test` runs every test; `make demo` shows a fault on a real client.
+# SAN=1 builds with AddressSanitizer and UBSan into build/asan.
+
+CC ?= gcc
+SAN ?=
+BUILD ?= $(if $(SAN),build/asan,build)
+PREFIX ?= /usr/local
+
+CFLAGS_BASE := -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g -fPIC
+SANOPTS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SANFLAGS := $(if $(SAN),$(SANOPTS))
+ALL_CFLAGS = $(CFLAGS_BASE) $(SANFLAGS) $(CFLAGS)
+
+# The policy parser is shared by the shim, faultctl and the unit tests.
+CORE := addr rules lcfg config
+SHIM := $(CORE) libc fdtab sink fault connect datagram fdlife init hooks
+
+CORE_OBJ := $(CORE:%=$(BUILD)/obj/%.o)
+SHIM_OBJ := $(SHIM:%=$(BUILD)/obj/%.o)
+HEADERS := $(wildcard preload/*.h)
+DEPS_STAMP := build/.deps-build
+
+.PHONY: all deps test-deps install demo test unit integration clients sanitize check-exports clang clean format
+all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl
+
+# Installs the Debian packages the build needs when they are missing.
+$(DEPS_STAMP): scripts/deps.sh
+	@scripts/deps.sh build
+	@mkdir -p build && touch $@
+deps: $(DEPS_STAMP)
+
+$(BUILD)/obj/%.o: preload/%.c $(HEADERS) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fvisibility=hidden -c -o $@ $<
+
+$(BUILD)/libfaultnet.so: $(SHIM_OBJ) preload/exports.map
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $(SHIM_OBJ) -Wl,--version-script=preload/exports.map -Wl,-z,now -ldl -lpthread
+
+$(BUILD)/faultctl: ctl/faultctl.c $(CORE_OBJ) $(HEADERS)
+	$(CC) $(ALL_CFLAGS) -o $@ ctl/faultctl.c $(CORE_OBJ) -ldl
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
+	install -m 0644 $(BUILD)/libfaultnet.so $(DESTDIR)$(PREFIX)/lib/libfaultnet.so
+	install -m 0755 $(BUILD)/faultctl $(DESTDIR)$(PREFIX)/bin/faultctl
+
+# ---- tests ---------------------------------------------------------------
+TEST_STAMP := build/.deps-test
+$(TEST_STAMP): scripts/deps.sh
+	@scripts/deps.sh test
+	@mkdir -p build && touch $@
+test-deps: $(TEST_STAMP)
+
+$(BUILD)/tests/unit: tests/unit/*.c $(CORE_OBJ) $(HEADERS) | $(TEST_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/*.c $(CORE_OBJ) -ldl -lcunit
+
+$(BUILD)/tests/%: tests/integration/%.c tests/integration/*.h | $(TEST_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
+
+IT_PROGS := $(BUILD)/tests/it_faults $(BUILD)/tests/probe
+test-progs: all $(BUILD)/tests/unit $(IT_PROGS)
+
+test: test-deps
+	@$(MAKE) --no-print-directory test-progs
+	@$(MAKE) --no-print-directory SAN=1 test-progs
+	tests/run.sh
+
+demo: all
+	scripts/demo.sh
+
+format:
+	clang-format -i preload/*.c preload/*.h ctl/*.c tests/*/*.c tests/*/*.h
+
+clean:
+	rm -rf build

@@ -1,0 +1,241 @@
+/* datagram.c - addressed sends and filtered receives.
+ * A send to a faulted peer goes to the UDP sink instead (the kernel still
+ * reports success and its own errors); a TCP Fast Open send connects without
+ * connect() and is redirected like one. Datagrams from a faulted peer are
+ * taken off the socket and never handed to the app. */
+#include <errno.h>
+#include <string.h>
+
+#include "fdtab.h"
+#include "libc.h"
+#include "shim.h"
+
+/* Where an addressed send to sa must really go: NULL to send as asked,
+ * else target (filled). Sets *fail when the fault cannot be set up. */
+static const struct sockaddr *redirect(int fd, const struct sockaddr *sa, socklen_t len,
+				       int flags, struct sockaddr_storage *target,
+				       socklen_t *tlen, bool *fail)
+{
+	uint8_t proto;
+	*fail = false;
+	if (!sa)
+		return NULL;
+	const struct fn_rule *r = fn_fault_match(fd, sa, len, &proto);
+	if (!r)
+		return NULL;
+	/* A TCP socket ignores the address unless it is a Fast Open connect. */
+	if (proto == FN_PROTO_TCP && !(flags & MSG_FASTOPEN))
+		return NULL;
+	if (fn_fault_target(fd, sa, len, r, proto, target, tlen))
+		return (const struct sockaddr *)target;
+	*fail = true;
+	return NULL;
+}
+
+ssize_t fn_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *sa,
+		  socklen_t len)
+{
+	struct sockaddr_storage t;
+	socklen_t tlen;
+	bool fail;
+	const struct sockaddr *to = redirect(fd, sa, len, flags, &t, &tlen, &fail);
+	if (fail)
+		return -1;
+	if (to)
+		return LIBC(sendto)(fd, buf, n, flags, to, tlen);
+	return LIBC(sendto)(fd, buf, n, flags, sa, len);
+}
+
+ssize_t fn_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct sockaddr_storage t;
+	socklen_t tlen;
+	bool fail;
+	const struct sockaddr *to =
+		msg ? redirect(fd, msg->msg_name, msg->msg_namelen, flags, &t, &tlen, &fail) : NULL;
+	if (msg && fail)
+		return -1;
+	if (!to)
+		return LIBC(sendmsg)(fd, msg, flags);
+	struct msghdr m = *msg;
+	m.msg_name = (void *)to;
+	m.msg_namelen = tlen;
+	return LIBC(sendmsg)(fd, &m, flags);
+}
+
+#define BATCH 64
+
+/* Sends up to BATCH messages with faulted names replaced; returns what the
+ * kernel returned and copies msg_len back. */
+static int send_batch(int fd, struct mmsghdr *vec, unsigned n, int flags)
+{
+	struct mmsghdr copy[BATCH];
+	struct sockaddr_storage targets[BATCH];
+	for (unsigned i = 0; i < n; i++) {
+		struct msghdr *h = &vec[i].msg_hdr;
+		socklen_t tlen;
+		bool fail;
+		copy[i] = vec[i];
+		const struct sockaddr *to = redirect(fd, h->msg_name, h->msg_namelen, flags,
+						     &targets[i], &tlen, &fail);
+		if (fail) {
+			if (i == 0)
+				return -1;
+			n = i; /* send what precedes it; the app retries the rest */
+			break;
+		}
+		if (to) {
+			copy[i].msg_hdr.msg_name = (void *)to;
+			copy[i].msg_hdr.msg_namelen = tlen;
+		}
+	}
+	int sent = LIBC(sendmmsg)(fd, copy, n, flags);
+	for (int i = 0; i < sent; i++)
+		vec[i].msg_len = copy[i].msg_len;
+	return sent;
+}
+
+static bool any_named(const struct mmsghdr *vec, unsigned vlen)
+{
+	for (unsigned i = 0; i < vlen; i++)
+		if (vec[i].msg_hdr.msg_name)
+			return true;
+	return false;
+}
+
+int fn_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
+{
+	const struct fn_policy *p = fn_policy_current();
+	if (!p || !p->active_protos || !vec || !any_named(vec, vlen))
+		return LIBC(sendmmsg)(fd, vec, vlen, flags);
+	int total = 0;
+	while (vlen > 0) {
+		unsigned n = vlen < BATCH ? vlen : BATCH;
+		int sent = send_batch(fd, vec, n, flags);
+		if (sent < 0)
+			return total ? total : -1;
+		total += sent;
+		if ((unsigned)sent < n)
+			break;
+		vec += n;
+		vlen -= n;
+	}
+	return total;
+}
+
+/* Is the sender of a received datagram a peer the policy cuts off? */
+static bool from_faulted(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	uint8_t proto;
+	const struct fn_rule *r = fn_fault_match(fd, sa, len, &proto);
+	return r && proto == FN_PROTO_UDP;
+}
+
+/* Throws away the datagram at the head of the queue after a MSG_PEEK. */
+static void discard_head(int fd, int flags)
+{
+	char byte;
+	LIBC(recv)(fd, &byte, 0, (flags & ~MSG_PEEK) | MSG_DONTWAIT);
+}
+
+/* recvmsg that never returns a datagram from a faulted peer. A blocking
+ * socket waits for the next one; a non-blocking one reports EAGAIN, as after
+ * a datagram that failed its checksum. */
+static ssize_t recv_filtered(int fd, struct msghdr *msg, int flags)
+{
+	struct sockaddr_storage own;
+	struct msghdr m = *msg;
+	if (!m.msg_name) {
+		m.msg_name = &own;
+		m.msg_namelen = sizeof(own);
+	}
+	for (;;) {
+		socklen_t cap = m.msg_namelen;
+		ssize_t n = LIBC(recvmsg)(fd, &m, flags);
+		if (n < 0 || !from_faulted(fd, m.msg_name, m.msg_namelen)) {
+			if (n >= 0) {
+				msg->msg_namelen = msg->msg_name ? m.msg_namelen : 0;
+				msg->msg_controllen = m.msg_controllen;
+				msg->msg_flags = m.msg_flags;
+			}
+			return n;
+		}
+		if (flags & MSG_PEEK)
+			discard_head(fd, flags);
+		m.msg_namelen = cap;
+		m.msg_controllen = msg->msg_controllen;
+	}
+}
+
+/* Filtering is needed only on UDP sockets while a UDP rule is enabled. */
+static bool needs_filter(int fd)
+{
+	if (__builtin_expect(!(fn_fd_get(fd) & FDF_UDP), 1))
+		return false;
+	const struct fn_policy *p = fn_policy_current();
+	return p && (p->active_protos & FN_PROTO_UDP);
+}
+
+ssize_t fn_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	if (!needs_filter(fd) || !msg)
+		return LIBC(recvmsg)(fd, msg, flags);
+	return recv_filtered(fd, msg, flags);
+}
+
+ssize_t fn_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa,
+		    socklen_t *len)
+{
+	if (!needs_filter(fd))
+		return LIBC(recvfrom)(fd, buf, n, flags, sa, len);
+	struct iovec iov = {.iov_base = buf, .iov_len = n};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (sa && len) {
+		m.msg_name = sa;
+		m.msg_namelen = *len;
+	}
+	ssize_t r = recv_filtered(fd, &m, flags);
+	if (r >= 0 && sa && len)
+		*len = m.msg_namelen;
+	return r;
+}
+
+ssize_t fn_recv(int fd, void *buf, size_t n, int flags)
+{
+	if (!needs_filter(fd))
+		return LIBC(recv)(fd, buf, n, flags);
+	return fn_recvfrom(fd, buf, n, flags, NULL, NULL);
+}
+
+ssize_t fn_read(int fd, void *buf, size_t n)
+{
+	if (!needs_filter(fd))
+		return LIBC(read)(fd, buf, n);
+	int e = errno;
+	ssize_t r = fn_recvfrom(fd, buf, n, 0, NULL, NULL);
+	if (r < 0 && errno == ENOTSOCK) {
+		/* The fd number was reused by something the shim did not see. */
+		fn_fd_set(fd, 0);
+		errno = e;
+		return LIBC(read)(fd, buf, n);
+	}
+	return r;
+}
+
+int fn_recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
+		struct timespec *timeout)
+{
+	if (!needs_filter(fd) || !vec)
+		return LIBC(recvmmsg)(fd, vec, vlen, flags, timeout);
+	/* One at a time, so that a dropped datagram never takes a slot; after
+	 * the first, take only what is already queued (MSG_WAITFORONE). */
+	unsigned got = 0;
+	int fl = flags & ~MSG_WAITFORONE;
+	while (got < vlen) {
+		ssize_t n = recv_filtered(fd, &vec[got].msg_hdr, got ? fl | MSG_DONTWAIT : fl);
+		if (n < 0)
+			return got ? (int)got : -1;
+		vec[got++].msg_len = (unsigned)n;
+	}
+	return (int)got;
+}

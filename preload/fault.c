@@ -1,0 +1,100 @@
+/* fault.c - decides whether a socket's peer is faulted and records the
+ * decision on the fd, shared by connect, TCP Fast Open and datagram sends. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fdtab.h"
+#include "libc.h"
+#include "shim.h"
+#include "sink.h"
+
+/* The protocol of fd as the socket() hook saw it; for fds created elsewhere
+ * (before the shim loaded, or by a path it does not see) ask the kernel,
+ * which costs a syscall, so only once a rule could apply. */
+static uint8_t socket_proto(int fd)
+{
+	unsigned f = fn_fd_get(fd);
+	if (f & FDF_TCP)
+		return FN_PROTO_TCP;
+	if (f & FDF_UDP)
+		return FN_PROTO_UDP;
+	int type, proto;
+	socklen_t len = sizeof(type);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+		return 0;
+	len = sizeof(proto);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0)
+		return 0;
+	if (type == SOCK_STREAM && proto == IPPROTO_TCP)
+		return FN_PROTO_TCP;
+	if (type == SOCK_DGRAM && proto == IPPROTO_UDP)
+		return FN_PROTO_UDP;
+	return 0;
+}
+
+const struct fn_rule *fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len,
+				     uint8_t *proto)
+{
+	const struct fn_policy *p = fn_policy_current();
+	struct fn_endpoint ep;
+	if (!p || !p->active_protos || !fn_endpoint_from_sockaddr(&ep, sa, len))
+		return NULL;
+	if (!fn_policy_match(p, &ep, FN_PROTO_ANY))
+		return NULL;
+	int e = errno;
+	*proto = socket_proto(fd);
+	errno = e;
+	return *proto ? fn_policy_match(p, &ep, *proto) : NULL;
+}
+
+static enum fn_sink_kind sink_for(const struct fn_rule *r, uint8_t proto)
+{
+	if (proto == FN_PROTO_UDP)
+		return FN_SINK_UDP;
+	return r->action == FN_ACT_STALL ? FN_SINK_STALL : FN_SINK_BLACKHOLE;
+}
+
+/* Records on fd that it was sent to a sink instead of sa, so getpeername
+ * can answer with the peer the app asked for. */
+static bool record(int fd, const struct sockaddr *sa, socklen_t len, const struct fn_rule *r,
+		   uint8_t proto, const struct sockaddr_storage *target, socklen_t tlen)
+{
+	struct fn_fdstate *st = fn_fdstate(fd, true);
+	struct stat sb;
+	if (!st || fstat(fd, &sb) < 0)
+		return false;
+	/* Keep what the kernel would report: the family's own size, no
+	 * trailing bytes the app happened to pass. */
+	memset(&st->peer, 0, sizeof(st->peer));
+	st->peerlen = sa->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+					       : sizeof(struct sockaddr_in6);
+	memcpy(&st->peer, sa, st->peerlen < len ? st->peerlen : len);
+	if (sa->sa_family == AF_INET)
+		memset(((struct sockaddr_in *)&st->peer)->sin_zero, 0, 8);
+	memcpy(&st->target, target, tlen);
+	st->targetlen = tlen;
+	st->dev = sb.st_dev;
+	st->ino = sb.st_ino;
+	st->proto = proto;
+	st->action = r->action;
+	strcpy(st->rule, r->name);
+	fn_fd_set(fd, fn_fd_get(fd) | FDF_FAULT);
+	return true;
+}
+
+bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len,
+		     const struct fn_rule *r, uint8_t proto, struct sockaddr_storage *target,
+		     socklen_t *tlen)
+{
+	int e = errno;
+	if (!fn_sink_addr(sink_for(r, proto), sa->sa_family, target, tlen))
+		return false;
+	if (!record(fd, sa, len, r, proto, target, *tlen)) {
+		errno = ENOBUFS;
+		return false;
+	}
+	errno = e;
+	return true;
+}

@@ -1,0 +1,112 @@
+/* fdlife.c - follows file descriptors through their lives: which are TCP or
+ * UDP sockets, which the shim redirected, which are its own, across socket,
+ * accept, dup, fcntl and close. Any fd a creating call returns is treated as
+ * new, whatever was recorded for its number before. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <netinet/in.h>
+
+#include "fdtab.h"
+#include "libc.h"
+#include "shim.h"
+#include "sink.h"
+
+static unsigned classify(int domain, int type, int protocol)
+{
+	if (domain != AF_INET && domain != AF_INET6)
+		return 0;
+	type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (type == SOCK_STREAM && (protocol == 0 || protocol == IPPROTO_TCP))
+		return FDF_TCP;
+	if (type == SOCK_DGRAM && (protocol == 0 || protocol == IPPROTO_UDP))
+		return FDF_UDP;
+	return 0;
+}
+
+int fn_socket(int domain, int type, int protocol)
+{
+	int fd = LIBC(socket)(domain, type, protocol);
+	if (fd >= 0)
+		fn_fd_mark(fd, classify(domain, type, protocol));
+	return fd;
+}
+
+int fn_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags, bool four)
+{
+	int nfd = four ? LIBC(accept4)(fd, sa, len, flags) : LIBC(accept)(fd, sa, len);
+	/* Accepted sockets are incoming: outgoing rules never apply. */
+	if (nfd >= 0)
+		fn_fd_set(nfd, 0);
+	return nfd;
+}
+
+int fn_close(int fd)
+{
+	unsigned f = fn_fd_get(fd);
+	if (__builtin_expect(f == 0, 1))
+		return LIBC(close)(fd);
+	/* Clear first: once closed, the number may be handed to another
+	 * thread's socket() before we get to clear it. */
+	fn_fd_set(fd, 0);
+	int r = LIBC(close)(fd);
+	if (f & FDF_INTERNAL) {
+		int e = errno;
+		fn_sink_lost(fd);
+		errno = e;
+	}
+	return r;
+}
+
+int fn_close_range(unsigned int lo, unsigned int hi, int flags)
+{
+	if (!fn_libc.close_range && (fn_libc_resolve(), !fn_libc.close_range)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int r = LIBC(close_range)(lo, hi, flags);
+	if (r < 0 || (flags & CLOSE_RANGE_CLOEXEC))
+		return r;
+	int e = errno;
+	unsigned top = (unsigned)fn_fd_high();
+	for (unsigned fd = lo; fd <= hi && fd <= top; fd++) {
+		unsigned f = fn_fd_get((int)fd);
+		fn_fd_set((int)fd, 0);
+		if (f & FDF_INTERNAL)
+			fn_sink_lost((int)fd);
+	}
+	errno = e;
+	return r;
+}
+
+int fn_dup(int fd)
+{
+	int nfd = LIBC(dup)(fd);
+	if (nfd >= 0)
+		fn_fd_copy(fd, nfd);
+	return nfd;
+}
+
+/* which: 2 for dup2, 3 for dup3. */
+int fn_dup3(int oldfd, int newfd, int flags, int which)
+{
+	unsigned before = fn_fd_get(newfd);
+	int r = which == 2 ? LIBC(dup2)(oldfd, newfd) : LIBC(dup3)(oldfd, newfd, flags);
+	if (r < 0 || oldfd == newfd)
+		return r;
+	fn_fd_copy(oldfd, newfd);
+	if (before & FDF_INTERNAL) {
+		int e = errno;
+		fn_sink_lost(newfd);
+		errno = e;
+	}
+	return r;
+}
+
+int fn_fcntl(int fd, int cmd, void *arg, bool is64)
+{
+	int r = is64 ? LIBC(fcntl64)(fd, cmd, arg) : LIBC(fcntl)(fd, cmd, arg);
+	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		fn_fd_copy(fd, r);
+	return r;
+}

@@ -1,0 +1,77 @@
+/* fdtab.c - per-fd flags and the lazily allocated records of redirected
+ * sockets. Records live in chunks that are never freed, so a racing reader
+ * can never touch freed memory. */
+#include "fdtab.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define CHUNK 256
+
+uint8_t fn_fd_flags[FN_FD_MAX];
+
+static struct fn_fdstate *chunks[FN_FD_MAX / CHUNK];
+static int high_fd;
+
+static void note_high(int fd)
+{
+	int h = __atomic_load_n(&high_fd, __ATOMIC_RELAXED);
+	while (fd > h && !__atomic_compare_exchange_n(&high_fd, &h, fd, true,
+						      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+void fn_fd_mark(int fd, unsigned flags)
+{
+	if (flags)
+		note_high(fd);
+	fn_fd_set(fd, flags);
+}
+
+int fn_fd_high(void)
+{
+	return __atomic_load_n(&high_fd, __ATOMIC_RELAXED);
+}
+
+struct fn_fdstate *fn_fdstate(int fd, bool create)
+{
+	if ((unsigned)fd >= FN_FD_MAX)
+		return NULL;
+	struct fn_fdstate **slot = &chunks[fd / CHUNK];
+	struct fn_fdstate *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (!c && create) {
+		struct fn_fdstate *fresh = calloc(CHUNK, sizeof(*fresh));
+		if (!fresh)
+			return NULL;
+		if (__atomic_compare_exchange_n(slot, &c, fresh, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			c = fresh;
+		else
+			free(fresh);
+	}
+	if (c)
+		note_high(fd);
+	return c ? &c[fd % CHUNK] : NULL;
+}
+
+bool fn_fdstate_current(int fd, const struct fn_fdstate *st)
+{
+	struct stat sb;
+	return fstat(fd, &sb) == 0 && sb.st_dev == st->dev && sb.st_ino == st->ino;
+}
+
+void fn_fd_copy(int oldfd, int newfd)
+{
+	unsigned f = fn_fd_get(oldfd) & ~(unsigned)FDF_INTERNAL;
+	if (f & FDF_FAULT) {
+		struct fn_fdstate *from = fn_fdstate(oldfd, false);
+		struct fn_fdstate *to = fn_fdstate(newfd, true);
+		if (from && to)
+			memcpy(to, from, sizeof(*to));
+		else
+			f &= ~(unsigned)FDF_FAULT;
+	}
+	note_high(newfd);
+	fn_fd_set(newfd, f);
+}

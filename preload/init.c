@@ -1,0 +1,80 @@
+/* init.c - the shim's start: reads the environment, loads the policy file
+ * and publishes it before main runs. A bad file stops the process with exit
+ * status 78 unless FAULTNET_ON_ERROR=passthrough asks to run without faults. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "libc.h"
+#include "shim.h"
+#include "sink.h"
+
+struct fn_policy *fn_policy_now;
+
+/* Messages go straight to fd 2 with write(2), which the shim does not
+ * interpose, and never through stdio state the app may be using. */
+static void say(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	ssize_t w = write(2, buf, (size_t)n);
+	(void)w;
+}
+
+/* FAULTNET_ON_ERROR: "exit" (the default) or "passthrough". */
+static bool passthrough_on_error(void)
+{
+	const char *v = secure_getenv("FAULTNET_ON_ERROR");
+	if (!v || !*v || strcmp(v, "exit") == 0)
+		return false;
+	if (strcmp(v, "passthrough") == 0)
+		return true;
+	say("faultnet: FAULTNET_ON_ERROR: '%s' is not one of exit, passthrough", v);
+	_exit(FN_EXIT_CONFIG);
+}
+
+static void config_error(const char *msg, bool passthrough)
+{
+	say("faultnet: %s", msg);
+	if (!passthrough)
+		_exit(FN_EXIT_CONFIG);
+	say("faultnet: FAULTNET_ON_ERROR=passthrough: running with no faults");
+}
+
+static void load_policy(void)
+{
+	bool passthrough = passthrough_on_error();
+	const char *path = secure_getenv("FAULTNET_CONFIG");
+	const char *zone = secure_getenv("FAULTNET_ZONE");
+	if (!path || !*path) {
+		if (zone && *zone)
+			config_error("FAULTNET_ZONE is set but FAULTNET_CONFIG is not: "
+				     "zones are defined in the config file",
+				     passthrough);
+		return;
+	}
+	char err[1024];
+	struct fn_policy *p = fn_config_load_file(path, zone, err, sizeof(err));
+	if (!p)
+		return config_error(err, passthrough);
+	__atomic_store_n(&fn_policy_now, p, __ATOMIC_RELEASE);
+}
+
+__attribute__((constructor)) static void fn_init(void)
+{
+	fn_libc_resolve();
+	pthread_atfork(NULL, NULL, fn_sink_atfork_child);
+	load_policy();
+}

@@ -1,0 +1,33 @@
+#!/bin/sh
+# deps.sh - installs the Debian 12 packages faultnet needs when they are
+# missing: `deps.sh build` for the build, `deps.sh test` for the tests too.
+# As root it runs apt-get; otherwise it names the packages and stops.
+set -eu
+
+build_pkgs="gcc libc6-dev libconfig-dev"
+test_pkgs="libcunit1-dev curl python3 nodejs clang procps"
+
+case "${1:-build}" in
+build) want="$build_pkgs" ;;
+test) want="$build_pkgs $test_pkgs" ;;
+*) echo "usage: $0 build|test" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $want; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing="$missing $p"
+	fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "faultnet: missing Debian packages:$missing" >&2
+	echo "faultnet: run as root: apt-get install$missing" >&2
+	exit 1
+fi
+echo "faultnet: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
