@@ -60,7 +60,7 @@ $(BUILD)/tests/%: tests/integration/%.c tests/integration/*.h | $(TEST_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
 
-IT_PROGS := $(BUILD)/tests/it_faults $(BUILD)/tests/probe
+IT_PROGS := $(BUILD)/tests/it_faults
 test-progs: all $(BUILD)/tests/unit $(IT_PROGS)
 
 test: test-deps

@@ -11,10 +11,9 @@
 
 #include "../preload/config.h"
 
-static const char usage[] =
-	"usage: faultctl check FILE\n"
-	"       faultctl run [--config FILE] [--zone ZONE] -- CMD [ARG...]\n"
-	"       faultctl help\n";
+static const char usage[] = "usage: faultctl check FILE\n"
+			    "       faultctl run [--config FILE] [--zone ZONE] -- CMD [ARG...]\n"
+			    "       faultctl help\n";
 
 /* faultctl check FILE: the shim's own parser and messages. */
 static int cmd_check(int argc, char **argv)
@@ -60,11 +59,13 @@ static int set_preload(void)
 {
 	char lib[PATH_MAX + 32], value[2 * PATH_MAX + 64];
 	if (find_library(lib, sizeof(lib)) < 0) {
-		fprintf(stderr, "faultctl: libfaultnet.so not found next to faultctl or in ../lib\n");
+		fprintf(stderr,
+			"faultctl: libfaultnet.so not found next to faultctl or in ../lib\n");
 		return -1;
 	}
+	/* After what is there already: a sanitizer runtime must stay first. */
 	const char *old = getenv("LD_PRELOAD");
-	snprintf(value, sizeof(value), "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+	snprintf(value, sizeof(value), "%s%s%s", old ? old : "", old && *old ? ":" : "", lib);
 	return setenv("LD_PRELOAD", value, 1);
 }
 

@@ -10,8 +10,7 @@
 
 static const uint8_t v4_mapped_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
-bool fn_endpoint_from_sockaddr(struct fn_endpoint *ep, const struct sockaddr *sa,
-			       socklen_t len)
+bool fn_endpoint_from_sockaddr(struct fn_endpoint *ep, const struct sockaddr *sa, socklen_t len)
 {
 	if (!sa)
 		return false;

@@ -28,8 +28,7 @@ struct fn_portrange {
 
 /* Fills ep from an AF_INET or AF_INET6 sockaddr; false for anything else
  * (AF_UNIX, AF_UNSPEC, a short length). */
-bool fn_endpoint_from_sockaddr(struct fn_endpoint *ep, const struct sockaddr *sa,
-			       socklen_t len);
+bool fn_endpoint_from_sockaddr(struct fn_endpoint *ep, const struct sockaddr *sa, socklen_t len);
 
 bool fn_cidr_contains(const struct fn_cidr *c, const struct fn_endpoint *ep);
 

@@ -80,8 +80,8 @@ static bool get_name(struct ctx *c, const config_setting_t *s, const char *where
 	if (!get_string(c, s, where, &v))
 		return false;
 	if (!valid_name(v))
-		return fail(c, s, "%s '%s' must be 1 to %d letters, digits or _.:-", where,
-			    v, FN_NAME_MAX - 1);
+		return fail(c, s, "%s '%s' must be 1 to %d letters, digits or _.:-", where, v,
+			    FN_NAME_MAX - 1);
 	strcpy(out, v);
 	return true;
 }
@@ -118,10 +118,12 @@ static bool get_cidrs(struct ctx *c, const config_setting_t *s, const char *wher
 
 static bool parse_ports(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
 {
-	if (config_setting_type(s) == CONFIG_TYPE_INT || config_setting_type(s) == CONFIG_TYPE_INT64) {
+	if (config_setting_type(s) == CONFIG_TYPE_INT ||
+	    config_setting_type(s) == CONFIG_TYPE_INT64) {
 		long long v = c->lc.get_int64(s);
 		if (v < 1 || v > 65535)
-			return fail(c, s, "rule '%s': match.port %lld is not from 1 to 65535", r->name, v);
+			return fail(c, s, "rule '%s': match.port %lld is not from 1 to 65535",
+				    r->name, v);
 		r->ports = calloc(1, sizeof(*r->ports));
 		if (!r->ports)
 			return fail(c, s, "out of memory");
@@ -131,15 +133,17 @@ static bool parse_ports(struct ctx *c, const config_setting_t *s, struct fn_rule
 	}
 	const char *text, *why;
 	if (config_setting_type(s) != CONFIG_TYPE_STRING)
-		return fail(c, s, "rule '%s': match.port must be a number or a string such as \"443,8000-8999\"", r->name);
+		return fail(
+		    c, s,
+		    "rule '%s': match.port must be a number or a string such as \"443,8000-8999\"",
+		    r->name);
 	text = c->lc.get_string(s);
 	if ((why = fn_ports_parse(text, &r->ports, &r->nports)))
 		return fail(c, s, "rule '%s': bad match.port '%s': %s", r->name, text, why);
 	return true;
 }
 
-static bool parse_zone_ref(struct ctx *c, const config_setting_t *s, const char *where,
-			   int *out)
+static bool parse_zone_ref(struct ctx *c, const config_setting_t *s, const char *where, int *out)
 {
 	const char *name;
 	if (!get_string(c, s, where, &name))
@@ -160,7 +164,8 @@ static bool parse_proto(struct ctx *c, const config_setting_t *s, struct fn_rule
 	else if (strcmp(v, "udp") == 0)
 		r->protos = FN_PROTO_UDP;
 	else
-		return fail(c, s, "rule '%s': match.proto '%s' must be \"tcp\" or \"udp\"", r->name, v);
+		return fail(c, s, "rule '%s': match.proto '%s' must be \"tcp\" or \"udp\"", r->name,
+			    v);
 	return true;
 }
 
@@ -212,7 +217,8 @@ static bool check_action_proto(struct ctx *c, const config_setting_t *s, struct 
 	if (r->action != FN_ACT_STALL)
 		return true;
 	if (proto_given && r->protos == FN_PROTO_UDP)
-		return fail(c, s, "rule '%s': action stall applies to TCP only, not proto \"udp\"", r->name);
+		return fail(c, s, "rule '%s': action stall applies to TCP only, not proto \"udp\"",
+			    r->name);
 	r->protos = FN_PROTO_TCP;
 	return true;
 }
@@ -225,7 +231,8 @@ static bool parse_rule(struct ctx *c, const config_setting_t *s, struct fn_rule 
 	r->from_zone = r->to_zone = -1;
 	r->line = config_setting_source_line(s);
 	if (!config_setting_is_group(s))
-		return fail(c, s, "each entry of rules must be a group { name = ...; action = ...; }");
+		return fail(c, s,
+			    "each entry of rules must be a group { name = ...; action = ...; }");
 	const config_setting_t *name = c->lc.member(s, "name");
 	if (!name)
 		return fail(c, s, "rule without a name");
@@ -265,7 +272,8 @@ static bool parse_rules(struct ctx *c, const config_setting_t *s)
 			return false;
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(c->p->rules[j].name, c->p->rules[i].name) == 0)
-				return fail(c, e, "duplicate rule name '%s' (first defined at line %d)",
+				return fail(c, e,
+					    "duplicate rule name '%s' (first defined at line %d)",
 					    c->p->rules[i].name, c->p->rules[j].line);
 	}
 	return true;
@@ -275,7 +283,8 @@ static bool parse_zone(struct ctx *c, const config_setting_t *s, struct fn_zone 
 {
 	static const char *const keys[] = {"name", "cidrs", NULL};
 	if (!config_setting_is_group(s))
-		return fail(c, s, "each entry of zones must be a group { name = ...; cidrs = [...]; }");
+		return fail(c, s,
+			    "each entry of zones must be a group { name = ...; cidrs = [...]; }");
 	const config_setting_t *name = c->lc.member(s, "name"), *cidrs;
 	if (!name)
 		return fail(c, s, "zone without a name");
@@ -316,7 +325,8 @@ static bool set_self_zone(struct ctx *c, const config_setting_t *root, const cha
 	if (override && *override) {
 		c->p->self_zone = fn_policy_zone_index(c->p, override);
 		if (c->p->self_zone < 0)
-			return fail(c, NULL, "FAULTNET_ZONE: zone '%s' is not defined in zones", override);
+			return fail(c, NULL, "FAULTNET_ZONE: zone '%s' is not defined in zones",
+				    override);
 		return true;
 	}
 	return !z || parse_zone_ref(c, z, "zone", &c->p->self_zone);
@@ -371,8 +381,8 @@ static struct fn_policy *load(const char *path, const char *text, const char *zo
 	return c.p;
 }
 
-struct fn_policy *fn_config_load_file(const char *path, const char *zone_override,
-				      char *err, size_t errlen)
+struct fn_policy *fn_config_load_file(const char *path, const char *zone_override, char *err,
+				      size_t errlen)
 {
 	return load(path, NULL, zone_override, err, errlen);
 }

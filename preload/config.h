@@ -13,12 +13,11 @@
 
 /* Parses path. zone_override (FAULTNET_ZONE, may be NULL) replaces the file's
  * `zone`. On error returns NULL and writes "FILE:LINE: problem" into err. */
-struct fn_policy *fn_config_load_file(const char *path, const char *zone_override,
-				      char *err, size_t errlen);
+struct fn_policy *fn_config_load_file(const char *path, const char *zone_override, char *err,
+				      size_t errlen);
 
 /* The same for text held in memory; origin names it in messages. */
 struct fn_policy *fn_config_load_string(const char *text, const char *origin,
-					const char *zone_override, char *err,
-					size_t errlen);
+					const char *zone_override, char *err, size_t errlen);
 
 #endif

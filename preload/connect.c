@@ -23,8 +23,8 @@ static bool tcp_attempt_over(int fd)
 	struct tcp_info ti;
 	socklen_t len = sizeof(ti);
 	int e = errno;
-	bool over = getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
-		    ti.tcpi_state == TCP_CLOSE;
+	bool over =
+	    getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_state == TCP_CLOSE;
 	errno = e;
 	return over;
 }

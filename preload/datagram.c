@@ -12,9 +12,8 @@
 
 /* Where an addressed send to sa must really go: NULL to send as asked,
  * else target (filled). Sets *fail when the fault cannot be set up. */
-static const struct sockaddr *redirect(int fd, const struct sockaddr *sa, socklen_t len,
-				       int flags, struct sockaddr_storage *target,
-				       socklen_t *tlen, bool *fail)
+static const struct sockaddr *redirect(int fd, const struct sockaddr *sa, socklen_t len, int flags,
+				       struct sockaddr_storage *target, socklen_t *tlen, bool *fail)
 {
 	uint8_t proto;
 	*fail = false;
@@ -52,7 +51,7 @@ ssize_t fn_sendmsg(int fd, const struct msghdr *msg, int flags)
 	socklen_t tlen;
 	bool fail;
 	const struct sockaddr *to =
-		msg ? redirect(fd, msg->msg_name, msg->msg_namelen, flags, &t, &tlen, &fail) : NULL;
+	    msg ? redirect(fd, msg->msg_name, msg->msg_namelen, flags, &t, &tlen, &fail) : NULL;
 	if (msg && fail)
 		return -1;
 	if (!to)
@@ -76,8 +75,8 @@ static int send_batch(int fd, struct mmsghdr *vec, unsigned n, int flags)
 		socklen_t tlen;
 		bool fail;
 		copy[i] = vec[i];
-		const struct sockaddr *to = redirect(fd, h->msg_name, h->msg_namelen, flags,
-						     &targets[i], &tlen, &fail);
+		const struct sockaddr *to =
+		    redirect(fd, h->msg_name, h->msg_namelen, flags, &targets[i], &tlen, &fail);
 		if (fail) {
 			if (i == 0)
 				return -1;
@@ -183,8 +182,7 @@ ssize_t fn_recvmsg(int fd, struct msghdr *msg, int flags)
 	return recv_filtered(fd, msg, flags);
 }
 
-ssize_t fn_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa,
-		    socklen_t *len)
+ssize_t fn_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa, socklen_t *len)
 {
 	if (!needs_filter(fd))
 		return LIBC(recvfrom)(fd, buf, n, flags, sa, len);
@@ -222,8 +220,7 @@ ssize_t fn_read(int fd, void *buf, size_t n)
 	return r;
 }
 
-int fn_recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
-		struct timespec *timeout)
+int fn_recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, struct timespec *timeout)
 {
 	if (!needs_filter(fd) || !vec)
 		return LIBC(recvmmsg)(fd, vec, vlen, flags, timeout);

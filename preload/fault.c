@@ -68,8 +68,8 @@ static bool record(int fd, const struct sockaddr *sa, socklen_t len, const struc
 	/* Keep what the kernel would report: the family's own size, no
 	 * trailing bytes the app happened to pass. */
 	memset(&st->peer, 0, sizeof(st->peer));
-	st->peerlen = sa->sa_family == AF_INET ? sizeof(struct sockaddr_in)
-					       : sizeof(struct sockaddr_in6);
+	st->peerlen =
+	    sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 	memcpy(&st->peer, sa, st->peerlen < len ? st->peerlen : len);
 	if (sa->sa_family == AF_INET)
 		memset(((struct sockaddr_in *)&st->peer)->sin_zero, 0, 8);
@@ -84,9 +84,8 @@ static bool record(int fd, const struct sockaddr *sa, socklen_t len, const struc
 	return true;
 }
 
-bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len,
-		     const struct fn_rule *r, uint8_t proto, struct sockaddr_storage *target,
-		     socklen_t *tlen)
+bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const struct fn_rule *r,
+		     uint8_t proto, struct sockaddr_storage *target, socklen_t *tlen)
 {
 	int e = errno;
 	if (!fn_sink_addr(sink_for(r, proto), sa->sa_family, target, tlen))

@@ -17,8 +17,8 @@ static int high_fd;
 static void note_high(int fd)
 {
 	int h = __atomic_load_n(&high_fd, __ATOMIC_RELAXED);
-	while (fd > h && !__atomic_compare_exchange_n(&high_fd, &h, fd, true,
-						      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	while (fd > h && !__atomic_compare_exchange_n(&high_fd, &h, fd, true, __ATOMIC_RELAXED,
+						      __ATOMIC_RELAXED))
 		;
 }
 

@@ -15,9 +15,9 @@
 #define FN_FD_MAX (1 << 20) /* Linux's default fs.nr_open */
 
 enum {
-	FDF_TCP = 1,      /* an AF_INET/AF_INET6 TCP socket */
-	FDF_UDP = 2,      /* an AF_INET/AF_INET6 UDP socket */
-	FDF_FAULT = 4,    /* a socket the shim redirected; see fn_fdstate */
+	FDF_TCP = 1,	  /* an AF_INET/AF_INET6 TCP socket */
+	FDF_UDP = 2,	  /* an AF_INET/AF_INET6 UDP socket */
+	FDF_FAULT = 4,	  /* a socket the shim redirected; see fn_fdstate */
 	FDF_INTERNAL = 8, /* one of the shim's own fds */
 };
 

@@ -62,11 +62,11 @@ EXPORT int dup3(int oldfd, int newfd, int flags)
 
 /* fcntl's third argument is an int or a pointer by command; passing it on
  * as a pointer-sized value preserves either. */
-#define FCNTL_BODY(is64)                             \
-	va_list ap;                                  \
-	va_start(ap, cmd);                           \
-	void *arg = va_arg(ap, void *);              \
-	va_end(ap);                                  \
+#define FCNTL_BODY(is64)                \
+	va_list ap;                     \
+	va_start(ap, cmd);              \
+	void *arg = va_arg(ap, void *); \
+	va_end(ap);                     \
 	return fn_fcntl(fd, cmd, arg, is64)
 
 EXPORT int fcntl(int fd, int cmd, ...)
@@ -100,8 +100,7 @@ EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 	return fn_recv(fd, buf, n, flags);
 }
 
-EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa,
-			socklen_t *len)
+EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa, socklen_t *len)
 {
 	return fn_recvfrom(fd, buf, n, flags, sa, len);
 }

@@ -4,13 +4,13 @@
 #include <dlfcn.h>
 #include <string.h>
 
-#define BIND(field, sym)                                              \
-	do {                                                          \
-		*(void **)&l->field = dlsym(l->handle, sym);          \
-		if (!l->field) {                                      \
-			fn_lcfg_close(l);                             \
-			return "libconfig.so.9 lacks " sym;           \
-		}                                                     \
+#define BIND(field, sym)                                     \
+	do {                                                 \
+		*(void **)&l->field = dlsym(l->handle, sym); \
+		if (!l->field) {                             \
+			fn_lcfg_close(l);                    \
+			return "libconfig.so.9 lacks " sym;  \
+		}                                            \
 	} while (0)
 
 const char *fn_lcfg_open(struct fn_lcfg *l)

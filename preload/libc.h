@@ -40,6 +40,8 @@ extern struct fn_libc fn_libc;
 void fn_libc_resolve(void);
 
 /* The real function, resolving first if a hook runs before the constructor. */
-#define LIBC(name) (__builtin_expect(fn_libc.name != NULL, 1) ? fn_libc.name : (fn_libc_resolve(), fn_libc.name))
+#define LIBC(name)                                                \
+	(__builtin_expect(fn_libc.name != NULL, 1) ? fn_libc.name \
+						   : (fn_libc_resolve(), fn_libc.name))
 
 #endif

@@ -49,8 +49,8 @@ static bool rule_matches(const struct fn_policy *p, const struct fn_rule *r,
 	return true;
 }
 
-const struct fn_rule *fn_policy_match(const struct fn_policy *p,
-				      const struct fn_endpoint *peer, uint8_t proto)
+const struct fn_rule *fn_policy_match(const struct fn_policy *p, const struct fn_endpoint *peer,
+				      uint8_t proto)
 {
 	if (!p || !(p->active_protos & proto))
 		return NULL;

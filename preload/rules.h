@@ -16,14 +16,14 @@ struct fn_rule {
 	char name[FN_NAME_MAX];
 	enum fn_action action;
 	bool enabled;
-	uint8_t protos;    /* FN_PROTO_* mask */
-	int from_zone;     /* zone index, -1 for any */
-	int to_zone;       /* zone index, -1 for any */
+	uint8_t protos;	    /* FN_PROTO_* mask */
+	int from_zone;	    /* zone index, -1 for any */
+	int to_zone;	    /* zone index, -1 for any */
 	struct fn_cidr *to; /* NULL (nto 0) for any destination */
 	size_t nto;
 	struct fn_portrange *ports; /* NULL (nports 0) for any port */
 	size_t nports;
-	int line;          /* where it was defined, for messages */
+	int line; /* where it was defined, for messages */
 };
 
 struct fn_zone {
@@ -37,7 +37,7 @@ struct fn_policy {
 	size_t nzones;
 	struct fn_rule *rules;
 	size_t nrules;
-	int self_zone;         /* this process's zone index, -1 for none */
+	int self_zone;	       /* this process's zone index, -1 for none */
 	uint8_t active_protos; /* union of the enabled rules' protocols */
 };
 
@@ -45,8 +45,8 @@ const char *fn_action_name(enum fn_action a);
 
 /* First enabled rule matching a peer for one of the protocols in proto;
  * NULL when none does. */
-const struct fn_rule *fn_policy_match(const struct fn_policy *p,
-				      const struct fn_endpoint *peer, uint8_t proto);
+const struct fn_rule *fn_policy_match(const struct fn_policy *p, const struct fn_endpoint *peer,
+				      uint8_t proto);
 
 int fn_policy_zone_index(const struct fn_policy *p, const char *name);
 

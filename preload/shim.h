@@ -20,9 +20,8 @@ static inline const struct fn_policy *fn_policy_current(void)
 /* fault.c */
 const struct fn_rule *fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len,
 				     uint8_t *proto);
-bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len,
-		     const struct fn_rule *r, uint8_t proto, struct sockaddr_storage *target,
-		     socklen_t *tlen);
+bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const struct fn_rule *r,
+		     uint8_t proto, struct sockaddr_storage *target, socklen_t *tlen);
 
 /* connect.c */
 int fn_connect(int fd, const struct sockaddr *sa, socklen_t len);
@@ -34,8 +33,7 @@ ssize_t fn_sendto(int fd, const void *buf, size_t n, int flags, const struct soc
 ssize_t fn_sendmsg(int fd, const struct msghdr *msg, int flags);
 int fn_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags);
 ssize_t fn_recv(int fd, void *buf, size_t n, int flags);
-ssize_t fn_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa,
-		    socklen_t *len);
+ssize_t fn_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa, socklen_t *len);
 ssize_t fn_recvmsg(int fd, struct msghdr *msg, int flags);
 int fn_recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
 		struct timespec *timeout);

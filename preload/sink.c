@@ -22,7 +22,7 @@ enum { SINK_NONE, SINK_BUSY, SINK_READY, SINK_BROKEN };
 
 struct sink {
 	int state;
-	int fd;   /* the listener, or the datagram socket */
+	int fd;	  /* the listener, or the datagram socket */
 	int park; /* blackhole: the connection that keeps the accept queue full */
 	uint16_t port;
 	dev_t dev, park_dev; /* identities, to tell our fds from reused numbers */
@@ -30,15 +30,14 @@ struct sink {
 };
 
 static struct sink sinks[FN_SINK_KINDS][2]; /* [kind][0 = IPv4, 1 = IPv6] */
-static __thread int building;               /* re-entry from a signal handler */
+static __thread int building;		    /* re-entry from a signal handler */
 
 #define STALL_BACKLOG 4096
 #define RETIRED_MAX 64
 static int retired[RETIRED_MAX]; /* full stall listeners, kept open */
 static int nretired;
 
-static void fill_loopback(int family, uint16_t port, struct sockaddr_storage *ss,
-			  socklen_t *len)
+static void fill_loopback(int family, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
 {
 	memset(ss, 0, sizeof(*ss));
 	if (family == AF_INET) {
@@ -124,7 +123,8 @@ static int bind_listen(struct sink *s, enum fn_sink_kind kind, int family, uint1
 	if (kind == FN_SINK_UDP)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
 	if (bind(fd, (struct sockaddr *)&ss, len) < 0 ||
-	    (kind != FN_SINK_UDP && listen(fd, kind == FN_SINK_BLACKHOLE ? 0 : STALL_BACKLOG) < 0) ||
+	    (kind != FN_SINK_UDP &&
+	     listen(fd, kind == FN_SINK_BLACKHOLE ? 0 : STALL_BACKLOG) < 0) ||
 	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
 		int e = errno;
 		close_quietly(fd);
@@ -258,8 +258,7 @@ static bool ensure(struct sink *s, enum fn_sink_kind kind, int family)
 	return true;
 }
 
-bool fn_sink_addr(enum fn_sink_kind kind, int family, struct sockaddr_storage *addr,
-		  socklen_t *len)
+bool fn_sink_addr(enum fn_sink_kind kind, int family, struct sockaddr_storage *addr, socklen_t *len)
 {
 	int e = errno;
 	if (family == AF_INET6 && ensure(&sinks[kind][1], kind, AF_INET6)) {
@@ -299,7 +298,8 @@ void fn_sink_lost(int fd)
 				s->park = -1;
 			} else if (s->fd == fd && claim(s, SINK_READY)) {
 				building = 1;
-				release(s, rebuild(s, (enum fn_sink_kind)k, f ? AF_INET6 : AF_INET, true));
+				release(s, rebuild(s, (enum fn_sink_kind)k, f ? AF_INET6 : AF_INET,
+						   true));
 				building = 0;
 			}
 		}

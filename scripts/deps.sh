@@ -5,7 +5,7 @@
 set -eu
 
 build_pkgs="gcc libc6-dev libconfig-dev"
-test_pkgs="libcunit1-dev curl python3 nodejs clang procps"
+test_pkgs="libcunit1-dev curl python3 nodejs clang clang-format binutils procps"
 
 case "${1:-build}" in
 build) want="$build_pkgs" ;;

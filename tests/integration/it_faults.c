@@ -95,7 +95,8 @@ static void nonblocking_blackhole(enum waitkind k, const char *ip, uint16_t port
 	set_int(fd, IPPROTO_TCP, TCP_SYNCNT, 1);
 	if (k == W_EPOLL_LT || k == W_EPOLL_ET) {
 		ep = epoll_create1(EPOLL_CLOEXEC);
-		struct epoll_event ev = {.events = EPOLLOUT | (k == W_EPOLL_ET ? EPOLLET : 0), .data.fd = fd};
+		struct epoll_event ev = {.events = EPOLLOUT | (k == W_EPOLL_ET ? EPOLLET : 0),
+					 .data.fd = fd};
 		epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 	}
 	long t0 = now_ms();
@@ -120,10 +121,10 @@ static void nonblocking_blackhole(enum waitkind k, const char *ip, uint16_t port
 	close(fd);
 }
 
-#define READINESS_TEST(kind)                                    \
-	static void test_nb_##kind(void)                        \
-	{                                                       \
-		nonblocking_blackhole(kind, BH_IP, BH_PORT);    \
+#define READINESS_TEST(kind)                                 \
+	static void test_nb_##kind(void)                     \
+	{                                                    \
+		nonblocking_blackhole(kind, BH_IP, BH_PORT); \
 	}
 READINESS_TEST(W_POLL)
 READINESS_TEST(W_PPOLL)
@@ -287,7 +288,8 @@ static void test_exec(void)
 	connect_to(fd, STALL_IP, STALL_PORT);
 	close(fd);
 	CU_ASSERT_EQUAL(run_child((char *[]){"it_faults", "--child", "no-sockets", NULL}, NULL), 0);
-	CU_ASSERT_EQUAL(run_child((char *[]){"it_faults", "--child", "blackhole-then-stall", NULL}, NULL), 0);
+	CU_ASSERT_EQUAL(
+	    run_child((char *[]){"it_faults", "--child", "blackhole-then-stall", NULL}, NULL), 0);
 }
 
 static void test_zones(void)
@@ -602,10 +604,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "it_faults: run me under the shim (see tests/run.sh)\n");
 		return 2;
 	}
+	signal(SIGPIPE, SIG_IGN);
 	CU_initialize_registry();
 	CU_pSuite s = CU_add_suite("faults under the shim", setup, NULL);
-	CU_add_test(s, "blackhole: blocking connect blocks until a signal (EINTR)", test_blocking_blocks_until_signal);
-	CU_add_test(s, "blackhole: TCP_SYNCNT=1 gives ETIMEDOUT after the SYN retries", test_blocking_syncnt);
+	CU_add_test(s, "blackhole: blocking connect blocks until a signal (EINTR)",
+		    test_blocking_blocks_until_signal);
+	CU_add_test(s, "blackhole: TCP_SYNCNT=1 gives ETIMEDOUT after the SYN retries",
+		    test_blocking_syncnt);
 	CU_add_test(s, "blackhole: SO_SNDTIMEO bounds a blocking connect", test_blocking_sndtimeo);
 	CU_add_test(s, "blackhole: non-blocking, poll", test_nb_W_POLL);
 	CU_add_test(s, "blackhole: non-blocking, ppoll", test_nb_W_PPOLL);
@@ -615,7 +620,8 @@ int main(int argc, char **argv)
 	CU_add_test(s, "blackhole: non-blocking, epoll edge-triggered", test_nb_W_EPOLL_ET);
 	CU_add_test(s, "blackhole: IPv6 and IPv4-mapped destinations", test_ipv6_and_mapped);
 	CU_add_test(s, "stall: connects, swallows writes, never answers", test_stall);
-	CU_add_test(s, "stall: non-blocking, IPv4-mapped peer name", test_stall_nonblocking_and_mapped);
+	CU_add_test(s, "stall: non-blocking, IPv4-mapped peer name",
+		    test_stall_nonblocking_and_mapped);
 	CU_add_test(s, "unmatched connections pass untouched", test_unmatched_passes);
 	CU_add_test(s, "16 threads connecting at once", test_threads);
 	CU_add_test(s, "a forked child keeps the rules", test_fork);

@@ -53,7 +53,8 @@ static inline int family_of(const char *ip)
 
 static inline int tcp_socket(const char *ip, bool nonblock)
 {
-	return socket(family_of(ip), SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+	return socket(family_of(ip), SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0),
+		      0);
 }
 
 static inline int bound_socket(int type, const char *ip, uint16_t port)
@@ -141,8 +142,8 @@ static inline const char *peer_of(int fd, char *buf, size_t n)
 }
 
 enum waitkind { W_POLL, W_PPOLL, W_SELECT, W_PSELECT, W_EPOLL_LT, W_EPOLL_ET, W_KINDS };
-static const char *const waitkind_name[W_KINDS] = {"poll", "ppoll", "select", "pselect",
-						   "epoll-lt", "epoll-et"};
+static const char *const waitkind_name[W_KINDS] = {"poll",    "ppoll",	  "select",
+						   "pselect", "epoll-lt", "epoll-et"};
 
 /* Waits for writability; returns POLLOUT/POLLERR/POLLHUP bits, 0 on timeout.
  * ep is an epoll fd with fd already registered (for the epoll kinds). */

@@ -63,7 +63,8 @@ static void test_cidr_errors(void)
 	struct fn_cidr c;
 	CU_ASSERT_STRING_EQUAL(fn_cidr_parse(&c, "127.66.0.0/33"),
 			       "prefix length must be 0 to 32 for IPv4");
-	CU_ASSERT_STRING_EQUAL(fn_cidr_parse(&c, "::1/129"), "prefix length must be 0 to 128 for IPv6");
+	CU_ASSERT_STRING_EQUAL(fn_cidr_parse(&c, "::1/129"),
+			       "prefix length must be 0 to 128 for IPv6");
 	CU_ASSERT_STRING_EQUAL(fn_cidr_parse(&c, "127.66.0.0/x"), "prefix length is not a number");
 	CU_ASSERT_STRING_EQUAL(fn_cidr_parse(&c, "127.66.0.0/"), "prefix length is not a number");
 	CU_ASSERT_STRING_EQUAL(fn_cidr_parse(&c, "127.666.0.0/16"), "not an IPv4 or IPv6 address");
@@ -85,11 +86,15 @@ static void test_ports(void)
 	CU_ASSERT_FALSE(fn_ports_contain(p, n, 9000));
 	CU_ASSERT_FALSE(fn_ports_contain(p, n, 444));
 	free(p);
-	CU_ASSERT_STRING_EQUAL(fn_ports_parse("0", &p, &n), "port must be a number from 1 to 65535");
-	CU_ASSERT_STRING_EQUAL(fn_ports_parse("65536", &p, &n), "port must be a number from 1 to 65535");
+	CU_ASSERT_STRING_EQUAL(fn_ports_parse("0", &p, &n),
+			       "port must be a number from 1 to 65535");
+	CU_ASSERT_STRING_EQUAL(fn_ports_parse("65536", &p, &n),
+			       "port must be a number from 1 to 65535");
 	CU_ASSERT_STRING_EQUAL(fn_ports_parse("9000-8000", &p, &n), "port range is reversed");
-	CU_ASSERT_STRING_EQUAL(fn_ports_parse("443,", &p, &n), "port must be a number from 1 to 65535");
-	CU_ASSERT_STRING_EQUAL(fn_ports_parse("https", &p, &n), "port must be a number from 1 to 65535");
+	CU_ASSERT_STRING_EQUAL(fn_ports_parse("443,", &p, &n),
+			       "port must be a number from 1 to 65535");
+	CU_ASSERT_STRING_EQUAL(fn_ports_parse("https", &p, &n),
+			       "port must be a number from 1 to 65535");
 	CU_ASSERT_STRING_EQUAL(fn_ports_parse("443;80", &p, &n),
 			       "ports are written as 443 or 443,8000-8999");
 }

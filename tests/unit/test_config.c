@@ -32,7 +32,8 @@ static void test_unknown_keys(void)
 	EXPECT("zone = \"1a\";\nzonez = ();", "t.conf:2: top level: unknown key 'zonez'");
 	EXPECT("rules = (\n { name = \"a\"; action = \"drop\";\n   enable = false; }\n);",
 	       "t.conf:3: rule 'a': unknown key 'enable'");
-	EXPECT("rules = ( { name = \"a\"; action = \"drop\";\n match = { dest = \"127.0.0.1\"; }; } );",
+	EXPECT("rules = ( { name = \"a\"; action = \"drop\";\n match = { dest = \"127.0.0.1\"; }; "
+	       "} );",
 	       "t.conf:2: rule 'a': match: unknown key 'dest'");
 	EXPECT("zones = ( { name = \"1a\"; cidrs = \"127.10.1.0/24\";\n cidr = \"x\"; } );",
 	       "t.conf:2: zone '1a': unknown key 'cidr'");
@@ -40,8 +41,10 @@ static void test_unknown_keys(void)
 
 static void test_bad_values(void)
 {
-	EXPECT("rules = ( { name = \"a\"; action = \"drop\";\n match = { to = [ \"127.66.0.0/16\",\n \"127.66.0.0/33\" ]; }; } );",
-	       "t.conf:3: rule 'a': match.to: bad CIDR '127.66.0.0/33': prefix length must be 0 to 32 for IPv4");
+	EXPECT("rules = ( { name = \"a\"; action = \"drop\";\n match = { to = [ "
+	       "\"127.66.0.0/16\",\n \"127.66.0.0/33\" ]; }; } );",
+	       "t.conf:3: rule 'a': match.to: bad CIDR '127.66.0.0/33': prefix length must be 0 to "
+	       "32 for IPv4");
 	EXPECT("rules = ( { name = \"a\"; action = \"drop\"; match = { to = 12; }; } );",
 	       "t.conf:1: rule 'a': match.to must be a string or a list of strings");
 	EXPECT("rules = ( { name = \"a\"; action = \"drop\"; match = { port = \"80-\"; }; } );",
@@ -67,7 +70,8 @@ static void test_actions_and_names(void)
 	EXPECT("rules = ( { action = \"drop\"; } );", "t.conf:1: rule without a name");
 	EXPECT("rules = ( { name = \"a b\"; action = \"drop\"; } );",
 	       "t.conf:1: rule name 'a b' must be 1 to 63 letters, digits or _.:-");
-	EXPECT("rules = (\n { name = \"a\"; action = \"drop\"; },\n { name = \"a\"; action = \"stall\"; }\n);",
+	EXPECT("rules = (\n { name = \"a\"; action = \"drop\"; },\n { name = \"a\"; action = "
+	       "\"stall\"; }\n);",
 	       "t.conf:3: duplicate rule name 'a' (first defined at line 2)");
 }
 
@@ -75,18 +79,26 @@ static void test_zones(void)
 {
 	EXPECT("zone = \"1b\";\nzones = ( { name = \"1a\"; cidrs = \"127.10.1.0/24\"; } );",
 	       "t.conf:1: zone: zone '1b' is not defined in zones");
-	EXPECT("rules = ( { name = \"a\"; action = \"drop\";\n match = { from_zone = \"1a\"; }; } );",
-	       "t.conf:2: rule 'a': match.from_zone: zone '1a' is not defined in zones");
-	EXPECT("zones = ( { name = \"1a\"; cidrs = \"127.10.1.0/24\"; } );\nrules = ( { name = \"a\"; action = \"drop\"; match = { to_zone = \"1c\"; }; } );",
+	EXPECT(
+	    "rules = ( { name = \"a\"; action = \"drop\";\n match = { from_zone = \"1a\"; }; } );",
+	    "t.conf:2: rule 'a': match.from_zone: zone '1a' is not defined in zones");
+	EXPECT("zones = ( { name = \"1a\"; cidrs = \"127.10.1.0/24\"; } );\nrules = ( { name = "
+	       "\"a\"; action = \"drop\"; match = { to_zone = \"1c\"; }; } );",
 	       "t.conf:2: rule 'a': match.to_zone: zone '1c' is not defined in zones");
-	EXPECT("zones = ( { name = \"1a\"; cidrs = \"127.10.1.0/24\"; },\n { name = \"1a\"; cidrs = \"127.10.2.0/24\"; } );",
+	EXPECT("zones = ( { name = \"1a\"; cidrs = \"127.10.1.0/24\"; },\n { name = \"1a\"; cidrs "
+	       "= \"127.10.2.0/24\"; } );",
 	       "t.conf:2: duplicate zone name '1a'");
 	EXPECT("zones = ( { name = \"1a\"; } );", "t.conf:1: zone '1a' has no cidrs");
-	EXPECT("zones = ( { name = \"1a\"; cidrs = []; } );", "t.conf:1: zone '1a': cidrs is empty");
-	CU_ASSERT_STRING_EQUAL(error_of("zones = ( { name = \"1a\"; cidrs = \"127.10.1.0/24\"; } );", "9z"),
-			       "t.conf: FAULTNET_ZONE: zone '9z' is not defined in zones");
-	CU_ASSERT_STRING_EQUAL(error_of("zone = \"1b\";\nzones = ( { name = \"1a\"; cidrs = \"127.10.1.0/24\"; },"
-					" { name = \"1b\"; cidrs = \"127.10.2.0/24\"; } );", "1a"), "");
+	EXPECT("zones = ( { name = \"1a\"; cidrs = []; } );",
+	       "t.conf:1: zone '1a': cidrs is empty");
+	CU_ASSERT_STRING_EQUAL(
+	    error_of("zones = ( { name = \"1a\"; cidrs = \"127.10.1.0/24\"; } );", "9z"),
+	    "t.conf: FAULTNET_ZONE: zone '9z' is not defined in zones");
+	CU_ASSERT_STRING_EQUAL(
+	    error_of("zone = \"1b\";\nzones = ( { name = \"1a\"; cidrs = \"127.10.1.0/24\"; },"
+		     " { name = \"1b\"; cidrs = \"127.10.2.0/24\"; } );",
+		     "1a"),
+	    "");
 }
 
 static void test_files(void)
@@ -97,29 +109,34 @@ static void test_files(void)
 	char path[] = "/tmp/faultnet-unit-XXXXXX";
 	int fd = mkstemp(path);
 	CU_ASSERT_FATAL(fd >= 0);
-	const char text[] = "# comment\nrules = (\n  { name = \"x\"; action = \"drop\"; match = { port = \"1-\"; }; }\n);\n";
+	const char text[] = "# comment\nrules = (\n  { name = \"x\"; action = \"drop\"; match = { "
+			    "port = \"1-\"; }; }\n);\n";
 	CU_ASSERT_EQUAL(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
 	close(fd);
 	CU_ASSERT_PTR_NULL(fn_config_load_file(path, NULL, err, sizeof(err)));
 	char want[600];
-	snprintf(want, sizeof(want), "%s:3: rule 'x': bad match.port '1-': port must be a number from 1 to 65535", path);
+	snprintf(want, sizeof(want),
+		 "%s:3: rule 'x': bad match.port '1-': port must be a number from 1 to 65535",
+		 path);
 	CU_ASSERT_STRING_EQUAL(err, want);
 	unlink(path);
 }
 
 static void test_full_example(void)
 {
-	const char text[] =
-		"zone = \"1a\";\n"
-		"zones = (\n"
-		"  { name = \"1a\"; cidrs = [ \"127.10.1.0/24\" ]; },\n"
-		"  { name = \"1c\"; cidrs = [ \"127.10.2.0/24\" ]; }\n"
-		");\n"
-		"rules = (\n"
-		"  { name = \"nat-lost\";  action = \"blackhole\"; match = { to = [ \"127.66.0.0/16\" ]; port = \"443,8000-8999\"; }; },\n"
-		"  { name = \"silent-s3\"; action = \"stall\";     match = { to = [ \"127.67.0.1/32\" ]; port = \"9000\"; }; },\n"
-		"  { name = \"az-1a\";     action = \"drop\";      match = { from_zone = \"1a\"; }; enabled = false; }\n"
-		");\n";
+	const char text[] = "zone = \"1a\";\n"
+			    "zones = (\n"
+			    "  { name = \"1a\"; cidrs = [ \"127.10.1.0/24\" ]; },\n"
+			    "  { name = \"1c\"; cidrs = [ \"127.10.2.0/24\" ]; }\n"
+			    ");\n"
+			    "rules = (\n"
+			    "  { name = \"nat-lost\";  action = \"blackhole\"; match = { to = [ "
+			    "\"127.66.0.0/16\" ]; port = \"443,8000-8999\"; }; },\n"
+			    "  { name = \"silent-s3\"; action = \"stall\";     match = { to = [ "
+			    "\"127.67.0.1/32\" ]; port = \"9000\"; }; },\n"
+			    "  { name = \"az-1a\";     action = \"drop\";      match = { from_zone "
+			    "= \"1a\"; }; enabled = false; }\n"
+			    ");\n";
 	char err[512];
 	struct fn_policy *p = fn_config_load_string(text, "example.conf", NULL, err, sizeof(err));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);

@@ -7,19 +7,25 @@
 #include "../../preload/config.h"
 
 static const char conf[] =
-	"zone = \"1a\";\n"
-	"zones = ( { name = \"1a\"; cidrs = [ \"127.10.1.0/24\" ]; },\n"
-	"          { name = \"1c\"; cidrs = [ \"127.10.2.0/24\", \"::1/128\" ]; } );\n"
-	"rules = (\n"
-	"  { name = \"first\"; action = \"stall\"; match = { to = \"127.66.0.1\"; port = 443; }; },\n"
-	"  { name = \"wide\"; action = \"blackhole\"; match = { to = [ \"127.66.0.0/16\" ]; port = \"443,8000-8999\"; }; },\n"
-	"  { name = \"off\"; action = \"blackhole\"; match = { to = \"127.70.0.0/16\"; }; enabled = false; },\n"
-	"  { name = \"udp\"; action = \"drop\"; match = { to = \"127.68.0.0/16\"; proto = \"udp\"; }; },\n"
-	"  { name = \"tcp\"; action = \"blackhole\"; match = { to = \"127.68.0.0/16\"; proto = \"tcp\"; port = 80; }; },\n"
-	"  { name = \"to1c\"; action = \"blackhole\"; match = { to_zone = \"1c\"; }; },\n"
-	"  { name = \"from1a\"; action = \"drop\"; match = { from_zone = \"1a\"; to = \"127.69.0.0/16\"; }; },\n"
-	"  { name = \"from1c\"; action = \"drop\"; match = { from_zone = \"1c\"; to = \"127.71.0.0/16\"; }; }\n"
-	");\n";
+    "zone = \"1a\";\n"
+    "zones = ( { name = \"1a\"; cidrs = [ \"127.10.1.0/24\" ]; },\n"
+    "          { name = \"1c\"; cidrs = [ \"127.10.2.0/24\", \"::1/128\" ]; } );\n"
+    "rules = (\n"
+    "  { name = \"first\"; action = \"stall\"; match = { to = \"127.66.0.1\"; port = 443; }; },\n"
+    "  { name = \"wide\"; action = \"blackhole\"; match = { to = [ \"127.66.0.0/16\" ]; port = "
+    "\"443,8000-8999\"; }; },\n"
+    "  { name = \"off\"; action = \"blackhole\"; match = { to = \"127.70.0.0/16\"; }; enabled = "
+    "false; },\n"
+    "  { name = \"udp\"; action = \"drop\"; match = { to = \"127.68.0.0/16\"; proto = \"udp\"; }; "
+    "},\n"
+    "  { name = \"tcp\"; action = \"blackhole\"; match = { to = \"127.68.0.0/16\"; proto = "
+    "\"tcp\"; port = 80; }; },\n"
+    "  { name = \"to1c\"; action = \"blackhole\"; match = { to_zone = \"1c\"; }; },\n"
+    "  { name = \"from1a\"; action = \"drop\"; match = { from_zone = \"1a\"; to = "
+    "\"127.69.0.0/16\"; }; },\n"
+    "  { name = \"from1c\"; action = \"drop\"; match = { from_zone = \"1c\"; to = "
+    "\"127.71.0.0/16\"; }; }\n"
+    ");\n";
 
 static struct fn_policy *load(const char *zone)
 {
@@ -102,8 +108,9 @@ static void test_empty_policy(void)
 	CU_ASSERT_EQUAL(p->active_protos, 0);
 	CU_ASSERT_STRING_EQUAL(hit(p, "127.66.0.1", 443, FN_PROTO_TCP), "-");
 	fn_policy_free(p);
-	p = fn_config_load_string("rules = ( { name = \"x\"; action = \"drop\"; enabled = false; } );",
-				  "off.conf", NULL, err, sizeof(err));
+	p = fn_config_load_string(
+	    "rules = ( { name = \"x\"; action = \"drop\"; enabled = false; } );", "off.conf", NULL,
+	    err, sizeof(err));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	CU_ASSERT_EQUAL(p->active_protos, 0);
 	fn_policy_free(p);

@@ -1,0 +1,87 @@
+#!/bin/bash
+# cli.sh - the shim's start-up contract and faultctl: bad configuration stops
+# the app before main with exit 78 and a message naming file and line (or
+# the variable), passthrough, faultctl check/run, install layout, and the
+# shim's exported symbols. usage: cli.sh BUILD_DIR [PRELOAD_FIRST]
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+. "$here/../lib.sh"
+
+build=$(cd "$1" && pwd)
+preload="${2:+$2:}$build/libfaultnet.so"
+ctl="$build/faultctl"
+# The sanitizer build's faultctl and the programs it runs need the runtime first.
+[ -n "${2:-}" ] && export LD_PRELOAD="$2"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "start-up and faultctl ($build)"
+printf 'rules = (\n  { name = "ok"; action = "drop"; },\n  { name = "x"; action = "explode"; }\n);\n' >"$tmp/bad.conf"
+want="$tmp/bad.conf:3: rule 'x': unknown action 'explode' (expected blackhole, stall or drop)"
+
+run env FAULTNET_CONFIG="$tmp/bad.conf" LD_PRELOAD="$preload" /bin/echo main-ran
+check "bad config: exit 78" [ "$rc" = 78 ]
+check "bad config: stopped before main" [ -z "$out" ]
+check "bad config: names file, line and problem" [ "$err" = "faultnet: $want" ]
+
+run env FAULTNET_CONFIG="$tmp/bad.conf" FAULTNET_ON_ERROR=passthrough LD_PRELOAD="$preload" /bin/echo main-ran
+check "passthrough: the app runs" [ "$rc" = 0 ] && [ "$out" = main-ran ]
+check "passthrough: says so on stderr" contains "$err" "FAULTNET_ON_ERROR=passthrough: running with no faults"
+
+run env FAULTNET_CONFIG="$tmp/bad.conf" FAULTNET_ON_ERROR=ignore LD_PRELOAD="$preload" /bin/echo main-ran
+check "bad FAULTNET_ON_ERROR: exit 78, names the variable" [ "$rc" = 78 ] && contains "$err" "FAULTNET_ON_ERROR: 'ignore' is not one of exit, passthrough"
+
+run env FAULTNET_CONFIG="$root/tests/integration/it.conf" FAULTNET_ZONE=9z LD_PRELOAD="$preload" /bin/echo main-ran
+check "undefined FAULTNET_ZONE: exit 78, names the variable" [ "$rc" = 78 ] && contains "$err" "FAULTNET_ZONE: zone '9z' is not defined in zones"
+
+run env FAULTNET_ZONE=1a LD_PRELOAD="$preload" /bin/echo main-ran
+check "FAULTNET_ZONE without a config: exit 78" [ "$rc" = 78 ] && contains "$err" "FAULTNET_CONFIG is not"
+
+run env FAULTNET_CONFIG="$tmp/missing.conf" LD_PRELOAD="$preload" /bin/echo main-ran
+check "missing config file: exit 78" [ "$rc" = 78 ] && contains "$err" "missing.conf: cannot read the file"
+
+run env LD_PRELOAD="$preload" /bin/echo main-ran
+check "no config: the app runs untouched" [ "$rc" = 0 ] && [ "$out" = main-ran ] && [ -z "$err" ]
+
+run "$ctl" check "$tmp/bad.conf"
+check "faultctl check: exit 1 with the shim's message" [ "$rc" = 1 ] && [ "$err" = "faultctl: $want" ]
+for f in "$root"/policies/*.conf "$root"/tests/*/*.conf; do
+	run "$ctl" check "$f"
+	check "faultctl check $(basename "$f")" [ "$rc" = 0 ]
+done
+
+run "$ctl" run --config "$root/tests/integration/it.conf" -- sh -c 'exit 7'
+check "faultctl run: exits with the command's status" [ "$rc" = 7 ]
+run "$ctl" run -- /nonexistent/cmd
+check "faultctl run: 127 for a missing command" [ "$rc" = 127 ]
+run "$ctl" run --config "$tmp/bad.conf" -- /bin/echo main-ran
+check "faultctl run: refuses a bad config with exit 78" [ "$rc" = 78 ] && [ -z "$out" ]
+run "$ctl" run --bogus -- true
+check "faultctl run: unknown option is an error" [ "$rc" = 2 ] && contains "$err" "unknown option '--bogus'"
+
+it="$build/tests/it_faults"
+if [ -z "${2:-}" ]; then
+	# The zone-1a-only destination, with a real listener behind it.
+	/usr/bin/python3 -c 'import socket,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.69.0.1", 8081)); s.listen(16); time.sleep(30)' &
+	lpid=$!
+	sleep 0.5
+	run "$ctl" run --config "$root/tests/integration/it.conf" --zone 1c -- "$it" --child reach-az
+	check "faultctl run --zone 1c: zone 1a's drop does not apply" [ "$rc" = 0 ]
+	run "$ctl" run --config "$root/tests/integration/it.conf" --zone 1a -- "$it" --child reach-az
+	check "faultctl run --zone 1a: zone 1a's drop applies" [ "$rc" = 1 ]
+	kill $lpid
+
+	make -s -C "$root" install PREFIX="$tmp/inst" >/dev/null
+	run "$tmp/inst/bin/faultctl" run -- sh -c 'echo "$LD_PRELOAD"'
+	check "installed faultctl finds ../lib/libfaultnet.so" [ "$out" = "$tmp/inst/bin/../lib/libfaultnet.so" ]
+fi
+
+syms=$(nm -D --defined-only "$build/libfaultnet.so" | awk '$2 == "T" || $2 == "W" || $2 == "D" || $2 == "B" {print $3}' | sort | tr '\n' ' ')
+expected="__read_chk __recv_chk __recvfrom_chk accept accept4 close close_range connect dup dup2 dup3 fcntl fcntl64 getpeername read recv recvfrom recvmmsg recvmsg sendmmsg sendmsg sendto socket "
+check "the shim exports only the interposed functions" [ "$syms" = "$expected" ]
+check "libconfig is not linked into the app's namespace" sh -c "! readelf -d '$build/libfaultnet.so' | grep -q libconfig"
+
+[ "$failed" = 0 ]

@@ -1,0 +1,61 @@
+#!/bin/bash
+# run.sh - every test, twice: against the normal build and against the shim
+# built with AddressSanitizer and UBSan. Prints one closing line,
+# "N passed, N failed", counting CUnit tests and shell checks alike.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 1
+export FN_COUNTS
+FN_COUNTS=$(mktemp)
+trap 'rm -f "$FN_COUNTS"' EXIT
+asan=$(gcc -print-file-name=libasan.so)
+
+# Runs a CUnit program and adds its test counts to the total.
+cunit() {
+	local log
+	log=$(mktemp)
+	"$@" >"$log" 2>&1
+	local rc=$?
+	grep -E '^\s+Test: .*(FAILED|passed)|^\s+[0-9]+\. |^Run Summary|^\s+(suites|tests|asserts) ' "$log"
+	read -r _ _ ran ok bad _ < <(grep -E '^\s+tests ' "$log")
+	if [ -z "${ran:-}" ]; then
+		echo "  FAIL - $1 did not finish (exit $rc):"
+		tail -20 "$log"
+		echo fail >>"$FN_COUNTS"
+	else
+		for _ in $(seq "$ok"); do echo pass >>"$FN_COUNTS"; done
+		for _ in $(seq "$bad"); do echo fail >>"$FN_COUNTS"; done
+		[ "$rc" = 0 ] || [ "$bad" != 0 ] || { echo "  FAIL - $1 exited $rc"; echo fail >>"$FN_COUNTS"; }
+	fi
+	rm -f "$log"
+}
+
+variant() {
+	local build=$1 first=$2 preload
+	preload="${first:+$first:}$root/$build/libfaultnet.so"
+	echo "=== $build: unit tests"
+	cunit "$build/tests/unit"
+	echo "=== $build: integration tests under the shim"
+	cunit env FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" "$build/tests/it_faults"
+	echo "=== $build: start-up and faultctl"
+	tests/integration/cli.sh "$build" $first
+	echo "=== $build: real clients"
+	tests/clients/clients.sh "$root/$build/libfaultnet.so" $first
+}
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+variant build ""
+# Real clients leak at exit by design (interpreters); leaks are checked on
+# the project's own programs above.
+variant build/asan "$asan"
+
+echo "=== source checks"
+tests/style.sh
+
+p=$(grep -c '^pass$' "$FN_COUNTS")
+f=$(grep -c '^fail$' "$FN_COUNTS")
+s=$(grep -c '^skip$' "$FN_COUNTS")
+echo
+echo "$p passed, $f failed, $s skipped"
+[ "$f" = 0 ]
