@@ -17,8 +17,8 @@ LTO := $(if $(findstring clang,$(CC)),,-flto=auto)
 ALL_CFLAGS = $(CFLAGS_BASE) $(LTO) $(SANFLAGS) $(CFLAGS)
 
 # The policy parser is shared by the shim, faultctl and the unit tests.
-CORE := addr rules lcfg config
-SHIM := $(CORE) libc fdtab sink fault connect datagram fdlife init hooks
+CORE := addr rules lcfg config wire rundir
+SHIM := $(CORE) libc fdtab sink stats fault connect datagram fdlife control commands init hooks
 
 CORE_OBJ := $(CORE:%=$(BUILD)/obj/%.o)
 SHIM_OBJ := $(SHIM:%=$(BUILD)/obj/%.o)
@@ -41,8 +41,9 @@ $(BUILD)/obj/%.o: preload/%.c $(HEADERS) | $(DEPS_STAMP)
 $(BUILD)/libfaultnet.so: $(SHIM_OBJ) preload/exports.map
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $(SHIM_OBJ) -Wl,--version-script=preload/exports.map -Wl,-z,now -ldl -lpthread
 
-$(BUILD)/faultctl: ctl/faultctl.c $(CORE_OBJ) $(HEADERS)
-	$(CC) $(ALL_CFLAGS) -o $@ ctl/faultctl.c $(CORE_OBJ) -ldl
+CTL_SRC := $(wildcard ctl/*.c)
+$(BUILD)/faultctl: $(CTL_SRC) $(wildcard ctl/*.h) $(CORE_OBJ) $(HEADERS)
+	$(CC) $(ALL_CFLAGS) -o $@ $(CTL_SRC) $(CORE_OBJ) -ldl
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin

@@ -1,27 +1,77 @@
-/* faultctl.c - the faultnet command line: checks policy files and runs
- * commands under the shim. Grammar in the style of ip(8): a verb, then its
- * arguments. */
+/* faultctl.c - the faultnet command line, in the style of ip(8): options,
+ * a verb, its arguments. It checks policy files, runs commands under the
+ * shim, and talks to running processes over their control sockets. */
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../preload/config.h"
+#include "../preload/rundir.h"
+#include "render.h"
+#include "run.h"
+#include "targets.h"
 
-static const char usage[] = "usage: faultctl check FILE\n"
-			    "       faultctl run [--config FILE] [--zone ZONE] -- CMD [ARG...]\n"
-			    "       faultctl help\n";
+static const char usage[] =
+    "usage: faultctl [-p PID]... [-g GROUP] [--json] VERB [ARGS]\n"
+    "  check FILE                      validate a policy file\n"
+    "  run [--config FILE] [--zone Z] [-g GROUP] [--stats] -- CMD [ARG...]\n"
+    "  ps                              processes under the shim\n"
+    "  rules                           rules with their state and hits\n"
+    "  stats                           attempts and faults per rule and destination\n"
+    "  events [--follow]               connection attempts and faults, one a line\n"
+    "  enable NAME | disable NAME      switch a rule on or off\n"
+    "  add [--first] 'RULE'            add a rule (config file syntax, one entry)\n"
+    "  rm NAME                         remove a rule\n"
+    "  load FILE                       replace every rule at once\n"
+    "  zone ZONE                       retag the processes' zone\n"
+    "  reset                           back to the config file, counters zeroed\n"
+    "Targets: -p PID (repeatable), -g GROUP; default: the group 'default'.\n";
 
-/* faultctl check FILE: the shim's own parser and messages. */
+struct opts {
+	struct selection sel;
+	bool json, follow, first;
+};
+
+static int fail_usage(const char *what)
+{
+	fprintf(stderr, "faultctl: %s\n%s", what, usage);
+	return 2;
+}
+
+/* Reads -p, -g and --json wherever they stand; returns the index of the
+ * verb (or argc). Exits with 2 on a bad option. */
+static int parse_globals(int argc, char **argv, int from, struct opts *o, bool stop_at_verb)
+{
+	for (int i = from; i < argc; i++) {
+		if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) {
+			char *end;
+			long pid = strtol(argv[++i], &end, 10);
+			if (*end || pid <= 0 || o->sel.npids == 64)
+				exit(fail_usage("-p takes a process id"));
+			o->sel.pids[o->sel.npids++] = (pid_t)pid;
+		} else if (strcmp(argv[i], "-g") == 0 && i + 1 < argc) {
+			if (!fn_group_valid(argv[++i]))
+				exit(fail_usage(
+				    "-g: a group name is 1 to 63 letters, digits or _.:-"));
+			o->sel.group = argv[i];
+		} else if (strcmp(argv[i], "--json") == 0) {
+			o->json = true;
+		} else if (stop_at_verb) {
+			return i;
+		}
+	}
+	return argc;
+}
+
 static int cmd_check(int argc, char **argv)
 {
-	if (argc != 1) {
-		fputs(usage, stderr);
-		return 2;
-	}
+	if (argc != 1)
+		return fail_usage("check takes one file");
 	char err[1024];
 	struct fn_policy *p = fn_config_load_file(argv[0], NULL, err, sizeof(err));
 	if (!p) {
@@ -36,93 +86,370 @@ static int cmd_check(int argc, char **argv)
 	return 0;
 }
 
-/* The shim sits next to faultctl in the build tree (build/) and in ../lib
- * in an install tree (PREFIX/bin, PREFIX/lib). */
-static int find_library(char *out, size_t len)
+static const char *rundir(void)
 {
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	static char dir[4096];
+	const char *why = fn_rundir(dir, sizeof(dir));
+	if (why) {
+		fprintf(stderr, "faultctl: run directory %s %s\n", dir, why);
+		exit(1);
+	}
+	return dir;
+}
+
+static int find(struct opts *o, struct target **t)
+{
+	char err[4300];
+	int n = targets_find(rundir(), &o->sel, t, err, sizeof(err));
 	if (n < 0)
-		return -1;
-	self[n] = '\0';
-	const char *dir = dirname(self);
-	const char *const tries[] = {"%s/libfaultnet.so", "%s/../lib/libfaultnet.so"};
-	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
-		snprintf(out, len, tries[i], dir);
-		if (access(out, R_OK) == 0)
-			return 0;
-	}
-	return -1;
-}
-
-static int set_preload(void)
-{
-	char lib[PATH_MAX + 32], value[2 * PATH_MAX + 64];
-	if (find_library(lib, sizeof(lib)) < 0) {
-		fprintf(stderr,
-			"faultctl: libfaultnet.so not found next to faultctl or in ../lib\n");
-		return -1;
-	}
-	/* After what is there already: a sanitizer runtime must stay first. */
-	const char *old = getenv("LD_PRELOAD");
-	snprintf(value, sizeof(value), "%s%s%s", old ? old : "", old && *old ? ":" : "", lib);
-	return setenv("LD_PRELOAD", value, 1);
-}
-
-static int set_config(const char *file)
-{
-	char abs[PATH_MAX], err[1024];
-	if (!realpath(file, abs)) {
-		fprintf(stderr, "faultctl: --config %s: %s\n", file, strerror(errno));
-		return -1;
-	}
-	/* Refuse a bad file here, with the same message the shim would give. */
-	struct fn_policy *p = fn_config_load_file(abs, getenv("FAULTNET_ZONE"), err, sizeof(err));
-	if (!p) {
 		fprintf(stderr, "faultctl: %s\n", err);
-		return -1;
-	}
-	fn_policy_free(p);
-	return setenv("FAULTNET_CONFIG", abs, 1);
+	return n;
 }
 
-static int cmd_run(int argc, char **argv)
+/* Splits a reply into record lines, dropping "end". */
+static int collect(char *reply, char ***lines, int *n)
 {
-	int i = 0;
-	const char *config = NULL;
-	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
-		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-			config = argv[++i];
-		} else if (strcmp(argv[i], "--zone") == 0 && i + 1 < argc) {
-			setenv("FAULTNET_ZONE", argv[++i], 1);
-		} else {
-			fprintf(stderr, "faultctl run: unknown option '%s'\n%s", argv[i], usage);
-			return 2;
+	for (char *line = strtok(reply, "\n"); line; line = strtok(NULL, "\n")) {
+		if (strcmp(line, "end") == 0)
+			continue;
+		if (strncmp(line, "error", 5) == 0)
+			return -1;
+		*lines = realloc(*lines, (size_t)(*n + 1) * sizeof(char *));
+		(*lines)[(*n)++] = line;
+	}
+	return 0;
+}
+
+static void print_records(const struct opts *o, char **lines, int n, const char *type,
+			  const char *const *cols, int ncols)
+{
+	char **mine = malloc(sizeof(char *) * (size_t)(n + 1));
+	int k = 0;
+	size_t tl = strlen(type);
+	for (int i = 0; i < n; i++)
+		if (strncmp(lines[i], type, tl) == 0 && lines[i][tl] == ' ')
+			mine[k++] = lines[i];
+	if (o->json) {
+		for (int i = 0; i < k; i++) {
+			render_json_record(stdout, mine[i]);
+			fputc('\n', stdout);
+		}
+	} else if (k) {
+		render_table(stdout, mine, k, cols, ncols);
+	}
+	free(mine);
+}
+
+static int cmd_query(struct opts *o, const char *verb)
+{
+	if (strcmp(verb, "ps") == 0 && !o->sel.group && !o->sel.npids)
+		o->sel.all = true;
+	struct target *t = NULL;
+	int n = find(o, &t), bad = 0, nlines = 0;
+	if (n < 0)
+		return 1;
+	const char *line = strcmp(verb, "ps") == 0 ? "info" : verb;
+	struct fn_buf *replies = calloc((size_t)n + 1, sizeof(*replies));
+	char **lines = NULL;
+	for (int i = 0; i < n; i++) {
+		if (!targets_request(&t[i], line, &replies[i]) ||
+		    collect(replies[i].s, &lines, &nlines) < 0) {
+			fprintf(stderr, "faultctl: process %d: %s", (int)t[i].pid, replies[i].s);
+			bad++;
 		}
 	}
-	if (i + 1 >= argc) {
-		fprintf(stderr, "faultctl run: no command after --\n%s", usage);
-		return 2;
+	static const char *const ps[] = {"pid", "group", "zone", "enabled", "rules", "cmd"};
+	static const char *const rules[] = {"pid", "name", "action", "enabled", "hits", "attempts"};
+	static const char *const rstats[] = {"pid",	 "name",   "action",
+					     "attempts", "faults", "bytes"};
+	static const char *const dstats[] = {"pid",	  "dest",  "proto", "attempts", "faults",
+					     "blackhole", "stall", "drop",  "bytes"};
+	static const char *const events[] = {"pid",  "mono_us", "fd",	"proto",
+					     "rule", "action",	"dest", "outcome"};
+	if (strcmp(verb, "ps") == 0)
+		print_records(o, lines, nlines, "process", ps, 6);
+	else if (strcmp(verb, "rules") == 0)
+		print_records(o, lines, nlines, "rule", rules, 6);
+	else if (strcmp(verb, "events") == 0)
+		print_records(o, lines, nlines, "event", events, 8);
+	else {
+		print_records(o, lines, nlines, "rule", rstats, 6);
+		if (!o->json && nlines)
+			fputc('\n', stdout);
+		print_records(o, lines, nlines, "dest", dstats, 9);
 	}
-	if (config && set_config(config) < 0)
-		return FN_EXIT_CONFIG;
-	if (set_preload() < 0)
+	for (int i = 0; i < n; i++)
+		fn_buf_free(&replies[i]);
+	free(replies);
+	free(lines);
+	free(t);
+	return bad ? 1 : 0;
+}
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void print_event(const struct opts *o, char *line)
+{
+	static const char *const cols[] = {"pid",  "mono_us", "fd",   "proto",
+					   "rule", "action",  "dest", "outcome"};
+	if (strncmp(line, "event ", 6) != 0)
+		return;
+	if (o->json) {
+		render_json_record(stdout, line);
+		fputc('\n', stdout);
+	} else {
+		char *one[1] = {line};
+		render_table(stdout, one, 1, cols, 8);
+	}
+	fflush(stdout);
+}
+
+/* events --follow: stream from every target until interrupted or until
+ * every target has gone. */
+static int cmd_follow(struct opts *o)
+{
+	struct target *t = NULL;
+	int n = find(o, &t);
+	if (n <= 0) {
+		fprintf(stderr, "faultctl: no process to follow\n");
 		return 1;
-	execvp(argv[i + 1], argv + i + 1);
-	fprintf(stderr, "faultctl run: %s: %s\n", argv[i + 1], strerror(errno));
-	return errno == ENOENT ? 127 : 126;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	struct pollfd p[64];
+	struct fn_buf in[64] = {0};
+	int k = 0, open_streams = 0;
+	for (int i = 0; i < n && k < 64; i++)
+		if ((p[k].fd = targets_stream(&t[i], "events follow")) >= 0) {
+			p[k++].events = POLLIN;
+			open_streams++;
+		}
+	while (!stop && open_streams > 0 && poll(p, (nfds_t)k, -1) >= 0) {
+		for (int i = 0; i < k; i++) {
+			if (!p[i].revents)
+				continue;
+			char buf[65536];
+			ssize_t got = read(p[i].fd, buf, sizeof(buf));
+			if (got <= 0) {
+				close(p[i].fd);
+				p[i].fd = -1;
+				open_streams--;
+				continue;
+			}
+			fn_buf_add(&in[i], buf, (size_t)got);
+			char *nl;
+			while (in[i].s && (nl = memchr(in[i].s, '\n', in[i].len))) {
+				*nl = '\0';
+				print_event(o, in[i].s);
+				size_t used = (size_t)(nl - in[i].s) + 1;
+				memmove(in[i].s, nl + 1, in[i].len - used);
+				in[i].len -= used;
+			}
+		}
+	}
+	for (int i = 0; i < k; i++)
+		fn_buf_free(&in[i]);
+	free(t);
+	return 0;
+}
+
+/* Turns a policy file into one line: comments out, newlines to spaces. */
+static char *flatten(const char *text)
+{
+	char *out = malloc(strlen(text) + 1), *w = out;
+	bool str = false;
+	for (const char *p = text; *p; p++) {
+		if (str) {
+			if (*p == '\\' && p[1]) {
+				*w++ = *p++;
+			} else if (*p == '"') {
+				str = false;
+			}
+			*w++ = *p;
+		} else if (*p == '"') {
+			str = true;
+			*w++ = *p;
+		} else if (*p == '#' || (*p == '/' && p[1] == '/')) {
+			while (p[1] && p[1] != '\n')
+				p++;
+		} else if (*p == '/' && p[1] == '*') {
+			const char *end = strstr(p + 2, "*/");
+			p = end ? end + 1 : p + strlen(p) - 1;
+			*w++ = ' ';
+		} else {
+			*w++ = (*p == '\n' || *p == '\r' || *p == '\t') ? ' ' : *p;
+		}
+	}
+	*w = '\0';
+	return out;
+}
+
+static char *load_line(const char *file)
+{
+	char err[1024];
+	struct fn_policy *p = fn_config_load_file(file, NULL, err, sizeof(err));
+	if (!p) {
+		fprintf(stderr, "faultctl: %s\n", err);
+		return NULL;
+	}
+	fn_policy_free(p);
+	FILE *f = fopen(file, "re");
+	struct fn_buf text = {0}, line = {0};
+	char buf[4096];
+	size_t n;
+	while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+		fn_buf_add(&text, buf, n);
+	if (f)
+		fclose(f);
+	char *flat = flatten(text.s ? text.s : "");
+	fn_buf_printf(&line, "load %s", flat);
+	free(flat);
+	fn_buf_free(&text);
+	return line.s;
+}
+
+/* Sends a change to each target; prints what each said. */
+static int send_change(struct target *t, int n, const char *line, bool json)
+{
+	int bad = 0;
+	for (int i = 0; i < n; i++) {
+		struct fn_buf r = {0};
+		bool ok = targets_request(&t[i], line, &r) && strncmp(r.s, "ok", 2) == 0;
+		bad += !ok;
+		r.s[strcspn(r.s, "\n")] = '\0';
+		if (json)
+			printf("{\"pid\":%d,\"ok\":%s,\"reply\":\"%s\"}\n", (int)t[i].pid,
+			       ok ? "true" : "false", r.s + (ok ? 2 + (r.s[2] == ' ') : 6));
+		else
+			fprintf(ok ? stdout : stderr, "%d: %s\n", (int)t[i].pid, r.s);
+		fn_buf_free(&r);
+	}
+	if (bad)
+		fprintf(stderr, "faultctl: %d of %d processes did not apply the change\n", bad, n);
+	return bad ? 1 : 0;
+}
+
+static int cmd_change(struct opts *o, const char *line)
+{
+	struct target *t = NULL;
+	int rc;
+	if (o->sel.npids) {
+		int n = find(o, &t);
+		if (n < o->sel.npids)
+			fprintf(stderr,
+				"faultctl: %d of the %d processes named are not under the shim\n",
+				o->sel.npids - (n < 0 ? 0 : n), o->sel.npids);
+		rc = n < 0 ? 1 : send_change(t, n, line, o->json) || n < o->sel.npids;
+		free(t);
+		return rc;
+	}
+	/* A group change goes to the journal first, so that a process joining
+	 * while it is being sent still gets it (see commands.c). */
+	const char *group = o->sel.group ? o->sel.group : FN_GROUP_DEFAULT;
+	char err[4300];
+	unsigned long long seq;
+	int lock = journal_append(rundir(), group, line, &seq, err, sizeof(err));
+	if (lock < 0) {
+		fprintf(stderr, "faultctl: %s\n", err);
+		return 1;
+	}
+	o->sel.group = group;
+	int n = find(o, &t);
+	struct fn_buf sequenced = {0};
+	fn_buf_printf(&sequenced, "@%llu %s", seq, line);
+	if (n == 0 && !o->json)
+		printf("no process of group '%s' is running; processes that join it will apply the "
+		       "change\n",
+		       group);
+	rc = n < 0 ? 1 : send_change(t, n, sequenced.s, o->json);
+	journal_unlock(lock);
+	fn_buf_free(&sequenced);
+	free(t);
+	return rc;
+}
+
+static int dispatch_change(struct opts *o, const char *verb, int argc, char **argv)
+{
+	struct fn_buf line = {0};
+	int rc;
+	if (strcmp(verb, "reset") == 0) {
+		if (argc)
+			return fail_usage("reset takes no argument");
+		fn_buf_printf(&line, "reset");
+	} else if (strcmp(verb, "add") == 0) {
+		if (argc && strcmp(argv[0], "--first") == 0) {
+			o->first = true;
+			argc--, argv++;
+		}
+		if (argc != 1)
+			return fail_usage("add takes one rule in quotes");
+		fn_buf_printf(&line, "add %s%s", o->first ? "first " : "", argv[0]);
+		for (char *p = line.s; *p; p++)
+			if (*p == '\n' || *p == '\r' || *p == '\t')
+				*p = ' ';
+	} else if (strcmp(verb, "load") == 0) {
+		if (argc != 1)
+			return fail_usage("load takes one file");
+		char *l = load_line(argv[0]);
+		if (!l)
+			return 1;
+		fn_buf_printf(&line, "%s", l);
+		free(l);
+	} else {
+		if (argc != 1)
+			return fail_usage("this verb takes one name");
+		fn_buf_printf(&line, "%s %s", verb, argv[0]);
+	}
+	rc = cmd_change(o, line.s);
+	fn_buf_free(&line);
+	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
-		fputs(usage, argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	struct opts o = {0};
+	int v = parse_globals(argc, argv, 1, &o, true);
+	if (v >= argc)
+		return fail_usage("no verb");
+	const char *verb = argv[v];
+	if (strcmp(verb, "help") == 0 || strcmp(verb, "--help") == 0) {
+		fputs(usage, stdout);
+		return 0;
 	}
-	if (strcmp(argv[1], "check") == 0)
-		return cmd_check(argc - 2, argv + 2);
-	if (strcmp(argv[1], "run") == 0)
-		return cmd_run(argc - 2, argv + 2);
-	fprintf(stderr, "faultctl: unknown command '%s'\n%s", argv[1], usage);
+	if (strcmp(verb, "run") == 0)
+		return cmd_run(argc - v - 1, argv + v + 1, o.sel.group, o.json);
+	if (strcmp(verb, "check") == 0)
+		return cmd_check(argc - v - 1, argv + v + 1);
+	/* The rest take options after the verb too. */
+	char *rest[argc];
+	int nrest = 0;
+	for (int i = v + 1; i < argc; i++) {
+		int j = parse_globals(argc, argv, i, &o, true);
+		if (j > i) {
+			i = j - 1;
+			continue;
+		}
+		if (strcmp(argv[i], "--follow") == 0 && strcmp(verb, "events") == 0)
+			o.follow = true;
+		else
+			rest[nrest++] = argv[i];
+	}
+	if (strcmp(verb, "ps") == 0 || strcmp(verb, "rules") == 0 || strcmp(verb, "stats") == 0 ||
+	    strcmp(verb, "events") == 0) {
+		if (nrest)
+			return fail_usage("unexpected argument");
+		return o.follow ? cmd_follow(&o) : cmd_query(&o, verb);
+	}
+	static const char *const changes[] = {"enable", "disable", "add",   "rm",
+					      "load",	"zone",	   "reset", NULL};
+	for (const char *const *c = changes; *c; c++)
+		if (strcmp(verb, *c) == 0)
+			return dispatch_change(&o, verb, nrest, rest);
+	fprintf(stderr, "faultctl: unknown verb '%s'\n%s", verb, usage);
 	return 2;
 }

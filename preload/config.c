@@ -11,6 +11,7 @@
 
 struct ctx {
 	struct fn_lcfg lc;
+	const struct fn_policy *base; /* live changes: zones come from here */
 	const char *file;
 	char *err;
 	size_t errlen;
@@ -228,6 +229,8 @@ static bool parse_rule(struct ctx *c, const config_setting_t *s, struct fn_rule 
 	static const char *const keys[] = {"name", "action", "match", "enabled", NULL};
 	r->enabled = true;
 	r->protos = FN_PROTO_ANY;
+	if (!(r->stat = fn_rulestat_new()))
+		return fail(c, s, "out of memory");
 	r->from_zone = r->to_zone = -1;
 	r->line = config_setting_source_line(s);
 	if (!config_setting_is_group(s))
@@ -319,9 +322,29 @@ static bool parse_zones(struct ctx *c, const config_setting_t *s)
 	return true;
 }
 
+/* A live change that defines no zones keeps the process's own. */
+static bool inherit_zones(struct ctx *c)
+{
+	const struct fn_policy *b = c->base;
+	c->p->zones = calloc(b->nzones + 1, sizeof(struct fn_zone));
+	if (!c->p->zones)
+		return fail(c, NULL, "out of memory");
+	for (size_t i = 0; i < b->nzones; i++, c->p->nzones++) {
+		c->p->zones[i] = b->zones[i];
+		c->p->zones[i].cidrs = malloc(b->zones[i].ncidrs * sizeof(struct fn_cidr) + 1);
+		if (!c->p->zones[i].cidrs)
+			return fail(c, NULL, "out of memory");
+		memcpy(c->p->zones[i].cidrs, b->zones[i].cidrs,
+		       b->zones[i].ncidrs * sizeof(struct fn_cidr));
+	}
+	return true;
+}
+
 static bool set_self_zone(struct ctx *c, const config_setting_t *root, const char *override)
 {
 	const config_setting_t *z = c->lc.member(root, "zone");
+	if (!z && !(override && *override) && c->base && c->base->self_zone >= 0)
+		override = c->base->zones[c->base->self_zone].name;
 	if (override && *override) {
 		c->p->self_zone = fn_policy_zone_index(c->p, override);
 		if (c->p->self_zone < 0)
@@ -339,7 +362,7 @@ static bool parse_root(struct ctx *c, const config_setting_t *root, const char *
 		return false;
 	const config_setting_t *s;
 	/* zones first: rules refer to them by name. */
-	if ((s = c->lc.member(root, "zones")) && !parse_zones(c, s))
+	if ((s = c->lc.member(root, "zones")) ? !parse_zones(c, s) : c->base && !inherit_zones(c))
 		return false;
 	if (!set_self_zone(c, root, zone_override))
 		return false;
@@ -350,9 +373,9 @@ static bool parse_root(struct ctx *c, const config_setting_t *root, const char *
 }
 
 static struct fn_policy *load(const char *path, const char *text, const char *zone_override,
-			      char *err, size_t errlen)
+			      const struct fn_policy *base, char *err, size_t errlen)
 {
-	struct ctx c = {.file = path, .err = err, .errlen = errlen};
+	struct ctx c = {.file = path, .err = err, .errlen = errlen, .base = base};
 	const char *why = fn_lcfg_open(&c.lc);
 	if (why) {
 		snprintf(err, errlen, "%s: %s", path, why);
@@ -384,11 +407,17 @@ static struct fn_policy *load(const char *path, const char *text, const char *zo
 struct fn_policy *fn_config_load_file(const char *path, const char *zone_override, char *err,
 				      size_t errlen)
 {
-	return load(path, NULL, zone_override, err, errlen);
+	return load(path, NULL, zone_override, NULL, err, errlen);
 }
 
 struct fn_policy *fn_config_load_string(const char *text, const char *origin,
 					const char *zone_override, char *err, size_t errlen)
 {
-	return load(origin, text, zone_override, err, errlen);
+	return load(origin, text, zone_override, NULL, err, errlen);
+}
+
+struct fn_policy *fn_config_load_change(const char *text, const char *origin,
+					const struct fn_policy *base, char *err, size_t errlen)
+{
+	return load(origin, text, NULL, base, err, errlen);
 }

@@ -20,4 +20,9 @@ struct fn_policy *fn_config_load_file(const char *path, const char *zone_overrid
 struct fn_policy *fn_config_load_string(const char *text, const char *origin,
 					const char *zone_override, char *err, size_t errlen);
 
+/* A live change (faultctl add or load): zones and the process's zone come
+ * from base unless text defines its own. */
+struct fn_policy *fn_config_load_change(const char *text, const char *origin,
+					const struct fn_policy *base, char *err, size_t errlen);
+
 #endif

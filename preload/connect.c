@@ -9,6 +9,7 @@
 #include "fdtab.h"
 #include "libc.h"
 #include "shim.h"
+#include "stats.h"
 
 static void forget(int fd)
 {
@@ -42,17 +43,27 @@ static int connect_again(int fd, const struct sockaddr *sa, socklen_t len)
 	return fn_connect(fd, sa, len);
 }
 
+/* A connect some rule covers but none faults: counted, then passed on. */
+static int counted_connect(int fd, const struct sockaddr *sa, socklen_t len,
+			   const struct fn_verdict *v)
+{
+	int r = LIBC(connect)(fd, sa, len);
+	fn_stats_attempt(fd, NULL, v->seen, &v->ep, v->proto, fn_errname(r < 0 ? errno : 0), 0);
+	return r;
+}
+
 int fn_connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
 	if (__builtin_expect(fn_fd_get(fd) & FDF_FAULT, 0))
 		return connect_again(fd, sa, len);
-	uint8_t proto;
-	const struct fn_rule *r = fn_fault_match(fd, sa, len, &proto);
-	if (!r)
+	struct fn_verdict v;
+	if (!fn_fault_match(fd, sa, len, &v))
 		return LIBC(connect)(fd, sa, len);
+	if (!v.rule)
+		return counted_connect(fd, sa, len, &v);
 	struct sockaddr_storage target;
 	socklen_t tlen;
-	if (!fn_fault_target(fd, sa, len, r, proto, &target, &tlen))
+	if (!fn_fault_target(fd, sa, len, &v, 0, &target, &tlen))
 		return -1;
 	return LIBC(connect)(fd, (const struct sockaddr *)&target, tlen);
 }

@@ -9,26 +9,37 @@
 #include "fdtab.h"
 #include "libc.h"
 #include "shim.h"
+#include "stats.h"
 
-/* Where an addressed send to sa must really go: NULL to send as asked,
- * else target (filled). Sets *fail when the fault cannot be set up. */
+/* Where an addressed send of n bytes to sa must really go: NULL to send as
+ * asked, else target (filled). Sets *fail when the fault cannot be set up. */
 static const struct sockaddr *redirect(int fd, const struct sockaddr *sa, socklen_t len, int flags,
-				       struct sockaddr_storage *target, socklen_t *tlen, bool *fail)
+				       size_t n, struct sockaddr_storage *target, socklen_t *tlen,
+				       bool *fail)
 {
-	uint8_t proto;
+	struct fn_verdict v;
 	*fail = false;
-	if (!sa)
-		return NULL;
-	const struct fn_rule *r = fn_fault_match(fd, sa, len, &proto);
-	if (!r)
+	if (!sa || !fn_fault_match(fd, sa, len, &v))
 		return NULL;
 	/* A TCP socket ignores the address unless it is a Fast Open connect. */
-	if (proto == FN_PROTO_TCP && !(flags & MSG_FASTOPEN))
+	if (v.proto == FN_PROTO_TCP && !(flags & MSG_FASTOPEN))
 		return NULL;
-	if (fn_fault_target(fd, sa, len, r, proto, target, tlen))
+	if (!v.rule) {
+		fn_stats_attempt(fd, NULL, v.seen, &v.ep, v.proto, "sent", 0);
+		return NULL;
+	}
+	if (fn_fault_target(fd, sa, len, &v, v.proto == FN_PROTO_UDP ? n : 0, target, tlen))
 		return (const struct sockaddr *)target;
 	*fail = true;
 	return NULL;
+}
+
+static size_t iov_bytes(const struct msghdr *m)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < m->msg_iovlen; i++)
+		n += m->msg_iov[i].iov_len;
+	return n;
 }
 
 ssize_t fn_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *sa,
@@ -37,7 +48,7 @@ ssize_t fn_sendto(int fd, const void *buf, size_t n, int flags, const struct soc
 	struct sockaddr_storage t;
 	socklen_t tlen;
 	bool fail;
-	const struct sockaddr *to = redirect(fd, sa, len, flags, &t, &tlen, &fail);
+	const struct sockaddr *to = redirect(fd, sa, len, flags, n, &t, &tlen, &fail);
 	if (fail)
 		return -1;
 	if (to)
@@ -50,8 +61,9 @@ ssize_t fn_sendmsg(int fd, const struct msghdr *msg, int flags)
 	struct sockaddr_storage t;
 	socklen_t tlen;
 	bool fail;
-	const struct sockaddr *to =
-	    msg ? redirect(fd, msg->msg_name, msg->msg_namelen, flags, &t, &tlen, &fail) : NULL;
+	const struct sockaddr *to = msg ? redirect(fd, msg->msg_name, msg->msg_namelen, flags,
+						   iov_bytes(msg), &t, &tlen, &fail)
+					: NULL;
 	if (msg && fail)
 		return -1;
 	if (!to)
@@ -75,8 +87,8 @@ static int send_batch(int fd, struct mmsghdr *vec, unsigned n, int flags)
 		socklen_t tlen;
 		bool fail;
 		copy[i] = vec[i];
-		const struct sockaddr *to =
-		    redirect(fd, h->msg_name, h->msg_namelen, flags, &targets[i], &tlen, &fail);
+		const struct sockaddr *to = redirect(fd, h->msg_name, h->msg_namelen, flags,
+						     iov_bytes(h), &targets[i], &tlen, &fail);
 		if (fail) {
 			if (i == 0)
 				return -1;
@@ -105,7 +117,7 @@ static bool any_named(const struct mmsghdr *vec, unsigned vlen)
 int fn_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 {
 	const struct fn_policy *p = fn_policy_current();
-	if (!p || !p->active_protos || !vec || !any_named(vec, vlen))
+	if (!p || !p->watch_protos || !vec || !any_named(vec, vlen))
 		return LIBC(sendmmsg)(fd, vec, vlen, flags);
 	int total = 0;
 	while (vlen > 0) {
@@ -123,11 +135,13 @@ int fn_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 }
 
 /* Is the sender of a received datagram a peer the policy cuts off? */
-static bool from_faulted(int fd, const struct sockaddr *sa, socklen_t len)
+static bool from_faulted(int fd, const struct sockaddr *sa, socklen_t len, ssize_t n)
 {
-	uint8_t proto;
-	const struct fn_rule *r = fn_fault_match(fd, sa, len, &proto);
-	return r && proto == FN_PROTO_UDP;
+	struct fn_verdict v;
+	if (!fn_fault_match(fd, sa, len, &v) || !v.rule || v.proto != FN_PROTO_UDP)
+		return false;
+	fn_stats_attempt(fd, v.rule, v.seen, &v.ep, v.proto, "dropped-in", (uint64_t)n);
+	return true;
 }
 
 /* Throws away the datagram at the head of the queue after a MSG_PEEK. */
@@ -151,7 +165,7 @@ static ssize_t recv_filtered(int fd, struct msghdr *msg, int flags)
 	for (;;) {
 		socklen_t cap = m.msg_namelen;
 		ssize_t n = LIBC(recvmsg)(fd, &m, flags);
-		if (n < 0 || !from_faulted(fd, m.msg_name, m.msg_namelen)) {
+		if (n < 0 || !from_faulted(fd, m.msg_name, m.msg_namelen, n)) {
 			if (n >= 0) {
 				msg->msg_namelen = msg->msg_name ? m.msg_namelen : 0;
 				msg->msg_controllen = m.msg_controllen;

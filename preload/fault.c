@@ -9,6 +9,7 @@
 #include "libc.h"
 #include "shim.h"
 #include "sink.h"
+#include "stats.h"
 
 /* The protocol of fd as the socket() hook saw it; for fds created elsewhere
  * (before the shim loaded, or by a path it does not see) ask the kernel,
@@ -34,19 +35,19 @@ static uint8_t socket_proto(int fd)
 	return 0;
 }
 
-const struct fn_rule *fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len,
-				     uint8_t *proto)
+bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_verdict *v)
 {
 	const struct fn_policy *p = fn_policy_current();
-	struct fn_endpoint ep;
-	if (!p || !p->active_protos || !fn_endpoint_from_sockaddr(&ep, sa, len))
-		return NULL;
-	if (!fn_policy_match(p, &ep, FN_PROTO_ANY))
-		return NULL;
+	if (!p || !p->watch_protos || !fn_endpoint_from_sockaddr(&v->ep, sa, len))
+		return false;
+	fn_policy_match(p, &v->ep, FN_PROTO_ANY, &v->seen);
+	if (!v->seen)
+		return false;
 	int e = errno;
-	*proto = socket_proto(fd);
+	v->proto = socket_proto(fd);
 	errno = e;
-	return *proto ? fn_policy_match(p, &ep, *proto) : NULL;
+	v->rule = v->proto ? fn_policy_match(p, &v->ep, v->proto, &v->seen) : NULL;
+	return v->proto && v->seen;
 }
 
 static enum fn_sink_kind sink_for(const struct fn_rule *r, uint8_t proto)
@@ -56,10 +57,17 @@ static enum fn_sink_kind sink_for(const struct fn_rule *r, uint8_t proto)
 	return r->action == FN_ACT_STALL ? FN_SINK_STALL : FN_SINK_BLACKHOLE;
 }
 
+static const char *fault_outcome(const struct fn_verdict *v)
+{
+	if (v->proto == FN_PROTO_UDP)
+		return "dropped";
+	return v->rule->action == FN_ACT_STALL ? "stalled" : "blackholed";
+}
+
 /* Records on fd that it was sent to a sink instead of sa, so getpeername
  * can answer with the peer the app asked for. */
-static bool record(int fd, const struct sockaddr *sa, socklen_t len, const struct fn_rule *r,
-		   uint8_t proto, const struct sockaddr_storage *target, socklen_t tlen)
+static bool record(int fd, const struct sockaddr *sa, socklen_t len, const struct fn_verdict *v,
+		   const struct sockaddr_storage *target, socklen_t tlen, int dest)
 {
 	struct fn_fdstate *st = fn_fdstate(fd, true);
 	struct stat sb;
@@ -77,20 +85,28 @@ static bool record(int fd, const struct sockaddr *sa, socklen_t len, const struc
 	st->targetlen = tlen;
 	st->dev = sb.st_dev;
 	st->ino = sb.st_ino;
-	st->proto = proto;
-	st->action = r->action;
-	strcpy(st->rule, r->name);
+	st->proto = v->proto;
+	st->action = v->rule->action;
+	st->dest = dest;
+	strcpy(st->rule, v->rule->name);
 	fn_fd_set(fd, fn_fd_get(fd) | FDF_FAULT);
 	return true;
 }
 
-bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const struct fn_rule *r,
-		     uint8_t proto, struct sockaddr_storage *target, socklen_t *tlen)
+bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const struct fn_verdict *v,
+		     uint64_t bytes, struct sockaddr_storage *target, socklen_t *tlen)
 {
 	int e = errno;
-	if (!fn_sink_addr(sink_for(r, proto), sa->sa_family, target, tlen))
+	enum fn_sink_kind kind = sink_for(v->rule, v->proto);
+	bool ok = fn_sink_addr(kind, sa->sa_family, target, tlen);
+	int err = errno;
+	int dest = fn_stats_attempt(fd, v->rule, v->seen, &v->ep, v->proto,
+				    ok ? fault_outcome(v) : "fault-failed", bytes);
+	if (!ok) {
+		errno = err;
 		return false;
-	if (!record(fd, sa, len, r, proto, target, *tlen)) {
+	}
+	if (!record(fd, sa, len, v, target, *tlen, dest)) {
 		errno = ENOBUFS;
 		return false;
 	}

@@ -46,6 +46,7 @@ struct fn_fdstate {
 	ino_t ino;
 	uint8_t proto;
 	enum fn_action action;
+	int dest; /* stats handle, for the bytes counted at close */
 	char rule[FN_NAME_MAX];
 };
 

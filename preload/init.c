@@ -8,10 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "config.h"
+#include "control.h"
 #include "libc.h"
 #include "shim.h"
 #include "sink.h"
+#include "stats.h"
 
 struct fn_policy *fn_policy_now;
 
@@ -53,9 +56,8 @@ static void config_error(const char *msg, bool passthrough)
 	say("faultnet: FAULTNET_ON_ERROR=passthrough: running with no faults");
 }
 
-static void load_policy(void)
+static void load_policy(bool passthrough)
 {
-	bool passthrough = passthrough_on_error();
 	const char *path = secure_getenv("FAULTNET_CONFIG");
 	const char *zone = secure_getenv("FAULTNET_ZONE");
 	if (!path || !*path) {
@@ -69,12 +71,25 @@ static void load_policy(void)
 	struct fn_policy *p = fn_config_load_file(path, zone, err, sizeof(err));
 	if (!p)
 		return config_error(err, passthrough);
+	fn_cmd_set_base(path, zone);
 	__atomic_store_n(&fn_policy_now, p, __ATOMIC_RELEASE);
+}
+
+static void after_fork_child(void)
+{
+	fn_sink_atfork_child();
+	fn_control_atfork_child();
 }
 
 __attribute__((constructor)) static void fn_init(void)
 {
 	fn_libc_resolve();
-	pthread_atfork(NULL, NULL, fn_sink_atfork_child);
-	load_policy();
+	pthread_atfork(NULL, NULL, after_fork_child);
+	bool passthrough = passthrough_on_error();
+	load_policy(passthrough);
+	const char *why = fn_events_open();
+	if (why)
+		say("faultnet: FAULTNET_EVENTS: %s", why);
+	if ((why = fn_control_start()))
+		config_error(why, passthrough);
 }

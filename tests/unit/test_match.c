@@ -55,7 +55,7 @@ static const char *hit(const struct fn_policy *p, const char *ip, uint16_t port,
 		inet_pton(AF_INET, ip, &sa.in.sin_addr);
 		fn_endpoint_from_sockaddr(&ep, (struct sockaddr *)&sa, sizeof(sa.in));
 	}
-	const struct fn_rule *r = fn_policy_match(p, &ep, proto);
+	const struct fn_rule *r = fn_policy_match(p, &ep, proto, NULL);
 	return r ? r->name : "-";
 }
 

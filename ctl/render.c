@@ -1,0 +1,93 @@
+/* render.c - tables and JSON from record lines. */
+#include "render.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../preload/wire.h"
+
+#define FIELDS 32
+
+static void json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(out, "\\u%04x", *p);
+		else
+			fputc(*p, out);
+	}
+	fputc('"', out);
+}
+
+static bool is_number(const char *s)
+{
+	if (!*s || (s[0] == '0' && s[1]))
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+void render_json_record(FILE *out, const char *line)
+{
+	char *copy = strdup(line), *keys[FIELDS], *values[FIELDS];
+	char *sp = strchr(copy, ' ');
+	int n = 0;
+	if (sp)
+		*sp = '\0';
+	fputs("{\"type\":", out);
+	json_string(out, copy);
+	if (sp && fn_record_parse(sp + 1, keys, values, FIELDS, &n))
+		for (int i = 0; i < n; i++) {
+			fputc(',', out);
+			json_string(out, keys[i]);
+			fputc(':', out);
+			if (is_number(values[i]))
+				fputs(values[i], out);
+			else
+				json_string(out, values[i]);
+		}
+	fputs("}", out);
+	free(copy);
+}
+
+const char *record_get(const char *line, const char *key, char *buf, size_t len)
+{
+	char *copy = strdup(line), *keys[FIELDS], *values[FIELDS];
+	char *sp = strchr(copy, ' ');
+	int n = 0;
+	buf[0] = '\0';
+	if (sp && fn_record_parse(sp + 1, keys, values, FIELDS, &n))
+		for (int i = 0; i < n; i++)
+			if (strcmp(keys[i], key) == 0)
+				snprintf(buf, len, "%s", values[i]);
+	free(copy);
+	return buf;
+}
+
+void render_table(FILE *out, char **lines, int n, const char *const *columns, int ncolumns)
+{
+	int width[FIELDS];
+	char buf[512];
+	for (int c = 0; c < ncolumns; c++) {
+		width[c] = (int)strlen(columns[c]);
+		for (int i = 0; i < n; i++) {
+			int w = (int)strlen(record_get(lines[i], columns[c], buf, sizeof(buf)));
+			if (w > width[c])
+				width[c] = w;
+		}
+	}
+	for (int c = 0; c < ncolumns; c++)
+		fprintf(out, "%-*s%s", c + 1 < ncolumns ? width[c] : 0, columns[c],
+			c + 1 < ncolumns ? "  " : "\n");
+	for (int i = 0; i < n; i++)
+		for (int c = 0; c < ncolumns; c++) {
+			record_get(lines[i], columns[c], buf, sizeof(buf));
+			fprintf(out, "%-*s%s", c + 1 < ncolumns ? width[c] : 0, *buf ? buf : "-",
+				c + 1 < ncolumns ? "  " : "\n");
+		}
+}

@@ -1,0 +1,19 @@
+/* render.h - faultctl's output: records from the processes as aligned
+ * text for people, or JSON for programs. */
+#ifndef FAULTCTL_RENDER_H
+#define FAULTCTL_RENDER_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Prints one record line ("type key=value ...") as a JSON object. */
+void render_json_record(FILE *out, const char *line);
+
+/* Prints record lines of one type as a table with the given columns;
+ * a column missing from a record prints as "-". */
+void render_table(FILE *out, char **lines, int n, const char *const *columns, int ncolumns);
+
+/* The value of key in a record line, copied into buf ("" if absent). */
+const char *record_get(const char *line, const char *key, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,208 @@
+/* run.c - faultctl run [--config FILE] [--zone Z] [-g GROUP] [--stats] --
+ * CMD: sets up the environment the shim reads and runs CMD. With --stats it
+ * waits for CMD, then sums the counters that every process of the tree left
+ * at exit and prints them. */
+#include "run.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../preload/config.h"
+#include "../preload/rundir.h"
+#include "../preload/wire.h"
+#include "render.h"
+
+/* The shim sits next to faultctl in the build tree (build/) and in ../lib
+ * in an install tree (PREFIX/bin, PREFIX/lib). */
+static int find_library(char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		return -1;
+	self[n] = '\0';
+	const char *dir = dirname(self);
+	const char *const tries[] = {"%s/libfaultnet.so", "%s/../lib/libfaultnet.so"};
+	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+		snprintf(out, len, tries[i], dir);
+		if (access(out, R_OK) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+static int set_preload(void)
+{
+	char lib[PATH_MAX + 32], value[2 * PATH_MAX + 64];
+	if (find_library(lib, sizeof(lib)) < 0) {
+		fprintf(stderr,
+			"faultctl: libfaultnet.so not found next to faultctl or in ../lib\n");
+		return -1;
+	}
+	/* After what is there already: a sanitizer runtime must stay first. */
+	const char *old = getenv("LD_PRELOAD");
+	snprintf(value, sizeof(value), "%s%s%s", old ? old : "", old && *old ? ":" : "", lib);
+	return setenv("LD_PRELOAD", value, 1);
+}
+
+static int set_config(const char *file)
+{
+	char abs[PATH_MAX], err[1024];
+	if (!realpath(file, abs)) {
+		fprintf(stderr, "faultctl: --config %s: %s\n", file, strerror(errno));
+		return -1;
+	}
+	/* Refuse a bad file here, with the same message the shim would give. */
+	struct fn_policy *p = fn_config_load_file(abs, getenv("FAULTNET_ZONE"), err, sizeof(err));
+	if (!p) {
+		fprintf(stderr, "faultctl: %s\n", err);
+		return -1;
+	}
+	fn_policy_free(p);
+	return setenv("FAULTNET_CONFIG", abs, 1);
+}
+
+/* Sums "rule" and "dest" records by name across processes. */
+struct total {
+	char type[8], key[160], action[16], proto[8];
+	unsigned long long attempts, faults, bytes;
+};
+
+static void add_record(struct total **t, int *n, const char *line)
+{
+	char type[8] = "", key[160], action[16], proto[8], v[32];
+	sscanf(line, "%7s", type);
+	bool rule = strcmp(type, "rule") == 0;
+	if (!rule && strcmp(type, "dest") != 0)
+		return;
+	record_get(line, rule ? "name" : "dest", key, sizeof(key));
+	record_get(line, "action", action, sizeof(action));
+	record_get(line, "proto", proto, sizeof(proto));
+	int i = 0;
+	while (i < *n && !(strcmp((*t)[i].type, type) == 0 && strcmp((*t)[i].key, key) == 0 &&
+			   strcmp((*t)[i].proto, proto) == 0))
+		i++;
+	if (i == *n) {
+		*t = realloc(*t, (size_t)(*n + 1) * sizeof(**t));
+		memset(&(*t)[i], 0, sizeof(**t));
+		snprintf((*t)[i].type, sizeof((*t)[i].type), "%s", type);
+		snprintf((*t)[i].key, sizeof((*t)[i].key), "%s", key);
+		snprintf((*t)[i].action, sizeof((*t)[i].action), "%s", action);
+		snprintf((*t)[i].proto, sizeof((*t)[i].proto), "%s", proto);
+		(*n)++;
+	}
+	(*t)[i].attempts += strtoull(record_get(line, "attempts", v, sizeof(v)), NULL, 10);
+	(*t)[i].faults += strtoull(record_get(line, "faults", v, sizeof(v)), NULL, 10);
+	(*t)[i].bytes += strtoull(record_get(line, "bytes", v, sizeof(v)), NULL, 10);
+}
+
+static void print_totals(const char *dir, bool json)
+{
+	struct total *t = NULL;
+	int n = 0, procs = 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[PATH_MAX + 300], *line = NULL;
+		size_t cap = 0;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		FILE *f = e->d_name[0] != '.' ? fopen(path, "re") : NULL;
+		if (!f)
+			continue;
+		procs++;
+		while (getline(&line, &cap, f) > 0)
+			add_record(&t, &n, line);
+		free(line);
+		fclose(f);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+	FILE *out = stderr;
+	if (!json)
+		fprintf(out, "faultctl: stats of %d process%s:\n", procs, procs == 1 ? "" : "es");
+	for (int i = 0; i < n; i++) {
+		if (json)
+			fprintf(out,
+				"{\"type\":\"%s\",\"%s\":\"%s\",\"proto\":\"%s\",\"action\":\"%s\","
+				"\"attempts\":%llu,\"faults\":%llu,\"bytes\":%llu}\n",
+				t[i].type, strcmp(t[i].type, "rule") ? "dest" : "name", t[i].key,
+				t[i].proto, t[i].action, t[i].attempts, t[i].faults, t[i].bytes);
+		else
+			fprintf(out, "  %s %-24s %-4s attempts=%llu faults=%llu bytes=%llu\n",
+				t[i].type, t[i].key, t[i].proto, t[i].attempts, t[i].faults,
+				t[i].bytes);
+	}
+	free(t);
+}
+
+static int wait_and_report(pid_t pid, const char *dir, bool json)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	print_totals(dir, json);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int usage_error(const char *what)
+{
+	fprintf(stderr,
+		"faultctl run: %s\nusage: faultctl run [--config FILE] [--zone ZONE] "
+		"[-g GROUP] [--stats] -- CMD [ARG...]\n",
+		what);
+	return 2;
+}
+
+int cmd_run(int argc, char **argv, const char *group, bool json)
+{
+	int i = 0;
+	const char *config = NULL;
+	bool stats = false;
+	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			config = argv[++i];
+		else if (strcmp(argv[i], "--zone") == 0 && i + 1 < argc)
+			setenv("FAULTNET_ZONE", argv[++i], 1);
+		else if (strcmp(argv[i], "-g") == 0 && i + 1 < argc)
+			group = argv[++i];
+		else if (strcmp(argv[i], "--stats") == 0)
+			stats = true;
+		else if (strcmp(argv[i], "--json") == 0)
+			json = true;
+		else {
+			char msg[300];
+			snprintf(msg, sizeof(msg), "unknown option '%.200s'", argv[i]);
+			return usage_error(msg);
+		}
+	}
+	if (i + 1 >= argc)
+		return usage_error("no command after --");
+	if (group && !fn_group_valid(group))
+		return usage_error("-g: a group name is 1 to 63 letters, digits or _.:-");
+	if (group)
+		setenv("FAULTNET_GROUP", group, 1);
+	if (config && set_config(config) < 0)
+		return FN_EXIT_CONFIG;
+	if (set_preload() < 0)
+		return 1;
+	char dir[] = "/tmp/faultctl-stats-XXXXXX";
+	if (stats && (!mkdtemp(dir) || setenv("FAULTNET_STATS_DIR", dir, 1) < 0)) {
+		perror("faultctl run: stats directory");
+		return 1;
+	}
+	pid_t pid = stats ? fork() : 0;
+	if (pid > 0)
+		return wait_and_report(pid, dir, json);
+	execvp(argv[i + 1], argv + i + 1);
+	fprintf(stderr, "faultctl run: %s: %s\n", argv[i + 1], strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}

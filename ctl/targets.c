@@ -1,0 +1,218 @@
+/* targets.c - discovery, requests and the group journal. */
+#include "targets.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* "GROUP.PID.sock" */
+static bool parse_name(const char *name, struct target *t)
+{
+	size_t n = strlen(name);
+	if (n < 7 || strcmp(name + n - 5, ".sock") != 0)
+		return false;
+	const char *end = name + n - 5, *p = end;
+	while (p > name && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	if (p == end || p == name || p[-1] != '.' || (size_t)(p - 1 - name) >= sizeof(t->group))
+		return false;
+	memcpy(t->group, name, (size_t)(p - 1 - name));
+	t->group[p - 1 - name] = '\0';
+	t->pid = (pid_t)atoi(p);
+	return true;
+}
+
+static bool selected(const struct selection *sel, const struct target *t)
+{
+	if (sel->npids) {
+		for (int i = 0; i < sel->npids; i++)
+			if (sel->pids[i] == t->pid)
+				return true;
+		return false;
+	}
+	if (sel->group)
+		return strcmp(sel->group, t->group) == 0;
+	return sel->all || strcmp(t->group, "default") == 0;
+}
+
+static int connect_to(const char *path)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	struct timeval tv = {.tv_sec = 5};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* A socket nobody serves, whose process is gone, is removed. */
+static bool alive(const struct target *t)
+{
+	int fd = connect_to(t->path);
+	if (fd >= 0) {
+		close(fd);
+		return true;
+	}
+	if (kill(t->pid, 0) < 0 && errno == ESRCH)
+		unlink(t->path);
+	return false;
+}
+
+int targets_find(const char *dir, const struct selection *sel, struct target **out, char *err,
+		 size_t errlen)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	struct target *v = NULL;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		struct target t;
+		if (!parse_name(e->d_name, &t) || !selected(sel, &t))
+			continue;
+		snprintf(t.path, sizeof(t.path), "%s/%s", dir, e->d_name);
+		if (!alive(&t))
+			continue;
+		struct target *grown = realloc(v, (size_t)(n + 1) * sizeof(*v));
+		if (!grown)
+			break;
+		v = grown;
+		v[n++] = t;
+	}
+	closedir(d);
+	*out = v;
+	return n;
+}
+
+static bool reply_complete(const struct fn_buf *b)
+{
+	if (!b->len || b->s[b->len - 1] != '\n')
+		return false;
+	if (strncmp(b->s, "ok", 2) == 0 || strncmp(b->s, "error", 5) == 0)
+		return true;
+	return b->len >= 4 && (strcmp(b->s + b->len - 4, "end\n") == 0) &&
+	       (b->len == 4 || b->s[b->len - 5] == '\n');
+}
+
+bool targets_request(const struct target *t, const char *line, struct fn_buf *reply)
+{
+	int fd = connect_to(t->path);
+	if (fd < 0) {
+		fn_buf_printf(reply, "error cannot connect: %s\n", strerror(errno));
+		return false;
+	}
+	size_t n = strlen(line);
+	char *msg = malloc(n + 2);
+	memcpy(msg, line, n);
+	msg[n] = '\n';
+	bool ok = send(fd, msg, n + 1, MSG_NOSIGNAL) == (ssize_t)(n + 1);
+	free(msg);
+	char buf[65536];
+	ssize_t got;
+	while (ok && !reply_complete(reply) && (got = recv(fd, buf, sizeof(buf), 0)) > 0)
+		fn_buf_add(reply, buf, (size_t)got);
+	close(fd);
+	if (!reply_complete(reply)) {
+		fn_buf_free(reply);
+		fn_buf_printf(reply, "error no reply from process %d\n", (int)t->pid);
+		return false;
+	}
+	return true;
+}
+
+int targets_stream(const struct target *t, const char *line)
+{
+	int fd = connect_to(t->path);
+	if (fd < 0)
+		return -1;
+	struct timeval none = {0};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+	char msg[128];
+	int n = snprintf(msg, sizeof(msg), "%s\n", line);
+	if (send(fd, msg, (size_t)n, MSG_NOSIGNAL) != n) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static unsigned long long last_seq(const char *journal)
+{
+	FILE *f = fopen(journal, "re");
+	unsigned long long seq = 0, s;
+	char *line = NULL;
+	size_t cap = 0;
+	while (f && getline(&line, &cap, f) > 0)
+		if (sscanf(line, "%llu ", &s) == 1 && s > seq)
+			seq = s;
+	free(line);
+	if (f)
+		fclose(f);
+	return seq;
+}
+
+static bool write_entry(const char *journal, const char *text, bool truncate)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.new", journal);
+	int fd = truncate ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
+			  : open(journal, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return false;
+	size_t n = strlen(text);
+	bool ok = write(fd, text, n) == (ssize_t)n && fsync(fd) == 0;
+	close(fd);
+	return ok && (!truncate || rename(tmp, journal) == 0);
+}
+
+int journal_append(const char *dir, const char *group, const char *line, unsigned long long *seq,
+		   char *err, size_t errlen)
+{
+	char lock[4200], journal[4200];
+	snprintf(lock, sizeof(lock), "%s/%s.lock", dir, group);
+	snprintf(journal, sizeof(journal), "%s/%s.journal", dir, group);
+	int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+		snprintf(err, errlen, "%s: %s", lock, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*seq = last_seq(journal) + 1;
+	struct fn_buf entry = {0};
+	fn_buf_printf(&entry, "%llu %s\n", *seq, line);
+	/* A reset makes every earlier entry moot: start the journal over. */
+	bool ok = entry.s && write_entry(journal, entry.s, strcmp(line, "reset") == 0);
+	fn_buf_free(&entry);
+	if (!ok) {
+		snprintf(err, errlen, "%s: %s", journal, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void journal_unlock(int lockfd)
+{
+	if (lockfd >= 0)
+		close(lockfd);
+}

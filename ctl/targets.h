@@ -1,0 +1,44 @@
+/* targets.h - faultctl's side of the control protocol: finding the live
+ * processes of a group or a pid, sending them a request, and recording
+ * group changes in the group's journal. */
+#ifndef FAULTCTL_TARGETS_H
+#define FAULTCTL_TARGETS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "../preload/wire.h"
+
+struct target {
+	pid_t pid;
+	char group[64];
+	char path[108];
+};
+
+struct selection {
+	const char *group; /* -g, NULL for none */
+	pid_t pids[64];    /* -p, repeatable */
+	int npids;
+	bool all;          /* no -g and no -p: ps lists everyone */
+};
+
+/* Live targets in the run directory matching sel; removes sockets left by
+ * dead processes. Returns the count, -1 with a message in err. */
+int targets_find(const char *dir, const struct selection *sel, struct target **out, char *err,
+		 size_t errlen);
+
+/* Sends one request line; the whole reply lands in reply. False on a
+ * connection problem (message in reply). */
+bool targets_request(const struct target *t, const char *line, struct fn_buf *reply);
+
+/* Appends "SEQ line" to the group's journal under its lock, and returns the
+ * lock fd (held until journal_unlock) and the sequence number. reset
+ * truncates the journal to its own entry. */
+int journal_append(const char *dir, const char *group, const char *line, unsigned long long *seq,
+		   char *err, size_t errlen);
+void journal_unlock(int lockfd);
+
+/* Connects for streaming (events --follow): the socket fd, or -1. */
+int targets_stream(const struct target *t, const char *line);
+
+#endif
