@@ -37,6 +37,7 @@ struct client {
 	struct fn_buf out;
 	size_t sent;
 	bool follow, closing;
+	size_t discarding; /* bytes of an over-long line thrown away so far */
 	uint64_t since;
 	time_t last;
 };
@@ -49,15 +50,6 @@ static ino_t listen_ino;
 static pid_t owner_pid;
 static struct client clients[CLIENTS];
 static bool started;
-
-static int move_high(int fd)
-{
-	int hi = LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, 1000);
-	if (hi < 0)
-		return fd;
-	LIBC(close)(fd);
-	return hi;
-}
 
 static bool same_file(int fd, dev_t dev, ino_t ino)
 {
@@ -91,9 +83,8 @@ static bool open_listener(void)
 		LIBC(close)(fd);
 		return false;
 	}
-	listen_fd = move_high(fd);
+	listen_fd = fn_fd_move_high(fd, FN_RANGE_CONTROL);
 	identify(listen_fd, &listen_dev, &listen_ino);
-	fn_fd_mark(listen_fd, FDF_INTERNAL);
 	owner_pid = getpid();
 	return true;
 }
@@ -120,7 +111,10 @@ static bool peer_allowed(int fd)
 static void accept_clients(void)
 {
 	int fd;
-	while ((fd = LIBC(accept4)(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+	/* The app may have closed our listener and reused its number since the
+	 * poll: never accept on a socket that is not ours. */
+	while (same_file(listen_fd, listen_dev, listen_ino) &&
+	       (fd = LIBC(accept4)(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
 		struct client *c = NULL;
 		for (int i = 0; i < CLIENTS && !c; i++)
 			if (clients[i].fd < 0)
@@ -134,9 +128,8 @@ static void accept_clients(void)
 			LIBC(close)(fd);
 			continue;
 		}
-		c->fd = move_high(fd);
+		c->fd = fn_fd_move_high(fd, FN_RANGE_CONTROL);
 		identify(c->fd, &c->dev, &c->ino);
-		fn_fd_mark(c->fd, FDF_INTERNAL);
 		c->last = time(NULL);
 	}
 }
@@ -160,13 +153,28 @@ static void run_lines(struct client *c)
 		c->inlen -= used;
 	}
 	if (c->inlen == FN_LINE_MAX) {
+		/* Read the rest of the line before answering, so the client
+		 * can read the answer instead of meeting a reset. */
+		c->discarding = c->inlen;
+		c->inlen = 0;
+	}
+}
+
+static void discard(struct client *c)
+{
+	char *nl = memchr(c->in, '\n', c->inlen);
+	c->discarding += c->inlen;
+	if (nl || c->discarding > 64 * FN_LINE_MAX) {
 		fn_buf_add(&c->out, "error request line too long\n", 28);
 		c->closing = true;
 	}
+	c->inlen = 0;
 }
 
 static void read_client(struct client *c)
 {
+	if (!same_file(c->fd, c->dev, c->ino))
+		return drop_client(c);
 	ssize_t n = recv(c->fd, c->in + c->inlen, FN_LINE_MAX - c->inlen, MSG_DONTWAIT);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		drop_client(c);
@@ -175,7 +183,10 @@ static void read_client(struct client *c)
 	if (n > 0) {
 		c->inlen += (size_t)n;
 		c->last = time(NULL);
-		run_lines(c);
+		if (c->discarding)
+			discard(c);
+		else
+			run_lines(c);
 	}
 }
 

@@ -5,7 +5,11 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+
+#include "libc.h"
 
 #define CHUNK 256
 
@@ -74,4 +78,21 @@ void fn_fd_copy(int oldfd, int newfd)
 	}
 	note_high(newfd);
 	fn_fd_set(newfd, f);
+}
+
+int fn_fd_move_high(int fd, enum fn_fd_range range)
+{
+	struct rlimit rl;
+	int base = 1000;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1200)
+		base = (int)rl.rlim_cur * 3 / 4;
+	if (range == FN_RANGE_CONTROL)
+		base += 64;
+	int hi = LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, base);
+	if (hi >= 0) {
+		LIBC(close)(fd);
+		fd = hi;
+	}
+	fn_fd_mark(fd, FDF_INTERNAL);
+	return fd;
 }

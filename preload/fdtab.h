@@ -63,6 +63,13 @@ void fn_fd_copy(int oldfd, int newfd);
 /* A creating call returned fd: whatever was recorded for it is stale. */
 void fn_fd_mark(int fd, unsigned flags);
 
+/* Moves one of the shim's fds far above the app's usual range, close-on-
+ * exec, and marks it internal. Sinks and the control socket use disjoint
+ * ranges, so that when the app closes everything and the shim rebuilds,
+ * one never inherits the other's old number. */
+enum fn_fd_range { FN_RANGE_SINK, FN_RANGE_CONTROL };
+int fn_fd_move_high(int fd, enum fn_fd_range range);
+
 /* Highest fd ever flagged, so that close_range need not sweep the table. */
 int fn_fd_high(void);
 

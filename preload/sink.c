@@ -11,7 +11,6 @@
 #include <poll.h>
 #include <sched.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,22 +54,6 @@ static void fill_loopback(int family, uint16_t port, struct sockaddr_storage *ss
 	}
 }
 
-/* Programs close fds they do not know; keeping ours far above the app's
- * usual range makes that rare, and close-on-exec keeps them out of children
- * that exec. */
-static int move_high(int fd)
-{
-	struct rlimit rl;
-	int base = 1000;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1100)
-		base = (int)rl.rlim_cur * 3 / 4;
-	int hi = LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, base);
-	if (hi < 0)
-		return fd;
-	LIBC(close)(fd);
-	return hi;
-}
-
 static void close_quietly(int fd)
 {
 	if (fd >= 0) {
@@ -107,7 +90,7 @@ static int park_connection(int family, uint16_t port)
 	}
 	struct pollfd p = {.fd = fd, .events = POLLOUT};
 	poll(&p, 1, 1000);
-	return move_high(fd);
+	return fn_fd_move_high(fd, FN_RANGE_SINK);
 }
 
 static int bind_listen(struct sink *s, enum fn_sink_kind kind, int family, uint16_t port)
@@ -133,7 +116,7 @@ static int bind_listen(struct sink *s, enum fn_sink_kind kind, int family, uint1
 	}
 	s->port = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
 					  : ((struct sockaddr_in6 *)&ss)->sin6_port);
-	return move_high(fd);
+	return fn_fd_move_high(fd, FN_RANGE_SINK);
 }
 
 static bool build(struct sink *s, enum fn_sink_kind kind, int family, uint16_t port)

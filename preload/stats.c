@@ -240,12 +240,6 @@ const char *fn_events_open(void)
 	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return strerror(errno);
-	int hi = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
-	if (hi >= 0) {
-		LIBC(close)(fd);
-		fd = hi;
-	}
-	fn_fd_mark(fd, FDF_INTERNAL);
-	events_fd = fd;
+	events_fd = fn_fd_move_high(fd, FN_RANGE_CONTROL);
 	return NULL;
 }

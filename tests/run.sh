@@ -7,7 +7,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 export FN_COUNTS
 FN_COUNTS=$(mktemp)
-trap 'rm -f "$FN_COUNTS"' EXIT
+# A private run directory: control sockets and group journals of the tests
+# never mix with the user's.
+export FAULTNET_RUNDIR
+FAULTNET_RUNDIR=$(mktemp -d)
+trap 'rm -rf "$FN_COUNTS" "$FAULTNET_RUNDIR"' EXIT
 asan=$(gcc -print-file-name=libasan.so)
 
 # Runs a CUnit program and adds its test counts to the total.
@@ -39,6 +43,8 @@ variant() {
 	cunit env FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" "$build/tests/it_faults"
 	echo "=== $build: start-up and faultctl"
 	tests/integration/cli.sh "$build" $first
+	echo "=== $build: faultctl and live control"
+	/usr/bin/python3 -u tests/integration/control_test.py "$build" "$first"
 	echo "=== $build: real clients"
 	tests/clients/clients.sh "$root/$build/libfaultnet.so" $first
 }

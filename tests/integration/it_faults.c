@@ -574,6 +574,8 @@ static int child_main(const char *mode)
 {
 	if (strcmp(mode, "blackhole-then-stall") == 0)
 		return blackhole_then_stall();
+	if (strcmp(mode, "close-loop") == 0 || strcmp(mode, "close-range") == 0)
+		return close_everything_child(mode[6] == 'r');
 	if (strcmp(mode, "reach-az") == 0) {
 		int fd = tcp_socket("127.69.0.1", true);
 		connect_to(fd, "127.69.0.1", 8081);

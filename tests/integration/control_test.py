@@ -1,0 +1,430 @@
+"""control_test.py - faultctl against live processes under the shim: live
+flips, groups and zones, fork and exec, bad input on the control socket,
+stats and events. Run by tests/run.sh; prints "ok"/"FAIL" lines and adds
+them to $FN_COUNTS.
+
+usage: control_test.py BUILD_DIR [PRELOAD_FIRST]
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.path.abspath(sys.argv[1])
+FIRST = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else None
+LIB = os.path.join(BUILD, "libfaultnet.so")
+CTL = os.path.join(BUILD, "faultctl")
+PY = "/usr/bin/python3"
+COUNTS = os.environ.get("FN_COUNTS", os.devnull)
+RUNDIR = tempfile.mkdtemp(prefix="fn-ctl-")
+WORK = tempfile.mkdtemp(prefix="fn-agents-")
+failed = 0
+
+CONF = os.path.join(WORK, "ctl.conf")
+with open(CONF, "w") as f:
+    f.write("""
+zones = (
+  { name = "1a"; cidrs = [ "127.10.1.0/24" ]; },
+  { name = "1c"; cidrs = [ "127.10.2.0/24" ]; }
+);
+rules = (
+  { name = "bh"; action = "blackhole"; match = { to = "127.66.0.0/16"; port = 8443; }; enabled = false; },
+  { name = "az-1a"; action = "drop"; match = { from_zone = "1a"; to = "127.69.0.0/16"; }; enabled = false; }
+);
+""")
+
+
+def check(name, cond, detail=""):
+    global failed
+    with open(COUNTS, "a") as f:
+        f.write("pass\n" if cond else "fail\n")
+    if cond:
+        print("  ok   - " + name)
+    else:
+        failed += 1
+        print("  FAIL - %s %s" % (name, detail))
+
+
+def env(group="g", zone=None, extra=None):
+    e = dict(os.environ)
+    e.update(FAULTNET_RUNDIR=RUNDIR, FAULTNET_GROUP=group, FAULTNET_CONFIG=CONF)
+    e["LD_PRELOAD"] = (FIRST + ":" if FIRST else "") + LIB
+    if zone:
+        e["FAULTNET_ZONE"] = zone
+    e.update(extra or {})
+    return e
+
+
+def ctl(*args):
+    e = dict(os.environ, FAULTNET_RUNDIR=RUNDIR)
+    if FIRST:
+        e["LD_PRELOAD"] = FIRST
+    return subprocess.run([CTL] + list(args), env=e, capture_output=True, text=True, timeout=60)
+
+
+class Agent:
+    def __init__(self, pid):
+        self.pid = pid
+        self.seen = 0
+
+    @staticmethod
+    def start(group="g", zone=None, extra=None):
+        p = subprocess.Popen([PY, os.path.join(HERE, "agent.py"), WORK],
+                             env=env(group, zone, extra))
+        a = Agent(p.pid)
+        a.proc = p
+        a.wait_ready()
+        return a
+
+    def wait_ready(self):
+        path = os.path.join(WORK, "%d.in" % self.pid)
+        for _ in range(200):
+            if os.path.exists(path):
+                return
+            time.sleep(0.02)
+        raise RuntimeError("agent %d did not start" % self.pid)
+
+    def ask(self, cmd):
+        with open(os.path.join(WORK, "%d.in" % self.pid), "w") as f:
+            f.write(cmd + "\n")
+        out = os.path.join(WORK, "%d.out" % self.pid)
+        for _ in range(1000):
+            try:
+                with open(out) as f:
+                    lines = f.read().splitlines()
+            except FileNotFoundError:
+                lines = []
+            if len(lines) > self.seen:
+                self.seen += 1
+                return lines[self.seen - 1]
+            time.sleep(0.01)
+        return "timeout"
+
+    def stop(self):
+        try:
+            with open(os.path.join(WORK, "%d.in" % self.pid), "w") as f:
+                f.write("exit\n")
+        except OSError:
+            pass
+        if hasattr(self, "proc"):
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def listener(ip, port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((ip, port))
+    s.listen(1024)
+    return s
+
+
+def ps(*args):
+    r = ctl("--json", "ps", *args)
+    return [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+
+
+def test_live_flips(servers):
+    a = Agent.start(group="flip")
+    misses = []
+    for i in range(200):
+        r = ctl("-g", "flip", "enable", "bh")
+        got = a.ask("try 127.66.0.1 8443")
+        if r.returncode != 0 or got != "blackholed":
+            misses.append((i, "enable", r.returncode, got))
+        r = ctl("-g", "flip", "disable", "bh")
+        got = a.ask("try 127.66.0.1 8443")
+        if r.returncode != 0 or got != "connected":
+            misses.append((i, "disable", r.returncode, got))
+    check("200 rounds of enable/disable: every connect after faultctl returns obeys it",
+          not misses, str(misses[:3]))
+    a.stop()
+
+
+def test_zones():
+    agents = [Agent.start(group="zones", zone="1a" if i % 2 == 0 else "1c") for i in range(8)]
+    r = ctl("-g", "zones", "enable", "az-1a")
+    check("enable az-1a in a group of 8: faultctl exits 0", r.returncode == 0, r.stderr)
+    got = [a.ask("try 127.69.0.1 8081") for a in agents]
+    want = ["blackholed" if i % 2 == 0 else "connected" for i in range(8)]
+    check("from_zone 1a drop hits exactly the 1a processes", got == want, str(got))
+    late = Agent.start(group="zones", zone="1a")
+    check("a 1a process started after the change is hit too",
+          late.ask("try 127.69.0.1 8081") == "blackholed")
+    r = ctl("-g", "zones", "disable", "az-1a")
+    got = [a.ask("try 127.69.0.1 8081") for a in agents + [late]]
+    check("disabling restores all nine", got == ["connected"] * 9, str(got))
+    for a in agents + [late]:
+        a.stop()
+
+
+def test_fork_exec():
+    a = Agent.start(group="family")
+    child = int(a.ask("fork").split()[1])
+    spawned = int(a.ask("spawn").split()[1])
+    c, s = Agent(child), Agent(spawned)
+    c.wait_ready()
+    s.wait_ready()
+    pids = {p["pid"] for p in ps("-g", "family")}
+    check("ps lists the forked and the spawned (exec'd) children",
+          {a.pid, child, spawned} <= pids, str(pids))
+    r = ctl("-g", "family", "enable", "bh")
+    check("faultctl reaches parent and children", r.returncode == 0 and r.stdout.count("ok") == 3,
+          r.stdout + r.stderr)
+    got = [x.ask("try 127.66.0.1 8443") for x in (a, c, s)]
+    check("forked and exec'd children obey the change", got == ["blackholed"] * 3, str(got))
+    a.ask("exec")
+    a.seen = 0
+    os.unlink(os.path.join(WORK, "%d.out" % a.pid))
+    a.wait_ready()
+    check("after exec (same pid) the new image replays the group's state",
+          a.ask("try 127.66.0.1 8443") == "blackholed")
+    ctl("-g", "family", "disable", "bh")
+    check("and follows the next change", a.ask("try 127.66.0.1 8443") == "connected")
+    for x in (a, c, s):
+        x.stop()
+
+
+def raw(path, data, read=True):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect(path)
+    try:
+        s.sendall(data)
+    except OSError:
+        pass  # the process may close as soon as it has seen enough
+    out = b""
+    while read:
+        try:
+            d = s.recv(65536)
+        except OSError:
+            break
+        if not d:
+            break
+        out += d
+        if out.endswith(b"\n") and not out.startswith(b"process"):
+            break
+    s.close()
+    return out.decode(errors="replace")
+
+
+def test_bad_input():
+    a = Agent.start(group="hostile")
+    path = os.path.join(RUNDIR, "hostile.%d.sock" % a.pid)
+    check("unknown verb: error reply", raw(path, b"explode now\n").startswith("error unknown verb"))
+    check("bad rule: error naming the problem",
+          "unknown action 'boom'" in raw(path, b'add { name = "x"; action = "boom"; }\n'))
+    check("1 MiB line: error, connection closed",
+          raw(path, b"x" * (1 << 20) + b"\n").startswith("error request line too long"))
+    check("binary garbage: error, connection closed",
+          raw(path, b"\x00\x01\xff\xfe garbage\n").startswith("error binary data"))
+    idle = socket.socket(socket.AF_UNIX)
+    idle.connect(path)
+    crowd = []
+    for _ in range(100):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        crowd.append(s)
+    time.sleep(0.5)
+    r = ctl("-g", "hostile", "ps")
+    for s in crowd:
+        s.close()
+    idle.close()
+    time.sleep(0.3)
+    check("100 idle clients and a silent one: refused or held, never blocking",
+          a.ask("try 127.66.0.1 8443") == "connected")
+    r = ctl("-p", str(a.pid), "rules")
+    check("the process still answers faultctl afterwards", r.returncode == 0 and "bh" in r.stdout,
+          r.stderr)
+    if os.geteuid() == 0:
+        os.chmod(RUNDIR, 0o711)
+        os.chmod(path, 0o666)
+        pid = os.fork()
+        if pid == 0:
+            os.setuid(65534)
+            try:
+                os._exit(0 if raw(path, b"rules\n").startswith("error permission denied") else 1)
+            except Exception:
+                os._exit(2)
+        _, st = os.waitpid(pid, 0)
+        os.chmod(RUNDIR, 0o700)
+        check("another uid is refused (SO_PEERCRED)", os.WEXITSTATUS(st) == 0, str(st))
+    a.stop()
+
+
+def test_stats_and_events(servers):
+    events = os.path.join(WORK, "events.jsonl")
+    a = Agent.start(group="count", extra={"FAULTNET_EVENTS": events})
+    n_on, n_off = 3, 4
+    ctl("-g", "count", "enable", "bh")
+    for _ in range(n_on):
+        a.ask("try 127.66.0.1 8443")
+    ctl("-g", "count", "disable", "bh")
+    for _ in range(n_off):
+        a.ask("try 127.66.0.1 8443")
+    r = ctl("-p", str(a.pid), "--json", "stats")
+    recs = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    rule = [x for x in recs if x["type"] == "rule" and x["name"] == "bh"]
+    dest = [x for x in recs if x["type"] == "dest" and x["dest"] == "127.66.0.1:8443"]
+    check("stats: rule attempts equal what the client counted (%d)" % (n_on + n_off),
+          rule and rule[0]["attempts"] == n_on + n_off and rule[0]["faults"] == n_on, str(rule))
+    check("stats: per-destination attempts and blackholes",
+          dest and dest[0]["attempts"] == n_on + n_off and dest[0]["blackhole"] == n_on, str(dest))
+    r = ctl("-p", str(a.pid), "--json", "events")
+    ev = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    check("events: one per attempt with rule, action and outcome",
+          len(ev) == n_on + n_off and sum(e["outcome"] == "blackholed" for e in ev) == n_on
+          and all(e["rule"] == "bh" and e["pid"] == a.pid for e in ev), str(ev[:2]))
+    with open(events) as f:
+        lines = [json.loads(l) for l in f]
+    check("FAULTNET_EVENTS: the same attempts as JSON lines",
+          len(lines) == n_on + n_off and lines[0]["dest"] == "127.66.0.1:8443", str(lines[:1]))
+    follow = subprocess.Popen([CTL, "-p", str(a.pid), "--json", "events", "--follow"],
+                              env=dict(os.environ, FAULTNET_RUNDIR=RUNDIR), stdout=subprocess.PIPE,
+                              text=True)
+    time.sleep(0.5)
+    a.ask("try 127.66.0.1 8443")
+    got = []
+    for _ in range(n_on + n_off + 1):
+        got.append(follow.stdout.readline())
+    follow.terminate()
+    check("events --follow shows a new attempt as it happens", "\"seq\":%d" % (n_on + n_off) in got[-1],
+          got[-1])
+    r = ctl("-p", str(a.pid), "reset")
+    r = ctl("-p", str(a.pid), "--json", "stats")
+    check("reset zeroes the counters", '"attempts":0' in r.stdout and '"attempts":7' not in r.stdout)
+    a.stop()
+
+
+def test_existing_connections(servers):
+    a = Agent.start(group="existing")
+    opened = a.ask("open 127.66.0.1 8443")
+    ctl("-g", "existing", "enable", "bh")
+    echo = a.ask("send 0")
+    check("enabling a blackhole leaves established connections alone", echo == "echoed", echo)
+    a.ask("open 127.66.0.1 8443")
+    ctl("-g", "existing", "disable", "bh")
+    check("disabling leaves a pending blackholed connect pending",
+          a.ask("send 1").startswith("no-echo"))
+    check("... while new connects pass", a.ask("try 127.66.0.1 8443") == "connected")
+    a.stop()
+    return opened
+
+
+def test_verbs():
+    a = Agent.start(group="verbs")
+    p = str(a.pid)
+    r = ctl("-p", p, "add", '{ name = "extra"; action = "stall"; match = { to = "127.67.0.9"; port = 9; }; }')
+    check("add: a rule in config syntax", r.returncode == 0 and "added extra" in r.stdout, r.stderr)
+    r = ctl("-p", p, "add", '{ name = "extra"; action = "stall"; }')
+    check("add: a duplicate name is refused", r.returncode != 0 and "exists already" in r.stderr)
+    r = ctl("-p", p, "rm", "extra")
+    check("rm", r.returncode == 0 and "extra" not in ctl("-p", p, "rules").stdout)
+    newf = os.path.join(WORK, "new.conf")
+    with open(newf, "w") as f:
+        f.write('# replaces all\nrules = ( { name = "only"; action = "blackhole"; # comment\n'
+                ' match = { to = "127.66.0.0/16"; port = "8443"; }; } );\n')
+    r = ctl("-p", p, "load", newf)
+    out = ctl("-p", p, "rules").stdout
+    check("load: every rule replaced at once", r.returncode == 0 and "only" in out and "az-1a" not in out,
+          r.stderr + out)
+    check("load: the new rule applies", a.ask("try 127.66.0.1 8443") == "blackholed")
+    bad = os.path.join(WORK, "bad.conf")
+    with open(bad, "w") as f:
+        f.write('rules = ( { name = "x"; action = "nope"; } );\n')
+    r = ctl("-p", p, "load", bad)
+    check("load: a bad file changes nothing, says where", r.returncode != 0 and "bad.conf:1" in r.stderr
+          and "only" in ctl("-p", p, "rules").stdout)
+    r = ctl("-p", p, "zone", "1a")
+    check("zone: retags the process", r.returncode == 0 and ps("-p", p)[0]["zone"] == "1a")
+    r = ctl("-p", p, "zone", "9z")
+    check("zone: an undefined zone is an error", r.returncode != 0 and "9z" in r.stderr)
+    r = ctl("-p", p, "reset")
+    out = ctl("-p", p, "rules").stdout
+    check("reset: back to the config file's rules", "az-1a" in out and "only" not in out, out)
+    r = ctl("-p", p, "enable", "nosuch")
+    check("a target that did not apply a change: named, exit non-zero",
+          r.returncode == 1 and ("%s: error no rule named 'nosuch'" % p) in r.stderr, r.stderr)
+    r = ctl("-p", "999999", "enable", "bh")
+    check("-p of a process not under the shim: exit non-zero", r.returncode != 0)
+    a.proc.kill()
+    a.proc.wait()
+    sock = os.path.join(RUNDIR, "verbs.%d.sock" % a.pid)
+    existed = os.path.exists(sock)
+    ctl("ps")
+    check("ps removes sockets left by dead processes", existed and not os.path.exists(sock))
+
+
+def test_run_group_and_stats():
+    r = subprocess.run([CTL, "run", "-g", "rungroup", "--config", CONF, "--", "sh", "-c",
+                        "echo $FAULTNET_GROUP"], env=dict(os.environ, FAULTNET_RUNDIR=RUNDIR),
+                       capture_output=True, text=True)
+    check("run -g joins the group", r.stdout.strip() == "rungroup", r.stdout + r.stderr)
+    script = ("import socket\n"
+              "for i in range(3):\n"
+              "  s = socket.socket(); s.settimeout(0.2)\n"
+              "  try: s.connect(('127.66.0.1', 8443))\n"
+              "  except OSError: pass\n"
+              "  s.close()\n")
+    conf = os.path.join(WORK, "on.conf")
+    with open(conf, "w") as f:
+        f.write('rules = ( { name = "bh"; action = "blackhole"; match = { to = "127.66.0.0/16"; }; } );\n')
+    e = dict(os.environ, FAULTNET_RUNDIR=RUNDIR)
+    if FIRST:
+        e["LD_PRELOAD"] = FIRST
+    r = subprocess.run([CTL, "run", "--stats", "--config", conf, "--", "sh", "-c",
+                        "%s -c \"$0\"; %s -c \"$0\"" % (PY, PY), script], env=e,
+                       capture_output=True, text=True, timeout=60)
+    check("run --stats sums the process tree (2 x 3 attempts)",
+          r.returncode == 0 and "rule bh" in r.stderr and "attempts=6 faults=6" in r.stderr, r.stderr)
+
+
+def test_timing_32():
+    agents = [Agent.start(group="g32") for _ in range(32)]
+    times = []
+    for i in range(20):
+        t0 = time.monotonic()
+        r = ctl("-g", "g32", "enable" if i % 2 == 0 else "disable", "bh")
+        times.append((time.monotonic() - t0) * 1000)
+    check("faultctl enable for a group of 32 exits 0 every time", r.returncode == 0)
+    print("  figure: faultctl enable/disable for 32 processes: median %.1f ms, worst %.1f ms (20 runs)"
+          % (statistics.median(times), max(times)))
+    for a in agents:
+        a.stop()
+
+
+def main():
+    print("faultctl and live control (%s)" % BUILD)
+    servers = [listener("127.66.0.1", 8443), listener("127.69.0.1", 8081)]
+    # 127.66.0.1:8443 answers (an echo server), so a connect the shim lets
+    # through succeeds and data flows.
+    servers[0].close()
+    echo = subprocess.Popen([PY, os.path.join(HERE, "echo_server.py"), "127.66.0.1", "8443"])
+    time.sleep(0.3)
+    try:
+        test_live_flips(servers)
+        test_zones()
+        test_fork_exec()
+        test_bad_input()
+        test_stats_and_events(servers)
+        test_existing_connections(servers)
+        test_verbs()
+        test_run_group_and_stats()
+        test_timing_32()
+    finally:
+        echo.kill()
+        shutil.rmtree(WORK, ignore_errors=True)
+        shutil.rmtree(RUNDIR, ignore_errors=True)
+    sys.exit(1 if failed else 0)
+
+
+main()
