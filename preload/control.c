@@ -226,6 +226,7 @@ static void tend_client(struct client *c, short revents, time_t now)
 static void *serve(void *arg)
 {
 	(void)arg;
+	pthread_setname_np(pthread_self(), "faultnet-ctl");
 	struct pollfd p[CLIENTS + 1];
 	for (;;) {
 		if (!same_file(listen_fd, listen_dev, listen_ino) && !open_listener()) {

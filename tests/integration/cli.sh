@@ -44,6 +44,34 @@ check "missing config file: exit 78" [ "$rc" = 78 ] && contains "$err" "missing.
 run env LD_PRELOAD="$preload" /bin/echo main-ran
 check "no config: the app runs untouched" [ "$rc" = 0 ] && [ "$out" = main-ran ] && [ -z "$err" ]
 
+# The run directory: anything but a 0700 directory of ours is refused.
+mkdir -m 755 "$tmp/open"
+run env FAULTNET_RUNDIR="$tmp/open" LD_PRELOAD="$preload" /bin/echo main-ran
+check "run directory open to others: control refused, app runs" [ "$out" = main-ran ] && contains "$err" "control disabled: run directory $tmp/open is open to other users"
+mkdir -m 700 "$tmp/real"
+ln -s "$tmp/real" "$tmp/link"
+run env FAULTNET_RUNDIR="$tmp/link" LD_PRELOAD="$preload" /bin/echo main-ran
+check "run directory behind a symlink: refused" [ "$out" = main-ran ] && contains "$err" "is a symbolic link"
+if [ "$(id -u)" = 0 ]; then
+	mkdir -m 700 "$tmp/theirs"
+	chown 65534 "$tmp/theirs"
+	run env FAULTNET_RUNDIR="$tmp/theirs" LD_PRELOAD="$preload" /bin/echo main-ran
+	check "run directory owned by another user: refused" [ "$out" = main-ran ] && contains "$err" "is owned by another user"
+fi
+run env FAULTNET_RUNDIR="$tmp/real" FAULTNET_GROUP="bad group" LD_PRELOAD="$preload" /bin/echo main-ran
+check "bad FAULTNET_GROUP: exit 78, names the variable" [ "$rc" = 78 ] && contains "$err" "FAULTNET_GROUP:"
+env FAULTNET_RUNDIR="$tmp/real" LD_PRELOAD="$preload" sleep 3 &
+sl=$!
+sleep 0.5
+mode=$(stat -c %a "$tmp/real/default.$sl.sock" 2>/dev/null)
+check "control socket is mode 0600" [ "$mode" = 600 ]
+tid=$(grep -l faultnet-ctl /proc/$sl/task/*/comm 2>/dev/null | head -1 | xargs -r dirname)
+blk=$(awk '/^SigBlk/ {print $2}' "$tid/status" 2>/dev/null)
+# Every signal but SIGKILL and SIGSTOP (which cannot be blocked) and
+# glibc's two internal ones (32, 33).
+check "the control thread blocks every signal (SigBlk $blk)" [ "$blk" = fffffffe7ffbfeff ]
+kill $sl 2>/dev/null
+
 run "$ctl" check "$tmp/bad.conf"
 check "faultctl check: exit 1 with the shim's message" [ "$rc" = 1 ] && [ "$err" = "faultctl: $want" ]
 for f in "$root"/policies/*.conf "$root"/tests/*/*.conf; do

@@ -365,9 +365,11 @@ def test_verbs():
 
 
 def test_run_group_and_stats():
+    e = dict(os.environ, FAULTNET_RUNDIR=RUNDIR)
+    if FIRST:
+        e["LD_PRELOAD"] = FIRST
     r = subprocess.run([CTL, "run", "-g", "rungroup", "--config", CONF, "--", "sh", "-c",
-                        "echo $FAULTNET_GROUP"], env=dict(os.environ, FAULTNET_RUNDIR=RUNDIR),
-                       capture_output=True, text=True)
+                        "echo $FAULTNET_GROUP"], env=e, capture_output=True, text=True)
     check("run -g joins the group", r.stdout.strip() == "rungroup", r.stdout + r.stderr)
     script = ("import socket\n"
               "for i in range(3):\n"
@@ -378,9 +380,6 @@ def test_run_group_and_stats():
     conf = os.path.join(WORK, "on.conf")
     with open(conf, "w") as f:
         f.write('rules = ( { name = "bh"; action = "blackhole"; match = { to = "127.66.0.0/16"; }; } );\n')
-    e = dict(os.environ, FAULTNET_RUNDIR=RUNDIR)
-    if FIRST:
-        e["LD_PRELOAD"] = FIRST
     r = subprocess.run([CTL, "run", "--stats", "--config", conf, "--", "sh", "-c",
                         "%s -c \"$0\"; %s -c \"$0\"" % (PY, PY), script], env=e,
                        capture_output=True, text=True, timeout=60)
