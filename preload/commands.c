@@ -87,15 +87,25 @@ static void reply_error(struct fn_buf *out, const char *msg)
 	fn_buf_printf(out, "error %s\n", msg);
 }
 
-static void set_enabled(const char *name, bool on, struct fn_buf *out)
+/* A private copy of the policy and the index of rule name in it; NULL
+ * (with the error replied) when there is no such rule. */
+static struct fn_policy *copy_with_rule(const char *name, int *i, struct fn_buf *out)
 {
 	struct fn_policy *p = current_copy();
-	int i = p ? fn_policy_rule_index(p, name) : -1;
-	if (i < 0) {
-		fn_policy_free(p);
-		fn_buf_printf(out, "error no rule named '%s'\n", name);
+	*i = p ? fn_policy_rule_index(p, name) : -1;
+	if (*i >= 0)
+		return p;
+	fn_policy_free(p);
+	fn_buf_printf(out, "error no rule named '%s'\n", name);
+	return NULL;
+}
+
+static void set_enabled(const char *name, bool on, struct fn_buf *out)
+{
+	int i;
+	struct fn_policy *p = copy_with_rule(name, &i, out);
+	if (!p)
 		return;
-	}
 	p->rules[i].enabled = on;
 	publish(p);
 	fn_buf_printf(out, "ok %s %s\n", name, on ? "enabled" : "disabled");
@@ -131,13 +141,10 @@ static void add_rule(char *text, struct fn_buf *out)
 
 static void remove_rule(const char *name, struct fn_buf *out)
 {
-	struct fn_policy *p = current_copy();
-	int i = p ? fn_policy_rule_index(p, name) : -1;
-	if (i < 0) {
-		fn_policy_free(p);
-		fn_buf_printf(out, "error no rule named '%s'\n", name);
+	int i;
+	struct fn_policy *p = copy_with_rule(name, &i, out);
+	if (!p)
 		return;
-	}
 	fn_policy_remove(p, (size_t)i);
 	publish(p);
 	fn_buf_printf(out, "ok removed %s\n", name);

@@ -52,18 +52,6 @@ static bool only_keys(struct ctx *c, const config_setting_t *s, const char *wher
 	return true;
 }
 
-static bool valid_name(const char *s)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n >= FN_NAME_MAX)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || strchr("_.:-", *s)))
-			return false;
-	return true;
-}
-
 static bool get_string(struct ctx *c, const config_setting_t *s, const char *where,
 		       const char **out)
 {
@@ -80,7 +68,7 @@ static bool get_name(struct ctx *c, const config_setting_t *s, const char *where
 	const char *v;
 	if (!get_string(c, s, where, &v))
 		return false;
-	if (!valid_name(v))
+	if (!fn_name_valid(v))
 		return fail(c, s, "%s '%s' must be 1 to %d letters, digits or _.:-", where, v,
 			    FN_NAME_MAX - 1);
 	strcpy(out, v);

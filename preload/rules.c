@@ -19,6 +19,18 @@ const char *fn_action_name(enum fn_action a)
 	return "?";
 }
 
+bool fn_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n >= FN_NAME_MAX)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || strchr("_.:-", *s)))
+			return false;
+	return true;
+}
+
 static bool in_any_cidr(const struct fn_cidr *c, size_t n, const struct fn_endpoint *ep)
 {
 	for (size_t i = 0; i < n; i++)

@@ -54,6 +54,9 @@ struct fn_policy {
 
 const char *fn_action_name(enum fn_action a);
 
+/* Rule, zone and group names: 1 to FN_NAME_MAX-1 letters, digits or _.:- */
+bool fn_name_valid(const char *s);
+
 /* First enabled rule matching a peer for one of the protocols in proto;
  * NULL when none does. If seen is given, it gets the rule an attempt counts
  * against: the deciding rule, else the first disabled rule that would match

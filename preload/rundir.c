@@ -44,14 +44,7 @@ const char *fn_rundir(char *dir, size_t len)
 
 bool fn_group_valid(const char *g)
 {
-	size_t n = strlen(g);
-	if (n == 0 || n >= FN_NAME_MAX)
-		return false;
-	for (; *g; g++)
-		if (!((*g >= 'a' && *g <= 'z') || (*g >= 'A' && *g <= 'Z') ||
-		      (*g >= '0' && *g <= '9') || strchr("_.:-", *g)))
-			return false;
-	return true;
+	return fn_name_valid(g);
 }
 
 bool fn_sock_path(char *out, size_t len, const char *dir, const char *group, pid_t pid)
