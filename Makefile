@@ -25,7 +25,7 @@ SHIM_OBJ := $(SHIM:%=$(BUILD)/obj/%.o)
 HEADERS := $(wildcard preload/*.h)
 DEPS_STAMP := build/.deps-build
 
-.PHONY: all deps test-deps install demo test unit integration clients sanitize check-exports clang clean format
+.PHONY: all deps test-deps install demo test conformance unit integration clients sanitize check-exports clang clean format
 all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl
 
 # Installs the Debian packages the build needs when they are missing.
@@ -68,7 +68,18 @@ $(BUILD)/tests/%: tests/integration/%.c tests/integration/*.h | $(TEST_STAMP)
 IT_PROGS := $(BUILD)/tests/it_faults
 test-progs: all $(BUILD)/tests/unit $(IT_PROGS)
 
-test: test-deps
+# The conformance suite's clients: Debian packages, and npm packages pinned
+# by tests/conformance/package-lock.json.
+CONF_STAMP := build/.deps-conformance
+$(CONF_STAMP): scripts/deps.sh tests/conformance/package-lock.json
+	@scripts/deps.sh conformance
+	cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error
+	@mkdir -p build && touch $@
+
+conformance: all $(CONF_STAMP)
+	/usr/bin/python3 -u tests/conformance/conformance.py $(BUILD) CONFORMANCE.md
+
+test: test-deps $(CONF_STAMP)
 	@$(MAKE) --no-print-directory test-progs
 	@$(MAKE) --no-print-directory SAN=1 test-progs
 	tests/run.sh

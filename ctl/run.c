@@ -114,6 +114,8 @@ static void print_totals(const char *dir, bool json)
 		size_t cap = 0;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		FILE *f = e->d_name[0] != '.' ? fopen(path, "re") : NULL;
+		if (!f && e->d_name[0] == '.')
+			unlink(path);
 		if (!f)
 			continue;
 		procs++;

@@ -223,6 +223,39 @@ static void tend_client(struct client *c, short revents, time_t now)
 		drop_client(c);
 }
 
+/* faultctl run --stats: each process keeps its counters in the directory
+ * it was given, rewritten by the control thread when they change and at
+ * exit, so that a process killed by a signal still counts. */
+static void write_stats(void)
+{
+	const char *dir = secure_getenv("FAULTNET_STATS_DIR");
+	if (!dir || !*dir)
+		return;
+	char path[4200], tmp[4300];
+	snprintf(path, sizeof(path), "%s/%d.stats", dir, (int)getpid());
+	snprintf(tmp, sizeof(tmp), "%s/.%d.tmp", dir, (int)getpid());
+	struct fn_buf b = {0};
+	fn_cmd_stats(&b);
+	FILE *f = fopen(tmp, "we");
+	if (f) {
+		if (b.s)
+			fputs(b.s, f);
+		if (fclose(f) == 0)
+			rename(tmp, path);
+	}
+	fn_buf_free(&b);
+}
+
+static void refresh_stats(void)
+{
+	static uint64_t written;
+	uint64_t now = fn_stats_generation();
+	if (now != written) {
+		written = now;
+		write_stats();
+	}
+}
+
 static void *serve(void *arg)
 {
 	(void)arg;
@@ -242,6 +275,7 @@ static void *serve(void *arg)
 			continue;
 		if (p[0].revents & POLLIN)
 			accept_clients();
+		refresh_stats();
 		time_t now = time(NULL);
 		for (int i = 0; i < CLIENTS; i++)
 			if (clients[i].fd >= 0)
@@ -329,29 +363,9 @@ void fn_control_atfork_child(void)
 	begin();
 }
 
-/* faultctl run --stats: each process leaves its counters in the directory
- * it was given when it exits. */
-static void write_exit_stats(void)
-{
-	const char *dir = secure_getenv("FAULTNET_STATS_DIR");
-	if (!dir || !*dir)
-		return;
-	char path[4200];
-	snprintf(path, sizeof(path), "%s/%d.stats", dir, (int)getpid());
-	struct fn_buf b = {0};
-	fn_cmd_stats(&b);
-	FILE *f = fopen(path, "we");
-	if (f) {
-		if (b.s)
-			fputs(b.s, f);
-		fclose(f);
-	}
-	fn_buf_free(&b);
-}
-
 __attribute__((destructor)) static void fn_control_stop(void)
 {
-	write_exit_stats();
+	write_stats();
 	if (owner_pid == getpid() && sock_path[0])
 		unlink(sock_path);
 }

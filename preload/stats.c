@@ -192,6 +192,11 @@ void fn_stats_dump(struct fn_buf *b)
 		dump_dest(b, &dests[DESTS], "other");
 }
 
+uint64_t fn_stats_generation(void)
+{
+	return __atomic_load_n(&ring_head, __ATOMIC_RELAXED);
+}
+
 void fn_stats_reset(void)
 {
 	for (int i = 0; i <= DESTS; i++) {

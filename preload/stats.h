@@ -28,6 +28,9 @@ const char *fn_errname(int e);
 void fn_stats_dump(struct fn_buf *b);
 void fn_events_dump(struct fn_buf *b, uint64_t *since);
 
+/* Changes whenever an attempt is counted. */
+uint64_t fn_stats_generation(void);
+
 /* Zeroes the destination counters (faultctl reset). */
 void fn_stats_reset(void);
 

@@ -1,20 +1,31 @@
 #!/bin/sh
 # deps.sh - installs the Debian 12 packages faultnet needs when they are
-# missing: `deps.sh build` for the build, `deps.sh test` for the tests too.
+# missing: `deps.sh build` for the build, `deps.sh test` for the tests,
+# `deps.sh conformance` for the real-client conformance suite too.
 # As root it runs apt-get; otherwise it names the packages and stops.
+# A package written as command=package counts as present when the command
+# is on PATH (Node.js and npm may come from elsewhere than Debian).
 set -eu
 
 build_pkgs="gcc libc6-dev libconfig-dev"
-test_pkgs="libcunit1-dev curl python3 nodejs clang clang-format binutils procps"
+test_pkgs="libcunit1-dev curl python3 node=nodejs clang clang-format binutils procps"
+conformance_pkgs="wget python3-requests python3-boto3 javac=openjdk-17-jdk-headless psql=postgresql-client redis-cli=redis-tools npm=npm"
 
 case "${1:-build}" in
 build) want="$build_pkgs" ;;
 test) want="$build_pkgs $test_pkgs" ;;
-*) echo "usage: $0 build|test" >&2; exit 2 ;;
+conformance) want="$build_pkgs $test_pkgs $conformance_pkgs" ;;
+*) echo "usage: $0 build|test|conformance" >&2; exit 2 ;;
 esac
 
 missing=""
 for p in $want; do
+	case "$p" in
+	*=*)
+		command -v "${p%%=*}" >/dev/null 2>&1 && continue
+		p=${p#*=}
+		;;
+	esac
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
 		missing="$missing $p"
 	fi

@@ -56,6 +56,9 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 variant build ""
 variant build/asan "$asan"
 
+echo "=== conformance: real clients against each fault, and the stories"
+ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/conformance/conformance.py build CONFORMANCE.md
+
 echo "=== source checks"
 tests/style.sh
 

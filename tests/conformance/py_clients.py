@@ -1,0 +1,57 @@
+"""py_clients.py - Python clients meeting a fault, each with explicit
+timeouts; prints "RESULT <error> <ms> [<attempts the client reports>]".
+
+usage: py_clients.py socket|asyncio|requests|boto3 HOST PORT
+Connect and read timeouts are 2 s (1 s for boto3, which tries 3 times).
+"""
+import asyncio
+import socket
+import sys
+import time
+
+MODE, HOST, PORT = sys.argv[1], sys.argv[2], int(sys.argv[3])
+REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+def plain_socket():
+    s = socket.create_connection((HOST, PORT), timeout=2)
+    s.sendall(REQUEST)
+    s.recv(1)
+
+
+async def aio():
+    r, w = await asyncio.wait_for(asyncio.open_connection(HOST, PORT), 2)
+    w.write(REQUEST)
+    await w.drain()
+    await asyncio.wait_for(r.read(1), 2)
+
+
+def with_requests():
+    import requests
+    requests.get("http://%s:%d/" % (HOST, PORT), timeout=(2, 2))
+
+
+def with_boto3():
+    import boto3
+    from botocore.config import Config
+    cfg = Config(connect_timeout=1, read_timeout=1,
+                 retries={"max_attempts": 3, "mode": "standard"})
+    s3 = boto3.client("s3", endpoint_url="http://%s:%d" % (HOST, PORT), config=cfg,
+                      region_name="us-east-1", aws_access_key_id="k", aws_secret_access_key="s")
+    try:
+        s3.list_buckets()
+    except Exception as e:
+        attempts = getattr(e, "response", {}) or {}
+        raise
+
+
+CALLS = {"socket": plain_socket, "asyncio": lambda: asyncio.run(aio()),
+         "requests": with_requests, "boto3": with_boto3}
+
+t0 = time.monotonic()
+try:
+    CALLS[MODE]()
+    name = "ok"
+except Exception as e:  # report whatever the client raised, by its own name
+    name = type(e).__name__
+print("RESULT %s %d" % (name, (time.monotonic() - t0) * 1000))
