@@ -111,6 +111,16 @@ static void set_enabled(const char *name, bool on, struct fn_buf *out)
 	fn_buf_printf(out, "ok %s %s\n", name, on ? "enabled" : "disabled");
 }
 
+static bool same_zones(const struct fn_policy *a, const struct fn_policy *b)
+{
+	if (a->nzones != b->nzones)
+		return false;
+	for (size_t i = 0; i < a->nzones; i++)
+		if (strcmp(a->zones[i].name, b->zones[i].name) != 0)
+			return false;
+	return true;
+}
+
 static void add_rule(char *text, struct fn_buf *out)
 {
 	bool first = strncmp(text, "first ", 6) == 0;
@@ -123,8 +133,10 @@ static void add_rule(char *text, struct fn_buf *out)
 	struct fn_policy *tmp =
 	    src.s && cur ? fn_config_load_change(src.s, "add", cur, err, sizeof(err)) : NULL;
 	fn_buf_free(&src);
-	if (!tmp || tmp->nrules != 1) {
-		reply_error(out, tmp ? "add takes exactly one rule" : err);
+	/* The text must be one rule: zones of its own would not match the
+	 * zone indexes of the policy it joins. */
+	if (!tmp || tmp->nrules != 1 || !same_zones(tmp, cur)) {
+		reply_error(out, tmp ? "add takes exactly one rule and nothing else" : err);
 	} else if (fn_policy_rule_index(cur, tmp->rules[0].name) >= 0) {
 		fn_buf_printf(out, "error a rule named '%s' exists already\n", tmp->rules[0].name);
 	} else if (!fn_policy_insert(cur, &tmp->rules[0], first)) {

@@ -43,13 +43,14 @@ static int connect_again(int fd, const struct sockaddr *sa, socklen_t len)
 	return fn_connect(fd, sa, len);
 }
 
-/* A connect some rule covers but none faults: counted, then passed on. */
+/* A connect some rule covers but none faults: counted, then passed on.
+ * Counted first: the policy the verdict points into may be retired while a
+ * blocking connect waits. */
 static int counted_connect(int fd, const struct sockaddr *sa, socklen_t len,
 			   const struct fn_verdict *v)
 {
-	int r = LIBC(connect)(fd, sa, len);
-	fn_stats_attempt(fd, NULL, v->seen, &v->ep, v->proto, fn_errname(r < 0 ? errno : 0), 0);
-	return r;
+	fn_stats_attempt(fd, NULL, v->seen, &v->ep, v->proto, "passed", 0);
+	return LIBC(connect)(fd, sa, len);
 }
 
 int fn_connect(int fd, const struct sockaddr *sa, socklen_t len)
@@ -63,7 +64,7 @@ int fn_connect(int fd, const struct sockaddr *sa, socklen_t len)
 		return counted_connect(fd, sa, len, &v);
 	struct sockaddr_storage target;
 	socklen_t tlen;
-	if (!fn_fault_target(fd, sa, len, &v, 0, &target, &tlen))
+	if (!fn_fault_target(fd, sa, len, &v, 0, true, &target, &tlen))
 		return -1;
 	return LIBC(connect)(fd, (const struct sockaddr *)&target, tlen);
 }

@@ -192,6 +192,8 @@ static void read_client(struct client *c)
 
 static void write_client(struct client *c)
 {
+	if (!same_file(c->fd, c->dev, c->ino))
+		return drop_client(c);
 	while (c->sent < c->out.len) {
 		ssize_t n = send(c->fd, c->out.s + c->sent, c->out.len - c->sent,
 				 MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -11,11 +11,21 @@
 #include "shim.h"
 #include "stats.h"
 
-/* Where an addressed send of n bytes to sa must really go: NULL to send as
- * asked, else target (filled). Sets *fail when the fault cannot be set up. */
+static size_t iov_bytes(const struct msghdr *m)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < m->msg_iovlen; i++)
+		n += m->msg_iov[i].iov_len;
+	return n;
+}
+
+/* Where an addressed send to sa must really go: NULL to send as asked, else
+ * target (filled). Sets *fail when the fault cannot be set up. n is the
+ * length sent, or, when msg is given, its iovecs' (added up only once a
+ * rule matched). */
 static const struct sockaddr *redirect(int fd, const struct sockaddr *sa, socklen_t len, int flags,
-				       size_t n, struct sockaddr_storage *target, socklen_t *tlen,
-				       bool *fail)
+				       size_t n, const struct msghdr *msg,
+				       struct sockaddr_storage *target, socklen_t *tlen, bool *fail)
 {
 	struct fn_verdict v;
 	*fail = false;
@@ -28,18 +38,14 @@ static const struct sockaddr *redirect(int fd, const struct sockaddr *sa, sockle
 		fn_stats_attempt(fd, NULL, v.seen, &v.ep, v.proto, "sent", 0);
 		return NULL;
 	}
-	if (fn_fault_target(fd, sa, len, &v, v.proto == FN_PROTO_UDP ? n : 0, target, tlen))
+	/* A datagram to a cut peer changes nothing about the socket; a Fast
+	 * Open send connects it, like connect. */
+	bool udp = v.proto == FN_PROTO_UDP;
+	uint64_t bytes = udp ? (msg ? iov_bytes(msg) : n) : 0;
+	if (fn_fault_target(fd, sa, len, &v, bytes, !udp, target, tlen))
 		return (const struct sockaddr *)target;
 	*fail = true;
 	return NULL;
-}
-
-static size_t iov_bytes(const struct msghdr *m)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < m->msg_iovlen; i++)
-		n += m->msg_iov[i].iov_len;
-	return n;
 }
 
 ssize_t fn_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *sa,
@@ -48,7 +54,7 @@ ssize_t fn_sendto(int fd, const void *buf, size_t n, int flags, const struct soc
 	struct sockaddr_storage t;
 	socklen_t tlen;
 	bool fail;
-	const struct sockaddr *to = redirect(fd, sa, len, flags, n, &t, &tlen, &fail);
+	const struct sockaddr *to = redirect(fd, sa, len, flags, n, NULL, &t, &tlen, &fail);
 	if (fail)
 		return -1;
 	if (to)
@@ -61,9 +67,9 @@ ssize_t fn_sendmsg(int fd, const struct msghdr *msg, int flags)
 	struct sockaddr_storage t;
 	socklen_t tlen;
 	bool fail;
-	const struct sockaddr *to = msg ? redirect(fd, msg->msg_name, msg->msg_namelen, flags,
-						   iov_bytes(msg), &t, &tlen, &fail)
-					: NULL;
+	const struct sockaddr *to =
+	    msg ? redirect(fd, msg->msg_name, msg->msg_namelen, flags, 0, msg, &t, &tlen, &fail)
+		: NULL;
 	if (msg && fail)
 		return -1;
 	if (!to)
@@ -87,8 +93,8 @@ static int send_batch(int fd, struct mmsghdr *vec, unsigned n, int flags)
 		socklen_t tlen;
 		bool fail;
 		copy[i] = vec[i];
-		const struct sockaddr *to = redirect(fd, h->msg_name, h->msg_namelen, flags,
-						     iov_bytes(h), &targets[i], &tlen, &fail);
+		const struct sockaddr *to = redirect(fd, h->msg_name, h->msg_namelen, flags, 0, h,
+						     &targets[i], &tlen, &fail);
 		if (fail) {
 			if (i == 0)
 				return -1;
@@ -156,27 +162,31 @@ static void discard_head(int fd, int flags)
  * a datagram that failed its checksum. */
 static ssize_t recv_filtered(int fd, struct msghdr *msg, int flags)
 {
+	/* Receive the sender's address into our own buffer, whatever the
+	 * app's holds (it may be short, or absent), decide on it, then hand
+	 * the app its share with the full length, as the kernel would. */
 	struct sockaddr_storage own;
 	struct msghdr m = *msg;
-	if (!m.msg_name) {
-		m.msg_name = &own;
-		m.msg_namelen = sizeof(own);
-	}
+	m.msg_name = &own;
 	for (;;) {
-		socklen_t cap = m.msg_namelen;
-		ssize_t n = LIBC(recvmsg)(fd, &m, flags);
-		if (n < 0 || !from_faulted(fd, m.msg_name, m.msg_namelen, n)) {
-			if (n >= 0) {
-				msg->msg_namelen = msg->msg_name ? m.msg_namelen : 0;
-				msg->msg_controllen = m.msg_controllen;
-				msg->msg_flags = m.msg_flags;
-			}
-			return n;
-		}
-		if (flags & MSG_PEEK)
-			discard_head(fd, flags);
-		m.msg_namelen = cap;
+		m.msg_namelen = sizeof(own);
 		m.msg_controllen = msg->msg_controllen;
+		ssize_t n = LIBC(recvmsg)(fd, &m, flags);
+		if (n >= 0 && from_faulted(fd, (struct sockaddr *)&own, m.msg_namelen, n)) {
+			if (flags & MSG_PEEK)
+				discard_head(fd, flags);
+			continue;
+		}
+		if (n >= 0) {
+			if (msg->msg_name)
+				memcpy(msg->msg_name, &own,
+				       m.msg_namelen < msg->msg_namelen ? m.msg_namelen
+									: msg->msg_namelen);
+			msg->msg_namelen = msg->msg_name ? m.msg_namelen : 0;
+			msg->msg_controllen = m.msg_controllen;
+			msg->msg_flags = m.msg_flags;
+		}
+		return n;
 	}
 }
 

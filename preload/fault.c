@@ -4,6 +4,8 @@
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "fdtab.h"
 #include "libc.h"
@@ -93,10 +95,28 @@ static bool record(int fd, const struct sockaddr *sa, socklen_t len, const struc
 	return true;
 }
 
+static pid_t owner;
+
+void fn_owner_reset(void)
+{
+	owner = (pid_t)syscall(SYS_getpid);
+}
+
+bool fn_in_vfork_child(void)
+{
+	return owner && (pid_t)syscall(SYS_getpid) != owner;
+}
+
 bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const struct fn_verdict *v,
-		     uint64_t bytes, struct sockaddr_storage *target, socklen_t *tlen)
+		     uint64_t bytes, bool connecting, struct sockaddr_storage *target,
+		     socklen_t *tlen)
 {
 	int e = errno;
+	if (fn_in_vfork_child()) {
+		/* Never let it through, never touch the parent's state. */
+		errno = EAGAIN;
+		return false;
+	}
 	enum fn_sink_kind kind = sink_for(v->rule, v->proto);
 	bool ok = fn_sink_addr(kind, sa->sa_family, target, tlen);
 	int err = errno;
@@ -106,7 +126,7 @@ bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const str
 		errno = err;
 		return false;
 	}
-	if (!record(fd, sa, len, v, target, *tlen, dest)) {
+	if (connecting && !record(fd, sa, len, v, target, *tlen, dest)) {
 		errno = ENOBUFS;
 		return false;
 	}

@@ -11,6 +11,7 @@
 #include "libc.h"
 #include "shim.h"
 #include "sink.h"
+#include "stats.h"
 
 static unsigned classify(int domain, int type, int protocol)
 {
@@ -41,20 +42,31 @@ int fn_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags, bool four
 	return nfd;
 }
 
+/* One of the shim's fds was closed or replaced by the app. */
+static void internal_lost(int fd)
+{
+	int e = errno;
+	fn_sink_lost(fd);
+	fn_stats_fd_lost(fd);
+	errno = e;
+}
+
+#define SHIM_STATE (FDF_FAULT | FDF_INTERNAL)
+
 int fn_close(int fd)
 {
+	/* The TCP and UDP marks may stay: the next creating call resets them.
+	 * Only fault records and the shim's own fds need work, and never in
+	 * a vfork child, whose memory is its parent's. */
 	unsigned f = fn_fd_get(fd);
-	if (__builtin_expect(f == 0, 1))
+	if (__builtin_expect(!(f & SHIM_STATE), 1) || fn_in_vfork_child())
 		return LIBC(close)(fd);
 	/* Clear first: once closed, the number may be handed to another
 	 * thread's socket() before we get to clear it. */
-	fn_fd_set(fd, 0);
+	fn_fd_set(fd, f & ~(unsigned)SHIM_STATE);
 	int r = LIBC(close)(fd);
-	if (f & FDF_INTERNAL) {
-		int e = errno;
-		fn_sink_lost(fd);
-		errno = e;
-	}
+	if (f & FDF_INTERNAL)
+		internal_lost(fd);
 	return r;
 }
 
@@ -65,41 +77,52 @@ int fn_close_range(unsigned int lo, unsigned int hi, int flags)
 		return -1;
 	}
 	int r = LIBC(close_range)(lo, hi, flags);
-	if (r < 0 || (flags & CLOSE_RANGE_CLOEXEC))
+	if (r < 0 || (flags & CLOSE_RANGE_CLOEXEC) || fn_in_vfork_child())
 		return r;
-	int e = errno;
+	/* Rebuild only after the sweep, so that a sink rebuilt on a number the
+	 * sweep has not reached yet is not swept too. */
+	int lost[32], nlost = 0;
 	unsigned top = (unsigned)fn_fd_high();
 	for (unsigned fd = lo; fd <= hi && fd <= top; fd++) {
 		unsigned f = fn_fd_get((int)fd);
-		fn_fd_set((int)fd, 0);
-		if (f & FDF_INTERNAL)
-			fn_sink_lost((int)fd);
+		if (!(f & SHIM_STATE))
+			continue;
+		fn_fd_set((int)fd, f & ~(unsigned)SHIM_STATE);
+		if ((f & FDF_INTERNAL) && nlost < 32)
+			lost[nlost++] = (int)fd;
 	}
-	errno = e;
+	for (int i = 0; i < nlost; i++)
+		internal_lost(lost[i]);
 	return r;
+}
+
+/* newfd now shares oldfd's socket: copy what the shim knows, unless there
+ * is nothing to change (always the case for a vfork child's dup2 of a pipe
+ * onto 0, 1 or 2, which must not touch the parent's table). */
+static void duplicated(int oldfd, int newfd)
+{
+	unsigned from = fn_fd_get(oldfd) & ~(unsigned)FDF_INTERNAL, to = fn_fd_get(newfd);
+	if ((from == to && !(from & FDF_FAULT)) || fn_in_vfork_child())
+		return;
+	fn_fd_copy(oldfd, newfd);
+	if (to & FDF_INTERNAL)
+		internal_lost(newfd);
 }
 
 int fn_dup(int fd)
 {
 	int nfd = LIBC(dup)(fd);
 	if (nfd >= 0)
-		fn_fd_copy(fd, nfd);
+		duplicated(fd, nfd);
 	return nfd;
 }
 
 /* which: 2 for dup2, 3 for dup3. */
 int fn_dup3(int oldfd, int newfd, int flags, int which)
 {
-	unsigned before = fn_fd_get(newfd);
 	int r = which == 2 ? LIBC(dup2)(oldfd, newfd) : LIBC(dup3)(oldfd, newfd, flags);
-	if (r < 0 || oldfd == newfd)
-		return r;
-	fn_fd_copy(oldfd, newfd);
-	if (before & FDF_INTERNAL) {
-		int e = errno;
-		fn_sink_lost(newfd);
-		errno = e;
-	}
+	if (r >= 0 && oldfd != newfd)
+		duplicated(oldfd, newfd);
 	return r;
 }
 
@@ -107,6 +130,6 @@ int fn_fcntl(int fd, int cmd, void *arg, bool is64)
 {
 	int r = is64 ? LIBC(fcntl64)(fd, cmd, arg) : LIBC(fcntl)(fd, cmd, arg);
 	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
-		fn_fd_copy(fd, r);
+		duplicated(fd, r);
 	return r;
 }

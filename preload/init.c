@@ -77,6 +77,8 @@ static void load_policy(bool passthrough)
 
 static void after_fork_child(void)
 {
+	fn_owner_reset();
+	fn_stats_atfork_child();
 	fn_sink_atfork_child();
 	fn_control_atfork_child();
 }
@@ -84,6 +86,7 @@ static void after_fork_child(void)
 __attribute__((constructor)) static void fn_init(void)
 {
 	fn_libc_resolve();
+	fn_owner_reset();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	bool passthrough = passthrough_on_error();
 	load_policy(passthrough);

@@ -31,7 +31,13 @@ bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_
  * on the fd and counts the attempt. False with errno when the fault cannot
  * be set up (the app then gets that error, never the real peer). */
 bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const struct fn_verdict *v,
-		     uint64_t bytes, struct sockaddr_storage *target, socklen_t *tlen);
+		     uint64_t bytes, bool connecting, struct sockaddr_storage *target,
+		     socklen_t *tlen);
+
+/* True in a vfork child, which shares the parent's memory: the shim must
+ * change none of its state there. Costs a syscall: slow paths only. */
+bool fn_in_vfork_child(void);
+void fn_owner_reset(void);
 
 /* connect.c */
 int fn_connect(int fd, const struct sockaddr *sa, socklen_t len);

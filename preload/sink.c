@@ -33,7 +33,11 @@ static __thread int building;		    /* re-entry from a signal handler */
 
 #define STALL_BACKLOG 4096
 #define RETIRED_MAX 64
-static int retired[RETIRED_MAX]; /* full stall listeners, kept open */
+static struct {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+} retired[RETIRED_MAX]; /* full stall listeners, kept open */
 static int nretired;
 
 static void fill_loopback(int family, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
@@ -166,14 +170,18 @@ static bool stall_full(const struct sink *s)
 	return ti.tcpi_sacked > 0 && ti.tcpi_unacked + 8 >= ti.tcpi_sacked;
 }
 
-static void retire(int fd)
+static void retire(const struct sink *old)
 {
 	if (nretired == RETIRED_MAX) {
-		close_quietly(retired[0]);
-		memmove(retired, retired + 1, sizeof(int) * (RETIRED_MAX - 1));
+		/* Close the oldest only if the number is still ours. */
+		if (same_file(retired[0].fd, retired[0].dev, retired[0].ino))
+			close_quietly(retired[0].fd);
+		memmove(retired, retired + 1, sizeof(retired[0]) * (RETIRED_MAX - 1));
 		nretired--;
 	}
-	retired[nretired++] = fd;
+	retired[nretired].fd = old->fd;
+	retired[nretired].dev = old->dev;
+	retired[nretired++].ino = old->ino;
 }
 
 /* Called with the sink claimed (SINK_BUSY). */
@@ -188,7 +196,7 @@ static bool rebuild(struct sink *s, enum fn_sink_kind kind, int family, bool sam
 		if (same_file(old.park, old.park_dev, old.park_ino))
 			close_quietly(old.park);
 	} else {
-		retire(old.fd);
+		retire(&old);
 	}
 	if (build(s, kind, family, same_port ? old.port : 0))
 		return true;
@@ -279,10 +287,11 @@ void fn_sink_lost(int fd)
 				/* The parked connection still sits in the
 				 * queue, which stays full: nothing to do. */
 				s->park = -1;
-			} else if (s->fd == fd && claim(s, SINK_READY)) {
-				building = 1;
-				release(s, rebuild(s, (enum fn_sink_kind)k, f ? AF_INET6 : AF_INET,
-						   true));
+			} else if (s->fd == fd) {
+				building = 1; /* before the claim: see ensure() */
+				if (claim(s, SINK_READY))
+					release(s, rebuild(s, (enum fn_sink_kind)k,
+							   f ? AF_INET6 : AF_INET, true));
 				building = 0;
 			}
 		}

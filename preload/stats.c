@@ -109,7 +109,7 @@ static void json_event(const struct event *e)
 	/* Rule names and errno names need no JSON escaping: their
 	 * characters are restricted to letters, digits and _.:- */
 	if (n > 0 && (size_t)n < sizeof(line)) {
-		ssize_t w = write(events_fd, line, (size_t)n);
+		ssize_t w = write(__atomic_load_n(&events_fd, __ATOMIC_RELAXED), line, (size_t)n);
 		(void)w;
 	}
 }
@@ -129,7 +129,7 @@ static void record_event(int fd, const struct fn_rule *r, const struct fn_rule *
 	snprintf(e->rule, sizeof(e->rule), "%s", seen ? seen->name : "-");
 	snprintf(e->outcome, sizeof(e->outcome), "%s", outcome);
 	__atomic_store_n(&e->seq, seq + 1, __ATOMIC_RELEASE);
-	if (events_fd >= 0)
+	if (__atomic_load_n(&events_fd, __ATOMIC_RELAXED) >= 0)
 		json_event(e);
 }
 
@@ -235,6 +235,20 @@ void fn_events_dump(struct fn_buf *b, uint64_t *since)
 		fn_buf_add(b, "\n", 1);
 		*since = s + 1;
 	}
+}
+
+void fn_stats_fd_lost(int fd)
+{
+	int cur = fd;
+	__atomic_compare_exchange_n(&events_fd, &cur, -1, false, __ATOMIC_RELAXED,
+				    __ATOMIC_RELAXED);
+}
+
+void fn_stats_atfork_child(void)
+{
+	for (int i = 0; i < DESTS; i++)
+		if (dests[i].state == 1)
+			dests[i].state = 0;
 }
 
 const char *fn_events_open(void)

@@ -34,6 +34,12 @@ uint64_t fn_stats_generation(void);
 /* Zeroes the destination counters (faultctl reset). */
 void fn_stats_reset(void);
 
+/* The app closed fd: if it was the events file, stop writing to it. */
+void fn_stats_fd_lost(int fd);
+
+/* After fork, in the child: release slots a parent thread was claiming. */
+void fn_stats_atfork_child(void);
+
 /* Opens FAULTNET_EVENTS, if set. NULL or a message. */
 const char *fn_events_open(void);
 

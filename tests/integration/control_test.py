@@ -327,6 +327,10 @@ def test_verbs():
     check("add: a rule in config syntax", r.returncode == 0 and "added extra" in r.stdout, r.stderr)
     r = ctl("-p", p, "add", '{ name = "extra"; action = "stall"; }')
     check("add: a duplicate name is refused", r.returncode != 0 and "exists already" in r.stderr)
+    r = ctl("-p", p, "add", '{ name = "z"; action = "drop"; match = { to_zone = "1c"; }; } ); '
+            'zones = ( { name = "1c"; cidrs = "127.0.0.0/8"; }')
+    check("add: only one rule, no zones of its own", r.returncode != 0 and "nothing else" in r.stderr,
+          r.stderr)
     r = ctl("-p", p, "rm", "extra")
     check("rm", r.returncode == 0 and "extra" not in ctl("-p", p, "rules").stdout)
     newf = os.path.join(WORK, "new.conf")

@@ -406,6 +406,54 @@ static void test_udp_receive_drop(void)
 	close(app);
 }
 
+/* A vfork child shares the parent's memory: closing or dup2-ing over a
+ * faulted socket in the child must not change what the parent knows. */
+static void test_vfork_child_touches_nothing(void)
+{
+	int fd = tcp_socket(STALL_IP, false);
+	CU_ASSERT_EQUAL_FATAL(connect_to(fd, STALL_IP, STALL_PORT), 0);
+	int pp[2];
+	CU_ASSERT_EQUAL_FATAL(pipe(pp), 0);
+	pid_t pid = vfork();
+	if (pid == 0) {
+		close(fd);
+		dup2(pp[0], fd);
+		_exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	char buf[80];
+	CU_ASSERT_STRING_EQUAL(peer_of(fd, buf, sizeof(buf)), "127.67.0.1:9000/16");
+	close(fd);
+	close(pp[0]);
+	close(pp[1]);
+}
+
+/* A short address buffer gets what fits and the full length; a datagram
+ * sent to a cut peer leaves a connected UDP socket's peer unchanged. */
+static void test_udp_edges(void)
+{
+	int app = bound_socket(SOCK_DGRAM, "127.0.0.1", 0);
+	set_timeo(app, SO_RCVTIMEO, 700);
+	send_from("127.0.0.2", local_port(app), "short");
+	char buf[16], addr[4];
+	socklen_t alen = sizeof(addr);
+	CU_ASSERT_EQUAL(recvfrom(app, buf, sizeof(buf), 0, (struct sockaddr *)addr, &alen), 5);
+	CU_ASSERT_EQUAL(alen, sizeof(struct sockaddr_in));
+	int peer = bound_socket(SOCK_DGRAM, "127.0.0.1", 0);
+	int c = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	CU_ASSERT_EQUAL(connect_to(c, "127.0.0.1", local_port(peer)), 0);
+	struct sockaddr_storage to;
+	socklen_t tl = mkaddr(&to, "127.68.0.1", 5353);
+	CU_ASSERT_EQUAL(sendto(c, "x", 1, 0, (struct sockaddr *)&to, tl), 1);
+	char want[80], got[80];
+	snprintf(want, sizeof(want), "127.0.0.1:%u/16", local_port(peer));
+	CU_ASSERT_STRING_EQUAL(peer_of(c, got, sizeof(got)), want);
+	close(c);
+	close(peer);
+	close(app);
+}
+
 static void test_dup_family(void)
 {
 	int fd = tcp_socket(STALL_IP, false);
@@ -638,6 +686,9 @@ int main(int argc, char **argv)
 	CU_add_test(s, "UDP drop: sendto, sendmsg, sendmmsg, connected send", test_udp_send_drop);
 	CU_add_test(s, "UDP drop: datagrams from a cut peer never arrive", test_udp_receive_drop);
 	CU_add_test(s, "dup, dup2, dup3, F_DUPFD_CLOEXEC, fcntl64", test_dup_family);
+	CU_add_test(s, "a vfork child changes nothing in the parent",
+		    test_vfork_child_touches_nothing);
+	CU_add_test(s, "UDP: short address buffers, sendto on a connected socket", test_udp_edges);
 	CU_add_test(s, "programs that close every fd", test_close_everything);
 	CU_add_test(s, "TCP Fast Open connects are faulted too", test_fastopen);
 	CU_add_test(s, "AF_UNIX sockets and pipes untouched", test_other_fds_untouched);
