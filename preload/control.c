@@ -339,6 +339,17 @@ const char *fn_control_start(void)
 	char journal[4200];
 	fn_group_file(journal, sizeof(journal), rundir, group, "journal");
 	fn_cmd_set_group(group, journal);
+	/* FAULTNET_CONTROL=off: the group's state at start, but no thread.
+	 * Any second thread switches glibc's syscall wrappers to their
+	 * multi-threaded path (about 30 more instructions per cancellable call
+	 * in the app), which an app that is single-threaded may not want. */
+	const char *ctl = secure_getenv("FAULTNET_CONTROL");
+	if (ctl && strcmp(ctl, "off") == 0) {
+		fn_cmd_catch_up();
+		return NULL;
+	}
+	if (ctl && *ctl && strcmp(ctl, "on") != 0)
+		return "FAULTNET_CONTROL: must be on or off";
 	begin();
 	return NULL;
 }

@@ -51,6 +51,19 @@ static void internal_lost(int fd)
 	errno = e;
 }
 
+uint64_t fn_tcp_bytes_acked(int fd);
+
+/* What the app managed to send into a faulted TCP connection (a stall
+ * swallows it) is counted when it closes. */
+static void count_bytes(int fd)
+{
+	struct fn_fdstate *st = fn_fdstate(fd, false);
+	int e = errno;
+	if (st && st->proto == FN_PROTO_TCP && fn_fdstate_current(fd, st))
+		fn_stats_bytes(st->dest, fn_tcp_bytes_acked(fd));
+	errno = e;
+}
+
 #define SHIM_STATE (FDF_FAULT | FDF_INTERNAL)
 
 int fn_close(int fd)
@@ -61,6 +74,8 @@ int fn_close(int fd)
 	unsigned f = fn_fd_get(fd);
 	if (__builtin_expect(!(f & SHIM_STATE), 1) || fn_in_vfork_child())
 		return LIBC(close)(fd);
+	if (f & FDF_FAULT)
+		count_bytes(fd);
 	/* Clear first: once closed, the number may be handed to another
 	 * thread's socket() before we get to clear it. */
 	fn_fd_set(fd, f & ~(unsigned)SHIM_STATE);

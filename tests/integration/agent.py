@@ -6,6 +6,7 @@ answer line per command to DIR/<pid>.out:
                   (not connected after 0.1 s) or "error <errno name>"
   open HOST PORT  connect and keep the socket: "opened <n>" or the error
   send N          send a line on kept socket n, read the echo: "echoed"/...
+  close N         close kept socket n
   fork            os.fork(); the child becomes an agent too: "forked <pid>"
   spawn           start a new agent with subprocess: "spawned <pid>"
   exec            re-exec this program (same pid): answers "exec" first
@@ -71,6 +72,9 @@ def handle(words):
             return "echoed" if s.recv(16) == b"ping\n" else "garbled"
         except (socket.timeout, OSError) as e:
             return "no-echo " + type(e).__name__
+    if cmd == "close":
+        kept[int(words[1])].close()
+        return "closed"
     if cmd == "fork":
         pid = os.fork()
         if pid == 0:

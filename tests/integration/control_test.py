@@ -299,6 +299,14 @@ def test_stats_and_events(servers):
     follow.terminate()
     check("events --follow shows a new attempt as it happens", "\"seq\":%d" % (n_on + n_off) in got[-1],
           got[-1])
+    ctl("-p", str(a.pid), "add", '{ name = "sink"; action = "stall"; match = { to = "127.67.0.5"; port = 9; }; }')
+    a.ask("open 127.67.0.5 9")
+    a.ask("send 0")  # 5 bytes into the stall; no echo ever comes
+    a.ask("close 0")
+    r = ctl("-p", str(a.pid), "--json", "stats")
+    dest = [json.loads(l) for l in r.stdout.splitlines() if '"dest":"127.67.0.5:9"' in l]
+    check("stats: bytes a stall swallowed, counted at close", dest and dest[0]["bytes"] == 5
+          and dest[0]["stall"] == 1, str(dest))
     r = ctl("-p", str(a.pid), "reset")
     r = ctl("-p", str(a.pid), "--json", "stats")
     check("reset zeroes the counters", '"attempts":0' in r.stdout and '"attempts":7' not in r.stdout)
