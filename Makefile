@@ -25,7 +25,7 @@ SHIM_OBJ := $(SHIM:%=$(BUILD)/obj/%.o)
 HEADERS := $(wildcard preload/*.h)
 DEPS_STAMP := build/.deps-build
 
-.PHONY: all deps test-deps install demo test conformance unit integration clients sanitize check-exports clang clean format
+.PHONY: all deps test-deps install demo test conformance fuzz unit integration clients sanitize check-exports clang clean format
 all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl
 
 # Installs the Debian packages the build needs when they are missing.
@@ -65,7 +65,7 @@ $(BUILD)/tests/%: tests/integration/%.c tests/integration/*.h | $(TEST_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
 
-IT_PROGS := $(BUILD)/tests/it_faults
+IT_PROGS := $(BUILD)/tests/it_faults $(if $(SAN),,$(FUZZERS))
 test-progs: all $(BUILD)/tests/unit $(IT_PROGS)
 
 # The conformance suite's clients: Debian packages, and npm packages pinned
@@ -83,6 +83,22 @@ test: test-deps $(CONF_STAMP)
 	@$(MAKE) --no-print-directory test-progs
 	@$(MAKE) --no-print-directory SAN=1 test-progs
 	tests/run.sh
+
+# ---- fuzzing (libFuzzer, clang) ------------------------------------------
+FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -DFN_LCFG_RESIDENT -g -O1 -fsanitize=fuzzer,address,undefined
+FUZZ_PARSE := preload/addr.c preload/rules.c preload/lcfg.c preload/config.c preload/wire.c
+FUZZ_CMDS := $(FUZZ_PARSE) preload/rundir.c preload/commands.c preload/stats.c preload/fdtab.c preload/libc.c
+FUZZ_SECONDS ?= 300
+build/fuzz/fuzz_config build/fuzz/fuzz_rule: build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_PARSE) $(HEADERS) | $(TEST_STAMP)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -o $@ $< $(FUZZ_PARSE) -ldl
+build/fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c $(FUZZ_CMDS) $(HEADERS) | $(TEST_STAMP)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -o $@ $< $(FUZZ_CMDS) -ldl -lpthread
+FUZZERS := build/fuzz/fuzz_config build/fuzz/fuzz_rule build/fuzz/fuzz_protocol
+
+fuzz: $(FUZZERS)
+	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 demo: all
 	scripts/demo.sh

@@ -20,15 +20,17 @@ static char group[FN_NAME_MAX] = "default";
 static char journal[4096];
 static uint64_t applied_seq;
 
-#define RETIRED 256
 #define GRACE_SECONDS 60
 
 /* Old policies may still be read by a thread that loaded the pointer just
- * before a swap; they are freed only after a long grace period. */
-static struct {
+ * before a swap; they are freed only after a long grace period. A list, so
+ * that any number of changes a minute keeps them all reachable. */
+struct retired {
 	struct fn_policy *p;
 	time_t at;
-} retired[RETIRED];
+	struct retired *next;
+};
+static struct retired *retired; /* newest first */
 
 void fn_cmd_set_base(const char *config, const char *zone)
 {
@@ -45,19 +47,23 @@ void fn_cmd_set_group(const char *g, const char *j)
 static void retire(struct fn_policy *old)
 {
 	time_t now = time(NULL);
-	int slot = -1;
-	for (int i = 0; i < RETIRED; i++) {
-		if (retired[i].p && now - retired[i].at > GRACE_SECONDS) {
-			fn_policy_free(retired[i].p);
-			retired[i].p = NULL;
-		}
-		if (!retired[i].p && slot < 0)
-			slot = i;
+	struct retired *r = malloc(sizeof(*r)), **pp = &retired;
+	if (r) {
+		*r = (struct retired){old, now, retired};
+		retired = r;
 	}
-	if (slot < 0)
-		return; /* more than RETIRED changes a minute: keep the memory */
-	retired[slot].p = old;
-	retired[slot].at = now;
+	/* Entries are newest first: everything after the first expired one
+	 * has expired too. */
+	while (*pp && now - (*pp)->at <= GRACE_SECONDS)
+		pp = &(*pp)->next;
+	for (struct retired *x = *pp, *next; x; x = next) {
+		next = x->next;
+		fn_policy_free(x->p);
+		free(x);
+	}
+	*pp = NULL;
+	/* Out of memory for the list entry: keeping the policy forever is
+	 * the safe choice. */
 }
 
 static void publish(struct fn_policy *p)

@@ -59,6 +59,9 @@ variant build/asan "$asan"
 echo "=== conformance: real clients against each fault, and the stories"
 ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/conformance/conformance.py build CONFORMANCE.md
 
+echo "=== fuzzing: the config parser, the rule syntax, the control protocol"
+tests/fuzz/run.sh 30
+
 echo "=== source checks"
 tests/style.sh
 
