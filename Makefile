@@ -24,6 +24,7 @@ CORE_OBJ := $(CORE:%=$(BUILD)/obj/%.o)
 SHIM_OBJ := $(SHIM:%=$(BUILD)/obj/%.o)
 HEADERS := $(wildcard preload/*.h)
 DEPS_STAMP := build/.deps-build
+FUZZERS := build/fuzz/fuzz_config build/fuzz/fuzz_rule build/fuzz/fuzz_protocol
 
 .PHONY: all deps test-deps install demo test conformance fuzz unit integration clients sanitize check-exports clang clean format
 all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl
@@ -95,7 +96,6 @@ build/fuzz/fuzz_config build/fuzz/fuzz_rule: build/fuzz/fuzz_%: tests/fuzz/fuzz_
 build/fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c $(FUZZ_CMDS) $(HEADERS) | $(TEST_STAMP)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) -o $@ $< $(FUZZ_CMDS) -ldl -lpthread
-FUZZERS := build/fuzz/fuzz_config build/fuzz/fuzz_rule build/fuzz/fuzz_protocol
 
 fuzz: $(FUZZERS)
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
