@@ -17,8 +17,8 @@ LTO := $(if $(findstring clang,$(CC)),,-flto=auto)
 ALL_CFLAGS = $(CFLAGS_BASE) $(LTO) $(SANFLAGS) $(CFLAGS)
 
 # The policy parser is shared by the shim, faultctl and the unit tests.
-CORE := addr rules lcfg config wire rundir
-SHIM := $(CORE) libc fdtab sink stats fault connect datagram tcpbytes fdlife control commands init hooks
+CORE := addr rules actions chance lcfg config wire rundir
+SHIM := $(CORE) libc fdtab sink relay relay_conn relay_pump stats fault connect datagram tcpbytes fdlife control commands init hooks
 
 CORE_OBJ := $(CORE:%=$(BUILD)/obj/%.o)
 SHIM_OBJ := $(SHIM:%=$(BUILD)/obj/%.o)
@@ -87,7 +87,7 @@ test: test-deps $(CONF_STAMP)
 
 # ---- fuzzing (libFuzzer, clang) ------------------------------------------
 FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -DFN_LCFG_RESIDENT -g -O1 -fsanitize=fuzzer,address,undefined
-FUZZ_PARSE := preload/addr.c preload/rules.c preload/lcfg.c preload/config.c preload/wire.c
+FUZZ_PARSE := preload/addr.c preload/rules.c preload/actions.c preload/chance.c preload/lcfg.c preload/config.c preload/wire.c
 FUZZ_CMDS := $(FUZZ_PARSE) preload/rundir.c preload/commands.c preload/stats.c preload/fdtab.c preload/libc.c
 FUZZ_SECONDS ?= 300
 build/fuzz/fuzz_config build/fuzz/fuzz_rule: build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_PARSE) $(HEADERS) | $(TEST_STAMP)

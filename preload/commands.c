@@ -112,6 +112,9 @@ static void set_enabled(const char *name, bool on, struct fn_buf *out)
 	struct fn_policy *p = copy_with_rule(name, &i, out);
 	if (!p)
 		return;
+	/* Conditions count and time from the moment a rule is switched on. */
+	if (on && !p->rules[i].enabled && p->rules[i].stat)
+		fn_rulestat_restart(p->rules[i].stat);
 	p->rules[i].enabled = on;
 	publish(p);
 	fn_buf_printf(out, "ok %s %s\n", name, on ? "enabled" : "disabled");

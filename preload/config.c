@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actions.h"
 #include "lcfg.h"
 
 struct ctx {
@@ -186,36 +187,111 @@ static bool parse_match(struct ctx *c, const config_setting_t *m, struct fn_rule
 
 static bool parse_action(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
 {
-	static const char *const names[] = {"blackhole", "stall", "drop"};
 	const char *v;
 	if (!get_string(c, s, "action", &v))
 		return false;
-	for (int a = 0; a < 3; a++)
-		if (strcmp(v, names[a]) == 0) {
+	for (int a = 0; a < FN_ACT_COUNT; a++)
+		if (strcmp(v, fn_action_name((enum fn_action)a)) == 0) {
 			r->action = (enum fn_action)a;
 			return true;
 		}
-	return fail(c, s, "rule '%s': unknown action '%s' (expected blackhole, stall or drop)",
+	return fail(c, s,
+		    "rule '%s': unknown action '%s' (expected blackhole, stall, drop, refuse, "
+		    "reset, unreachable, delay, latency, bandwidth, drip or close)",
 		    r->name, v);
 }
 
-/* stall needs a TCP handshake; it cannot apply to datagrams. */
-static bool check_action_proto(struct ctx *c, const config_setting_t *s, struct fn_rule *r,
-			       bool proto_given)
+static bool get_number(struct ctx *c, const config_setting_t *s, const struct fn_rule *r,
+		       const struct fn_key *k, uint64_t *out)
 {
-	if (r->action != FN_ACT_STALL)
+	int t = config_setting_type(s);
+	if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+		return fail(c, s, "rule '%s': %s must be a whole number", r->name, k->name);
+	long long v = c->lc.get_int64(s);
+	if (v < 0 || (uint64_t)v > k->max)
+		return fail(c, s, "rule '%s': %s %lld is not from 0 to %llu", r->name, k->name, v,
+			    (unsigned long long)k->max);
+	*out = (uint64_t)v;
+	return true;
+}
+
+static bool get_probability(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
+{
+	int t = config_setting_type(s);
+	double v;
+	if (t == CONFIG_TYPE_FLOAT)
+		v = c->lc.get_float(s);
+	else if (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64)
+		v = (double)c->lc.get_int64(s);
+	else
+		return fail(c, s, "rule '%s': probability must be a number from 0 to 1", r->name);
+	if (!(v >= 0 && v <= 1))
+		return fail(c, s, "rule '%s': probability %g is not from 0 to 1", r->name, v);
+	fn_key_set_probability(r, v);
+	return true;
+}
+
+/* One of the action's numbers or a condition. */
+static bool parse_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r,
+		      const struct fn_key *k)
+{
+	if (k->actions && !(k->actions & (1u << r->action)))
+		return fail(c, s, "rule '%s': %s does not apply to action %s", r->name, k->name,
+			    fn_action_name(r->action));
+	if (k->kind == FN_KEY_PROB)
+		return get_probability(c, s, r);
+	if (k->kind == FN_KEY_DIRECTION || k->kind == FN_KEY_UNREACH) {
+		const char *v, *why;
+		if (!get_string(c, s, k->name, &v))
+			return false;
+		if ((why = fn_key_set_word(r, k, v)))
+			return fail(c, s, "rule '%s': %s '%s' must be %s", r->name, k->name, v,
+				    why);
 		return true;
-	if (proto_given && r->protos == FN_PROTO_UDP)
-		return fail(c, s, "rule '%s': action stall applies to TCP only, not proto \"udp\"",
-			    r->name);
-	r->protos = FN_PROTO_TCP;
+	}
+	uint64_t v = 0;
+	if (!get_number(c, s, r, k, &v))
+		return false;
+	fn_key_set_number(r, k, v);
+	return true;
+}
+
+/* Every member besides name, action, match and enabled must be a key the
+ * action takes or a condition. */
+static bool parse_params(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
+{
+	static const char *const base[] = {"name", "action", "match", "enabled"};
+	int n = c->lc.length(s);
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *m = c->lc.elem(s, (unsigned)i);
+		const char *key = config_setting_name(m);
+		bool plain = false;
+		for (size_t b = 0; b < 4 && !plain; b++)
+			plain = strcmp(base[b], key) == 0;
+		if (plain)
+			continue;
+		const struct fn_key *k = fn_key_find(key);
+		if (!k)
+			return fail(c, m, "rule '%s': unknown key '%s'", r->name, key);
+		if (!parse_key(c, m, r, k))
+			return false;
+	}
+	return true;
+}
+
+static bool check_params(struct ctx *c, const config_setting_t *s, struct fn_rule *r,
+			 bool proto_given)
+{
+	char why[160];
+	if (fn_rule_params_check(r, proto_given, why, sizeof(why)))
+		return fail(c, s, "rule '%s': %s", r->name, why);
 	return true;
 }
 
 static bool parse_rule(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
 {
-	static const char *const keys[] = {"name", "action", "match", "enabled", NULL};
 	r->enabled = true;
+	fn_rule_params_init(r);
 	r->protos = FN_PROTO_ANY;
 	if (!(r->stat = fn_rulestat_new()))
 		return fail(c, s, "out of memory");
@@ -229,14 +305,10 @@ static bool parse_rule(struct ctx *c, const config_setting_t *s, struct fn_rule 
 		return fail(c, s, "rule without a name");
 	if (!get_name(c, name, "rule name", r->name))
 		return false;
-	char where[FN_NAME_MAX + 16];
-	snprintf(where, sizeof(where), "rule '%s'", r->name);
-	if (!only_keys(c, s, where, keys))
-		return false;
 	const config_setting_t *a = c->lc.member(s, "action"), *m, *e;
 	if (!a)
 		return fail(c, s, "rule '%s' has no action", r->name);
-	if (!parse_action(c, a, r))
+	if (!parse_action(c, a, r) || !parse_params(c, s, r))
 		return false;
 	if ((m = c->lc.member(s, "match")) && !parse_match(c, m, r))
 		return false;
@@ -245,7 +317,7 @@ static bool parse_rule(struct ctx *c, const config_setting_t *s, struct fn_rule 
 			return fail(c, e, "rule '%s': enabled must be true or false", r->name);
 		r->enabled = c->lc.get_bool(e) != 0;
 	}
-	return check_action_proto(c, a, r, m && c->lc.member(m, "proto"));
+	return check_params(c, a, r, m && c->lc.member(m, "proto"));
 }
 
 static bool parse_rules(struct ctx *c, const config_setting_t *s)

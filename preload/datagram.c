@@ -2,9 +2,14 @@
  * A send to a faulted peer goes to the UDP sink instead (the kernel still
  * reports success and its own errors); a TCP Fast Open send connects without
  * connect() and is redirected like one. Datagrams from a faulted peer are
- * taken off the socket and never handed to the app. */
+ * taken off the socket and never handed to the app. A delayed datagram is
+ * handed to the relay thread, which sends it from the same socket later. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "chance.h"
+#include "relay.h"
 
 #include "fdtab.h"
 #include "libc.h"
@@ -19,13 +24,28 @@ static size_t iov_bytes(const struct msghdr *m)
 	return n;
 }
 
+/* A delay rule's delay for one datagram, with its jitter. */
+static uint64_t datagram_delay(const struct fn_rule *r)
+{
+	static uint64_t n;
+	double j = 0;
+	if (r->par.jitter_ms)
+		j = (fn_random(fn_rule_key(r) ^ 0xd1, __atomic_add_fetch(&n, 1, __ATOMIC_RELAXED)) *
+			 2 -
+		     1) *
+		    r->par.jitter_ms;
+	double ms = r->par.delay_ms + j;
+	return ms <= 0 ? 0 : (uint64_t)(ms * 1e6);
+}
+
 /* Where an addressed send to sa must really go: NULL to send as asked, else
- * target (filled). Sets *fail when the fault cannot be set up. n is the
- * length sent, or, when msg is given, its iovecs' (added up only once a
- * rule matched). */
+ * target (filled; *tlen 0 means "queue it for *delay ns instead"). Sets
+ * *fail when the fault cannot be set up. n is the length sent, or, when msg
+ * is given, its iovecs' (added up only once a rule matched). */
 static const struct sockaddr *redirect(int fd, const struct sockaddr *sa, socklen_t len, int flags,
 				       size_t n, const struct msghdr *msg,
-				       struct sockaddr_storage *target, socklen_t *tlen, bool *fail)
+				       struct sockaddr_storage *target, socklen_t *tlen, bool *fail,
+				       uint64_t *delay)
 {
 	struct fn_verdict v;
 	*fail = false;
@@ -42,8 +62,11 @@ static const struct sockaddr *redirect(int fd, const struct sockaddr *sa, sockle
 	 * Open send connects it, like connect. */
 	bool udp = v.proto == FN_PROTO_UDP;
 	uint64_t bytes = udp ? (msg ? iov_bytes(msg) : n) : 0;
-	if (fn_fault_target(fd, sa, len, &v, bytes, !udp, target, tlen))
+	if (fn_fault_target(fd, sa, len, &v, bytes, !udp, target, tlen)) {
+		if (!*tlen)
+			*delay = datagram_delay(v.rule);
 		return (const struct sockaddr *)target;
+	}
 	*fail = true;
 	return NULL;
 }
@@ -54,12 +77,33 @@ ssize_t fn_sendto(int fd, const void *buf, size_t n, int flags, const struct soc
 	struct sockaddr_storage t;
 	socklen_t tlen;
 	bool fail;
-	const struct sockaddr *to = redirect(fd, sa, len, flags, n, NULL, &t, &tlen, &fail);
+	uint64_t delay;
+	const struct sockaddr *to = redirect(fd, sa, len, flags, n, NULL, &t, &tlen, &fail, &delay);
 	if (fail)
 		return -1;
+	if (to && !tlen)
+		return fn_relay_datagram(fd, buf, n, sa, len, delay) ? (ssize_t)n : -1;
 	if (to)
 		return LIBC(sendto)(fd, buf, n, flags, to, tlen);
 	return LIBC(sendto)(fd, buf, n, flags, sa, len);
+}
+
+/* Queues a delayed message as one datagram; its length, or -1. */
+static ssize_t delay_msg(int fd, const struct msghdr *m, uint64_t delay)
+{
+	size_t n = iov_bytes(m), at = 0;
+	char *flat = malloc(n ? n : 1);
+	if (!flat) {
+		errno = ENOBUFS;
+		return -1;
+	}
+	for (size_t i = 0; i < m->msg_iovlen; i++) {
+		memcpy(flat + at, m->msg_iov[i].iov_base, m->msg_iov[i].iov_len);
+		at += m->msg_iov[i].iov_len;
+	}
+	bool ok = fn_relay_datagram(fd, flat, n, m->msg_name, m->msg_namelen, delay);
+	free(flat);
+	return ok ? (ssize_t)n : -1;
 }
 
 ssize_t fn_sendmsg(int fd, const struct msghdr *msg, int flags)
@@ -67,11 +111,14 @@ ssize_t fn_sendmsg(int fd, const struct msghdr *msg, int flags)
 	struct sockaddr_storage t;
 	socklen_t tlen;
 	bool fail;
-	const struct sockaddr *to =
-	    msg ? redirect(fd, msg->msg_name, msg->msg_namelen, flags, 0, msg, &t, &tlen, &fail)
-		: NULL;
+	uint64_t delay;
+	const struct sockaddr *to = msg ? redirect(fd, msg->msg_name, msg->msg_namelen, flags, 0,
+						   msg, &t, &tlen, &fail, &delay)
+					: NULL;
 	if (msg && fail)
 		return -1;
+	if (to && !tlen)
+		return delay_msg(fd, msg, delay);
 	if (!to)
 		return LIBC(sendmsg)(fd, msg, flags);
 	struct msghdr m = *msg;
@@ -92,10 +139,18 @@ static int send_batch(int fd, struct mmsghdr *vec, unsigned n, int flags)
 		struct msghdr *h = &vec[i].msg_hdr;
 		socklen_t tlen;
 		bool fail;
+		uint64_t delay;
 		copy[i] = vec[i];
 		const struct sockaddr *to = redirect(fd, h->msg_name, h->msg_namelen, flags, 0, h,
-						     &targets[i], &tlen, &fail);
-		if (fail) {
+						     &targets[i], &tlen, &fail, &delay);
+		if (to && !tlen && i == 0) {
+			/* A delayed datagram goes alone, after those before it. */
+			ssize_t r = delay_msg(fd, h, delay);
+			if (r >= 0)
+				vec[0].msg_len = (unsigned)r;
+			return r < 0 ? -1 : 1;
+		}
+		if (fail || (to && !tlen)) {
 			if (i == 0)
 				return -1;
 			n = i; /* send what precedes it; the app retries the rest */
@@ -144,7 +199,10 @@ int fn_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 static bool from_faulted(int fd, const struct sockaddr *sa, socklen_t len, ssize_t n)
 {
 	struct fn_verdict v;
-	if (!fn_fault_match(fd, sa, len, &v) || !v.rule || v.proto != FN_PROTO_UDP)
+	/* A delay rule acts on the app's sends only: a datagram already here
+	 * cannot be made to arrive later from its sender's address. */
+	if (!fn_fault_match(fd, sa, len, &v) || !v.rule || v.proto != FN_PROTO_UDP ||
+	    v.rule->action == FN_ACT_DELAY)
 		return false;
 	fn_stats_attempt(fd, v.rule, v.seen, &v.ep, v.proto, "dropped-in", (uint64_t)n);
 	return true;

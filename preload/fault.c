@@ -7,9 +7,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "chance.h"
 #include "fdtab.h"
 #include "libc.h"
 #include "shim.h"
+#include "relay.h"
 #include "sink.h"
 #include "stats.h"
 
@@ -37,6 +39,23 @@ static uint8_t socket_proto(int fd)
 	return 0;
 }
 
+/* First-match, where a rule whose conditions say no passes the connection
+ * or datagram on to the rules after it. It stays counted against the first
+ * rule that covered it if no later one takes it. */
+static const struct fn_rule *decide(const struct fn_policy *p, const struct fn_endpoint *ep,
+				    uint8_t proto, const struct fn_rule **seen)
+{
+	const struct fn_rule *r = fn_policy_match(p, ep, proto, seen), *declined = NULL;
+	while (r && !fn_cond_pass(r)) {
+		if (!declined)
+			declined = r;
+		r = fn_policy_match_from(p, ep, proto, (size_t)(r - p->rules) + 1, seen);
+	}
+	if (!r && declined)
+		*seen = declined;
+	return r;
+}
+
 bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_verdict *v)
 {
 	const struct fn_policy *p = fn_policy_current();
@@ -48,7 +67,7 @@ bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_
 	int e = errno;
 	v->proto = socket_proto(fd);
 	errno = e;
-	v->rule = v->proto ? fn_policy_match(p, &v->ep, v->proto, &v->seen) : NULL;
+	v->rule = v->proto ? decide(p, &v->ep, v->proto, &v->seen) : NULL;
 	return v->proto && v->seen;
 }
 
@@ -56,14 +75,43 @@ static enum fn_sink_kind sink_for(const struct fn_rule *r, uint8_t proto)
 {
 	if (proto == FN_PROTO_UDP)
 		return FN_SINK_UDP;
+	if (r->action == FN_ACT_REFUSE)
+		return FN_SINK_REFUSE;
 	return r->action == FN_ACT_STALL ? FN_SINK_STALL : FN_SINK_BLACKHOLE;
 }
 
 static const char *fault_outcome(const struct fn_verdict *v)
 {
+	static const char *const names[FN_ACT_COUNT] = {
+	    "blackholed", "stalled", "dropped", "refused", "reset",  "unreachable",
+	    "delayed",	  "relayed", "relayed", "relayed", "relayed"};
 	if (v->proto == FN_PROTO_UDP)
-		return "dropped";
-	return v->rule->action == FN_ACT_STALL ? "stalled" : "blackholed";
+		return v->rule->action == FN_ACT_DELAY ? "delayed" : "dropped";
+	if (fn_rule_relayed(v->rule) && v->rule->action != FN_ACT_DELAY)
+		return "relayed";
+	return names[v->rule->action];
+}
+
+/* Sets up what the rule needs: a sink, the relay, or nothing (unreachable
+ * fails at once, as with no route; a delayed datagram is queued by the
+ * caller, told by *tlen == 0). False with errno when the app must get an
+ * error. */
+static bool prepare(int fd, const struct sockaddr *sa, socklen_t len, const struct fn_verdict *v,
+		    struct sockaddr_storage *target, socklen_t *tlen)
+{
+	const struct fn_rule *r = v->rule;
+	if (v->proto == FN_PROTO_UDP && r->action == FN_ACT_DELAY) {
+		*tlen = 0;
+		return true;
+	}
+	if (v->proto == FN_PROTO_TCP && r->action == FN_ACT_UNREACHABLE) {
+		errno = r->par.net_unreachable ? ENETUNREACH : EHOSTUNREACH;
+		return false;
+	}
+	if (v->proto == FN_PROTO_TCP &&
+	    (fn_rule_relayed(r) || r->action == FN_ACT_RESET || r->action == FN_ACT_DELAY))
+		return fn_relay_start(fd, sa, len, r, target, tlen);
+	return fn_sink_addr(sink_for(r, v->proto), sa->sa_family, target, tlen);
 }
 
 /* Records on fd that it was sent to a sink instead of sa, so getpeername
@@ -117,11 +165,11 @@ bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const str
 		errno = EAGAIN;
 		return false;
 	}
-	enum fn_sink_kind kind = sink_for(v->rule, v->proto);
-	bool ok = fn_sink_addr(kind, sa->sa_family, target, tlen);
+	bool ok = prepare(fd, sa, len, v, target, tlen);
 	int err = errno;
+	bool refused = !ok && v->rule->action == FN_ACT_UNREACHABLE;
 	int dest = fn_stats_attempt(fd, v->rule, v->seen, &v->ep, v->proto,
-				    ok ? fault_outcome(v) : "fault-failed", bytes);
+				    ok || refused ? fault_outcome(v) : "fault-failed", bytes);
 	if (!ok) {
 		errno = err;
 		return false;

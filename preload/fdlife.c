@@ -10,6 +10,7 @@
 #include "fdtab.h"
 #include "libc.h"
 #include "shim.h"
+#include "relay.h"
 #include "sink.h"
 #include "stats.h"
 
@@ -47,6 +48,7 @@ static void internal_lost(int fd)
 {
 	int e = errno;
 	fn_sink_lost(fd);
+	fn_relay_lost(fd);
 	fn_stats_fd_lost(fd);
 	errno = e;
 }

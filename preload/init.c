@@ -13,6 +13,8 @@
 #include "control.h"
 #include "libc.h"
 #include "shim.h"
+#include "chance.h"
+#include "relay.h"
 #include "sink.h"
 #include "stats.h"
 
@@ -80,6 +82,7 @@ static void after_fork_child(void)
 	fn_owner_reset();
 	fn_stats_atfork_child();
 	fn_sink_atfork_child();
+	fn_relay_atfork_child();
 	fn_control_atfork_child();
 }
 
@@ -89,8 +92,13 @@ __attribute__((constructor)) static void fn_init(void)
 	fn_owner_reset();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	bool passthrough = passthrough_on_error();
+	const char *why = fn_seed_init();
+	if (why) {
+		say("faultnet: %s", why);
+		_exit(FN_EXIT_CONFIG);
+	}
 	load_policy(passthrough);
-	const char *why = fn_events_open();
+	why = fn_events_open();
 	if (why)
 		say("faultnet: FAULTNET_EVENTS: %s", why);
 	if ((why = fn_control_start()))

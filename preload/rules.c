@@ -5,18 +5,41 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static const char *const action_names[FN_ACT_COUNT] = {
+    "blackhole", "stall",   "drop",	 "refuse", "reset", "unreachable",
+    "delay",	 "latency", "bandwidth", "drip",   "close"};
 
 const char *fn_action_name(enum fn_action a)
 {
-	switch (a) {
-	case FN_ACT_BLACKHOLE:
-		return "blackhole";
+	return (unsigned)a < FN_ACT_COUNT ? action_names[a] : "?";
+}
+
+bool fn_rule_relayed(const struct fn_rule *r)
+{
+	switch (r->action) {
 	case FN_ACT_STALL:
-		return "stall";
-	case FN_ACT_DROP:
-		return "drop";
+	case FN_ACT_RESET:
+		return r->par.after_bytes >= 0 || r->par.after_ms >= 0;
+	case FN_ACT_DELAY:
+	case FN_ACT_LATENCY:
+	case FN_ACT_BANDWIDTH:
+	case FN_ACT_DRIP:
+	case FN_ACT_CLOSE:
+		return true;
+	default:
+		return false;
 	}
-	return "?";
+}
+
+void fn_rulestat_restart(struct fn_rulestat *s)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	__atomic_store_n(&s->matches, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->enabled_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+			 __ATOMIC_RELEASE);
 }
 
 bool fn_name_valid(const char *s)
@@ -65,12 +88,19 @@ static bool rule_covers(const struct fn_policy *p, const struct fn_rule *r,
 const struct fn_rule *fn_policy_match(const struct fn_policy *p, const struct fn_endpoint *peer,
 				      uint8_t proto, const struct fn_rule **seen)
 {
+	return fn_policy_match_from(p, peer, proto, 0, seen);
+}
+
+const struct fn_rule *fn_policy_match_from(const struct fn_policy *p,
+					   const struct fn_endpoint *peer, uint8_t proto,
+					   size_t from, const struct fn_rule **seen)
+{
 	const struct fn_rule *off = NULL;
 	if (seen)
 		*seen = NULL;
 	if (!p || !((seen ? p->watch_protos : p->active_protos) & proto))
 		return NULL;
-	for (size_t i = 0; i < p->nrules; i++) {
+	for (size_t i = from; i < p->nrules; i++) {
 		const struct fn_rule *r = &p->rules[i];
 		if ((!r->enabled && (!seen || off)) || !rule_covers(p, r, peer, proto))
 			continue;
@@ -112,8 +142,10 @@ void fn_policy_finish(struct fn_policy *p)
 struct fn_rulestat *fn_rulestat_new(void)
 {
 	struct fn_rulestat *s = calloc(1, sizeof(*s));
-	if (s)
+	if (s) {
 		s->refs = 1;
+		fn_rulestat_restart(s);
+	}
 	return s;
 }
 

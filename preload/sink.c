@@ -107,11 +107,14 @@ static int bind_listen(struct sink *s, enum fn_sink_kind kind, int family, uint1
 	socklen_t len;
 	fill_loopback(family, port, &ss, &len);
 	int small = 1; /* the kernel rounds it up to its minimum */
+	int one = 1;
 	if (kind == FN_SINK_UDP)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-	if (bind(fd, (struct sockaddr *)&ss, len) < 0 ||
-	    (kind != FN_SINK_UDP &&
-	     listen(fd, kind == FN_SINK_BLACKHOLE ? 0 : STALL_BACKLOG) < 0) ||
+	if (kind == FN_SINK_HOLD) /* the relay binds its openers here too */
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	bool listens = kind != FN_SINK_UDP && kind != FN_SINK_REFUSE;
+	int backlog = kind == FN_SINK_STALL ? STALL_BACKLOG : 0;
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || (listens && listen(fd, backlog) < 0) ||
 	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
 		int e = errno;
 		close_quietly(fd);
@@ -129,7 +132,8 @@ static bool build(struct sink *s, enum fn_sink_kind kind, int family, uint16_t p
 	s->park = -1;
 	if (s->fd < 0)
 		return false;
-	if (kind == FN_SINK_BLACKHOLE && (s->park = park_connection(family, s->port)) < 0) {
+	bool parked = kind == FN_SINK_BLACKHOLE || kind == FN_SINK_HOLD;
+	if (parked && (s->park = park_connection(family, s->port)) < 0) {
 		int e = errno;
 		close_quietly(s->fd);
 		errno = e;

@@ -12,7 +12,16 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
-enum fn_sink_kind { FN_SINK_BLACKHOLE, FN_SINK_STALL, FN_SINK_UDP, FN_SINK_KINDS };
+/*   hold       a blackhole the relay can complete handshakes from (relay.h);
+ *   refuse     a bound socket that does not listen: SYNs meet a reset. */
+enum fn_sink_kind {
+	FN_SINK_BLACKHOLE,
+	FN_SINK_STALL,
+	FN_SINK_UDP,
+	FN_SINK_HOLD,
+	FN_SINK_REFUSE,
+	FN_SINK_KINDS
+};
 
 /* The address a socket of this family (AF_INET or AF_INET6) must use to reach
  * the sink, creating or repairing the sink first. False with errno set when

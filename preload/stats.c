@@ -22,7 +22,7 @@ struct dest {
 	int state; /* 0 free, 1 being claimed, 2 ready */
 	struct fn_endpoint ep;
 	uint8_t proto;
-	uint64_t attempts, faults, bytes, by_action[3];
+	uint64_t attempts, faults, bytes, by_action[FN_ACT_COUNT];
 };
 
 struct event {
@@ -168,7 +168,7 @@ static void dump_dest(struct fn_buf *b, const struct dest *d, const char *name)
 	fn_buf_field(b, "dest", name);
 	fn_buf_printf(b,
 		      " proto=%s attempts=%llu faults=%llu blackhole=%llu stall=%llu drop=%llu "
-		      "bytes=%llu\n",
+		      "bytes=%llu",
 		      d->proto == FN_PROTO_UDP ? "udp" : "tcp",
 		      (unsigned long long)__atomic_load_n(&d->attempts, __ATOMIC_RELAXED),
 		      (unsigned long long)__atomic_load_n(&d->faults, __ATOMIC_RELAXED),
@@ -176,6 +176,15 @@ static void dump_dest(struct fn_buf *b, const struct dest *d, const char *name)
 		      (unsigned long long)d->by_action[FN_ACT_STALL],
 		      (unsigned long long)d->by_action[FN_ACT_DROP],
 		      (unsigned long long)__atomic_load_n(&d->bytes, __ATOMIC_RELAXED));
+	/* The newer actions are listed only when they happened, so that the
+	 * line stays short for the common ones. */
+	for (int a = FN_ACT_REFUSE; a < FN_ACT_COUNT; a++) {
+		uint64_t n = __atomic_load_n(&d->by_action[a], __ATOMIC_RELAXED);
+		if (n)
+			fn_buf_printf(b, " %s=%llu", fn_action_name((enum fn_action)a),
+				      (unsigned long long)n);
+	}
+	fn_buf_add(b, "\n", 1);
 }
 
 void fn_stats_dump(struct fn_buf *b)
@@ -204,7 +213,7 @@ void fn_stats_reset(void)
 		__atomic_store_n(&d->attempts, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&d->faults, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&d->bytes, 0, __ATOMIC_RELAXED);
-		for (int a = 0; a < 3; a++)
+		for (int a = 0; a < FN_ACT_COUNT; a++)
 			__atomic_store_n(&d->by_action[a], 0, __ATOMIC_RELAXED);
 	}
 }

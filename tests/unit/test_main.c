@@ -4,6 +4,7 @@
 void add_addr_tests(void);
 void add_match_tests(void);
 void add_config_tests(void);
+void add_action_tests(void);
 
 int main(void)
 {
@@ -12,6 +13,7 @@ int main(void)
 	add_addr_tests();
 	add_match_tests();
 	add_config_tests();
+	add_action_tests();
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
