@@ -66,7 +66,7 @@ $(BUILD)/tests/%: tests/integration/%.c tests/integration/*.h | $(TEST_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
 
-IT_PROGS := $(BUILD)/tests/it_faults $(if $(SAN),,$(FUZZERS))
+IT_PROGS := $(BUILD)/tests/it_faults $(BUILD)/tests/it_catalogue $(if $(SAN),,$(FUZZERS))
 test-progs: all $(BUILD)/tests/unit $(IT_PROGS)
 
 # The conformance suite's clients: Debian packages, and npm packages pinned

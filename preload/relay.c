@@ -189,8 +189,13 @@ bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr 
 	pthread_mutex_lock(&lock);
 	d->fd = start_thread() ? own_fd(LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, 0)) : -1;
 	if (d->fd >= 0) {
-		d->next = dgrams;
-		dgrams = d;
+		/* Ordered by due time, first come first out among equals, so
+		 * that a constant delay never reorders datagrams. */
+		struct fn_dgram **at = &dgrams;
+		while (*at && (*at)->due_ns <= d->due_ns)
+			at = &(*at)->next;
+		d->next = *at;
+		*at = d;
 	}
 	pthread_mutex_unlock(&lock);
 	if (d->fd < 0) {

@@ -260,7 +260,8 @@ static void watch(struct fn_conn *c)
 	for (int d = 0; d < 2; d++) {
 		const struct fn_dir *dr = &c->dir[d];
 		int src = d, dst = !d; /* socket index: 0 app, 1 peer */
-		if (!dr->eof && !dr->stopped && dr->hi < BUF_SIZE)
+		/* fill() makes room by moving what waits to the front. */
+		if (!dr->eof && !dr->stopped && dr->hi - dr->lo < BUF_SIZE)
 			ev[src] |= EPOLLIN | EPOLLRDHUP;
 		if (dr->stopped && !dr->eof)
 			ev[src] |= EPOLLRDHUP;

@@ -41,6 +41,8 @@ variant() {
 	cunit "$build/tests/unit"
 	echo "=== $build: integration tests under the shim"
 	cunit env FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" "$build/tests/it_faults"
+	echo "=== $build: the fault catalogue under the shim"
+	cunit env FAULTNET_CONFIG="$root/tests/integration/catalogue.conf" LD_PRELOAD="$preload" "$build/tests/it_catalogue"
 	echo "=== $build: start-up and faultctl"
 	tests/integration/cli.sh "$build" $first
 	# Interpreters (the Python agents, the real clients) leak at exit by
