@@ -13,9 +13,10 @@
 
 static const struct fn_key keys[] = {
     {"delay_ms", FN_KEY_MS, A(DELAY), DAY_MS},
-    {"jitter_ms", FN_KEY_MS, A(DELAY) | A(LATENCY), DAY_MS},
-    {"latency_ms", FN_KEY_MS, A(LATENCY), DAY_MS},
-    {"rate", FN_KEY_UINT, A(BANDWIDTH), 1ull << 40},
+    {"jitter_ms", FN_KEY_MS, A(DELAY) | A(LATENCY) | A(BANDWIDTH), DAY_MS},
+    /* A slow link: latency and bandwidth together, in either action. */
+    {"latency_ms", FN_KEY_MS, A(LATENCY) | A(BANDWIDTH), DAY_MS},
+    {"rate", FN_KEY_UINT, A(BANDWIDTH) | A(LATENCY), 1ull << 40},
     {"bytes", FN_KEY_UINT, A(DRIP), 1u << 20},
     {"every_ms", FN_KEY_MS, A(DRIP), DAY_MS},
     {"after_bytes", FN_KEY_UINT, A(STALL) | A(RESET) | A(CLOSE), 1ull << 50},

@@ -190,9 +190,9 @@ static void established(struct fn_conn *c, uint64_t now)
 	for (int d = 0; d < 2; d++) {
 		c->dir[d].buf = malloc(BUF_SIZE);
 		c->dir[d].tok_ns = now;
-		if (c->action == FN_ACT_LATENCY)
+		if (c->par.latency_ms)
 			c->dir[d].marks = calloc(MARKS, sizeof(struct fn_mark));
-		if (!c->dir[d].buf || (c->action == FN_ACT_LATENCY && !c->dir[d].marks)) {
+		if (!c->dir[d].buf || (c->par.latency_ms && !c->dir[d].marks)) {
 			fn_conn_finish(c, true);
 			return;
 		}

@@ -55,9 +55,11 @@ static void add_mark(struct fn_conn *c, struct fn_dir *dr, uint64_t now)
 	m->due = udue;
 }
 
-static bool shaped(const struct fn_conn *c, const struct fn_dir *dr, enum fn_action a)
+/* Latency and bandwidth combine (a slow link has both); each applies when
+ * its number is set. */
+static bool has_latency(const struct fn_conn *c, const struct fn_dir *dr)
 {
-	return dr->faulted && c->action == a;
+	return dr->faulted && c->par.latency_ms;
 }
 
 /* Reads what the buffer has room for. False on a fatal error. */
@@ -73,7 +75,7 @@ static bool fill(struct fn_conn *c, int d, uint64_t now)
 		dr->hi -= dr->lo;
 		dr->lo = 0;
 	}
-	bool latency = shaped(c, dr, FN_ACT_LATENCY);
+	bool latency = has_latency(c, dr);
 	while (dr->hi < BUF_SIZE && !(latency && dr->mcount == MARKS)) {
 		ssize_t n =
 		    LIBC(recv)(src_fd(c, d), dr->buf + dr->hi, BUF_SIZE - dr->hi, MSG_DONTWAIT);
@@ -146,12 +148,16 @@ static uint64_t allowance(struct fn_conn *c, struct fn_dir *dr, uint64_t now)
 	if (!dr->faulted || !n)
 		return n;
 	uint64_t lim = n;
-	if (c->action == FN_ACT_LATENCY)
+	if (c->par.latency_ms)
 		lim = released(c, dr, now);
-	else if (c->action == FN_ACT_BANDWIDTH)
-		lim = tokens(c, dr, now, n);
-	else if (c->action == FN_ACT_DRIP)
-		lim = drip(c, dr, now);
+	if (c->par.rate && lim) {
+		uint64_t t = tokens(c, dr, now, lim);
+		lim = t < lim ? t : lim;
+	}
+	if (c->action == FN_ACT_DRIP && lim) {
+		uint64_t d = drip(c, dr, now);
+		lim = d < lim ? d : lim;
+	}
 	if (after_rule(c) && c->par.after_bytes >= 0) {
 		uint64_t left = (uint64_t)c->par.after_bytes - dr->out;
 		lim = lim < left ? lim : left;
@@ -163,9 +169,9 @@ static void spent(struct fn_conn *c, struct fn_dir *dr, uint64_t n)
 {
 	if (!dr->faulted)
 		return;
-	if (c->action == FN_ACT_BANDWIDTH)
+	if (c->par.rate)
 		dr->tokens -= (double)n;
-	else if (c->action == FN_ACT_DRIP)
+	if (c->action == FN_ACT_DRIP)
 		dr->drip_left -= n;
 }
 

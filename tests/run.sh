@@ -49,6 +49,8 @@ variant() {
 	# design; leaks are checked on the project's own programs above.
 	echo "=== $build: faultctl and live control"
 	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/integration/control_test.py "$build" "$first"
+	echo "=== $build: the policies in policies/"
+	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/policies/policy_test.py "$build" "$first"
 	echo "=== $build: real clients"
 	ASAN_OPTIONS=detect_leaks=0 tests/clients/clients.sh "$root/$build/libfaultnet.so" $first
 }
