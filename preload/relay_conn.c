@@ -153,6 +153,13 @@ static int app_connecting(const struct fn_conn *c)
 	return ti.tcpi_state == TCP_CLOSE ? 0 : -1;
 }
 
+bool fn_conn_app_unread(const struct fn_conn *c, int *unread)
+{
+	struct stat sb;
+	return fstat(c->appfd, &sb) == 0 && sb.st_dev == c->app_dev && sb.st_ino == c->app_ino &&
+	       ioctl(c->appfd, SIOCINQ, unread) == 0;
+}
+
 /* The app's socket sits in SYN_SENT towards the hold sink, whose listener
  * drops its SYNs. A socket bound to the sink's own address that connects to
  * the app's address makes the two complete a simultaneous open: the app's

@@ -64,6 +64,7 @@ struct fn_conn {
 	uint64_t start_ns, open_ns, est_ns, wake_ns;
 	bool ready;	    /* an event arrived: step it */
 	bool reset_pending; /* reset once the app has every byte sent to it */
+	uint64_t reset_ns;  /* when the reset became due */
 	bool done;
 	struct fn_dir dir[2];
 };
@@ -89,6 +90,9 @@ void fn_conn_step(struct fn_conn *c, uint64_t now);
 void fn_conn_free(struct fn_conn *c);
 /* relay_pump.c: carries and shapes c's bytes once it is established. */
 void fn_conn_pump(struct fn_conn *c, uint64_t now);
+/* relay_conn.c: bytes waiting unread in the app's own socket; false when
+ * the app's fd no longer is that socket. */
+bool fn_conn_app_unread(const struct fn_conn *c, int *unread);
 /* relay_conn.c: closes every socket of c (with resets if hard); c is done. */
 void fn_conn_finish(struct fn_conn *c, bool hard);
 /* The app closed fd, one of c's: drop it and end c. */

@@ -229,11 +229,17 @@ static void trigger(struct fn_conn *c, int d, uint64_t now)
 }
 
 /* A reset goes out once the app holds every byte sent before it, so that a
- * reset after N bytes really delivers N. */
+ * reset after N bytes really delivers N, and once it has read them (for at
+ * most 200 ms): on a real link the reset comes after the data, and a client
+ * that sees both in one wake-up may take the hang-up for a plain EOF. */
 static void reset_when_sent(struct fn_conn *c, uint64_t now)
 {
-	int queued = 0;
-	if (ioctl(c->app, SIOCOUTQ, &queued) == 0 && queued > 0) {
+	int queued = 0, unread = 0;
+	if (!c->reset_ns)
+		c->reset_ns = now;
+	bool sent = ioctl(c->app, SIOCOUTQ, &queued) < 0 || queued == 0;
+	bool read = !fn_conn_app_unread(c, &unread) || unread == 0;
+	if (!sent || (!read && now - c->reset_ns < 200 * MS)) {
 		earliest(c, now + MS);
 		return;
 	}

@@ -42,10 +42,11 @@ run() {
 	rm -f /tmp/fn-err.$$
 }
 
-# Starts a loopback HTTP server on ip:port in the background; waits until
-# it answers. Its pid is appended to FN_PIDS for cleanup.
+# Starts a loopback HTTP server on ip:port (serving directory $3, /tmp by
+# default) in the background; waits until it answers. Its pid is appended
+# to FN_PIDS for cleanup.
 http_server() {
-	(cd /tmp && exec /usr/bin/python3 -m http.server "$2" --bind "$1" >/dev/null 2>&1) &
+	(cd "${3:-/tmp}" && exec /usr/bin/python3 -m http.server "$2" --bind "$1" >/dev/null 2>&1) &
 	FN_PIDS="${FN_PIDS:-} $!"
 	for _ in $(seq 50); do
 		curl -s -o /dev/null "http://$1:$2/" && return 0

@@ -14,6 +14,12 @@ trap cleanup_servers EXIT
 
 # A real server where the blackhole is: without the shim every call succeeds.
 http_server 127.66.0.1 8080 || exit 1
+# Servers behind the catalogue's rules, with a 20000-byte and a 500-byte file.
+www=$(mktemp -d)
+head -c 20000 /dev/zero | tr '\0' x >"$www/big"
+head -c 500 /dev/zero | tr '\0' y >"$www/small"
+for i in 1 2 3 4 5; do http_server 127.78.0.$i 8080 "$www" || exit 1; done
+trap 'cleanup_servers; rm -rf "$www"' EXIT
 
 echo "real clients (${lib})"
 run curl -s -o /dev/null -w '%{http_code}' http://127.66.0.1:8080/
@@ -61,5 +67,48 @@ run under node "$here/node_client.js" read 127.67.0.1 9000 2000
 set -- $out
 check "node net vs stall: connects, then read timeout ($out)" [ "${2:-}" = read-timeout ]
 check "node net vs stall: ~2 s" between 1800 6000 "${3:-0}"
+
+# The catalogue: refuse, delay, stall after 1000 bytes, drip, reset after
+# 1000 bytes, each met by curl, Python and Node.js.
+[ $curl_ok = 1 ] && {
+run under curl -sS -o /dev/null http://127.78.0.1:8080/big
+check "curl vs refuse: exit 7, connection refused at once ($ms ms)" [ "$rc" = 7 ] && contains "$err" "Connection refused" && between 0 1500 "$ms"
+run under curl -sS -o /dev/null -w '%{http_code} %{time_connect}' http://127.78.0.2:8080/small
+check "curl vs delay 800 ms: 200, connected after ~0.8 s ($out)" [ "${out%% *}" = 200 ] && awk -v t="${out#* }" 'BEGIN { exit !(t >= 0.7 && t < 5) }'
+run under curl -sS -o /dev/null --max-time 2 http://127.78.0.3:8080/big
+check "curl vs stall after 1000 bytes: exit 28, part of the body" [ "$rc" = 28 ] && contains "$err" "out of 20000 bytes received"
+run under curl -sS -o /dev/null -w '%{size_download}' http://127.78.0.4:8080/small
+check "curl vs drip 100 B/100 ms: the whole body, slowly ($ms ms)" [ "$out" = 500 ] && between 400 10000 "$ms"
+run under curl -sS -o /dev/null http://127.78.0.5:8080/big
+check "curl vs reset after 1000 bytes: exit 56, reset by peer" [ "$rc" = 56 ] && contains "$err" "Connection reset by peer"
+}
+run under $py "$here/py_client.py" socket 127.78.0.1 8080 2
+check "python vs refuse: ConnectionRefusedError ($out)" contains "$out" "RESULT ConnectionRefusedError"
+run under $py "$here/py_client.py" socket 127.78.0.2 8080 5
+set -- $out
+check "python vs delay 800 ms: connects after ~0.8 s ($out)" [ "${2:-}" = ok ] && between 700 5000 "${3:-0}"
+run under $py "$here/py_client.py" fetch 127.78.0.3 8080 1 /big
+set -- $out
+check "python vs stall after 1000 bytes: 1000 bytes then TimeoutError ($out)" [ "${2:-}" = TimeoutError ] && [ "${4:-}" = 1000 ]
+run under $py "$here/py_client.py" fetch 127.78.0.4 8080 2 /small
+set -- $out
+check "python vs drip: everything, 100 bytes at a time ($out)" [ "${2:-}" = ok ] && [ "${5:-0}" -ge 5 ] && between 400 10000 "${3:-0}"
+run under $py "$here/py_client.py" fetch 127.78.0.5 8080 2 /big
+set -- $out
+check "python vs reset after 1000 bytes: ConnectionResetError after 1000 ($out)" [ "${2:-}" = ConnectionResetError ] && [ "${4:-}" = 1000 ]
+run under node "$here/node_client.js" connect 127.78.0.1 8080 2000
+check "node vs refuse: ECONNREFUSED ($out)" contains "$out" "RESULT error:ECONNREFUSED"
+run under node "$here/node_client.js" connect 127.78.0.2 8080 5000
+set -- $out
+check "node vs delay 800 ms: connect event after ~0.8 s ($out)" [ "${2:-}" = connect ] && between 700 5000 "${3:-0}"
+run under node "$here/node_client.js" fetch 127.78.0.3 8080 1000 /big
+set -- $out
+check "node vs stall after 1000 bytes: 1000 bytes then read timeout ($out)" [ "${2:-}" = read-timeout ] && [ "${4:-}" = 1000 ]
+run under node "$here/node_client.js" fetch 127.78.0.4 8080 2000 /small
+set -- $out
+check "node vs drip: everything in small chunks ($out)" [ "${2:-}" = end ] && [ "${5:-0}" -ge 5 ]
+run under node "$here/node_client.js" fetch 127.78.0.5 8080 2000 /big
+set -- $out
+check "node vs reset after 1000 bytes: ECONNRESET after 1000 ($out)" [ "${2:-}" = error:ECONNRESET ] && [ "${4:-}" = 1000 ]
 
 [ "$failed" = 0 ]
