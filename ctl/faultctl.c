@@ -159,7 +159,8 @@ static int cmd_query(struct opts *o, const char *verb)
 		}
 	}
 	static const char *const ps[] = {"pid", "group", "zone", "enabled", "rules", "cmd"};
-	static const char *const rules[] = {"pid", "name", "action", "enabled", "hits", "attempts"};
+	static const char *const rules[] = {"pid",  "name",	"action", "enabled",
+					    "hits", "attempts", "params"};
 	static const char *const rstats[] = {"pid",	 "name",   "action",
 					     "attempts", "faults", "bytes"};
 	static const char *const dstats[] = {"pid",	  "dest",  "proto", "attempts", "faults",
@@ -169,7 +170,7 @@ static int cmd_query(struct opts *o, const char *verb)
 	if (strcmp(verb, "ps") == 0)
 		print_records(o, lines, nlines, "process", ps, 6);
 	else if (strcmp(verb, "rules") == 0)
-		print_records(o, lines, nlines, "rule", rules, 6);
+		print_records(o, lines, nlines, "rule", rules, 7);
 	else if (strcmp(verb, "events") == 0)
 		print_records(o, lines, nlines, "event", events, 8);
 	else {

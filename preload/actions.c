@@ -162,3 +162,58 @@ const char *fn_rule_params_check(struct fn_rule *r, bool proto_given, char *buf,
 				       : FN_DIR_DOWN;
 	return NULL;
 }
+
+static void word(char *buf, size_t len, size_t *at, const char *fmt, unsigned long long v)
+{
+	if (*at >= len)
+		return;
+	int n = snprintf(buf + *at, len - *at, fmt, *at ? " " : "", v);
+	if (n > 0)
+		*at += (size_t)n;
+}
+
+void fn_rule_describe(const struct fn_rule *r, char *buf, size_t len)
+{
+	const struct fn_params *p = &r->par;
+	const struct fn_cond *c = &r->cond;
+	size_t at = 0;
+	buf[0] = '\0';
+	if (p->delay_ms)
+		word(buf, len, &at, "%sdelay_ms=%llu", p->delay_ms);
+	if (p->latency_ms)
+		word(buf, len, &at, "%slatency_ms=%llu", p->latency_ms);
+	if (p->jitter_ms)
+		word(buf, len, &at, "%sjitter_ms=%llu", p->jitter_ms);
+	if (p->rate)
+		word(buf, len, &at, "%srate=%llu", p->rate);
+	if (p->bytes)
+		word(buf, len, &at, "%sbytes=%llu", p->bytes);
+	if (p->every_ms)
+		word(buf, len, &at, "%severy_ms=%llu", p->every_ms);
+	if (p->after_bytes >= 0)
+		word(buf, len, &at, "%safter_bytes=%llu", (unsigned long long)p->after_bytes);
+	if (p->after_ms >= 0)
+		word(buf, len, &at, "%safter_ms=%llu", (unsigned long long)p->after_ms);
+	if (fn_rule_relayed(r) && r->action != FN_ACT_DELAY) {
+		static const char *const dirs[] = {"", "up", "down", "both"};
+		if (at < len)
+			at += (size_t)snprintf(buf + at, len - at, "%sdirection=%s", at ? " " : "",
+					       dirs[p->direction & 3]);
+	}
+	if (r->action == FN_ACT_UNREACHABLE && at < len)
+		at += (size_t)snprintf(buf + at, len - at, "%serror=%s", at ? " " : "",
+				       p->net_unreachable ? "net" : "host");
+	if (c->probability < 1 && at < len)
+		at += (size_t)snprintf(buf + at, len - at, "%sprobability=%g", at ? " " : "",
+				       c->probability);
+	if (c->first)
+		word(buf, len, &at, "%sfirst=%llu", c->first);
+	if (c->every)
+		word(buf, len, &at, "%severy=%llu", c->every);
+	if (c->after)
+		word(buf, len, &at, "%safter=%llu", c->after);
+	if (c->start_ms >= 0)
+		word(buf, len, &at, "%sstart_ms=%llu", (unsigned long long)c->start_ms);
+	if (c->for_ms >= 0)
+		word(buf, len, &at, "%sfor_ms=%llu", (unsigned long long)c->for_ms);
+}

@@ -31,4 +31,8 @@ void fn_rule_params_init(struct fn_rule *r);
  * filled in. NULL when fine, else a sentence for the message. */
 const char *fn_rule_params_check(struct fn_rule *r, bool proto_given, char *buf, size_t len);
 
+/* The rule's numbers and conditions as "key=value" words, the way a config
+ * file would set them ("latency_ms=50 direction=both"); "" for none. */
+void fn_rule_describe(const struct fn_rule *r, char *buf, size_t len);
+
 #endif

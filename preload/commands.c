@@ -4,6 +4,8 @@
  * journal, so that a process that joins or forks later replays them. */
 #include "commands.h"
 
+#include "actions.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,10 +245,14 @@ static void rules(struct fn_buf *out)
 		const struct fn_rule *r = &p->rules[i];
 		fn_buf_printf(out, "rule pid=%d", (int)getpid());
 		fn_buf_field(out, "name", r->name);
-		fn_buf_printf(out, " action=%s enabled=%s hits=%llu attempts=%llu\n",
+		char params[256];
+		fn_rule_describe(r, params, sizeof(params));
+		fn_buf_printf(out, " action=%s enabled=%s hits=%llu attempts=%llu",
 			      fn_action_name(r->action), r->enabled ? "yes" : "no",
 			      (unsigned long long)(r->stat ? r->stat->faults : 0),
 			      (unsigned long long)(r->stat ? r->stat->attempts : 0));
+		fn_buf_field(out, "params", params);
+		fn_buf_add(out, "\n", 1);
 	}
 	fn_buf_add(out, "end\n", 4);
 }
