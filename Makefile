@@ -17,7 +17,7 @@ LTO := $(if $(findstring clang,$(CC)),,-flto=auto)
 ALL_CFLAGS = $(CFLAGS_BASE) $(LTO) $(SANFLAGS) $(CFLAGS)
 
 # The policy parser is shared by the shim, faultctl and the unit tests.
-CORE := addr rules actions chance lcfg config wire rundir
+CORE := addr rules actions chance lcfg wideint config wire rundir
 SHIM := $(CORE) libc fdtab sink relay relay_conn relay_pump stats fault connect datagram tcpbytes fdlife control commands init hooks
 
 CORE_OBJ := $(CORE:%=$(BUILD)/obj/%.o)
@@ -26,7 +26,7 @@ HEADERS := $(wildcard preload/*.h)
 DEPS_STAMP := build/.deps-build
 FUZZERS := build/fuzz/fuzz_config build/fuzz/fuzz_rule build/fuzz/fuzz_protocol
 
-.PHONY: all deps test-deps install demo test conformance fuzz unit integration clients sanitize check-exports clang clean format
+.PHONY: all deps test-deps install demo test conformance bench bench-progs fuzz unit integration clients sanitize check-exports clang clean format
 all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl
 
 # Installs the Debian packages the build needs when they are missing.
@@ -81,13 +81,34 @@ conformance: all $(CONF_STAMP)
 	/usr/bin/python3 -u tests/conformance/conformance.py $(BUILD) CONFORMANCE.md
 
 test: test-deps $(CONF_STAMP)
-	@$(MAKE) --no-print-directory test-progs
+	@$(MAKE) --no-print-directory test-progs bench-progs
 	@$(MAKE) --no-print-directory SAN=1 test-progs
 	tests/run.sh
 
+# ---- benchmarks ----------------------------------------------------------
+# make bench writes BENCHMARKS.md from one run (under 10 minutes); make test
+# runs the same harness in seconds (--smoke) so that it cannot rot.
+BENCH_STAMP := build/.deps-bench
+$(BENCH_STAMP): scripts/deps.sh
+	@scripts/deps.sh bench
+	@mkdir -p build && touch $@
+BENCH_PROGS := $(BUILD)/bench/loop $(BUILD)/bench/stream $(BUILD)/bench/lookup
+$(BUILD)/bench/loop $(BUILD)/bench/stream: $(BUILD)/bench/%: tests/bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -o $@ $< -lpthread
+# Without LTO, so that callgrind can count inside fn_policy_match.
+LOOKUP_SRC := preload/addr.c preload/rules.c preload/actions.c preload/chance.c preload/lcfg.c preload/wideint.c preload/config.c preload/wire.c
+$(BUILD)/bench/lookup: tests/bench/lookup.c $(LOOKUP_SRC) $(HEADERS) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -o $@ $< $(LOOKUP_SRC) -ldl
+bench-progs: all $(BENCH_PROGS)
+bench: $(BENCH_STAMP)
+	@$(MAKE) --no-print-directory bench-progs
+	/usr/bin/python3 -u tests/bench/bench.py build BENCHMARKS.md
+
 # ---- fuzzing (libFuzzer, clang) ------------------------------------------
 FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -DFN_LCFG_RESIDENT -g -O1 -fsanitize=fuzzer,address,undefined
-FUZZ_PARSE := preload/addr.c preload/rules.c preload/actions.c preload/chance.c preload/lcfg.c preload/config.c preload/wire.c
+FUZZ_PARSE := preload/addr.c preload/rules.c preload/actions.c preload/chance.c preload/lcfg.c preload/wideint.c preload/config.c preload/wire.c
 FUZZ_CMDS := $(FUZZ_PARSE) preload/rundir.c preload/commands.c preload/stats.c preload/fdtab.c preload/libc.c
 FUZZ_SECONDS ?= 300
 build/fuzz/fuzz_config build/fuzz/fuzz_rule: build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_PARSE) $(HEADERS) | $(TEST_STAMP)

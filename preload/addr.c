@@ -36,17 +36,35 @@ bool fn_endpoint_from_sockaddr(struct fn_endpoint *ep, const struct sockaddr *sa
 	return false;
 }
 
+/* The first bits of a big-endian 64-bit word, as a mask in host order. */
+static uint64_t top_bits(unsigned bits)
+{
+	return bits == 0 ? 0 : bits >= 64 ? ~0ull : ~0ull << (64 - bits);
+}
+
+static uint64_t load_be64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return __builtin_bswap64(v);
+}
+
+/* Word-wide compares: a policy of many rules is scanned on every matched
+ * connect, so this runs once per rule passed over. */
 bool fn_cidr_contains(const struct fn_cidr *c, const struct fn_endpoint *ep)
 {
 	if (c->v4 != ep->v4)
 		return false;
-	unsigned full = c->prefix / 8, rest = c->prefix % 8;
-	if (memcmp(c->ip, ep->ip, full) != 0)
-		return false;
-	if (rest == 0)
-		return true;
-	uint8_t mask = (uint8_t)(0xff << (8 - rest));
-	return (c->ip[full] & mask) == (ep->ip[full] & mask);
+	if (c->v4) {
+		uint32_t a, b;
+		memcpy(&a, c->ip, 4);
+		memcpy(&b, ep->ip, 4);
+		uint32_t mask = (uint32_t)(top_bits(c->prefix) >> 32);
+		return ((__builtin_bswap32(a) ^ __builtin_bswap32(b)) & mask) == 0;
+	}
+	unsigned hi = c->prefix > 64 ? 64 : c->prefix, lo = c->prefix > 64 ? c->prefix - 64u : 0;
+	return ((load_be64(c->ip) ^ load_be64(ep->ip)) & top_bits(hi)) == 0 &&
+	       ((load_be64(c->ip + 8) ^ load_be64(ep->ip + 8)) & top_bits(lo)) == 0;
 }
 
 static const char *parse_prefix(const char *s, unsigned max, unsigned *out)

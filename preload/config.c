@@ -9,6 +9,7 @@
 
 #include "actions.h"
 #include "lcfg.h"
+#include "wideint.h"
 
 struct ctx {
 	struct fn_lcfg lc;
@@ -432,8 +433,69 @@ static bool parse_root(struct ctx *c, const config_setting_t *root, const char *
 	return true;
 }
 
+/* The whole file, NUL-terminated, or NULL (errno set). Read here rather than
+ * by libconfig so that the text can be checked for numbers libconfig would
+ * truncate. */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	size_t cap = 4096, n = 0, got;
+	char *buf = malloc(cap + 1);
+	while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += got;
+		if (n == cap && cap < (64u << 20)) {
+			char *grown = realloc(buf, cap * 2 + 1);
+			if (!grown) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = grown;
+			cap *= 2;
+		} else if (n == cap) {
+			break;
+		}
+	}
+	bool bad = ferror(f) || (buf && n == cap);
+	fclose(f);
+	if (bad) {
+		free(buf);
+		return NULL;
+	}
+	if (buf)
+		buf[n] = '\0';
+	return buf;
+}
+
+static struct fn_policy *parse_text(const char *path, const char *text, const char *zone_override,
+				    const struct fn_policy *base, char *err, size_t errlen);
+
 static struct fn_policy *load(const char *path, const char *text, const char *zone_override,
 			      const struct fn_policy *base, char *err, size_t errlen)
+{
+	char *own = NULL;
+	if (!text && !(text = own = slurp(path))) {
+		snprintf(err, errlen, "%s: cannot read the file", path);
+		return NULL;
+	}
+	int line;
+	char num[32];
+	struct fn_policy *p = NULL;
+	if (fn_wide_int(text, &line, num, sizeof(num)))
+		snprintf(err, errlen,
+			 "%s:%d: %s does not fit in 32 bits: libconfig would truncate it; write "
+			 "%sL",
+			 path, line, num, num);
+	else
+		p = parse_text(path, text, zone_override, base, err, errlen);
+	free(own);
+	return p;
+}
+
+static struct fn_policy *parse_text(const char *path, const char *text, const char *zone_override,
+				    const struct fn_policy *base, char *err, size_t errlen)
 {
 	struct ctx c = {.file = path, .err = err, .errlen = errlen, .base = base};
 	const char *why = fn_lcfg_open(&c.lc);
@@ -443,7 +505,7 @@ static struct fn_policy *load(const char *path, const char *text, const char *zo
 	}
 	config_t cfg;
 	c.lc.init(&cfg);
-	int ok = text ? c.lc.read_string(&cfg, text) : c.lc.read_file(&cfg, path);
+	int ok = c.lc.read_string(&cfg, text);
 	if (!ok) {
 		if (config_error_type(&cfg) == CONFIG_ERR_FILE_IO)
 			snprintf(err, errlen, "%s: cannot read the file", path);

@@ -1,7 +1,9 @@
 #!/bin/sh
 # deps.sh - installs the Debian 12 packages faultnet needs when they are
 # missing: `deps.sh build` for the build, `deps.sh test` for the tests,
-# `deps.sh conformance` for the real-client conformance suite too.
+# `deps.sh conformance` for the real-client conformance suite too,
+# `deps.sh bench` for make bench (valgrind, and the peers it compares with:
+# libfiu's preload from fiu-utils, and trickle).
 # As root it runs apt-get; otherwise it names the packages and stops.
 # A package written as command=package counts as present when the command
 # is on PATH (Node.js and npm may come from elsewhere than Debian).
@@ -9,13 +11,15 @@ set -eu
 
 build_pkgs="gcc libc6-dev libconfig-dev"
 test_pkgs="libcunit1-dev curl python3 node=nodejs clang clang-format binutils procps"
+bench_pkgs="valgrind fiu-utils trickle python3"
 conformance_pkgs="wget python3-requests python3-boto3 javac=openjdk-17-jdk-headless psql=postgresql-client redis-cli=redis-tools npm=npm"
 
 case "${1:-build}" in
 build) want="$build_pkgs" ;;
 test) want="$build_pkgs $test_pkgs" ;;
 conformance) want="$build_pkgs $test_pkgs $conformance_pkgs" ;;
-*) echo "usage: $0 build|test|conformance" >&2; exit 2 ;;
+bench) want="$build_pkgs $bench_pkgs" ;;
+*) echo "usage: $0 build|test|conformance|bench" >&2; exit 2 ;;
 esac
 
 missing=""

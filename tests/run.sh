@@ -63,6 +63,19 @@ variant build/asan "$asan"
 echo "=== conformance: real clients against each fault, and the stories"
 ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/conformance/conformance.py build CONFORMANCE.md
 
+echo "=== make bench's harness, in seconds (--smoke)"
+smoke=$(mktemp)
+if /usr/bin/python3 -u tests/bench/bench.py build "$smoke" --smoke >"$smoke.log" 2>&1 &&
+	[ "$(grep -c '^## ' "$smoke")" = 6 ]; then
+	echo "  ok   - bench.py --smoke wrote all six sections"
+	echo pass >>"$FN_COUNTS"
+else
+	echo "  FAIL - bench.py --smoke:"
+	tail -20 "$smoke.log"
+	echo fail >>"$FN_COUNTS"
+fi
+rm -f "$smoke" "$smoke.log"
+
 echo "=== fuzzing: the config parser, the rule syntax, the control protocol"
 tests/fuzz/run.sh 30
 

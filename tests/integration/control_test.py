@@ -339,6 +339,19 @@ def test_verbs():
             'zones = ( { name = "1c"; cidrs = "127.0.0.0/8"; }')
     check("add: only one rule, no zones of its own", r.returncode != 0 and "nothing else" in r.stderr,
           r.stderr)
+    r = ctl("-p", p, "add", '{ name = "refuse9"; action = "refuse"; first = 1; '
+            'match = { to = "127.66.0.1"; port = 8443; }; }')
+    check("add: an action of the catalogue, with a condition", r.returncode == 0, r.stderr)
+    first, second = a.ask("try 127.66.0.1 8443"), a.ask("try 127.66.0.1 8443")
+    check("add: refuse applies live, first = 1 lets the next one through (%s, %s)"
+          % (first, second), first == "error ECONNREFUSED" and second == "connected")
+    rules = [json.loads(l) for l in ctl("--json", "-p", p, "rules").stdout.splitlines()
+             if l.startswith("{") and '"refuse9"' in l]
+    check("rules: each rule's numbers and conditions in params",
+          rules and rules[0].get("params") == "first=1", str(rules))
+    r = ctl("-p", p, "add", '{ name = "lat"; action = "latency"; }')
+    check("add: a rule missing its numbers is refused with the reason",
+          r.returncode != 0 and "needs latency_ms" in r.stderr, r.stderr)
     r = ctl("-p", p, "rm", "extra")
     check("rm", r.returncode == 0 and "extra" not in ctl("-p", p, "rules").stdout)
     newf = os.path.join(WORK, "new.conf")

@@ -88,6 +88,26 @@ static void test_param_errors(void)
 	EXPECT("action = \"refuse\"; match = { proto = \"udp\"; };",
 	       "t.conf:1: rule 'a': action refuse applies to TCP only, not proto \"udp\"");
 	EXPECT("action = \"drop\"; chance = 0.5;", "t.conf:1: rule 'a': unknown key 'chance'");
+	/* libconfig keeps 32 bits of an integer without L: never silently. */
+	CU_ASSERT_STRING_EQUAL(
+	    error_of("# 4294967296 in a comment is fine\nrules = (\n { name = \"a\"; action = "
+		     "\"bandwidth\";\n   rate = 4294967296; } );"),
+	    "t.conf:4: 4294967296 does not fit in 32 bits: libconfig would truncate it; write "
+	    "4294967296L");
+	CU_ASSERT_STRING_EQUAL(error_of(RULE("action = \"bandwidth\"; rate = 0x100000000;")),
+			       "t.conf:1: 0x100000000 does not fit in 32 bits: libconfig would "
+			       "truncate it; write 0x100000000L");
+	CU_ASSERT_STRING_EQUAL(
+	    error_of(RULE("action = \"bandwidth\"; rate = 4294967296L; "
+			  "match = { to = \"10.0.0.1/32\"; port = 2147483647; };")),
+	    "t.conf:1: rule 'a': match.port 2147483647 is not from 1 to 65535");
+	struct fn_policy *p = parse(RULE("action = \"bandwidth\"; rate = 4294967296L;"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_EQUAL(p->rules[0].par.rate, 4294967296ull);
+	fn_policy_free(p);
+	CU_ASSERT_STRING_EQUAL(error_of("/* 99999999999 */ rules = ( { name = \"x99999999999\"; "
+					"action = \"drop\"; probability = 0.99999999999; } );"),
+			       "");
 }
 
 /* Decisions of rule r over n matches, as a string of 0 and 1. */
