@@ -26,7 +26,7 @@ HEADERS := $(wildcard preload/*.h)
 DEPS_STAMP := build/.deps-build
 FUZZERS := build/fuzz/fuzz_config build/fuzz/fuzz_rule build/fuzz/fuzz_protocol
 
-.PHONY: all deps test-deps install demo test conformance bench bench-progs fuzz unit integration clients sanitize check-exports clang clean format
+.PHONY: all deps test-deps install demo test conformance stress bench bench-progs fuzz unit integration clients sanitize check-exports clang clean format
 all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl
 
 # Installs the Debian packages the build needs when they are missing.
@@ -62,11 +62,15 @@ $(BUILD)/tests/unit: tests/unit/*.c $(CORE_OBJ) $(HEADERS) | $(TEST_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/unit/*.c $(CORE_OBJ) -ldl -lcunit
 
+$(BUILD)/tests/hammer: tests/stress/hammer.c tests/integration/testutil.h | $(TEST_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -lpthread
+
 $(BUILD)/tests/%: tests/integration/%.c tests/integration/*.h | $(TEST_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
 
-IT_PROGS := $(BUILD)/tests/it_faults $(BUILD)/tests/it_catalogue $(if $(SAN),,$(FUZZERS))
+IT_PROGS := $(BUILD)/tests/it_faults $(BUILD)/tests/it_catalogue $(BUILD)/tests/it_hardening $(BUILD)/tests/hammer $(if $(SAN),,$(FUZZERS))
 test-progs: all $(BUILD)/tests/unit $(IT_PROGS)
 
 # The conformance suite's clients: Debian packages, and npm packages pinned
@@ -84,6 +88,12 @@ test: test-deps $(CONF_STAMP)
 	@$(MAKE) --no-print-directory test-progs bench-progs
 	@$(MAKE) --no-print-directory SAN=1 test-progs
 	tests/run.sh
+
+# ---- stress: the long versions of the hardening tests ----------------------
+STRESS_SECONDS ?= 600
+stress: test-deps
+	@$(MAKE) --no-print-directory test-progs
+	tests/stress/stress.sh build $(STRESS_SECONDS) 100000 10
 
 # ---- benchmarks ----------------------------------------------------------
 # make bench writes BENCHMARKS.md from one run (under 10 minutes); make test

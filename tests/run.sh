@@ -49,6 +49,9 @@ variant() {
 	# design; leaks are checked on the project's own programs above.
 	echo "=== $build: faultctl and live control"
 	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/integration/control_test.py "$build" "$first"
+	echo "=== $build: the shim never harms its host"
+	cunit env FAULTNET_CONFIG="$root/tests/integration/hardening.conf" LD_PRELOAD="$preload" "$build/tests/it_hardening"
+	tests/stress/stress.sh "$build" 20 1000 0 $first
 	echo "=== $build: the policies in policies/"
 	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/policies/policy_test.py "$build" "$first"
 	echo "=== $build: real clients"

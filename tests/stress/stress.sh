@@ -1,0 +1,45 @@
+#!/bin/bash
+# stress.sh - hammer (32 threads of matched, relayed and unmatched traffic, a
+# signal handler writing and sending) under the shim while faultctl flips
+# its two rules FLIPS times; then checks that no byte was lost or changed,
+# no fd leaked, and nothing crashed or hung. With SAMPLE set (make stress)
+# it also prints resident memory every SAMPLE seconds and checks that it
+# stays within 1 MiB after the first minute.
+# usage: stress.sh BUILD_DIR SECONDS FLIPS [SAMPLE] [PRELOAD_FIRST]
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+build=$(cd "$1" && pwd)
+seconds=$2 flips=$3 sample=${4:-0} first=${5:-}
+rundir=$(mktemp -d)
+out=$(mktemp)
+trap 'rm -rf "$rundir" "$out"' EXIT
+export FAULTNET_RUNDIR=$rundir
+
+echo "stress: 32 threads, $flips flips, ${seconds} s ($build)"
+FAULTNET_CONFIG="$here/stress.conf" LD_PRELOAD="${first:+$first:}$build/libfaultnet.so" \
+	timeout $((seconds + 60)) "$build/tests/hammer" 32 "$seconds" "$sample" >"$out" &
+hp=$!
+for _ in $(seq 100); do grep -q '^ready' "$out" && break; sleep 0.1; done
+pid=$(awk '/^ready/ {print $2}' "$out")
+done_flips=0
+ctl() { ${first:+env LD_PRELOAD=$first} "$build/faultctl" -p "$pid" "$@" >/dev/null 2>&1; }
+while [ "$done_flips" -lt "$flips" ] && kill -0 $hp 2>/dev/null; do
+	rule=flip-relay
+	[ $((done_flips % 4)) -ge 2 ] && rule=flip-bh
+	verb=enable
+	[ $((done_flips % 2)) = 1 ] && verb=disable
+	ctl "$verb" "$rule" && done_flips=$((done_flips + 1))
+done
+wait $hp
+rc=$?
+last=$(grep '^ops' "$out")
+echo "  $last"
+check "faultctl flipped the rules $flips times while traffic ran ($done_flips)" [ "$done_flips" -ge "$flips" ]
+check "hammer finished: no lost or changed byte, no fd leaked, no hang (exit $rc)" [ "$rc" = 0 ]
+if [ "$sample" != 0 ]; then
+	grep '^rss' "$out" | awk '{printf "  rss at %4d s: %d KiB\n", $2, $3}'
+	spread=$(awk '/^rss/ && $2 >= 60 {if (min == "" || $3 < min) min = $3; if ($3 > max) max = $3} END {print max - min}' "$out")
+	check "resident memory after the first minute stays within 1 MiB (spread ${spread} KiB)" [ "${spread:-99999}" -le 1024 ]
+fi
+[ "$failed" = 0 ]
