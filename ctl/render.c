@@ -69,6 +69,25 @@ const char *record_get(const char *line, const char *key, char *buf, size_t len)
 	return buf;
 }
 
+/* A cell as a terminal should show it: control bytes (a newline in a
+ * command line, an escape sequence) written as \n or \xNN, never raw. */
+static const char *cell(const char *line, const char *column, char *buf, size_t len)
+{
+	char raw[512];
+	record_get(line, column, raw, sizeof(raw));
+	size_t at = 0;
+	for (const unsigned char *p = (const unsigned char *)raw; *p && at + 5 < len; p++) {
+		if (*p == '\n')
+			at += (size_t)snprintf(buf + at, len - at, "\\n");
+		else if (*p < ' ' || *p == 0x7f)
+			at += (size_t)snprintf(buf + at, len - at, "\\x%02x", *p);
+		else
+			buf[at++] = (char)*p;
+	}
+	buf[at] = '\0';
+	return buf;
+}
+
 void render_table(FILE *out, char **lines, int n, const char *const *columns, int ncolumns)
 {
 	int width[FIELDS];
@@ -76,7 +95,7 @@ void render_table(FILE *out, char **lines, int n, const char *const *columns, in
 	for (int c = 0; c < ncolumns; c++) {
 		width[c] = (int)strlen(columns[c]);
 		for (int i = 0; i < n; i++) {
-			int w = (int)strlen(record_get(lines[i], columns[c], buf, sizeof(buf)));
+			int w = (int)strlen(cell(lines[i], columns[c], buf, sizeof(buf)));
 			if (w > width[c])
 				width[c] = w;
 		}
@@ -86,7 +105,7 @@ void render_table(FILE *out, char **lines, int n, const char *const *columns, in
 			c + 1 < ncolumns ? "  " : "\n");
 	for (int i = 0; i < n; i++)
 		for (int c = 0; c < ncolumns; c++) {
-			record_get(lines[i], columns[c], buf, sizeof(buf));
+			cell(lines[i], columns[c], buf, sizeof(buf));
 			fprintf(out, "%-*s%s", c + 1 < ncolumns ? width[c] : 0, *buf ? buf : "-",
 				c + 1 < ncolumns ? "  " : "\n");
 		}

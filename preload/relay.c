@@ -309,7 +309,7 @@ void fn_relay_atfork_child(void)
 				fn_fd_set(fds[i], 0);
 				LIBC(close)(fds[i]);
 			}
-		free(c);
+		fn_conn_free(c);
 	}
 	while (dgrams) {
 		struct fn_dgram *d = dgrams;

@@ -20,7 +20,7 @@
 #include "fdtab.h"
 #include "libc.h"
 
-#define BUF_SIZE (256 * 1024)
+#define BUF_START (64 * 1024)
 #define MARKS 4096
 #define MS 1000000ull
 
@@ -195,7 +195,8 @@ static void established(struct fn_conn *c, uint64_t now)
 		return;
 	}
 	for (int d = 0; d < 2; d++) {
-		c->dir[d].buf = malloc(BUF_SIZE);
+		c->dir[d].buf = malloc(BUF_START);
+		c->dir[d].cap = BUF_START;
 		c->dir[d].tok_ns = now;
 		if (c->par.latency_ms)
 			c->dir[d].marks = calloc(MARKS, sizeof(struct fn_mark));

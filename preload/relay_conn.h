@@ -29,6 +29,7 @@ struct fn_mark {
 /* One direction: 0 is up (app to peer), 1 is down (peer to app). */
 struct fn_dir {
 	char *buf;
+	size_t cap;    /* buf's size: it grows while a transfer keeps it full */
 	size_t lo, hi; /* bytes [lo, hi) wait to be written */
 	uint64_t in, out;
 	struct fn_mark *marks;

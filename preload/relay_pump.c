@@ -6,6 +6,7 @@
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
@@ -15,7 +16,10 @@
 #include "libc.h"
 #include "relay_conn.h"
 
-#define BUF_SIZE (256 * 1024)
+/* A direction's buffer starts small and doubles up to BUF_MAX while bulk
+ * transfers keep it full: fewer system calls for them, little memory for
+ * the many connections that carry a request and a reply. */
+#define BUF_MAX (1024 * 1024)
 #define MARKS 4096
 #define MS 1000000ull
 #define NS 1000000000.0
@@ -62,6 +66,17 @@ static bool has_latency(const struct fn_conn *c, const struct fn_dir *dr)
 	return dr->faulted && c->par.latency_ms;
 }
 
+static void grow(struct fn_dir *dr)
+{
+	if (dr->hi < dr->cap || dr->lo > 0 || dr->cap >= BUF_MAX)
+		return;
+	char *bigger = realloc(dr->buf, dr->cap * 2);
+	if (bigger) {
+		dr->buf = bigger;
+		dr->cap *= 2;
+	}
+}
+
 /* Reads what the buffer has room for. False on a fatal error. */
 static bool fill(struct fn_conn *c, int d, uint64_t now)
 {
@@ -70,15 +85,16 @@ static bool fill(struct fn_conn *c, int d, uint64_t now)
 		return true;
 	if (dr->lo == dr->hi)
 		dr->lo = dr->hi = 0;
-	else if (dr->hi == BUF_SIZE && dr->lo > 0) {
+	else if (dr->hi == dr->cap && dr->lo > 0) {
 		memmove(dr->buf, dr->buf + dr->lo, dr->hi - dr->lo);
 		dr->hi -= dr->lo;
 		dr->lo = 0;
 	}
 	bool latency = has_latency(c, dr);
-	while (dr->hi < BUF_SIZE && !(latency && dr->mcount == MARKS)) {
+	grow(dr);
+	while (dr->hi < dr->cap && !(latency && dr->mcount == MARKS)) {
 		ssize_t n =
-		    LIBC(recv)(src_fd(c, d), dr->buf + dr->hi, BUF_SIZE - dr->hi, MSG_DONTWAIT);
+		    LIBC(recv)(src_fd(c, d), dr->buf + dr->hi, dr->cap - dr->hi, MSG_DONTWAIT);
 		if (n == 0) {
 			dr->eof = true;
 			return true;
@@ -273,7 +289,9 @@ static void watch(struct fn_conn *c)
 		const struct fn_dir *dr = &c->dir[d];
 		int src = d, dst = !d; /* socket index: 0 app, 1 peer */
 		/* fill() makes room by moving what waits to the front. */
-		if (!dr->eof && !dr->stopped && dr->hi - dr->lo < BUF_SIZE)
+		bool room = (dr->hi - dr->lo < dr->cap || dr->cap < BUF_MAX) &&
+			    !(has_latency(c, dr) && dr->mcount == MARKS);
+		if (!dr->eof && !dr->stopped && room)
 			ev[src] |= EPOLLIN | EPOLLRDHUP;
 		if (dr->stopped && !dr->eof)
 			ev[src] |= EPOLLRDHUP;

@@ -41,6 +41,17 @@ check "FAULTNET_ZONE without a config: exit 78" [ "$rc" = 78 ] && contains "$err
 run env FAULTNET_CONFIG="$tmp/missing.conf" LD_PRELOAD="$preload" /bin/echo main-ran
 check "missing config file: exit 78" [ "$rc" = 78 ] && contains "$err" "missing.conf: cannot read the file"
 
+if [ "$(id -u)" = 0 ]; then
+	# A setuid program: the loader drops LD_PRELOAD, and the shim (whose
+	# variables are read with secure_getenv) never runs in it. The bad
+	# config would stop it with 78 if it did.
+	cp /usr/bin/env "$tmp/suid-env"
+	chown 65534 "$tmp/suid-env"
+	chmod 4755 "$tmp/suid-env"
+	run env FAULTNET_CONFIG="$tmp/bad.conf" LD_PRELOAD="$preload" "$tmp/suid-env" /bin/echo main-ran
+	check "a setuid program is left alone" [ "$rc" = 0 ] && [ "$out" = main-ran ] && [ -z "$err" ]
+fi
+
 run env LD_PRELOAD="$preload" /bin/echo main-ran
 check "no config: the app runs untouched" [ "$rc" = 0 ] && [ "$out" = main-ran ] && [ -z "$err" ]
 

@@ -217,6 +217,36 @@ def raw(path, data, read=True):
     return out.decode(errors="replace")
 
 
+def test_escaping():
+    """Names from the outside (a command line with quotes, backslashes,
+    newlines and control bytes) come out escaped in tables and JSON."""
+    weird = 'x"y\\z\nw\x01'
+    p = subprocess.Popen([PY, "-c", "import time; time.sleep(5)", weird],
+                         env=env(group="escape"))
+    try:
+        for _ in range(50):
+            if ps("-g", "escape"):
+                break
+            time.sleep(0.1)
+        r = ctl("--json", "-g", "escape", "ps")
+        rows = []
+        try:
+            rows = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+        except ValueError as e:
+            check("ps --json: valid JSON for a command line with quotes and newlines", False,
+                  str(e) + r.stdout)
+            return
+        check("ps --json: a command line with quotes, newlines and control bytes round-trips",
+              len(rows) == 1 and rows[0].get("cmd", "").endswith(weird), r.stdout)
+        table = ctl("-g", "escape", "ps").stdout
+        check("ps table: one line per process, control bytes shown escaped",
+              table.count("\n") == 2 and "\x01" not in table and
+              table.rstrip("\n").endswith('x"y\\z\\nw\\x01'), repr(table))
+    finally:
+        p.kill()
+        p.wait()
+
+
 def test_bad_input():
     a = Agent.start(group="hostile")
     path = os.path.join(RUNDIR, "hostile.%d.sock" % a.pid)
@@ -439,6 +469,7 @@ def main():
         test_zones()
         test_fork_exec()
         test_bad_input()
+        test_escaping()
         test_stats_and_events(servers)
         test_existing_connections(servers)
         test_verbs()

@@ -193,6 +193,8 @@ int main(int argc, char **argv)
 	    "ops %ld %ld %ld bad_bytes %ld errors %ld timeouts %ld signals %ld fds %d %d rss %ld\n",
 	    (long)ops[0], (long)ops[1], (long)ops[2], (long)bad_bytes, (long)errors, (long)timeouts,
 	    (long)signals_seen, fds_before, fds_after, rss_kib());
+	fflush(stdout);
+	free(t);
 	bool ok = bad_bytes == 0 && errors == 0 && fds_before == fds_after && ops[0] > 0 &&
 		  ops[1] > 0 && signals_seen > 0;
 	return ok ? 0 : 1;
