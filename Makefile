@@ -1,15 +1,17 @@
 # faultnet build. `make` builds build/libfaultnet.so and build/faultctl;
 # `make test` runs every test; `make demo` shows a fault on a real client.
-# SAN=1 builds with AddressSanitizer and UBSan into build/asan.
+# SAN=1 builds with AddressSanitizer and UBSan into build/asan, TSAN=1 with
+# ThreadSanitizer into build/tsan.
 
 CC ?= gcc
 SAN ?=
-BUILD ?= $(if $(SAN),build/asan,build)
+TSAN ?=
+BUILD ?= $(if $(SAN),build/asan,$(if $(TSAN),build/tsan,build))
 PREFIX ?= /usr/local
 
 CFLAGS_BASE := -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g -fPIC
 SANOPTS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-SANFLAGS := $(if $(SAN),$(SANOPTS))
+SANFLAGS := $(if $(SAN),$(SANOPTS),$(if $(TSAN),-fsanitize=thread))
 # Link-time optimisation folds each exported hook and its internal function
 # into one: the unmatched path is then a bounds check, a load and a branch.
 # (clang's LTO needs the gold plugin, which Debian ships separately.)
@@ -87,6 +89,7 @@ conformance: all $(CONF_STAMP)
 test: test-deps $(CONF_STAMP)
 	@$(MAKE) --no-print-directory test-progs bench-progs
 	@$(MAKE) --no-print-directory SAN=1 test-progs
+	@$(MAKE) --no-print-directory TSAN=1 all $(addprefix build/tsan/tests/,it_catalogue hammer)
 	tests/run.sh
 
 # ---- stress: the long versions of the hardening tests ----------------------

@@ -10,7 +10,7 @@
 set -eu
 
 build_pkgs="gcc libc6-dev libconfig-dev"
-test_pkgs="libcunit1-dev curl python3 node=nodejs clang clang-format binutils procps"
+test_pkgs="libcunit1-dev curl python3 node=nodejs clang clang-format binutils procps valgrind"
 bench_pkgs="valgrind fiu-utils trickle python3"
 conformance_pkgs="wget python3-requests python3-boto3 javac=openjdk-17-jdk-headless psql=postgresql-client redis-cli=redis-tools npm=npm"
 

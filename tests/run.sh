@@ -52,6 +52,7 @@ variant() {
 	echo "=== $build: the shim never harms its host"
 	cunit env FAULTNET_CONFIG="$root/tests/integration/hardening.conf" LD_PRELOAD="$preload" "$build/tests/it_hardening"
 	tests/stress/stress.sh "$build" 20 1000 0 $first
+	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/stress/procs.py "$build" "$first"
 	echo "=== $build: the policies in policies/"
 	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/policies/policy_test.py "$build" "$first"
 	echo "=== $build: real clients"
@@ -62,6 +63,31 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 variant build ""
 variant build/asan "$asan"
+
+echo "=== ThreadSanitizer: the threaded tests against the shim built with -fsanitize=thread"
+tsan=$(gcc -print-file-name=libtsan.so)
+export TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0 exitcode=66 suppressions=$root/tests/tsan.supp"
+cunit env FAULTNET_CONFIG="$root/tests/integration/catalogue.conf" LD_PRELOAD="$tsan:$root/build/tsan/libfaultnet.so" build/tsan/tests/it_catalogue
+tests/stress/stress.sh build/tsan 15 300 0 "$tsan"
+unset TSAN_OPTIONS
+
+echo "=== valgrind memcheck: the integration tests under the normal build"
+vglog=$(mktemp -d)
+for prog in it_faults it_catalogue; do
+	conf=it.conf
+	[ $prog = it_catalogue ] && conf=catalogue.conf
+	cunit env FAULTNET_CONFIG="$root/tests/integration/$conf" LD_PRELOAD="$root/build/libfaultnet.so" \
+		valgrind --log-file="$vglog/$prog.%p" build/tests/$prog
+done
+if grep -L 'ERROR SUMMARY: 0 errors' "$vglog"/* | grep -q . || grep -q 'Invalid\|uninitialised' "$vglog"/*; then
+	echo "  FAIL - valgrind found errors:"
+	grep -h -A8 'Invalid\|uninitialised' "$vglog"/* | head -40
+	echo fail >>"$FN_COUNTS"
+else
+	echo "  ok   - valgrind: no invalid access or uninitialised read in $(ls "$vglog" | wc -l) processes"
+	echo pass >>"$FN_COUNTS"
+fi
+rm -rf "$vglog"
 
 echo "=== conformance: real clients against each fault, and the stories"
 ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/conformance/conformance.py build CONFORMANCE.md

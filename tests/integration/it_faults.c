@@ -247,7 +247,7 @@ static int run_child(char *const argv[], const char *zone)
 	if (pid == 0) {
 		if (zone)
 			setenv("FAULTNET_ZONE", zone, 1);
-		execv("/proc/self/exe", argv);
+		execv(self_path, argv);
 		_exit(99);
 	}
 	int st;
@@ -654,6 +654,7 @@ static int child_main(const char *mode)
 
 int main(int argc, char **argv)
 {
+	remember_self(argv[0]);
 	if (argc == 3 && strcmp(argv[1], "--child") == 0)
 		return child_main(argv[2]);
 	if (!getenv("FAULTNET_CONFIG")) {

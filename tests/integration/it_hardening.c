@@ -120,7 +120,7 @@ static int child_chain(int depth)
 		return 0;
 	char d[8];
 	snprintf(d, sizeof(d), "%d", depth - 1);
-	execl("/proc/self/exe", "it_hardening", "--child", "chain", d, (char *)NULL);
+	execl(self_path, "it_hardening", "--child", "chain", d, (char *)NULL);
 	return 79;
 }
 
@@ -128,7 +128,7 @@ static int run_self(const char *mode, const char *arg)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
-		execl("/proc/self/exe", "it_hardening", "--child", mode, arg, (char *)NULL);
+		execl(self_path, "it_hardening", "--child", mode, arg, (char *)NULL);
 		_exit(127);
 	}
 	int st;
@@ -236,7 +236,7 @@ static void test_spawn_storm(void)
 	for (int i = 0; i < 50; i++) {
 		pid_t pid;
 		char *argv[] = {"it_hardening", "--child", "chain", "0", NULL};
-		if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ) != 0) {
+		if (posix_spawn(&pid, self_path, NULL, NULL, argv, environ) != 0) {
 			bad++;
 			continue;
 		}
@@ -250,8 +250,7 @@ static void test_spawn_storm(void)
 	for (int i = 0; i < 50; i++) {
 		pid_t pid = vfork();
 		if (pid == 0) {
-			execl("/proc/self/exe", "it_hardening", "--child", "chain", "0",
-			      (char *)NULL);
+			execl(self_path, "it_hardening", "--child", "chain", "0", (char *)NULL);
 			_exit(127);
 		}
 		int st;
@@ -264,6 +263,7 @@ static void test_spawn_storm(void)
 
 int main(int argc, char **argv)
 {
+	remember_self(argv[0]);
 	if (argc == 4 && strcmp(argv[1], "--child") == 0) {
 		if (strcmp(argv[2], "emfile") == 0)
 			return child_emfile();

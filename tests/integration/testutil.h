@@ -19,6 +19,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <limits.h>
 #include <unistd.h>
 
 static inline long now_ms(void)
@@ -182,6 +183,17 @@ static inline int wait_out(enum waitkind k, int fd, int ep, int ms)
 		return (ev.events & EPOLLOUT ? POLLOUT : 0) | (ev.events & EPOLLERR ? POLLERR : 0) |
 		       (ev.events & EPOLLHUP ? POLLHUP : 0);
 	}
+}
+
+/* This program's own path, for re-executing itself: argv[0] made absolute
+ * (under valgrind /proc/self/exe would name valgrind's tool instead). */
+static char self_path[4096] = "/proc/self/exe";
+
+static inline void remember_self(const char *argv0)
+{
+	char buf[4096];
+	if (strchr(argv0, '/') && realpath(argv0, buf))
+		snprintf(self_path, sizeof(self_path), "%s", buf);
 }
 
 #endif

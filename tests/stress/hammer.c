@@ -23,7 +23,7 @@
 #define PORT 7500
 static const char *const targets[3] = {"127.81.0.1", "127.81.0.2", "127.81.0.3"};
 static atomic_long ops[3], bad_bytes, errors, timeouts, signals_seen;
-static volatile int stop;
+static atomic_int stop;
 static int sig_pipe[2], sig_udp;
 static struct sockaddr_storage sig_to;
 static socklen_t sig_tolen;

@@ -1,0 +1,90 @@
+"""procs.py - process storms under the shim: a shell pipeline loop, and a
+Python multiprocessing pool whose workers must meet the rules and answer
+faultctl. Prints "ok"/"FAIL" lines and adds them to $FN_COUNTS.
+
+usage: procs.py BUILD_DIR [PRELOAD_FIRST]
+       procs.py --worker N      (a pool run, under the shim)
+"""
+import multiprocessing
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONF = os.path.join(os.path.dirname(HERE), "integration", "hardening.conf")
+IP, PORT = "127.82.0.1", 7600   # refused by the rule; a real server listens
+
+
+def attempt(i):
+    s = socket.socket()
+    s.settimeout(2)
+    try:
+        s.connect((IP, PORT))
+        return "connected"
+    except ConnectionRefusedError:
+        return "refused"
+    except OSError as e:
+        return "error %s" % e
+    finally:
+        s.close()
+        time.sleep(0.05)
+
+
+def worker_main(n):
+    with multiprocessing.Pool(4) as pool:
+        out = pool.map(attempt, range(n))
+        time.sleep(1.5)   # alive while the parent asks faultctl ps
+    print(" ".join(sorted(set(out))), len(out))
+
+
+def main():
+    build = os.path.abspath(sys.argv[1])
+    first = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else None
+    counts = os.environ.get("FN_COUNTS", os.devnull)
+    rundir = tempfile.mkdtemp(prefix="fn-procs-")
+    failed = 0
+
+    def check(name, cond, detail=""):
+        nonlocal failed
+        with open(counts, "a") as f:
+            f.write("pass\n" if cond else "fail\n")
+        print(("  ok   - " if cond else "  FAIL - ") + name + ("" if cond else " " + detail))
+        failed += not cond
+
+    env = dict(os.environ, FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=rundir, FAULTNET_GROUP="mp",
+               LD_PRELOAD=(first + ":" if first else "") + os.path.join(build, "libfaultnet.so"))
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((IP, PORT))
+    ls.listen(64)
+    print("process storms under the shim (%s)" % build)
+    r = subprocess.run(["bash", "-c", "for i in $(seq 200); do echo x | cat | wc -l; done | "
+                        "sort | uniq -c"], env=env, capture_output=True, text=True, timeout=120)
+    check("a shell pipeline loop, 200 rounds of 3 processes", r.stdout.split() == ["200", "1"],
+          r.stdout + r.stderr)
+    p = subprocess.Popen(["/usr/bin/python3", os.path.abspath(__file__), "--worker", "40"],
+                         env=env, stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    ctl_env = dict(os.environ, FAULTNET_RUNDIR=rundir)
+    if first:
+        ctl_env["LD_PRELOAD"] = first
+    ps = subprocess.run([os.path.join(build, "faultctl"), "-g", "mp", "ps"], env=ctl_env,
+                        capture_output=True, text=True, timeout=30)
+    out = p.communicate(timeout=60)[0].strip()
+    check("multiprocessing: 40 connects from 4 workers, all refused by the rule (%s)" % out,
+          out == "refused 40", out)
+    rows = [l for l in ps.stdout.splitlines()[1:] if l.strip()]
+    check("multiprocessing: the parent and its 4 workers answer faultctl ps (%d)" % len(rows),
+          len(rows) >= 5, ps.stdout + ps.stderr)
+    ls.close()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--worker":
+        worker_main(int(sys.argv[2]))
+    else:
+        sys.exit(main())
