@@ -19,8 +19,8 @@ static const struct fn_key keys[] = {
     {"rate", FN_KEY_UINT, A(BANDWIDTH) | A(LATENCY), 1ull << 40},
     {"bytes", FN_KEY_UINT, A(DRIP), 1u << 20},
     {"every_ms", FN_KEY_MS, A(DRIP), DAY_MS},
-    {"after_bytes", FN_KEY_UINT, A(STALL) | A(RESET) | A(CLOSE), 1ull << 50},
-    {"after_ms", FN_KEY_MS, A(STALL) | A(RESET), DAY_MS},
+    {"after_bytes", FN_KEY_UINT, A(STALL) | A(RESET) | A(CLOSE) | A(BLACKHOLE), 1ull << 50},
+    {"after_ms", FN_KEY_MS, A(STALL) | A(RESET) | A(BLACKHOLE), DAY_MS},
     {"direction", FN_KEY_DIRECTION, STREAM, 0},
     {"error", FN_KEY_UNREACH, A(UNREACHABLE), 0},
     {"probability", FN_KEY_PROB, 0, 0},
@@ -132,8 +132,9 @@ static const char *missing(const struct fn_rule *r)
 
 static bool tcp_only(const struct fn_rule *r)
 {
-	return r->action != FN_ACT_BLACKHOLE && r->action != FN_ACT_DROP &&
-	       r->action != FN_ACT_DELAY;
+	if (r->action == FN_ACT_BLACKHOLE) /* on an open connection: a stream */
+		return r->par.after_bytes >= 0 || r->par.after_ms >= 0;
+	return r->action != FN_ACT_DROP && r->action != FN_ACT_DELAY;
 }
 
 const char *fn_rule_params_check(struct fn_rule *r, bool proto_given, char *buf, size_t len)
@@ -157,7 +158,7 @@ const char *fn_rule_params_check(struct fn_rule *r, bool proto_given, char *buf,
 	}
 	if (!r->par.direction)
 		r->par.direction = r->action == FN_ACT_LATENCY || r->action == FN_ACT_BANDWIDTH ||
-					   r->action == FN_ACT_DRIP
+					   r->action == FN_ACT_DRIP || r->action == FN_ACT_BLACKHOLE
 				       ? FN_DIR_BOTH
 				       : FN_DIR_DOWN;
 	return NULL;

@@ -154,7 +154,8 @@ static uint64_t drip(struct fn_conn *c, struct fn_dir *dr, uint64_t now)
 
 static bool after_rule(const struct fn_conn *c)
 {
-	return c->action == FN_ACT_STALL || c->action == FN_ACT_RESET || c->action == FN_ACT_CLOSE;
+	return c->action == FN_ACT_STALL || c->action == FN_ACT_RESET ||
+	       c->action == FN_ACT_CLOSE || c->action == FN_ACT_BLACKHOLE;
 }
 
 /* How many bytes the rule lets out now. */
@@ -216,7 +217,20 @@ static bool flush(struct fn_conn *c, int d, uint64_t now)
 	return true;
 }
 
-/* stall, reset or close, once after_bytes or after_ms is reached. */
+/* A blackhole on an open connection: nothing more either way, no FIN, no
+ * reset. The relay's end also shrinks its receive buffer to the minimum,
+ * so that what the app sends from now on soon goes unacknowledged, as on a
+ * dead route: its kernel retransmits, and TCP_USER_TIMEOUT (which also
+ * bounds zero-window probes) ends the connection with ETIMEDOUT. */
+static void go_dark(struct fn_conn *c)
+{
+	int small = 1; /* the kernel rounds it up to its minimum */
+	setsockopt(c->app, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	c->dir[0].stopped = c->dir[1].stopped = true;
+}
+
+/* stall, reset, close or blackhole, once after_bytes or after_ms is
+ * reached. */
 static void trigger(struct fn_conn *c, int d, uint64_t now)
 {
 	struct fn_dir *dr = &c->dir[d];
@@ -237,6 +251,8 @@ static void trigger(struct fn_conn *c, int d, uint64_t now)
 		c->reset_pending = true;
 		return;
 	}
+	if (c->action == FN_ACT_BLACKHOLE)
+		return go_dark(c);
 	dr->stopped = true;
 	if (c->action == FN_ACT_CLOSE && !dr->shut) {
 		shutdown(dst_fd(c, d), SHUT_WR);
@@ -277,9 +293,11 @@ static void notice_close(struct fn_conn *c, int d)
 		dr->eof = true;
 }
 
+/* Done with: the source has ended, and the destination was told, or the
+ * rule stopped this direction anyway. */
 static bool finished(const struct fn_dir *dr)
 {
-	return dr->eof && dr->shut;
+	return dr->eof && (dr->shut || dr->stopped);
 }
 
 static void watch(struct fn_conn *c)

@@ -19,6 +19,7 @@ const char *fn_action_name(enum fn_action a)
 bool fn_rule_relayed(const struct fn_rule *r)
 {
 	switch (r->action) {
+	case FN_ACT_BLACKHOLE:
 	case FN_ACT_STALL:
 	case FN_ACT_RESET:
 		return r->par.after_bytes >= 0 || r->par.after_ms >= 0;

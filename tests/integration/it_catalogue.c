@@ -18,10 +18,11 @@
 #define BIG (64u << 20)
 
 static const char *const server_ips[] = {
-    "127.72.0.1",  "127.72.0.2",  "127.72.0.3",	 "127.72.0.4",	"127.72.0.5",  "127.72.0.6",
-    "127.72.0.7",  "127.72.0.8",  "127.72.0.9",	 "127.72.0.10", "127.72.0.11", "127.72.0.12",
-    "127.72.0.13", "127.72.0.14", "127.72.0.15", "127.72.0.16", "127.72.0.17", "127.72.0.18",
-    "127.72.0.19", "127.72.0.20", "127.72.2.1",	 "127.72.2.2",	"127.72.2.3",  "127.72.3.1"};
+    "127.72.0.1",  "127.72.0.2",  "127.72.0.3",	 "127.72.0.4",	"127.72.0.5",
+    "127.72.0.6",  "127.72.0.7",  "127.72.0.8",	 "127.72.0.9",	"127.72.0.10",
+    "127.72.0.11", "127.72.0.12", "127.72.0.13", "127.72.0.14", "127.72.0.15",
+    "127.72.0.16", "127.72.0.17", "127.72.0.18", "127.72.0.19", "127.72.0.20",
+    "127.72.0.21", "127.72.2.1",  "127.72.2.2",	 "127.72.2.3",	"127.72.3.1"};
 #define NSERVERS (sizeof(server_ips) / sizeof(server_ips[0]))
 
 /* What the echo server saw of the last connection that ended. */
@@ -422,6 +423,43 @@ static void test_after_ms(void)
 	}
 }
 
+/* A blackhole 300 ms into an open connection: the echo stops both ways
+ * with no FIN; an app that keeps sending with TCP_USER_TIMEOUT set gets
+ * ETIMEDOUT, as on a route that went dead. */
+static void test_blackhole_open(void)
+{
+	for (int m = 0; m < M_MODES; m++) {
+		struct cl c;
+		char b[10];
+		int end;
+		CU_ASSERT_EQUAL_FATAL(cl_connect(&c, "127.72.0.21", m, NULL), 0);
+		set_int(c.fd, IPPROTO_TCP, TCP_USER_TIMEOUT, 1000);
+		CU_ASSERT(cl_write(&c, "0123456789", 10));
+		CU_ASSERT_EQUAL(cl_read_all(&c, b, 10, 2000, &end, NULL), 10);
+		usleep(400 * 1000);
+		CU_ASSERT(cl_write(&c, "0123456789", 10));
+		CU_ASSERT_EQUAL(cl_read_all(&c, b, 10, 500, &end, NULL), 0);
+		CU_ASSERT_EQUAL(end, EAGAIN); /* nothing, and no FIN */
+		static char chunk[65536];
+		long t0 = now_ms();
+		int err = 0;
+		while (!err && now_ms() - t0 < 20000) {
+			struct pollfd p = {.fd = c.fd, .events = POLLOUT};
+			if (poll(&p, 1, 200) == 1 &&
+			    send(c.fd, chunk, sizeof(chunk), MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
+			    errno != EAGAIN)
+				err = errno;
+			if (!err && (p.revents & POLLERR))
+				err = so_error(c.fd);
+		}
+		if (err != ETIMEDOUT)
+			fprintf(stderr, "blackhole/%s: %s after %ld ms\n", mode_name[m],
+				strerror(err), now_ms() - t0);
+		CU_ASSERT_EQUAL(err, ETIMEDOUT);
+		cl_close(&c);
+	}
+}
+
 /* ---- conditions --------------------------------------------------------- */
 
 /* n connects to ip: R refused, X reset, P passed. */
@@ -776,6 +814,8 @@ int main(int argc, char **argv)
 	CU_add_test(s, "drip: 10 bytes every 50 ms", test_drip);
 	CU_add_test(s, "stall, reset, close after 1000 bytes", test_after_bytes);
 	CU_add_test(s, "stall and reset after 300 ms", test_after_ms);
+	CU_add_test(s, "blackhole on an open connection; TCP_USER_TIMEOUT fires",
+		    test_blackhole_open);
 	CU_add_test(s, "first, every, after; a declined rule passes on", test_counting_conditions);
 	CU_add_test(s, "probability: the same FAULTNET_SEED, the same decisions", test_seed);
 	CU_add_test(s, "start_ms and for_ms", test_window);

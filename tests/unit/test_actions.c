@@ -38,6 +38,7 @@ static void test_params_parsed(void)
 	    " { name = \"r\"; action = \"reset\"; after_ms = 20; direction = \"up\"; },\n"
 	    " { name = \"c\"; action = \"close\"; after_bytes = 0; },\n"
 	    " { name = \"u\"; action = \"unreachable\"; error = \"net\"; },\n"
+	    " { name = \"k\"; action = \"blackhole\"; after_ms = 9; },\n"
 	    " { name = \"y\"; action = \"delay\"; delay_ms = 300; match = { proto = \"udp\"; }; "
 	    "probability = 0.25; first = 3; every = 2; after = 1; start_ms = 10; for_ms = 20; }\n"
 	    ");");
@@ -54,6 +55,9 @@ static void test_params_parsed(void)
 	CU_ASSERT(r[4].par.after_ms == 20 && r[4].par.direction == FN_DIR_UP);
 	CU_ASSERT(r[5].par.after_bytes == 0);
 	CU_ASSERT(r[6].par.net_unreachable && !fn_rule_relayed(&r[6]));
+	CU_ASSERT(fn_rule_relayed(&r[7]) && r[7].protos == FN_PROTO_TCP &&
+		  r[7].par.direction == FN_DIR_BOTH);
+	r++; /* the rest as before the blackhole */
 	CU_ASSERT(r[7].protos == FN_PROTO_UDP && r[7].has_cond && r[7].cond.probability == 0.25);
 	CU_ASSERT(r[7].cond.first == 3 && r[7].cond.every == 2 && r[7].cond.after == 1);
 	CU_ASSERT(r[7].cond.start_ms == 10 && r[7].cond.for_ms == 20);
@@ -87,6 +91,8 @@ static void test_param_errors(void)
 	       "t.conf:1: rule 'a': probability must be a number from 0 to 1");
 	EXPECT("action = \"refuse\"; match = { proto = \"udp\"; };",
 	       "t.conf:1: rule 'a': action refuse applies to TCP only, not proto \"udp\"");
+	EXPECT("action = \"blackhole\"; after_ms = 5; match = { proto = \"udp\"; };",
+	       "t.conf:1: rule 'a': action blackhole applies to TCP only, not proto \"udp\"");
 	EXPECT("action = \"drop\"; chance = 0.5;", "t.conf:1: rule 'a': unknown key 'chance'");
 	/* libconfig keeps 32 bits of an integer without L: never silently. */
 	CU_ASSERT_STRING_EQUAL(
