@@ -81,6 +81,7 @@ int fn_close(int fd)
 	/* Clear first: once closed, the number may be handed to another
 	 * thread's socket() before we get to clear it. */
 	fn_fd_set(fd, f & ~(unsigned)SHIM_STATE);
+	fn_fd_released();
 	int r = LIBC(close)(fd);
 	if (f & FDF_INTERNAL)
 		internal_lost(fd);
@@ -105,6 +106,7 @@ int fn_close_range(unsigned int lo, unsigned int hi, int flags)
 		if (!(f & SHIM_STATE))
 			continue;
 		fn_fd_set((int)fd, f & ~(unsigned)SHIM_STATE);
+		fn_fd_released();
 		if ((f & FDF_INTERNAL) && nlost < 32)
 			lost[nlost++] = (int)fd;
 	}

@@ -38,10 +38,22 @@ int fn_fd_high(void)
 	return __atomic_load_n(&high_fd, __ATOMIC_RELAXED);
 }
 
+/* A record is handed from the thread that closed an fd to the thread that
+ * gets the same number from the kernel next. The kernel orders the two
+ * calls; this counter says so in the language's memory model too (and to
+ * ThreadSanitizer): a close releases it, a record's user acquires it. */
+static uint64_t fd_epoch;
+
+void fn_fd_released(void)
+{
+	__atomic_add_fetch(&fd_epoch, 1, __ATOMIC_RELEASE);
+}
+
 struct fn_fdstate *fn_fdstate(int fd, bool create)
 {
 	if ((unsigned)fd >= FN_FD_MAX)
 		return NULL;
+	(void)__atomic_load_n(&fd_epoch, __ATOMIC_ACQUIRE);
 	struct fn_fdstate **slot = &chunks[fd / CHUNK];
 	struct fn_fdstate *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	if (!c && create) {

@@ -54,6 +54,9 @@ struct fn_fdstate {
  * memory is short. */
 struct fn_fdstate *fn_fdstate(int fd, bool create);
 
+/* A thread is done with the record of an fd it is closing. */
+void fn_fd_released(void);
+
 /* True if fd still refers to the socket the record was made for. */
 bool fn_fdstate_current(int fd, const struct fn_fdstate *st);
 

@@ -188,7 +188,10 @@ bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr 
 	d->due_ns = fn_now_ns() + delay_ns;
 	pthread_mutex_lock(&lock);
 	d->fd = start_thread() ? own_fd(LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, 0)) : -1;
-	if (d->fd >= 0) {
+	/* Once queued, d belongs to the relay thread, which may send and free
+	 * it as soon as the lock is released: decide now. */
+	bool queued = d->fd >= 0;
+	if (queued) {
 		/* Ordered by due time, first come first out among equals, so
 		 * that a constant delay never reorders datagrams. */
 		struct fn_dgram **at = &dgrams;
@@ -198,7 +201,7 @@ bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr 
 		*at = d;
 	}
 	pthread_mutex_unlock(&lock);
-	if (d->fd < 0) {
+	if (!queued) {
 		free(d);
 		errno = ENOBUFS;
 		return false;

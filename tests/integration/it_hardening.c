@@ -40,31 +40,6 @@ static int refused(void)
 	return r < 0 && e == ECONNREFUSED ? 0 : 1;
 }
 
-/* The app's own fds: the shim's live at 1000 and above. */
-static int open_fds(void)
-{
-	int n = 0;
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.' && atoi(e->d_name) < 1000;
-	closedir(d);
-	return n - 1;
-}
-
-static long rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &v) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return v;
-}
-
 /* ---- fd exhaustion ------------------------------------------------------ */
 
 static int child_emfile(void)
@@ -170,7 +145,7 @@ static void test_ten_thousand_sockets(void)
 	}
 	enum { N = 10000 };
 	static int fds[N];
-	int before = open_fds();
+	int before = app_fds();
 	long rss0 = rss_kib();
 	for (int i = 0; i < N; i++)
 		fds[i] = tcp_socket(BH_IP, true);
@@ -184,7 +159,7 @@ static void test_ten_thousand_sockets(void)
 	CU_ASSERT_EQUAL(poll(&p, 1, 100), 0);
 	for (int i = 0; i < N; i++)
 		close(fds[i]);
-	CU_ASSERT_EQUAL(open_fds(), before);
+	CU_ASSERT_EQUAL(app_fds(), before);
 	printf("\n    10,000 sockets: %ld KiB resident for the sockets, %ld KiB more once all "
 	       "were faulted (%.0f bytes per faulted socket) ",
 	       rss1 - rss0, rss2 - rss1, (double)(rss2 - rss1) * 1024 / N);

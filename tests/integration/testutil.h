@@ -5,6 +5,7 @@
 #define FAULTNET_TESTUTIL_H
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -183,6 +184,32 @@ static inline int wait_out(enum waitkind k, int fd, int ep, int ms)
 		return (ev.events & EPOLLOUT ? POLLOUT : 0) | (ev.events & EPOLLERR ? POLLERR : 0) |
 		       (ev.events & EPOLLHUP ? POLLHUP : 0);
 	}
+}
+
+/* How many of the app's own fds are open: the shim's live at 1000 and up. */
+static inline int app_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.' && atoi(e->d_name) < 1000;
+	closedir(d);
+	return n - 1; /* the directory's own fd */
+}
+
+/* This process's resident memory in KiB. */
+static inline long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
 }
 
 /* This program's own path, for re-executing itself: argv[0] made absolute

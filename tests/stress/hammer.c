@@ -54,32 +54,6 @@ static void *acceptor(void *arg)
 	return NULL;
 }
 
-/* The app's own fds: below the shim's range, which starts at 1000. */
-static int count_fds(void)
-{
-	int n = 0;
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.' && atoi(e->d_name) < 1000)
-			n++;
-	closedir(d);
-	return n - 1; /* the directory itself */
-}
-
-static long rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &v) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return v;
-}
-
 static void on_tick(int sig)
 {
 	(void)sig;
@@ -158,7 +132,7 @@ int main(int argc, char **argv)
 	int rx = bound_socket(SOCK_DGRAM, "127.81.0.4", PORT);
 	sig_udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	sig_tolen = mkaddr(&sig_to, "127.81.0.4", PORT);
-	int fds_before = count_fds();
+	int fds_before = app_fds();
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
 	struct sigaction sa = {.sa_handler = on_tick, .sa_flags = SA_RESTART};
@@ -188,7 +162,7 @@ int main(int argc, char **argv)
 		pthread_join(t[i], NULL);
 	struct itimerval off = {0};
 	setitimer(ITIMER_REAL, &off, NULL);
-	int fds_after = count_fds();
+	int fds_after = app_fds();
 	printf(
 	    "ops %ld %ld %ld bad_bytes %ld errors %ld timeouts %ld signals %ld fds %d %d rss %ld\n",
 	    (long)ops[0], (long)ops[1], (long)ops[2], (long)bad_bytes, (long)errors, (long)timeouts,

@@ -17,10 +17,12 @@ trap 'rm -rf "$rundir" "$out"' EXIT
 export FAULTNET_RUNDIR=$rundir
 
 echo "stress: 32 threads, $flips flips, ${seconds} s ($build)"
-FAULTNET_CONFIG="$here/stress.conf" LD_PRELOAD="${first:+$first:}$build/libfaultnet.so" \
-	timeout $((seconds + 60)) "$build/tests/hammer" 32 "$seconds" "$sample" >"$out" &
+# The preload goes on hammer itself, not on timeout: a sanitizer runtime
+# must not see timeout's fork.
+FAULTNET_CONFIG="$here/stress.conf" timeout $((seconds + 60)) \
+	env LD_PRELOAD="${first:+$first:}$build/libfaultnet.so" "$build/tests/hammer" 32 "$seconds" "$sample" >"$out" &
 hp=$!
-for _ in $(seq 100); do grep -q '^ready' "$out" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q '^ready' "$out" && break; sleep 0.1; done
 pid=$(awk '/^ready/ {print $2}' "$out")
 done_flips=0
 ctl() { ${first:+env LD_PRELOAD=$first} "$build/faultctl" -p "$pid" "$@" >/dev/null 2>&1; }
