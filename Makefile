@@ -20,7 +20,7 @@ ALL_CFLAGS = $(CFLAGS_BASE) $(LTO) $(SANFLAGS) $(CFLAGS)
 
 # The policy parser is shared by the shim, faultctl and the unit tests.
 CORE := addr rules actions chance lcfg wideint config wire rundir
-SHIM := $(CORE) libc fdtab sink relay relay_conn relay_pump stats fault connect datagram tcpbytes fdlife control commands init hooks
+SHIM := $(CORE) libc fdtab sink relay relay_conn relay_pump reinject stats fault connect datagram tcpbytes fdlife control commands init hooks
 
 CORE_OBJ := $(CORE:%=$(BUILD)/obj/%.o)
 SHIM_OBJ := $(SHIM:%=$(BUILD)/obj/%.o)

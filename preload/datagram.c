@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "chance.h"
+#include "reinject.h"
 #include "relay.h"
 
 #include "fdtab.h"
@@ -195,17 +196,41 @@ int fn_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 	return total;
 }
 
-/* Is the sender of a received datagram a peer the policy cuts off? */
-static bool from_faulted(int fd, const struct sockaddr *sa, socklen_t len, ssize_t n)
+enum inbound { IN_PASS, IN_DROP, IN_DELAY };
+
+/* What the policy does to a datagram received from sa: nothing, drop it, or
+ * delay it by *delay ns. */
+static enum inbound inbound_verdict(int fd, const struct sockaddr *sa, socklen_t len, ssize_t n,
+				    uint64_t *delay)
 {
 	struct fn_verdict v;
-	/* A delay rule acts on the app's sends only: a datagram already here
-	 * cannot be made to arrive later from its sender's address. */
-	if (!fn_fault_match(fd, sa, len, &v) || !v.rule || v.proto != FN_PROTO_UDP ||
-	    v.rule->action == FN_ACT_DELAY)
+	if (!fn_fault_match(fd, sa, len, &v) || !v.rule || v.proto != FN_PROTO_UDP)
+		return IN_PASS;
+	bool later = v.rule->action == FN_ACT_DELAY;
+	fn_stats_attempt(fd, v.rule, v.seen, &v.ep, v.proto, later ? "delayed-in" : "dropped-in",
+			 (uint64_t)n);
+	if (later)
+		*delay = datagram_delay(v.rule);
+	return later ? IN_DELAY : IN_DROP;
+}
+
+/* Takes a received datagram (n bytes in m's buffers) to be delivered again
+ * later; false if it cannot be, and the app then gets it now. */
+static bool delay_inbound(int fd, const struct msghdr *m, size_t n, const struct sockaddr *from,
+			  socklen_t fromlen, uint64_t delay)
+{
+	size_t room = iov_bytes(m), take = n < room ? n : room, at = 0;
+	char *flat = malloc(take ? take : 1);
+	if (!flat)
 		return false;
-	fn_stats_attempt(fd, v.rule, v.seen, &v.ep, v.proto, "dropped-in", (uint64_t)n);
-	return true;
+	for (size_t i = 0; i < m->msg_iovlen && at < take; i++) {
+		size_t k = m->msg_iov[i].iov_len < take - at ? m->msg_iov[i].iov_len : take - at;
+		memcpy(flat + at, m->msg_iov[i].iov_base, k);
+		at += k;
+	}
+	bool ok = fn_reinject_later(fd, flat, take, from, fromlen, delay);
+	free(flat);
+	return ok;
 }
 
 /* Throws away the datagram at the head of the queue after a MSG_PEEK. */
@@ -230,7 +255,17 @@ static ssize_t recv_filtered(int fd, struct msghdr *msg, int flags)
 		m.msg_namelen = sizeof(own);
 		m.msg_controllen = msg->msg_controllen;
 		ssize_t n = LIBC(recvmsg)(fd, &m, flags);
-		if (n >= 0 && from_faulted(fd, (struct sockaddr *)&own, m.msg_namelen, n)) {
+		uint64_t delay = 0;
+		enum inbound what = IN_PASS;
+		/* A datagram the shim sent again after a delay: put its real
+		 * sender back; otherwise ask the policy. */
+		if (n >= 0 && !fn_reinject_source(fd, &own, &m.msg_namelen, (size_t)n))
+			what =
+			    inbound_verdict(fd, (struct sockaddr *)&own, m.msg_namelen, n, &delay);
+		if (what == IN_DELAY && !delay_inbound(fd, &m, (size_t)n, (struct sockaddr *)&own,
+						       m.msg_namelen, delay))
+			what = IN_PASS;
+		if (what != IN_PASS) {
 			if (flags & MSG_PEEK)
 				discard_head(fd, flags);
 			continue;

@@ -14,6 +14,7 @@
 #include "libc.h"
 #include "shim.h"
 #include "chance.h"
+#include "reinject.h"
 #include "relay.h"
 #include "sink.h"
 #include "stats.h"
@@ -83,6 +84,7 @@ static void after_fork_child(void)
 	fn_stats_atfork_child();
 	fn_sink_atfork_child();
 	fn_relay_atfork_child();
+	fn_reinject_atfork_child();
 	fn_control_atfork_child();
 }
 

@@ -17,12 +17,15 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/sockios.h>
 
 #include "chance.h"
 #include "fdtab.h"
 #include "libc.h"
+#include "reinject.h"
 #include "relay_conn.h"
 #include "sink.h"
 
@@ -170,6 +173,33 @@ bool fn_relay_start(int fd, const struct sockaddr *dest, socklen_t destlen, cons
 	return true;
 }
 
+bool fn_relay_queue(struct fn_dgram *d, int dup_of)
+{
+	pthread_mutex_lock(&lock);
+	bool ok = start_thread();
+	if (ok && dup_of >= 0)
+		ok = (d->fd = own_fd(LIBC(fcntl)(dup_of, F_DUPFD_CLOEXEC, 0))) >= 0;
+	/* Once queued, d belongs to the relay thread, which may send and free
+	 * it as soon as the lock is released: decide now. */
+	if (ok) {
+		/* Ordered by due time, first come first out among equals, so
+		 * that a constant delay never reorders datagrams. */
+		struct fn_dgram **at = &dgrams;
+		while (*at && (*at)->due_ns <= d->due_ns)
+			at = &(*at)->next;
+		d->next = *at;
+		*at = d;
+	}
+	pthread_mutex_unlock(&lock);
+	if (!ok) {
+		free(d);
+		errno = ENOBUFS;
+		return false;
+	}
+	wake();
+	return true;
+}
+
 bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,
 		       socklen_t tolen, uint64_t delay_ns)
 {
@@ -186,28 +216,7 @@ bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr 
 		d->tolen = tolen;
 	}
 	d->due_ns = fn_now_ns() + delay_ns;
-	pthread_mutex_lock(&lock);
-	d->fd = start_thread() ? own_fd(LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, 0)) : -1;
-	/* Once queued, d belongs to the relay thread, which may send and free
-	 * it as soon as the lock is released: decide now. */
-	bool queued = d->fd >= 0;
-	if (queued) {
-		/* Ordered by due time, first come first out among equals, so
-		 * that a constant delay never reorders datagrams. */
-		struct fn_dgram **at = &dgrams;
-		while (*at && (*at)->due_ns <= d->due_ns)
-			at = &(*at)->next;
-		d->next = *at;
-		*at = d;
-	}
-	pthread_mutex_unlock(&lock);
-	if (!queued) {
-		free(d);
-		errno = ENOBUFS;
-		return false;
-	}
-	wake();
-	return true;
+	return fn_relay_queue(d, fd);
 }
 
 /* Sends the datagrams that are due; returns the earliest still waiting. */
@@ -221,12 +230,16 @@ static uint64_t send_due(uint64_t now)
 			p = &d->next;
 			continue;
 		}
+		*p = d->next;
+		if (d->inbound) {
+			fn_reinject_send(d); /* and frees it */
+			continue;
+		}
 		LIBC(sendto)
 		(d->fd, d->data, d->len, MSG_DONTWAIT | MSG_NOSIGNAL,
 		 d->tolen ? (struct sockaddr *)&d->to : NULL, d->tolen);
 		fn_fd_set(d->fd, 0);
 		LIBC(close)(d->fd);
-		*p = d->next;
 		free(d);
 	}
 	return next;
@@ -252,6 +265,27 @@ static uint64_t step_all(uint64_t now)
 	return next;
 }
 
+/* epoll_wait until the deadline next (CLOCK_MONOTONIC ns; UINT64_MAX for
+ * none). epoll_pwait2 takes nanoseconds: latency rules would otherwise be
+ * late by up to a millisecond of rounding. */
+static int wait_until(struct epoll_event *ev, int max, uint64_t next)
+{
+	static bool no_pwait2;
+	uint64_t now = fn_now_ns();
+	uint64_t left = next == UINT64_MAX ? 0 : next > now ? next - now : 0;
+	if (!no_pwait2) {
+		struct timespec ts = {.tv_sec = (time_t)(left / 1000000000u),
+				      .tv_nsec = (long)(left % 1000000000u)};
+		int n = (int)syscall(SYS_epoll_pwait2, epfd, ev, max,
+				     next == UINT64_MAX ? NULL : &ts, NULL, (size_t)8);
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		no_pwait2 = true;
+	}
+	int ms = next == UINT64_MAX ? -1 : (int)((left + 999999) / 1000000);
+	return epoll_wait(epfd, ev, max, ms);
+}
+
 static void *loop(void *arg)
 {
 	(void)arg;
@@ -259,11 +293,7 @@ static void *loop(void *arg)
 	struct epoll_event ev[64];
 	uint64_t next = 0;
 	for (;;) {
-		uint64_t now = fn_now_ns();
-		int ms = next == UINT64_MAX ? -1
-			 : next <= now	    ? 0
-					    : (int)((next - now + 999999) / 1000000);
-		int n = epoll_wait(epfd, ev, 64, ms);
+		int n = wait_until(ev, 64, next);
 		pthread_mutex_lock(&lock);
 		for (int i = 0; i < n; i++) {
 			if (!ev[i].data.ptr) {
@@ -317,7 +347,7 @@ void fn_relay_atfork_child(void)
 	while (dgrams) {
 		struct fn_dgram *d = dgrams;
 		dgrams = d->next;
-		if (d->fd >= 0) {
+		if (d->fd >= 0 && !d->inbound) {
 			fn_fd_set(d->fd, 0);
 			LIBC(close)(d->fd);
 		}

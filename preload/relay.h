@@ -26,6 +26,11 @@ bool fn_relay_start(int fd, const struct sockaddr *dest, socklen_t destlen, cons
 bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,
 		       socklen_t tolen, uint64_t delay_ns);
 
+/* Hands a datagram to the relay thread; with dup_of >= 0 it is sent from a
+ * duplicate of that socket. Takes d (freed on failure, errno set). */
+struct fn_dgram;
+bool fn_relay_queue(struct fn_dgram *d, int dup_of);
+
 /* The app closed fd, which may be one of the relay's: forget it first. */
 void fn_relay_lost(int fd);
 

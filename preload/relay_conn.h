@@ -70,13 +70,16 @@ struct fn_conn {
 	struct fn_dir dir[2];
 };
 
-/* A delayed UDP datagram. */
+/* A delayed UDP datagram: one the app sent (sent later through a duplicate
+ * of its socket, fd), or one it was to receive (inbound: sent again later
+ * from the shim's own socket to the app's, see reinject.h). */
 struct fn_dgram {
 	struct fn_dgram *next;
 	int fd;
+	bool inbound;
 	uint64_t due_ns;
-	struct sockaddr_storage to;
-	socklen_t tolen;
+	struct sockaddr_storage to, from;
+	socklen_t tolen, fromlen;
 	size_t len;
 	char data[];
 };

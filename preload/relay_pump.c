@@ -218,15 +218,30 @@ static bool flush(struct fn_conn *c, int d, uint64_t now)
 }
 
 /* A blackhole on an open connection: nothing more either way, no FIN, no
- * reset. The relay's end also shrinks its receive buffer to the minimum,
- * so that what the app sends from now on soon goes unacknowledged, as on a
- * dead route: its kernel retransmits, and TCP_USER_TIMEOUT (which also
- * bounds zero-window probes) ends the connection with ETIMEDOUT. */
+ * reset. On a dead route what the app sends next goes unacknowledged, and
+ * TCP_USER_TIMEOUT, if set, ends the connection with ETIMEDOUT. On loopback
+ * the relay's end would keep acknowledging, so it stops reading, shrinks its
+ * receive buffer, and fills the window it had advertised with bytes of its
+ * own sent from the app's socket (they go nowhere but to the relay, which
+ * drops them): the window closes, the app's next bytes wait behind it, and
+ * the kernel's zero-window probes, which TCP_USER_TIMEOUT also bounds, end
+ * the connection with ETIMEDOUT. */
 static void go_dark(struct fn_conn *c)
 {
+	static const char filler[65536];
 	int small = 1; /* the kernel rounds it up to its minimum */
 	setsockopt(c->app, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
 	c->dir[0].stopped = c->dir[1].stopped = true;
+	int queued = 0;
+	for (int i = 0; i < 256 && fn_conn_app_unread(c, &queued); i++) {
+		/* On loopback a send is delivered and acknowledged before it
+		 * returns; bytes left queued mean the window has closed. */
+		if (ioctl(c->appfd, SIOCOUTQ, &queued) < 0 || queued > 0)
+			break;
+		if (LIBC(sendto)(c->appfd, filler, sizeof(filler), MSG_DONTWAIT | MSG_NOSIGNAL,
+				 NULL, 0) <= 0)
+			break;
+	}
 }
 
 /* stall, reset, close or blackhole, once after_bytes or after_ms is

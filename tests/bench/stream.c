@@ -116,8 +116,12 @@ static int serve(const char *ip, const char *port)
 		if (c < 0)
 			continue;
 		pthread_t t;
-		pthread_create(&t, NULL, serve_one, (void *)(intptr_t)c);
-		pthread_detach(t);
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &at, serve_one, (void *)(intptr_t)c) != 0)
+			close(c);
+		pthread_attr_destroy(&at);
 	}
 }
 

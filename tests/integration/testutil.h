@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -184,6 +185,19 @@ static inline int wait_out(enum waitkind k, int fd, int ep, int ms)
 		return (ev.events & EPOLLOUT ? POLLOUT : 0) | (ev.events & EPOLLERR ? POLLERR : 0) |
 		       (ev.events & EPOLLHUP ? POLLHUP : 0);
 	}
+}
+
+/* Runs fn(fd) on a detached thread; when no thread can be had (a thread
+ * limit under load), closes fd instead, as a server would drop it. */
+static inline void spawn_detached(void *(*fn)(void *), int fd)
+{
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, fn, (void *)(intptr_t)fd) != 0)
+		close(fd);
+	pthread_attr_destroy(&at);
 }
 
 /* How many of the app's own fds are open: the shim's live at 1000 and up. */

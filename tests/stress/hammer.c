@@ -47,9 +47,7 @@ static void *acceptor(void *arg)
 		int c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
-		pthread_t t;
-		pthread_create(&t, NULL, echo, (void *)(intptr_t)c);
-		pthread_detach(t);
+		spawn_detached(echo, c);
 	}
 	return NULL;
 }
@@ -96,12 +94,24 @@ static void one(int which, unsigned *seed)
 	} else {
 		while (got < n) {
 			ssize_t k = recv(fd, in + got, n - got, 0);
+			/* A receive timeout makes recv fail with EINTR when the
+			 * signal lands, SA_RESTART or not (signal(7)). */
+			if (k < 0 && errno == EINTR)
+				continue;
 			if (k <= 0)
 				break;
 			got += (size_t)k;
 		}
-		if (got != n || memcmp(in, out, n) != 0)
-			atomic_fetch_add(&bad_bytes, 1);
+		if (got != n || memcmp(in, out, n) != 0) {
+			int e = errno;
+			size_t at = 0;
+			while (at < got && in[at] == out[at])
+				at++;
+			if (atomic_fetch_add(&bad_bytes, 1) < 10)
+				fprintf(stderr,
+					"bad: %s sent %zu got %zu, first difference at %zu, %s\n",
+					targets[which], n, got, at, got < n ? strerror(e) : "-");
+		}
 	}
 	close(fd);
 	atomic_fetch_add(&ops[which], 1);
