@@ -12,7 +12,9 @@ static const uint8_t v4_mapped_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff,
 
 bool fn_endpoint_from_sockaddr(struct fn_endpoint *ep, const struct sockaddr *sa, socklen_t len)
 {
-	if (!sa)
+	/* The length first: a receive from an unnamed sender leaves the
+	 * address, family included, unwritten. */
+	if (!sa || len < sizeof(sa_family_t))
 		return false;
 	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;

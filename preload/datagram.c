@@ -253,6 +253,7 @@ static ssize_t recv_filtered(int fd, struct msghdr *msg, int flags)
 	m.msg_name = &own;
 	for (;;) {
 		m.msg_namelen = sizeof(own);
+		own.ss_family = AF_UNSPEC;
 		m.msg_controllen = msg->msg_controllen;
 		ssize_t n = LIBC(recvmsg)(fd, &m, flags);
 		uint64_t delay = 0;

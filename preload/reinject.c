@@ -143,6 +143,9 @@ static bool same_port(const struct sockaddr_storage *a, const struct sockaddr_st
 
 bool fn_reinject_source(int fd, struct sockaddr_storage *src, socklen_t *len, size_t n)
 {
+	if (*len < sizeof(struct sockaddr_in) ||
+	    (src->ss_family != AF_INET && src->ss_family != AF_INET6))
+		return false;
 	int f = src->ss_family == AF_INET6;
 	uint16_t port = __atomic_load_n(&helper_port[f], __ATOMIC_ACQUIRE);
 	if (!port || port_of(src) != port)
