@@ -45,9 +45,10 @@ def conf(name, rules):
 
 
 def far_rules(n):
-    """n rules that never cover loopback: distinct /32s in 10/8."""
-    return ['{ name = "r%d"; action = "refuse"; match = { to = "10.%d.%d.%d/32"; }; }'
-            % (i, (i >> 16) & 255, (i >> 8) & 255, i & 255) for i in range(n)]
+    """n rules that never cover the loop's 127.0.0.1: distinct /32s from
+    127.100.0.0 up, all on loopback."""
+    return ['{ name = "r%d"; action = "refuse"; match = { to = "127.%d.%d.%d/32"; }; }'
+            % (i, 100 + ((i >> 16) & 255), (i >> 8) & 255, i & 255) for i in range(n)]
 
 
 def shim_env(config, extra=None):
@@ -104,7 +105,7 @@ def hot_path():
     say("")
     say("Method: valgrind --tool=callgrind on `loop`, a single-threaded loopback send + poll"
         " + recv loop; main thread's instructions for 12,000 minus 2,000 iterations, over"
-        " 10,000. Rules are /32s in 10.0.0.0/8, so none covers the loop's loopback socket.")
+        " 10,000. Rules are /32s from 127.100.0.0 up, so none covers the loop's loopback socket.")
     say("faultnet interposes 1 of the 3 calls in the loop (`recv`); libfiu and trickle"
         " interpose all 3. \"Per call\" divides the added instructions by the calls each"
         " tool intercepts.")
@@ -342,7 +343,7 @@ def control():
     say("| processes | median | worst |")
     say("|---|---|---|")
     cfg = conf("ctl.conf", ['{ name = "x"; action = "blackhole"; match = { to = '
-                            '"10.1.2.3/32"; }; enabled = false; }'])
+                            '"127.99.1.2/32"; }; enabled = false; }'])
     for n in (1, 8, 32):
         group = "bench%d" % n
         ps = [subprocess.Popen(["sleep", "600"], env=shim_env(cfg, {"FAULTNET_GROUP": group}))

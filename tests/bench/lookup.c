@@ -20,11 +20,11 @@ int main(int argc, char **argv)
 	char *text = malloc(cap);
 	at += (size_t)snprintf(text, cap, "rules = (\n");
 	for (long i = 0; i < n; i++) {
-		/* Distinct /32s in 10.0.0.0/8; the last one is the target. */
+		/* Distinct loopback /32s from 127.100.0.0 up; the last is the target. */
 		at += (size_t)snprintf(text + at, cap - at,
 				       "{ name = \"r%ld\"; action = \"refuse\"; match = { to = "
-				       "\"10.%ld.%ld.%ld/32\"; }; }%s\n",
-				       i, (i >> 16) & 255, (i >> 8) & 255, i & 255,
+				       "\"127.%ld.%ld.%ld/32\"; }; }%s\n",
+				       i, 100 + ((i >> 16) & 255), (i >> 8) & 255, i & 255,
 				       i + 1 < n ? "," : "");
 	}
 	snprintf(text + at, cap - at, ");\n");
@@ -37,7 +37,7 @@ int main(int argc, char **argv)
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(443)};
 	long last = n - 1;
 	char ip[32];
-	snprintf(ip, sizeof(ip), "10.%ld.%ld.%ld", (last >> 16) & 255, (last >> 8) & 255,
+	snprintf(ip, sizeof(ip), "127.%ld.%ld.%ld", 100 + ((last >> 16) & 255), (last >> 8) & 255,
 		 last & 255);
 	inet_pton(AF_INET, ip, &sa.sin_addr);
 	struct fn_endpoint ep;

@@ -105,7 +105,7 @@ static void test_param_errors(void)
 			       "truncate it; write 0x100000000L");
 	CU_ASSERT_STRING_EQUAL(
 	    error_of(RULE("action = \"bandwidth\"; rate = 4294967296L; "
-			  "match = { to = \"10.0.0.1/32\"; port = 2147483647; };")),
+			  "match = { to = \"127.72.9.1/32\"; port = 2147483647; };")),
 	    "t.conf:1: rule 'a': match.port 2147483647 is not from 1 to 65535");
 	struct fn_policy *p = parse(RULE("action = \"bandwidth\"; rate = 4294967296L;"));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
