@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../preload/config.h"
-#include "../preload/rundir.h"
-#include "render.h"
-#include "run.h"
-#include "targets.h"
+#include "core/config.h"
+#include "core/rundir.h"
+#include "ctl/render.h"
+#include "ctl/run.h"
+#include "ctl/targets.h"
 
 static const char usage[] =
     "usage: faultctl [-p PID]... [-g GROUP] [--json] VERB [ARGS]\n"

@@ -1,10 +1,10 @@
 /* render.c - tables and JSON from record lines. */
-#include "render.h"
+#include "ctl/render.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../preload/wire.h"
+#include "core/wire.h"
 
 #define FIELDS 32
 

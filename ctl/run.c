@@ -2,7 +2,7 @@
  * CMD: sets up the environment the shim reads and runs CMD. With --stats it
  * waits for CMD, then sums the counters that every process of the tree left
  * at exit and prints them. */
-#include "run.h"
+#include "ctl/run.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,10 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../preload/config.h"
-#include "../preload/rundir.h"
-#include "../preload/wire.h"
-#include "render.h"
+#include "core/config.h"
+#include "core/rundir.h"
+#include "core/wire.h"
+#include "ctl/render.h"
 
 /* The shim sits next to faultctl in the build tree (build/) and in ../lib
  * in an install tree (PREFIX/bin, PREFIX/lib). */

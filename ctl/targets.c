@@ -1,5 +1,5 @@
 /* targets.c - discovery, requests and the group journal. */
-#include "targets.h"
+#include "ctl/targets.h"
 
 #include <dirent.h>
 #include <errno.h>

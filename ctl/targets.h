@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "../preload/wire.h"
+#include "core/wire.h"
 
 struct target {
 	pid_t pid;
@@ -17,9 +17,9 @@ struct target {
 
 struct selection {
 	const char *group; /* -g, NULL for none */
-	pid_t pids[64];    /* -p, repeatable */
+	pid_t pids[64];	   /* -p, repeatable */
 	int npids;
-	bool all;          /* no -g and no -p: ps lists everyone */
+	bool all; /* no -g and no -p: ps lists everyone */
 };
 
 /* Live targets in the run directory matching sel; removes sockets left by

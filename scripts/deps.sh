@@ -9,8 +9,17 @@
 # is on PATH (Node.js and npm may come from elsewhere than Debian).
 set -eu
 
+# --check: only say what is missing, install nothing.
+check_only=""
+if [ "${1:-}" = --check ]; then
+	check_only=1
+	shift
+fi
+
 build_pkgs="gcc libc6-dev libconfig-dev"
-test_pkgs="libcunit1-dev curl python3 node=nodejs clang clang-format binutils procps valgrind"
+# clang brings its sanitizer and libFuzzer runtimes only as a recommendation
+# (libclang-rt-14-dev), and this script installs without recommendations.
+test_pkgs="libcunit1-dev curl python3 node=nodejs clang libclang-rt-14-dev clang-format binutils procps valgrind"
 bench_pkgs="valgrind fiu-utils trickle python3"
 conformance_pkgs="wget python3-requests python3-boto3 javac=openjdk-17-jdk-headless psql=postgresql-client redis-cli=redis-tools npm=npm"
 
@@ -35,6 +44,12 @@ for p in $want; do
 	fi
 done
 [ -z "$missing" ] && exit 0
+
+if [ -n "$check_only" ]; then
+	echo "faultnet: missing Debian packages:$missing" >&2
+	echo "faultnet: 'make deps' (as root) installs them" >&2
+	exit 1
+fi
 
 if [ "$(id -u)" != 0 ]; then
 	echo "faultnet: missing Debian packages:$missing" >&2

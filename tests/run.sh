@@ -1,7 +1,9 @@
 #!/bin/bash
-# run.sh - every test, twice: against the normal build and against the shim
-# built with AddressSanitizer and UBSan. Prints one closing line,
-# "N passed, N failed", counting CUnit tests and shell checks alike.
+# run.sh - runs sections of the test suite and prints one closing line,
+# "N passed, N failed, N skipped", counting CUnit tests and shell checks
+# alike. usage: run.sh SECTION...; `all` is every section in order (what
+# make test runs). The sections, and what each runs, are listed in
+# tests/README.md; `run.sh --list` names them.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
@@ -13,6 +15,9 @@ export FAULTNET_RUNDIR
 FAULTNET_RUNDIR=$(mktemp -d)
 trap 'rm -rf "$FN_COUNTS" "$FAULTNET_RUNDIR"' EXIT
 asan=$(gcc -print-file-name=libasan.so)
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+CATALOGUE="connect stream conditions udp"
 
 # Runs a CUnit program and adds its test counts to the total.
 cunit() {
@@ -34,86 +39,160 @@ cunit() {
 	rm -f "$log"
 }
 
-variant() {
-	local build=$1 first=$2 preload
-	preload="${first:+$first:}$root/$build/libfaultnet.so"
-	echo "=== $build: unit tests"
-	cunit "$build/tests/unit"
-	echo "=== $build: integration tests under the shim"
-	cunit env FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" "$build/tests/it_faults"
-	echo "=== $build: the fault catalogue under the shim"
-	cunit env FAULTNET_CONFIG="$root/tests/integration/catalogue.conf" LD_PRELOAD="$preload" "$build/tests/it_catalogue"
-	echo "=== $build: start-up and faultctl"
-	tests/integration/cli.sh "$build" $first
-	# Interpreters (the Python agents, the real clients) leak at exit by
-	# design; leaks are checked on the project's own programs above.
-	echo "=== $build: faultctl and live control"
-	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/integration/control_test.py "$build" "$first"
-	echo "=== $build: the shim never harms its host"
-	cunit env FAULTNET_CONFIG="$root/tests/integration/hardening.conf" LD_PRELOAD="$preload" "$build/tests/it_hardening"
-	tests/stress/stress.sh "$build" 20 1000 0 $first
-	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/stress/procs.py "$build" "$first"
-	echo "=== $build: the policies in policies/"
-	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/policies/policy_test.py "$build" "$first"
-	echo "=== $build: real clients"
-	ASAN_OPTIONS=detect_leaks=0 tests/clients/clients.sh "$root/$build/libfaultnet.so" $first
+# Runs an integration program under the shim with its policy.
+under() {
+	local build=$1 first=$2 conf=$3 prog=$4
+	cunit env FAULTNET_CONFIG="$root/tests/integration/$conf" \
+		LD_PRELOAD="${first:+$first:}$root/$build/libfaultnet.so" "$build/tests/$prog"
 }
 
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-variant build ""
-variant build/asan "$asan"
+# ---- sections, each for a build (build, or build/asan with its runtime) ----
+s_unit() {
+	echo "=== $1: unit tests"
+	cunit "$1/tests/unit"
+}
 
-echo "=== ThreadSanitizer: the threaded tests against the shim built with -fsanitize=thread"
-tsan=$(gcc -print-file-name=libtsan.so)
-# die_after_fork=0: the shim starts a forked child's control thread at once,
-# which TSan would otherwise refuse in a child of a threaded process.
-export TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0 exitcode=66 die_after_fork=0 suppressions=$root/tests/tsan.supp"
-cunit env IT_QUICK=1 FAULTNET_CONFIG="$root/tests/integration/catalogue.conf" LD_PRELOAD="$tsan:$root/build/tsan/libfaultnet.so" build/tsan/tests/it_catalogue
-tests/stress/stress.sh build/tsan 15 300 0 "$tsan"
-unset TSAN_OPTIONS
+s_faults() {
+	echo "=== $1: connection faults under the shim"
+	under "$1" "$2" it.conf it_faults
+	for fam in $CATALOGUE; do
+		echo "=== $1: the fault catalogue under the shim: $fam"
+		under "$1" "$2" catalogue.conf "it_catalogue_$fam"
+	done
+}
 
-echo "=== valgrind memcheck: the integration tests under the normal build"
-vglog=$(mktemp -d)
-for prog in it_faults it_catalogue; do
-	conf=it.conf
-	[ $prog = it_catalogue ] && conf=catalogue.conf
-	cunit env FAULTNET_CONFIG="$root/tests/integration/$conf" LD_PRELOAD="$root/build/libfaultnet.so" \
-		valgrind --log-file="$vglog/$prog.%p" build/tests/$prog
+s_cli() {
+	echo "=== $1: start-up and faultctl"
+	tests/integration/cli.sh "$1" $2
+}
+
+# Interpreters (the Python agents, the real clients) leak at exit by
+# design; leaks are checked on the project's own programs.
+s_control() {
+	echo "=== $1: faultctl and live control"
+	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/integration/control_test.py "$1" "$2"
+}
+
+s_hardening() {
+	echo "=== $1: the shim never harms its host"
+	under "$1" "$2" hardening.conf it_hardening
+	tests/stress/stress.sh "$1" 20 1000 0 $2
+	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/stress/procs.py "$1" "$2"
+}
+
+s_policies() {
+	echo "=== $1: the policies in policies/"
+	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/policies/policy_test.py "$1" "$2"
+}
+
+s_clients() {
+	echo "=== $1: real clients"
+	ASAN_OPTIONS=detect_leaks=0 tests/clients/clients.sh "$root/$1/libfaultnet.so" $2
+}
+
+PER_BUILD="unit faults cli control hardening policies clients"
+
+# ---- sections that stand alone ---------------------------------------------
+s_asan() {
+	for s in $PER_BUILD; do "s_$s" build/asan "$asan"; done
+}
+
+s_tsan() {
+	echo "=== ThreadSanitizer: the threaded tests against the shim built with -fsanitize=thread"
+	local tsan
+	tsan=$(gcc -print-file-name=libtsan.so)
+	# die_after_fork=0: the shim starts a forked child's control thread at
+	# once, which TSan would otherwise refuse in a child of a threaded process.
+	TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0 exitcode=66 die_after_fork=0 suppressions=$root/tests/tsan.supp" \
+		IT_QUICK=1 under build/tsan "$tsan" catalogue.conf it_catalogue_stream
+	TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0 exitcode=66 die_after_fork=0 suppressions=$root/tests/tsan.supp" \
+		under build/tsan "$tsan" catalogue.conf it_catalogue_udp
+	TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0 exitcode=66 die_after_fork=0 suppressions=$root/tests/tsan.supp" \
+		tests/stress/stress.sh build/tsan 15 300 0 "$tsan"
+}
+
+s_valgrind() {
+	echo "=== valgrind memcheck: the integration tests under the normal build"
+	local vglog
+	vglog=$(mktemp -d)
+	for prog in it_faults $(printf 'it_catalogue_%s ' $CATALOGUE); do
+		local conf=catalogue.conf
+		[ "$prog" = it_faults ] && conf=it.conf
+		cunit env FAULTNET_CONFIG="$root/tests/integration/$conf" LD_PRELOAD="$root/build/libfaultnet.so" \
+			valgrind --log-file="$vglog/$prog.%p" build/tests/$prog
+	done
+	# Forked children that exec leave logs without a summary; any error
+	# shows as a non-zero summary or an error line.
+	if grep -q 'ERROR SUMMARY: [1-9]\|Invalid\|uninitialised' "$vglog"/*; then
+		echo "  FAIL - valgrind found errors:"
+		grep -h -A8 'ERROR SUMMARY: [1-9]\|Invalid\|uninitialised' "$vglog"/* | head -40
+		echo fail >>"$FN_COUNTS"
+	else
+		echo "  ok   - valgrind: no invalid access or uninitialised read in $(ls "$vglog" | wc -l) processes"
+		echo pass >>"$FN_COUNTS"
+	fi
+	rm -rf "$vglog"
+}
+
+s_conformance() {
+	echo "=== conformance: real clients against each fault, and the stories"
+	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/conformance/conformance.py build CONFORMANCE.md
+}
+
+s_bench() {
+	echo "=== make bench's harness, in seconds (--smoke)"
+	local smoke
+	smoke=$(mktemp)
+	if /usr/bin/python3 -u tests/bench/bench.py build "$smoke" --smoke >"$smoke.log" 2>&1 &&
+		[ "$(grep -c '^## ' "$smoke")" = 6 ]; then
+		echo "  ok   - bench.py --smoke wrote all six sections"
+		echo pass >>"$FN_COUNTS"
+	else
+		echo "  FAIL - bench.py --smoke:"
+		tail -20 "$smoke.log"
+		echo fail >>"$FN_COUNTS"
+	fi
+	rm -f "$smoke" "$smoke.log"
+}
+
+s_fuzz() {
+	echo "=== fuzzing: the config parser, the rule syntax, the control protocol"
+	tests/fuzz/run.sh 30
+}
+
+s_style() {
+	echo "=== source checks"
+	tests/style.sh
+}
+
+s_layout() {
+	echo "=== layout: only the hooks name exported symbols; calls go only downward"
+	tests/layout/layout.sh build
+}
+
+ALL="$PER_BUILD asan tsan valgrind conformance bench fuzz style layout"
+[ $# = 0 ] && set -- all
+if [ "$1" = --list ]; then
+	echo "$ALL"
+	exit 0
+fi
+for section in "$@"; do
+	if [ "$section" = all ]; then
+		set -- $ALL
+		break
+	fi
 done
-# Forked children that exec leave logs without a summary; any error shows
-# as a non-zero summary or an error line.
-if grep -q 'ERROR SUMMARY: [1-9]\|Invalid\|uninitialised' "$vglog"/*; then
-	echo "  FAIL - valgrind found errors:"
-	grep -h -A8 'ERROR SUMMARY: [1-9]\|Invalid\|uninitialised' "$vglog"/* | head -40
-	echo fail >>"$FN_COUNTS"
-else
-	echo "  ok   - valgrind: no invalid access or uninitialised read in $(ls "$vglog" | wc -l) processes"
-	echo pass >>"$FN_COUNTS"
-fi
-rm -rf "$vglog"
-
-echo "=== conformance: real clients against each fault, and the stories"
-ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/conformance/conformance.py build CONFORMANCE.md
-
-echo "=== make bench's harness, in seconds (--smoke)"
-smoke=$(mktemp)
-if /usr/bin/python3 -u tests/bench/bench.py build "$smoke" --smoke >"$smoke.log" 2>&1 &&
-	[ "$(grep -c '^## ' "$smoke")" = 6 ]; then
-	echo "  ok   - bench.py --smoke wrote all six sections"
-	echo pass >>"$FN_COUNTS"
-else
-	echo "  FAIL - bench.py --smoke:"
-	tail -20 "$smoke.log"
-	echo fail >>"$FN_COUNTS"
-fi
-rm -f "$smoke" "$smoke.log"
-
-echo "=== fuzzing: the config parser, the rule syntax, the control protocol"
-tests/fuzz/run.sh 30
-
-echo "=== source checks"
-tests/style.sh
+for section in "$@"; do
+	case " $PER_BUILD " in
+	*" $section "*) "s_$section" build "" ;;
+	*)
+		case " $ALL " in
+		*" $section "*) "s_$section" ;;
+		*) echo "run.sh: no section '$section' (run.sh --list)" >&2; exit 2 ;;
+		esac
+		;;
+	esac
+done
 
 p=$(grep -c '^pass$' "$FN_COUNTS")
 f=$(grep -c '^fail$' "$FN_COUNTS")

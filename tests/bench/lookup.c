@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../preload/config.h"
+#include "core/config.h"
 
 int main(int argc, char **argv)
 {

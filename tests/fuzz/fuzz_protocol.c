@@ -6,11 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../preload/commands.h"
-#include "../../preload/rules.h"
-#include "../../preload/wire.h"
-
-struct fn_policy *fn_policy_now; /* the shim's init.c is not linked here */
+#include "shim/control/commands.h"
+#include "core/rules.h"
+#include "core/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
 

@@ -11,6 +11,7 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 
+#include "../cunit_run.h"
 #include "testutil.h"
 
 #define BH_IP "127.66.0.1"
@@ -695,9 +696,5 @@ int main(int argc, char **argv)
 	CU_add_test(s, "AF_UNIX sockets and pipes untouched", test_other_fds_untouched);
 	CU_add_test(s, "errno unchanged by the shim on success", test_errno_kept);
 	CU_add_test(s, "shim fds are high and close-on-exec", test_internal_fds_high_and_cloexec);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned failed = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return cunit_run(argc > 1 ? argv[1] : NULL);
 }

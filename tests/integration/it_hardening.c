@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include "../cunit_run.h"
 #include "testutil.h"
 
 extern char **environ;
@@ -259,9 +260,5 @@ int main(int argc, char **argv)
 	CU_add_test(s, "10,000 sockets at once, all faulted", test_ten_thousand_sockets);
 	CU_add_test(s, "200 forks while another thread is inside the shim", test_fork_while_busy);
 	CU_add_test(s, "posix_spawn and vfork storms", test_spawn_storm);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned failed = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return cunit_run(argc > 1 ? argv[1] : NULL);
 }

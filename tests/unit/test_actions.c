@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../preload/chance.h"
-#include "../../preload/config.h"
+#include "core/chance.h"
+#include "core/config.h"
 
 static char err[512];
 

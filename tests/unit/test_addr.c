@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../preload/addr.h"
+#include "core/addr.h"
 
 static struct fn_endpoint ep4(const char *ip, uint16_t port)
 {

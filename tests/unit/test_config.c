@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../preload/config.h"
+#include "core/config.h"
 
 /* Parses text as file "t.conf" and returns the error ("" if it loaded). */
 static const char *error_of(const char *text, const char *zone)

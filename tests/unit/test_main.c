@@ -1,12 +1,14 @@
-/* test_main.c - runs the CUnit unit tests of the policy parser and matcher. */
-#include <CUnit/Basic.h>
+/* test_main.c - runs the CUnit unit tests: the policy parser and matcher,
+ * and the relay's shaping arithmetic. usage: unit [--list | SUITE | TEST] */
+#include "../cunit_run.h"
 
 void add_addr_tests(void);
 void add_match_tests(void);
 void add_config_tests(void);
 void add_action_tests(void);
+void add_shape_tests(void);
 
-int main(void)
+int main(int argc, char **argv)
 {
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
@@ -14,9 +16,6 @@ int main(void)
 	add_match_tests();
 	add_config_tests();
 	add_action_tests();
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	add_shape_tests();
+	return cunit_run(argc > 1 ? argv[1] : NULL);
 }

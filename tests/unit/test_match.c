@@ -4,7 +4,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "../../preload/config.h"
+#include "core/config.h"
 
 static const char conf[] =
     "zone = \"1a\";\n"

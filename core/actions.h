@@ -1,0 +1,38 @@
+/* actions.h - what each action accepts: the rule keys that carry its numbers
+ * and conditions, which actions take which key, and the checks that a rule's
+ * keys make sense together. The config parser and `faultctl add` share it. */
+#ifndef FAULTNET_ACTIONS_H
+#define FAULTNET_ACTIONS_H
+
+#include "core/rules.h"
+
+enum fn_key_kind { FN_KEY_UINT, FN_KEY_MS, FN_KEY_PROB, FN_KEY_DIRECTION, FN_KEY_UNREACH };
+
+struct fn_key {
+	const char *name;
+	enum fn_key_kind kind;
+	uint32_t actions; /* bit per fn_action that takes it; 0 = every action */
+	uint64_t max;
+};
+
+/* The key called name, or NULL when no action takes such a key. */
+const struct fn_key *fn_key_find(const char *name);
+
+/* Stores a value already checked against the key's kind and bounds. */
+void fn_key_set_number(struct fn_rule *r, const struct fn_key *k, uint64_t v);
+void fn_key_set_probability(struct fn_rule *r, double v);
+/* "up"/"down"/"both" or "host"/"net"; NULL if fine, else what is allowed. */
+const char *fn_key_set_word(struct fn_rule *r, const struct fn_key *k, const char *v);
+
+/* Resets r's numbers and conditions to "unset" before parsing. */
+void fn_rule_params_init(struct fn_rule *r);
+
+/* After parsing: required numbers present, protocols compatible, defaults
+ * filled in. NULL when fine, else a sentence for the message. */
+const char *fn_rule_params_check(struct fn_rule *r, bool proto_given, char *buf, size_t len);
+
+/* The rule's numbers and conditions as "key=value" words, the way a config
+ * file would set them ("latency_ms=50 direction=both"); "" for none. */
+void fn_rule_describe(const struct fn_rule *r, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,28 @@
+/* config.h - reads a faultnet policy file (libconfig syntax) into a policy.
+ * One parser serves the shim, `faultctl check` and the unit tests, so that
+ * every one of them says the same thing about the same file. */
+#ifndef FAULTNET_CONFIG_H
+#define FAULTNET_CONFIG_H
+
+#include <stddef.h>
+
+#include "core/rules.h"
+
+/* Exit status for a bad configuration (sysexits' EX_CONFIG). */
+#define FN_EXIT_CONFIG 78
+
+/* Parses path. zone_override (FAULTNET_ZONE, may be NULL) replaces the file's
+ * `zone`. On error returns NULL and writes "FILE:LINE: problem" into err. */
+struct fn_policy *fn_config_load_file(const char *path, const char *zone_override, char *err,
+				      size_t errlen);
+
+/* The same for text held in memory; origin names it in messages. */
+struct fn_policy *fn_config_load_string(const char *text, const char *origin,
+					const char *zone_override, char *err, size_t errlen);
+
+/* A live change (faultctl add or load): zones and the process's zone come
+ * from base unless text defines its own. */
+struct fn_policy *fn_config_load_change(const char *text, const char *origin,
+					const struct fn_policy *base, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,43 @@
+/* lcfg.c - binds the handful of libconfig functions the parser uses. */
+#include "core/lcfg.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+#define BIND(field, sym)                                     \
+	do {                                                 \
+		*(void **)&l->field = dlsym(l->handle, sym); \
+		if (!l->field) {                             \
+			fn_lcfg_close(l);                    \
+			return "libconfig.so.9 lacks " sym;  \
+		}                                            \
+	} while (0)
+
+const char *fn_lcfg_open(struct fn_lcfg *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->handle = dlopen("libconfig.so.9", RTLD_NOW | RTLD_LOCAL);
+	if (!l->handle)
+		return "cannot load libconfig.so.9 (install the Debian package libconfig9)";
+	BIND(init, "config_init");
+	BIND(destroy, "config_destroy");
+	BIND(read_file, "config_read_file");
+	BIND(read_string, "config_read_string");
+	BIND(length, "config_setting_length");
+	BIND(elem, "config_setting_get_elem");
+	BIND(member, "config_setting_get_member");
+	BIND(get_string, "config_setting_get_string");
+	BIND(get_int64, "config_setting_get_int64");
+	BIND(get_float, "config_setting_get_float");
+	BIND(get_bool, "config_setting_get_bool");
+	return NULL;
+}
+
+void fn_lcfg_close(struct fn_lcfg *l)
+{
+#ifndef FN_LCFG_RESIDENT /* the fuzzers keep it, so leak reports can name it */
+	if (l->handle)
+		dlclose(l->handle);
+#endif
+	memset(l, 0, sizeof(*l));
+}

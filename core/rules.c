@@ -1,0 +1,252 @@
+/* rules.c - first-match evaluation of a policy against a peer endpoint.
+ * Runs on every connect and every addressed send, so it allocates nothing
+ * and takes no lock. */
+#include "core/rules.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const action_names[FN_ACT_COUNT] = {
+    "blackhole", "stall",   "drop",	 "refuse", "reset", "unreachable",
+    "delay",	 "latency", "bandwidth", "drip",   "close"};
+
+const char *fn_action_name(enum fn_action a)
+{
+	return (unsigned)a < FN_ACT_COUNT ? action_names[a] : "?";
+}
+
+bool fn_rule_relayed(const struct fn_rule *r)
+{
+	switch (r->action) {
+	case FN_ACT_BLACKHOLE:
+	case FN_ACT_STALL:
+	case FN_ACT_RESET:
+		return r->par.after_bytes >= 0 || r->par.after_ms >= 0;
+	case FN_ACT_DELAY:
+	case FN_ACT_LATENCY:
+	case FN_ACT_BANDWIDTH:
+	case FN_ACT_DRIP:
+	case FN_ACT_CLOSE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+void fn_rulestat_restart(struct fn_rulestat *s)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	__atomic_store_n(&s->matches, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->enabled_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+			 __ATOMIC_RELEASE);
+}
+
+bool fn_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n >= FN_NAME_MAX)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || strchr("_.:-", *s)))
+			return false;
+	return true;
+}
+
+static bool in_any_cidr(const struct fn_cidr *c, size_t n, const struct fn_endpoint *ep)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fn_cidr_contains(&c[i], ep))
+			return true;
+	return false;
+}
+
+static bool in_zone(const struct fn_policy *p, int zone, const struct fn_endpoint *ep)
+{
+	const struct fn_zone *z = &p->zones[zone];
+	return in_any_cidr(z->cidrs, z->ncidrs, ep);
+}
+
+/* Everything but the enabled flag. */
+static bool rule_covers(const struct fn_policy *p, const struct fn_rule *r,
+			const struct fn_endpoint *peer, uint8_t proto)
+{
+	if (!(r->protos & proto))
+		return false;
+	if (r->from_zone >= 0 && r->from_zone != p->self_zone)
+		return false;
+	if (r->nto && !in_any_cidr(r->to, r->nto, peer))
+		return false;
+	if (r->nports && !fn_ports_contain(r->ports, r->nports, peer->port))
+		return false;
+	if (r->to_zone >= 0 && !in_zone(p, r->to_zone, peer))
+		return false;
+	return true;
+}
+
+const struct fn_rule *fn_policy_match(const struct fn_policy *p, const struct fn_endpoint *peer,
+				      uint8_t proto, const struct fn_rule **seen)
+{
+	return fn_policy_match_from(p, peer, proto, 0, seen);
+}
+
+const struct fn_rule *fn_policy_match_from(const struct fn_policy *p,
+					   const struct fn_endpoint *peer, uint8_t proto,
+					   size_t from, const struct fn_rule **seen)
+{
+	const struct fn_rule *off = NULL;
+	if (seen)
+		*seen = NULL;
+	if (!p || !((seen ? p->watch_protos : p->active_protos) & proto))
+		return NULL;
+	for (size_t i = from; i < p->nrules; i++) {
+		const struct fn_rule *r = &p->rules[i];
+		if ((!r->enabled && (!seen || off)) || !rule_covers(p, r, peer, proto))
+			continue;
+		if (!r->enabled) {
+			off = r;
+			continue;
+		}
+		if (seen)
+			*seen = r;
+		return r;
+	}
+	if (seen)
+		*seen = off;
+	return NULL;
+}
+
+int fn_policy_zone_index(const struct fn_policy *p, const char *name)
+{
+	for (size_t i = 0; i < p->nzones; i++)
+		if (strcmp(p->zones[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+void fn_policy_finish(struct fn_policy *p)
+{
+	p->active_protos = p->watch_protos = 0;
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct fn_rule *r = &p->rules[i];
+		/* A from_zone rule for another zone can never match here. */
+		if (r->from_zone >= 0 && r->from_zone != p->self_zone)
+			continue;
+		p->watch_protos |= r->protos;
+		if (r->enabled)
+			p->active_protos |= r->protos;
+	}
+}
+
+struct fn_rulestat *fn_rulestat_new(void)
+{
+	struct fn_rulestat *s = calloc(1, sizeof(*s));
+	if (s) {
+		s->refs = 1;
+		fn_rulestat_restart(s);
+	}
+	return s;
+}
+
+static void rulestat_put(struct fn_rulestat *s)
+{
+	if (s && __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(s);
+}
+
+static void rule_free(struct fn_rule *r)
+{
+	free(r->to);
+	free(r->ports);
+	rulestat_put(r->stat);
+}
+
+void fn_policy_free(struct fn_policy *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nrules; i++)
+		rule_free(&p->rules[i]);
+	for (size_t i = 0; i < p->nzones; i++)
+		free(p->zones[i].cidrs);
+	free(p->rules);
+	free(p->zones);
+	free(p);
+}
+
+static void *dup_array(const void *a, size_t n, size_t size, bool *ok)
+{
+	if (!n)
+		return NULL;
+	void *b = malloc(n * size);
+	if (!b)
+		*ok = false;
+	else
+		memcpy(b, a, n * size);
+	return b;
+}
+
+struct fn_policy *fn_policy_clone(const struct fn_policy *p)
+{
+	struct fn_policy *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	*c = *p;
+	bool ok = true;
+	c->rules = calloc(p->nrules + 1, sizeof(*c->rules));
+	c->zones = calloc(p->nzones + 1, sizeof(*c->zones));
+	c->nrules = c->nzones = 0;
+	if (!c->rules || !c->zones)
+		ok = false;
+	for (size_t i = 0; ok && i < p->nzones; i++, c->nzones++) {
+		c->zones[i] = p->zones[i];
+		c->zones[i].cidrs =
+		    dup_array(p->zones[i].cidrs, p->zones[i].ncidrs, sizeof(struct fn_cidr), &ok);
+	}
+	for (size_t i = 0; ok && i < p->nrules; i++, c->nrules++) {
+		struct fn_rule *r = &c->rules[i];
+		*r = p->rules[i];
+		r->to = dup_array(r->to, r->nto, sizeof(*r->to), &ok);
+		r->ports = dup_array(r->ports, r->nports, sizeof(*r->ports), &ok);
+		if (r->stat)
+			__atomic_add_fetch(&r->stat->refs, 1, __ATOMIC_RELAXED);
+	}
+	if (!ok) {
+		fn_policy_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+int fn_policy_rule_index(const struct fn_policy *p, const char *name)
+{
+	for (size_t i = 0; i < p->nrules; i++)
+		if (strcmp(p->rules[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+bool fn_policy_insert(struct fn_policy *p, struct fn_rule *r, bool first)
+{
+	struct fn_rule *grown = realloc(p->rules, (p->nrules + 1) * sizeof(*grown));
+	if (!grown)
+		return false;
+	p->rules = grown;
+	size_t at = first ? 0 : p->nrules;
+	memmove(&grown[at + 1], &grown[at], (p->nrules - at) * sizeof(*grown));
+	grown[at] = *r;
+	memset(r, 0, sizeof(*r));
+	p->nrules++;
+	fn_policy_finish(p);
+	return true;
+}
+
+void fn_policy_remove(struct fn_policy *p, size_t i)
+{
+	rule_free(&p->rules[i]);
+	memmove(&p->rules[i], &p->rules[i + 1], (p->nrules - i - 1) * sizeof(p->rules[0]));
+	p->nrules--;
+	fn_policy_finish(p);
+}

@@ -1,0 +1,137 @@
+/* rules.h - a compiled policy: zones, rules and the first-match lookup that
+ * decides what happens to a connection or datagram. A policy is immutable once
+ * published; changes build a new one. */
+#ifndef FAULTNET_RULES_H
+#define FAULTNET_RULES_H
+
+#include "core/addr.h"
+
+/* Connect-time actions first, then the ones the relay applies to an
+ * established stream. stall and reset are stream faults when given
+ * after_bytes or after_ms (see fn_rule_relayed). */
+enum fn_action {
+	FN_ACT_BLACKHOLE,
+	FN_ACT_STALL,
+	FN_ACT_DROP,
+	FN_ACT_REFUSE,
+	FN_ACT_RESET,
+	FN_ACT_UNREACHABLE,
+	FN_ACT_DELAY,
+	FN_ACT_LATENCY,
+	FN_ACT_BANDWIDTH,
+	FN_ACT_DRIP,
+	FN_ACT_CLOSE,
+	FN_ACT_COUNT
+};
+
+/* Which way a stream fault acts: up is app to peer, down is peer to app. */
+enum { FN_DIR_UP = 1, FN_DIR_DOWN = 2, FN_DIR_BOTH = 3 };
+
+/* The numbers an action takes; 0 (or -1 for the after_ fields) when unset. */
+struct fn_params {
+	uint32_t delay_ms, latency_ms, jitter_ms, every_ms;
+	uint64_t rate;	/* bandwidth: bytes per second */
+	uint64_t bytes; /* drip: bytes let through every every_ms */
+	int64_t after_bytes, after_ms;
+	uint8_t direction;
+	bool net_unreachable; /* unreachable: ENETUNREACH, else EHOSTUNREACH */
+};
+
+/* When a matching rule applies; a rule whose condition says no lets the
+ * connection or datagram go on to the next rules. */
+struct fn_cond {
+	double probability; /* 1 when unset */
+	uint64_t first, every, after;
+	int64_t start_ms, for_ms; /* -1 when unset */
+};
+
+enum { FN_PROTO_TCP = 1, FN_PROTO_UDP = 2, FN_PROTO_ANY = 3 };
+
+#define FN_NAME_MAX 64
+
+/* A rule's counters. They outlive policy versions: a policy made from
+ * another (enable, add, ...) shares them, so no count is lost in a swap. */
+struct fn_rulestat {
+	uint64_t refs;
+	uint64_t attempts; /* connects and datagrams to the rule's destinations */
+	uint64_t faults;   /* of those, how many the rule faulted */
+	uint64_t bytes;	   /* bytes the app sent into faulted sockets */
+	/* Condition state, per process, zeroed when the rule is (re-)enabled. */
+	uint64_t matches;    /* times the rule covered a connection or datagram */
+	uint64_t enabled_ns; /* CLOCK_MONOTONIC when it was last enabled */
+};
+
+struct fn_rule {
+	char name[FN_NAME_MAX];
+	enum fn_action action;
+	bool enabled;
+	uint8_t protos;	    /* FN_PROTO_* mask */
+	int from_zone;	    /* zone index, -1 for any */
+	int to_zone;	    /* zone index, -1 for any */
+	struct fn_cidr *to; /* NULL (nto 0) for any destination */
+	size_t nto;
+	struct fn_portrange *ports; /* NULL (nports 0) for any port */
+	size_t nports;
+	struct fn_params par;
+	struct fn_cond cond;
+	bool has_cond; /* any condition besides the defaults */
+	int line;      /* where it was defined, for messages */
+	struct fn_rulestat *stat;
+};
+
+struct fn_zone {
+	char name[FN_NAME_MAX];
+	struct fn_cidr *cidrs;
+	size_t ncidrs;
+};
+
+struct fn_policy {
+	struct fn_zone *zones;
+	size_t nzones;
+	struct fn_rule *rules;
+	size_t nrules;
+	int self_zone;	       /* this process's zone index, -1 for none */
+	uint8_t active_protos; /* union of the enabled rules' protocols */
+	uint8_t watch_protos;  /* the same over every rule that can apply here */
+};
+
+const char *fn_action_name(enum fn_action a);
+
+/* True for the actions the relay carries out on an established stream. */
+bool fn_rule_relayed(const struct fn_rule *r);
+
+/* Restarts a rule's condition counters and time window. */
+void fn_rulestat_restart(struct fn_rulestat *s);
+
+/* Rule, zone and group names: 1 to FN_NAME_MAX-1 letters, digits or _.:- */
+bool fn_name_valid(const char *s);
+
+/* First enabled rule matching a peer for one of the protocols in proto;
+ * NULL when none does. If seen is given, it gets the rule an attempt counts
+ * against: the deciding rule, else the first disabled rule that would match
+ * (so that attempts are counted while a rule is switched off), else NULL. */
+const struct fn_rule *fn_policy_match(const struct fn_policy *p, const struct fn_endpoint *peer,
+				      uint8_t proto, const struct fn_rule **seen);
+/* The same, starting at rule index from (for rules whose conditions said
+ * no). */
+const struct fn_rule *fn_policy_match_from(const struct fn_policy *p,
+					   const struct fn_endpoint *peer, uint8_t proto,
+					   size_t from, const struct fn_rule **seen);
+
+/* Policy editing, for live changes: always on a private copy, which is
+ * published whole once done. */
+struct fn_policy *fn_policy_clone(const struct fn_policy *p);
+int fn_policy_rule_index(const struct fn_policy *p, const char *name);
+/* Moves r (its arrays and counters) into p, first or last. */
+bool fn_policy_insert(struct fn_policy *p, struct fn_rule *r, bool first);
+void fn_policy_remove(struct fn_policy *p, size_t i);
+struct fn_rulestat *fn_rulestat_new(void);
+
+int fn_policy_zone_index(const struct fn_policy *p, const char *name);
+
+/* Recomputes derived fields after rules or their state changed. */
+void fn_policy_finish(struct fn_policy *p);
+
+void fn_policy_free(struct fn_policy *p);
+
+#endif

@@ -1,0 +1,59 @@
+/* rundir.c - finds and checks the per-user run directory. */
+#include "core/rundir.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "core/rules.h"
+
+static const char *check_dir(const char *dir)
+{
+	struct stat sb;
+	if (lstat(dir, &sb) < 0)
+		return "cannot be created";
+	if (S_ISLNK(sb.st_mode))
+		return "is a symbolic link";
+	if (!S_ISDIR(sb.st_mode))
+		return "is not a directory";
+	if (sb.st_uid != geteuid())
+		return "is owned by another user";
+	if (sb.st_mode & 077)
+		return "is open to other users (mode must be 0700)";
+	return NULL;
+}
+
+const char *fn_rundir(char *dir, size_t len)
+{
+	const char *v = secure_getenv("FAULTNET_RUNDIR");
+	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
+	if (v && *v)
+		snprintf(dir, len, "%s", v);
+	else if (xdg && *xdg)
+		snprintf(dir, len, "%s/faultnet", xdg);
+	else
+		snprintf(dir, len, "/tmp/faultnet-%u", (unsigned)geteuid());
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return "cannot be created";
+	return check_dir(dir);
+}
+
+bool fn_group_valid(const char *g)
+{
+	return fn_name_valid(g);
+}
+
+bool fn_sock_path(char *out, size_t len, const char *dir, const char *group, pid_t pid)
+{
+	int n = snprintf(out, len, "%s/%s.%d.sock", dir, group, (int)pid);
+	return n > 0 && (size_t)n < len && (size_t)n < sizeof(((struct sockaddr_un *)0)->sun_path);
+}
+
+void fn_group_file(char *out, size_t len, const char *dir, const char *group, const char *ext)
+{
+	snprintf(out, len, "%s/%s.%s", dir, group, ext);
+}

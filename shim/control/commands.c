@@ -1,0 +1,399 @@
+/* commands.c - info, rules, stats, events and the policy changes: enable,
+ * disable, add, rm, load, zone, reset. Changes sent to a group carry a
+ * sequence number ("@SEQ verb ...") and are also kept in the group's
+ * journal, so that a process that joins or forks later replays them. */
+#include "shim/control/commands.h"
+
+#include "core/actions.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "shim/base/policy.h"
+#include "shim/stats/stats.h"
+
+static const char *base_config, *base_zone;
+static char group[FN_NAME_MAX] = "default";
+static char journal[4096];
+static uint64_t applied_seq;
+
+#define GRACE_SECONDS 60
+
+/* Old policies may still be read by a thread that loaded the pointer just
+ * before a swap; they are freed only after a long grace period. A list, so
+ * that any number of changes a minute keeps them all reachable. */
+struct retired {
+	struct fn_policy *p;
+	time_t at;
+	struct retired *next;
+};
+static struct retired *retired; /* newest first */
+
+void fn_cmd_set_base(const char *config, const char *zone)
+{
+	base_config = config;
+	base_zone = zone;
+}
+
+void fn_cmd_set_group(const char *g, const char *j)
+{
+	snprintf(group, sizeof(group), "%s", g);
+	snprintf(journal, sizeof(journal), "%s", j);
+}
+
+static void retire(struct fn_policy *old)
+{
+	time_t now = time(NULL);
+	struct retired *r = malloc(sizeof(*r)), **pp = &retired;
+	if (r) {
+		*r = (struct retired){old, now, retired};
+		retired = r;
+	}
+	/* Entries are newest first: everything after the first expired one
+	 * has expired too. */
+	while (*pp && now - (*pp)->at <= GRACE_SECONDS)
+		pp = &(*pp)->next;
+	for (struct retired *x = *pp, *next; x; x = next) {
+		next = x->next;
+		fn_policy_free(x->p);
+		free(x);
+	}
+	*pp = NULL;
+	/* Out of memory for the list entry: keeping the policy forever is
+	 * the safe choice. */
+}
+
+static void publish(struct fn_policy *p)
+{
+	fn_policy_finish(p);
+	struct fn_policy *old = fn_policy_publish(p);
+	if (old)
+		retire(old);
+}
+
+static struct fn_policy *empty_policy(void)
+{
+	struct fn_policy *p = calloc(1, sizeof(*p));
+	if (p)
+		p->self_zone = -1;
+	return p;
+}
+
+static struct fn_policy *current_copy(void)
+{
+	const struct fn_policy *cur = fn_policy_current();
+	return cur ? fn_policy_clone(cur) : empty_policy();
+}
+
+static void reply_error(struct fn_buf *out, const char *msg)
+{
+	fn_buf_printf(out, "error %s\n", msg);
+}
+
+/* A private copy of the policy and the index of rule name in it; NULL
+ * (with the error replied) when there is no such rule. */
+static struct fn_policy *copy_with_rule(const char *name, int *i, struct fn_buf *out)
+{
+	struct fn_policy *p = current_copy();
+	*i = p ? fn_policy_rule_index(p, name) : -1;
+	if (*i >= 0)
+		return p;
+	fn_policy_free(p);
+	fn_buf_printf(out, "error no rule named '%s'\n", name);
+	return NULL;
+}
+
+static void set_enabled(const char *name, bool on, struct fn_buf *out)
+{
+	int i;
+	struct fn_policy *p = copy_with_rule(name, &i, out);
+	if (!p)
+		return;
+	/* Conditions count and time from the moment a rule is switched on. */
+	if (on && !p->rules[i].enabled && p->rules[i].stat)
+		fn_rulestat_restart(p->rules[i].stat);
+	p->rules[i].enabled = on;
+	publish(p);
+	fn_buf_printf(out, "ok %s %s\n", name, on ? "enabled" : "disabled");
+}
+
+static bool same_zones(const struct fn_policy *a, const struct fn_policy *b)
+{
+	if (a->nzones != b->nzones)
+		return false;
+	for (size_t i = 0; i < a->nzones; i++)
+		if (strcmp(a->zones[i].name, b->zones[i].name) != 0)
+			return false;
+	return true;
+}
+
+static void add_rule(char *text, struct fn_buf *out)
+{
+	bool first = strncmp(text, "first ", 6) == 0;
+	if (first)
+		text += 6;
+	struct fn_buf src = {0};
+	fn_buf_printf(&src, "rules = ( %s );", text);
+	char err[1024];
+	struct fn_policy *cur = current_copy();
+	struct fn_policy *tmp =
+	    src.s && cur ? fn_config_load_change(src.s, "add", cur, err, sizeof(err)) : NULL;
+	fn_buf_free(&src);
+	/* The text must be one rule: zones of its own would not match the
+	 * zone indexes of the policy it joins. */
+	if (!tmp || tmp->nrules != 1 || !same_zones(tmp, cur)) {
+		reply_error(out, tmp ? "add takes exactly one rule and nothing else" : err);
+	} else if (fn_policy_rule_index(cur, tmp->rules[0].name) >= 0) {
+		fn_buf_printf(out, "error a rule named '%s' exists already\n", tmp->rules[0].name);
+	} else if (!fn_policy_insert(cur, &tmp->rules[0], first)) {
+		reply_error(out, "out of memory");
+	} else {
+		tmp->nrules = 0;
+		fn_buf_printf(out, "ok added %s\n", cur->rules[first ? 0 : cur->nrules - 1].name);
+		publish(cur);
+		cur = NULL;
+	}
+	fn_policy_free(tmp);
+	fn_policy_free(cur);
+}
+
+static void remove_rule(const char *name, struct fn_buf *out)
+{
+	int i;
+	struct fn_policy *p = copy_with_rule(name, &i, out);
+	if (!p)
+		return;
+	fn_policy_remove(p, (size_t)i);
+	publish(p);
+	fn_buf_printf(out, "ok removed %s\n", name);
+}
+
+static void load_rules(const char *text, struct fn_buf *out)
+{
+	char err[1024];
+	const struct fn_policy *cur = fn_policy_current();
+	struct fn_policy *base = cur ? NULL : empty_policy();
+	struct fn_policy *p =
+	    fn_config_load_change(text, "load", cur ? cur : base, err, sizeof(err));
+	fn_policy_free(base);
+	if (!p)
+		return reply_error(out, err);
+	fn_buf_printf(out, "ok loaded %zu rules\n", p->nrules);
+	publish(p);
+}
+
+static void set_zone(const char *name, struct fn_buf *out)
+{
+	struct fn_policy *p = current_copy();
+	int z = p ? fn_policy_zone_index(p, name) : -1;
+	if (z < 0) {
+		fn_policy_free(p);
+		fn_buf_printf(out, "error zone '%s' is not defined in this process's zones\n",
+			      name);
+		return;
+	}
+	p->self_zone = z;
+	publish(p);
+	fn_buf_printf(out, "ok zone %s\n", name);
+}
+
+static void reset(struct fn_buf *out)
+{
+	char err[1024];
+	struct fn_policy *p = base_config
+				  ? fn_config_load_file(base_config, base_zone, err, sizeof(err))
+				  : empty_policy();
+	if (!p)
+		return reply_error(out, err);
+	fn_stats_reset();
+	publish(p);
+	fn_buf_printf(out, "ok reset to %s\n", base_config ? base_config : "no rules");
+}
+
+static void info(struct fn_buf *out)
+{
+	const struct fn_policy *p = fn_policy_current();
+	size_t on = 0, n = p ? p->nrules : 0;
+	for (size_t i = 0; i < n; i++)
+		on += p->rules[i].enabled;
+	char cmd[512] = "";
+	FILE *f = fopen("/proc/self/cmdline", "re");
+	size_t len = f ? fread(cmd, 1, sizeof(cmd) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	for (size_t i = 0; i + 1 < len; i++)
+		if (!cmd[i])
+			cmd[i] = ' ';
+	fn_buf_printf(out, "process pid=%d", (int)getpid());
+	fn_buf_field(out, "group", group);
+	fn_buf_field(out, "zone", p && p->self_zone >= 0 ? p->zones[p->self_zone].name : "-");
+	fn_buf_printf(out, " rules=%zu enabled=%zu seq=%llu", n, on,
+		      (unsigned long long)applied_seq);
+	fn_buf_field(out, "cmd", cmd);
+	fn_buf_add(out, "\nend\n", 5);
+}
+
+static void rules(struct fn_buf *out)
+{
+	const struct fn_policy *p = fn_policy_current();
+	for (size_t i = 0; p && i < p->nrules; i++) {
+		const struct fn_rule *r = &p->rules[i];
+		fn_buf_printf(out, "rule pid=%d", (int)getpid());
+		fn_buf_field(out, "name", r->name);
+		char params[256];
+		fn_rule_describe(r, params, sizeof(params));
+		fn_buf_printf(out, " action=%s enabled=%s hits=%llu attempts=%llu",
+			      fn_action_name(r->action), r->enabled ? "yes" : "no",
+			      (unsigned long long)(r->stat ? r->stat->faults : 0),
+			      (unsigned long long)(r->stat ? r->stat->attempts : 0));
+		fn_buf_field(out, "params", params);
+		fn_buf_add(out, "\n", 1);
+	}
+	fn_buf_add(out, "end\n", 4);
+}
+
+void fn_cmd_stats(struct fn_buf *out)
+{
+	const struct fn_policy *p = fn_policy_current();
+	for (size_t i = 0; p && i < p->nrules; i++) {
+		const struct fn_rule *r = &p->rules[i];
+		const struct fn_rulestat *s = r->stat;
+		fn_buf_printf(out, "rule pid=%d", (int)getpid());
+		fn_buf_field(out, "name", r->name);
+		fn_buf_printf(
+		    out, " action=%s attempts=%llu faults=%llu bytes=%llu\n",
+		    fn_action_name(r->action),
+		    (unsigned long long)(s ? __atomic_load_n(&s->attempts, __ATOMIC_RELAXED) : 0),
+		    (unsigned long long)(s ? __atomic_load_n(&s->faults, __ATOMIC_RELAXED) : 0),
+		    (unsigned long long)(s ? __atomic_load_n(&s->bytes, __ATOMIC_RELAXED) : 0));
+	}
+	fn_stats_dump(out);
+}
+
+/* Verbs that change the policy; false if verb is not one. */
+static bool change(const char *verb, char *arg, struct fn_buf *out)
+{
+	if (strcmp(verb, "enable") == 0 || strcmp(verb, "disable") == 0)
+		set_enabled(arg, verb[0] == 'e', out);
+	else if (strcmp(verb, "add") == 0)
+		add_rule(arg, out);
+	else if (strcmp(verb, "rm") == 0)
+		remove_rule(arg, out);
+	else if (strcmp(verb, "load") == 0)
+		load_rules(arg, out);
+	else if (strcmp(verb, "zone") == 0)
+		set_zone(arg, out);
+	else if (strcmp(verb, "reset") == 0)
+		reset(out);
+	else
+		return false;
+	return true;
+}
+
+static bool needs_arg(const char *verb)
+{
+	return strcmp(verb, "reset") != 0;
+}
+
+/* "verb rest": splits at the first space. */
+static char *split(char *line)
+{
+	char *sp = strchr(line, ' ');
+	if (!sp)
+		return line + strlen(line);
+	*sp = '\0';
+	return sp + 1;
+}
+
+static void run_change(char *line, struct fn_buf *out)
+{
+	char *arg = split(line);
+	if (needs_arg(line) && !*arg &&
+	    (strcmp(line, "enable") == 0 || strcmp(line, "disable") == 0 ||
+	     strcmp(line, "add") == 0 || strcmp(line, "rm") == 0 || strcmp(line, "load") == 0 ||
+	     strcmp(line, "zone") == 0)) {
+		fn_buf_printf(out, "error %s needs an argument\n", line);
+		return;
+	}
+	if (!change(line, arg, out))
+		fn_buf_printf(out, "error unknown verb '%.40s'\n", line);
+}
+
+/* Applies one journal line "SEQ verb ..." if it is the next one. */
+static void apply_entry(char *line)
+{
+	char *end;
+	unsigned long long seq = strtoull(line, &end, 10);
+	if (end == line || *end != ' ' || seq <= applied_seq)
+		return;
+	struct fn_buf ignored = {0};
+	run_change(end + 1, &ignored);
+	fn_buf_free(&ignored);
+	applied_seq = seq;
+}
+
+void fn_cmd_catch_up(void)
+{
+	if (!journal[0])
+		return;
+	FILE *f = fopen(journal, "re");
+	if (!f)
+		return;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	/* Only whole lines: one being appended right now reaches us by its
+	 * own message, since our socket already exists. */
+	while ((n = getline(&line, &cap, f)) > 0 && line[n - 1] == '\n') {
+		line[n - 1] = '\0';
+		apply_entry(line);
+	}
+	free(line);
+	fclose(f);
+}
+
+/* "@SEQ verb ...": a change sent to the whole group. */
+static void run_sequenced(char *line, struct fn_buf *out)
+{
+	char *end;
+	unsigned long long seq = strtoull(line + 1, &end, 10);
+	if (end == line + 1 || *end != ' ')
+		return reply_error(out, "malformed sequence number");
+	if (seq > applied_seq + 1)
+		fn_cmd_catch_up();
+	if (seq <= applied_seq) {
+		fn_buf_printf(out, "ok already applied (seq %llu)\n", seq);
+		return;
+	}
+	run_change(end + 1, out);
+	applied_seq = seq;
+}
+
+void fn_cmd_run(char *line, struct fn_buf *out, bool *follow, uint64_t *since)
+{
+	if (line[0] == '@')
+		return run_sequenced(line, out);
+	if (strcmp(line, "info") == 0)
+		return info(out);
+	if (strcmp(line, "rules") == 0)
+		return rules(out);
+	if (strcmp(line, "stats") == 0) {
+		fn_cmd_stats(out);
+		fn_buf_add(out, "end\n", 4);
+		return;
+	}
+	if (strcmp(line, "events") == 0 || strcmp(line, "events follow") == 0) {
+		*since = 0;
+		fn_events_dump(out, since);
+		*follow = line[6] != '\0';
+		if (!*follow)
+			fn_buf_add(out, "end\n", 4);
+		return;
+	}
+	run_change(line, out);
+}

@@ -1,0 +1,360 @@
+/* control.c - the control thread. It runs with every signal blocked, takes
+ * no lock the app's socket calls need, never blocks on a client (sockets
+ * are non-blocking, replies are buffered), and notices when the app closes
+ * its fds. Clients whose uid is neither ours nor root are refused. */
+#include "shim/control/control.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim/control/commands.h"
+#include "shim/fd/fdtab.h"
+#include "shim/base/libc.h"
+#include "shim/base/say.h"
+#include "core/rundir.h"
+#include "shim/stats/stats.h"
+
+#define CLIENTS 32
+#define IDLE_SECONDS 30
+#define OUT_MAX (8 << 20)
+
+struct client {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	char in[FN_LINE_MAX + 1];
+	size_t inlen;
+	struct fn_buf out;
+	size_t sent;
+	bool follow, closing;
+	size_t discarding; /* bytes of an over-long line thrown away so far */
+	uint64_t since;
+	time_t last;
+};
+
+static char rundir[4096], group[FN_NAME_MAX],
+    sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static int listen_fd = -1;
+static dev_t listen_dev;
+static ino_t listen_ino;
+static pid_t owner_pid;
+static struct client clients[CLIENTS];
+static bool started;
+
+static bool open_listener(void)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (!fn_sock_path(sock_path, sizeof(sock_path), rundir, group, getpid()))
+		return false;
+	strcpy(a.sun_path, sock_path);
+	int fd = LIBC(socket)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return false;
+	unlink(sock_path);	  /* ours: left by this pid's image before an exec */
+	mode_t old = umask(0177); /* the socket is 0600 */
+	int ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(fd, 64) == 0;
+	umask(old);
+	if (!ok) {
+		LIBC(close)(fd);
+		return false;
+	}
+	listen_fd = fn_fd_move_high(fd, FN_RANGE_CONTROL);
+	fn_fd_identify(listen_fd, &listen_dev, &listen_ino);
+	owner_pid = getpid();
+	return true;
+}
+
+static void drop_client(struct client *c)
+{
+	if (fn_fd_same_file(c->fd, c->dev, c->ino)) {
+		fn_fd_set(c->fd, 0);
+		LIBC(close)(c->fd);
+	}
+	fn_buf_free(&c->out);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+static bool peer_allowed(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 &&
+	       (cr.uid == 0 || cr.uid == geteuid());
+}
+
+static void accept_clients(void)
+{
+	int fd;
+	/* The app may have closed our listener and reused its number since the
+	 * poll: never accept on a socket that is not ours. */
+	while (fn_fd_same_file(listen_fd, listen_dev, listen_ino) &&
+	       (fd = LIBC(accept4)(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		struct client *c = NULL;
+		for (int i = 0; i < CLIENTS && !c; i++)
+			if (clients[i].fd < 0)
+				c = &clients[i];
+		const char *refuse = !peer_allowed(fd) ? "error permission denied\n"
+				     : !c	       ? "error too many clients\n"
+						       : NULL;
+		if (refuse) {
+			ssize_t w = send(fd, refuse, strlen(refuse), MSG_NOSIGNAL | MSG_DONTWAIT);
+			(void)w;
+			LIBC(close)(fd);
+			continue;
+		}
+		c->fd = fn_fd_move_high(fd, FN_RANGE_CONTROL);
+		fn_fd_identify(c->fd, &c->dev, &c->ino);
+		c->last = time(NULL);
+	}
+}
+
+/* Runs every complete line in the input buffer. */
+static void run_lines(struct client *c)
+{
+	char *nl;
+	while (!c->closing && (nl = memchr(c->in, '\n', c->inlen))) {
+		*nl = '\0';
+		if (nl > c->in && nl[-1] == '\r')
+			nl[-1] = '\0';
+		if (memchr(c->in, '\0', (size_t)(nl - c->in))) {
+			fn_buf_add(&c->out, "error binary data in request\n", 29);
+			c->closing = true;
+		} else {
+			fn_cmd_run(c->in, &c->out, &c->follow, &c->since);
+		}
+		size_t used = (size_t)(nl - c->in) + 1;
+		memmove(c->in, nl + 1, c->inlen - used);
+		c->inlen -= used;
+	}
+	if (c->inlen == FN_LINE_MAX) {
+		/* Read the rest of the line before answering, so the client
+		 * can read the answer instead of meeting a reset. */
+		c->discarding = c->inlen;
+		c->inlen = 0;
+	}
+}
+
+static void discard(struct client *c)
+{
+	char *nl = memchr(c->in, '\n', c->inlen);
+	c->discarding += c->inlen;
+	if (nl || c->discarding > 64 * FN_LINE_MAX) {
+		fn_buf_add(&c->out, "error request line too long\n", 28);
+		c->closing = true;
+	}
+	c->inlen = 0;
+}
+
+static void read_client(struct client *c)
+{
+	if (!fn_fd_same_file(c->fd, c->dev, c->ino))
+		return drop_client(c);
+	ssize_t n = LIBC(recv)(c->fd, c->in + c->inlen, FN_LINE_MAX - c->inlen, MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		drop_client(c);
+		return;
+	}
+	if (n > 0) {
+		c->inlen += (size_t)n;
+		c->last = time(NULL);
+		if (c->discarding)
+			discard(c);
+		else
+			run_lines(c);
+	}
+}
+
+static void write_client(struct client *c)
+{
+	if (!fn_fd_same_file(c->fd, c->dev, c->ino))
+		return drop_client(c);
+	while (c->sent < c->out.len) {
+		ssize_t n = send(c->fd, c->out.s + c->sent, c->out.len - c->sent,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n <= 0) {
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				drop_client(c);
+			return;
+		}
+		c->sent += (size_t)n;
+	}
+	fn_buf_free(&c->out);
+	c->sent = 0;
+	if (c->closing)
+		drop_client(c);
+}
+
+static void tend_client(struct client *c, short revents, time_t now)
+{
+	if (!fn_fd_same_file(c->fd, c->dev, c->ino) || (revents & (POLLERR | POLLNVAL)))
+		return drop_client(c);
+	if (c->follow)
+		fn_events_dump(&c->out, &c->since);
+	if (revents & POLLIN)
+		read_client(c);
+	if (c->fd >= 0 && c->out.len)
+		write_client(c);
+	if (c->fd >= 0 &&
+	    (c->out.len > OUT_MAX || c->out.oom || (!c->follow && now - c->last > IDLE_SECONDS)))
+		drop_client(c);
+}
+
+/* faultctl run --stats: each process keeps its counters in the directory
+ * it was given, rewritten by the control thread when they change and at
+ * exit, so that a process killed by a signal still counts. */
+static void write_stats(void)
+{
+	const char *dir = secure_getenv("FAULTNET_STATS_DIR");
+	if (!dir || !*dir)
+		return;
+	char path[4200], tmp[4300];
+	snprintf(path, sizeof(path), "%s/%d.stats", dir, (int)getpid());
+	snprintf(tmp, sizeof(tmp), "%s/.%d.tmp", dir, (int)getpid());
+	struct fn_buf b = {0};
+	fn_cmd_stats(&b);
+	FILE *f = fopen(tmp, "we");
+	if (f) {
+		if (b.s)
+			fputs(b.s, f);
+		if (fclose(f) == 0)
+			rename(tmp, path);
+	}
+	fn_buf_free(&b);
+}
+
+static void refresh_stats(void)
+{
+	static uint64_t written;
+	uint64_t now = fn_stats_generation();
+	if (now != written) {
+		written = now;
+		write_stats();
+	}
+}
+
+static void *serve(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "faultnet-ctl");
+	struct pollfd p[CLIENTS + 1];
+	for (;;) {
+		if (!fn_fd_same_file(listen_fd, listen_dev, listen_ino) && !open_listener()) {
+			sleep(1); /* the app closed it and the directory is gone: retry */
+			continue;
+		}
+		p[0] = (struct pollfd){.fd = listen_fd, .events = POLLIN};
+		for (int i = 0; i < CLIENTS; i++)
+			p[i + 1] =
+			    (struct pollfd){.fd = clients[i].fd,
+					    .events = POLLIN | (clients[i].out.len ? POLLOUT : 0)};
+		if (poll(p, CLIENTS + 1, 200) < 0 && errno != EINTR)
+			continue;
+		if (p[0].revents & POLLIN)
+			accept_clients();
+		refresh_stats();
+		time_t now = time(NULL);
+		for (int i = 0; i < CLIENTS; i++)
+			if (clients[i].fd >= 0)
+				tend_client(&clients[i], p[i + 1].revents, now);
+	}
+	return NULL;
+}
+
+static bool start_thread(void)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	int r = pthread_create(&t, &attr, serve, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return r == 0;
+}
+
+/* Binds, catches up with the group, serves. */
+static void begin(void)
+{
+	for (int i = 0; i < CLIENTS; i++)
+		clients[i].fd = -1;
+	if (!open_listener()) {
+		fn_say("faultnet: control disabled: cannot serve a socket in %s", rundir);
+		return;
+	}
+	fn_cmd_catch_up();
+	started = start_thread();
+}
+
+const char *fn_control_start(void)
+{
+	const char *g = secure_getenv("FAULTNET_GROUP");
+	if (g && *g && !fn_group_valid(g))
+		return "FAULTNET_GROUP: a group name is 1 to 63 letters, digits or _.:-";
+	snprintf(group, sizeof(group), "%s", g && *g ? g : FN_GROUP_DEFAULT);
+	const char *why = fn_rundir(rundir, sizeof(rundir));
+	if (why) {
+		fn_say("faultnet: control disabled: run directory %s %s", rundir, why);
+		return NULL;
+	}
+	char journal[4200];
+	fn_group_file(journal, sizeof(journal), rundir, group, "journal");
+	fn_cmd_set_group(group, journal);
+	/* FAULTNET_CONTROL=off: the group's state at start, but no thread.
+	 * Any second thread switches glibc's syscall wrappers to their
+	 * multi-threaded path (about 30 more instructions per cancellable call
+	 * in the app), which an app that is single-threaded may not want. */
+	const char *ctl = secure_getenv("FAULTNET_CONTROL");
+	if (ctl && strcmp(ctl, "off") == 0) {
+		fn_cmd_catch_up();
+		return NULL;
+	}
+	if (ctl && *ctl && strcmp(ctl, "on") != 0)
+		return "FAULTNET_CONTROL: must be on or off";
+	begin();
+	return NULL;
+}
+
+void fn_control_atfork_child(void)
+{
+	if (!started)
+		return;
+	started = false;
+	/* The parent's listener and clients are the parent's business; our
+	 * copies of their fds must go. */
+	if (fn_fd_same_file(listen_fd, listen_dev, listen_ino)) {
+		fn_fd_set(listen_fd, 0);
+		LIBC(close)(listen_fd);
+	}
+	listen_fd = -1;
+	for (int i = 0; i < CLIENTS; i++)
+		if (clients[i].fd >= 0 &&
+		    fn_fd_same_file(clients[i].fd, clients[i].dev, clients[i].ino)) {
+			fn_fd_set(clients[i].fd, 0);
+			LIBC(close)(clients[i].fd);
+		}
+	memset(clients, 0, sizeof(clients));
+	begin();
+}
+
+__attribute__((destructor)) static void fn_control_stop(void)
+{
+	write_stats();
+	if (owner_pid == getpid() && sock_path[0])
+		unlink(sock_path);
+}

@@ -1,0 +1,86 @@
+/* fdtab.h - what the shim knows about each file descriptor.
+ * One flag byte per fd in a static table, so that the question "does the shim
+ * care about this fd?" is one bounds check, one load and one branch, with no
+ * lock, allocation or syscall. Faulted sockets also get a state record. */
+#ifndef FAULTNET_FDTAB_H
+#define FAULTNET_FDTAB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "core/rules.h"
+
+#define FN_FD_MAX (1 << 20) /* Linux's default fs.nr_open */
+
+enum {
+	FDF_TCP = 1,	  /* an AF_INET/AF_INET6 TCP socket */
+	FDF_UDP = 2,	  /* an AF_INET/AF_INET6 UDP socket */
+	FDF_FAULT = 4,	  /* a socket the shim redirected; see fn_fdstate */
+	FDF_INTERNAL = 8, /* one of the shim's own fds */
+};
+
+extern uint8_t fn_fd_flags[FN_FD_MAX];
+
+static inline unsigned fn_fd_get(int fd)
+{
+	if (__builtin_expect((unsigned)fd >= FN_FD_MAX, 0))
+		return 0;
+	return __atomic_load_n(&fn_fd_flags[fd], __ATOMIC_RELAXED);
+}
+
+static inline void fn_fd_set(int fd, unsigned flags)
+{
+	if ((unsigned)fd < FN_FD_MAX)
+		__atomic_store_n(&fn_fd_flags[fd], (uint8_t)flags, __ATOMIC_RELAXED);
+}
+
+/* A redirected socket: the peer the app asked for and where it really went. */
+struct fn_fdstate {
+	struct sockaddr_storage peer; /* as the app passed it */
+	socklen_t peerlen;
+	struct sockaddr_storage target; /* the shim's loopback sink */
+	socklen_t targetlen;
+	dev_t dev; /* identity of the socket, to notice fd reuse */
+	ino_t ino;
+	uint8_t proto;
+	enum fn_action action;
+	int dest; /* stats handle, for the bytes counted at close */
+	char rule[FN_NAME_MAX];
+};
+
+/* The record for fd, created on demand; NULL if fd is out of range or
+ * memory is short. */
+struct fn_fdstate *fn_fdstate(int fd, bool create);
+
+/* A thread is done with the record of an fd it is closing. */
+void fn_fd_released(void);
+
+/* True if fd still refers to the socket the record was made for. */
+bool fn_fdstate_current(int fd, const struct fn_fdstate *st);
+
+/* dup and friends: newfd now shares oldfd's socket. */
+void fn_fd_copy(int oldfd, int newfd);
+
+/* A creating call returned fd: whatever was recorded for it is stale. */
+void fn_fd_mark(int fd, unsigned flags);
+
+/* Moves one of the shim's fds far above the app's usual range, close-on-
+ * exec, and marks it internal. Sinks and the control socket use disjoint
+ * ranges, so that when the app closes everything and the shim rebuilds,
+ * one never inherits the other's old number. */
+enum fn_fd_range { FN_RANGE_SINK, FN_RANGE_CONTROL };
+int fn_fd_move_high(int fd, enum fn_fd_range range);
+
+/* True if fd is still the file whose identity was taken as dev and ino:
+ * the app may have closed it and reused the number. */
+bool fn_fd_same_file(int fd, dev_t dev, ino_t ino);
+
+/* Takes fd's identity; leaves dev and ino alone if fstat fails. */
+void fn_fd_identify(int fd, dev_t *dev, ino_t *ino);
+
+/* Highest fd ever flagged, so that close_range need not sweep the table. */
+int fn_fd_high(void);
+
+#endif

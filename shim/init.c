@@ -1,0 +1,90 @@
+/* init.c - the shim's start: reads the environment, loads the policy file
+ * and publishes it before main runs. A bad file stops the process with exit
+ * status 78 unless FAULTNET_ON_ERROR=passthrough asks to run without faults. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim/control/commands.h"
+#include "core/config.h"
+#include "shim/control/control.h"
+#include "shim/base/libc.h"
+#include "shim/base/owner.h"
+#include "shim/base/policy.h"
+#include "shim/base/say.h"
+#include "core/chance.h"
+#include "shim/relay/reinject.h"
+#include "shim/relay/relay.h"
+#include "shim/sink/sink.h"
+#include "shim/stats/stats.h"
+
+/* FAULTNET_ON_ERROR: "exit" (the default) or "passthrough". */
+static bool passthrough_on_error(void)
+{
+	const char *v = secure_getenv("FAULTNET_ON_ERROR");
+	if (!v || !*v || strcmp(v, "exit") == 0)
+		return false;
+	if (strcmp(v, "passthrough") == 0)
+		return true;
+	fn_say("faultnet: FAULTNET_ON_ERROR: '%s' is not one of exit, passthrough", v);
+	_exit(FN_EXIT_CONFIG);
+}
+
+static void config_error(const char *msg, bool passthrough)
+{
+	fn_say("faultnet: %s", msg);
+	if (!passthrough)
+		_exit(FN_EXIT_CONFIG);
+	fn_say("faultnet: FAULTNET_ON_ERROR=passthrough: running with no faults");
+}
+
+static void load_policy(bool passthrough)
+{
+	const char *path = secure_getenv("FAULTNET_CONFIG");
+	const char *zone = secure_getenv("FAULTNET_ZONE");
+	if (!path || !*path) {
+		if (zone && *zone)
+			config_error("FAULTNET_ZONE is set but FAULTNET_CONFIG is not: "
+				     "zones are defined in the config file",
+				     passthrough);
+		return;
+	}
+	char err[1024];
+	struct fn_policy *p = fn_config_load_file(path, zone, err, sizeof(err));
+	if (!p)
+		return config_error(err, passthrough);
+	fn_cmd_set_base(path, zone);
+	__atomic_store_n(&fn_policy_now, p, __ATOMIC_RELEASE);
+}
+
+static void after_fork_child(void)
+{
+	fn_owner_reset();
+	fn_stats_atfork_child();
+	fn_sink_atfork_child();
+	fn_relay_atfork_child();
+	fn_reinject_atfork_child();
+	fn_control_atfork_child();
+}
+
+__attribute__((constructor)) static void fn_init(void)
+{
+	fn_libc_resolve();
+	fn_owner_reset();
+	pthread_atfork(NULL, NULL, after_fork_child);
+	bool passthrough = passthrough_on_error();
+	const char *why = fn_seed_init();
+	if (why) {
+		fn_say("faultnet: %s", why);
+		_exit(FN_EXIT_CONFIG);
+	}
+	load_policy(passthrough);
+	why = fn_events_open();
+	if (why)
+		fn_say("faultnet: FAULTNET_EVENTS: %s", why);
+	if ((why = fn_control_start()))
+		config_error(why, passthrough);
+}

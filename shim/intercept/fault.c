@@ -1,0 +1,173 @@
+/* fault.c - decides whether a socket's peer is faulted and records the
+ * decision on the fd, shared by connect, TCP Fast Open and datagram sends. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/chance.h"
+#include "shim/fd/fdtab.h"
+#include "shim/base/libc.h"
+#include "shim/base/owner.h"
+#include "shim/base/policy.h"
+#include "shim/intercept/fault.h"
+#include "shim/relay/relay.h"
+#include "shim/sink/sink.h"
+#include "shim/stats/stats.h"
+
+/* The protocol of fd as the socket() hook saw it; for fds created elsewhere
+ * (before the shim loaded, or by a path it does not see) ask the kernel,
+ * which costs a syscall, so only once a rule could apply. */
+static uint8_t socket_proto(int fd)
+{
+	unsigned f = fn_fd_get(fd);
+	if (f & FDF_TCP)
+		return FN_PROTO_TCP;
+	if (f & FDF_UDP)
+		return FN_PROTO_UDP;
+	int type, proto;
+	socklen_t len = sizeof(type);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+		return 0;
+	len = sizeof(proto);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0)
+		return 0;
+	if (type == SOCK_STREAM && proto == IPPROTO_TCP)
+		return FN_PROTO_TCP;
+	if (type == SOCK_DGRAM && proto == IPPROTO_UDP)
+		return FN_PROTO_UDP;
+	return 0;
+}
+
+/* First-match, where a rule whose conditions say no passes the connection
+ * or datagram on to the rules after it. It stays counted against the first
+ * rule that covered it if no later one takes it. */
+static const struct fn_rule *decide(const struct fn_policy *p, const struct fn_endpoint *ep,
+				    uint8_t proto, const struct fn_rule **seen)
+{
+	const struct fn_rule *r = fn_policy_match(p, ep, proto, seen), *declined = NULL;
+	while (r && !fn_cond_pass(r)) {
+		if (!declined)
+			declined = r;
+		r = fn_policy_match_from(p, ep, proto, (size_t)(r - p->rules) + 1, seen);
+	}
+	if (!r && declined)
+		*seen = declined;
+	return r;
+}
+
+bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_verdict *v)
+{
+	const struct fn_policy *p = fn_policy_current();
+	if (!p || !p->watch_protos || !fn_endpoint_from_sockaddr(&v->ep, sa, len))
+		return false;
+	fn_policy_match(p, &v->ep, FN_PROTO_ANY, &v->seen);
+	if (!v->seen)
+		return false;
+	int e = errno;
+	v->proto = socket_proto(fd);
+	errno = e;
+	v->rule = v->proto ? decide(p, &v->ep, v->proto, &v->seen) : NULL;
+	return v->proto && v->seen;
+}
+
+static enum fn_sink_kind sink_for(const struct fn_rule *r, uint8_t proto)
+{
+	if (proto == FN_PROTO_UDP)
+		return FN_SINK_UDP;
+	if (r->action == FN_ACT_REFUSE)
+		return FN_SINK_REFUSE;
+	return r->action == FN_ACT_STALL ? FN_SINK_STALL : FN_SINK_BLACKHOLE;
+}
+
+static const char *fault_outcome(const struct fn_verdict *v)
+{
+	static const char *const names[FN_ACT_COUNT] = {
+	    "blackholed", "stalled", "dropped", "refused", "reset",  "unreachable",
+	    "delayed",	  "relayed", "relayed", "relayed", "relayed"};
+	if (v->proto == FN_PROTO_UDP)
+		return v->rule->action == FN_ACT_DELAY ? "delayed" : "dropped";
+	if (fn_rule_relayed(v->rule) && v->rule->action != FN_ACT_DELAY)
+		return "relayed";
+	return names[v->rule->action];
+}
+
+/* Sets up what the rule needs: a sink, the relay, or nothing (unreachable
+ * fails at once, as with no route; a delayed datagram is queued by the
+ * caller, told by *tlen == 0). False with errno when the app must get an
+ * error. */
+static bool prepare(int fd, const struct sockaddr *sa, socklen_t len, const struct fn_verdict *v,
+		    struct sockaddr_storage *target, socklen_t *tlen)
+{
+	const struct fn_rule *r = v->rule;
+	if (v->proto == FN_PROTO_UDP && r->action == FN_ACT_DELAY) {
+		*tlen = 0;
+		return true;
+	}
+	if (v->proto == FN_PROTO_TCP && r->action == FN_ACT_UNREACHABLE) {
+		errno = r->par.net_unreachable ? ENETUNREACH : EHOSTUNREACH;
+		return false;
+	}
+	if (v->proto == FN_PROTO_TCP &&
+	    (fn_rule_relayed(r) || r->action == FN_ACT_RESET || r->action == FN_ACT_DELAY))
+		return fn_relay_start(fd, sa, len, r, target, tlen);
+	return fn_sink_addr(sink_for(r, v->proto), sa->sa_family, target, tlen);
+}
+
+/* Records on fd that it was sent to a sink instead of sa, so getpeername
+ * can answer with the peer the app asked for. */
+static bool record(int fd, const struct sockaddr *sa, socklen_t len, const struct fn_verdict *v,
+		   const struct sockaddr_storage *target, socklen_t tlen, int dest)
+{
+	struct fn_fdstate *st = fn_fdstate(fd, true);
+	struct stat sb;
+	if (!st || fstat(fd, &sb) < 0)
+		return false;
+	/* Keep what the kernel would report: the family's own size, no
+	 * trailing bytes the app happened to pass. */
+	memset(&st->peer, 0, sizeof(st->peer));
+	st->peerlen =
+	    sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	memcpy(&st->peer, sa, st->peerlen < len ? st->peerlen : len);
+	if (sa->sa_family == AF_INET)
+		memset(((struct sockaddr_in *)&st->peer)->sin_zero, 0, 8);
+	memcpy(&st->target, target, tlen);
+	st->targetlen = tlen;
+	st->dev = sb.st_dev;
+	st->ino = sb.st_ino;
+	st->proto = v->proto;
+	st->action = v->rule->action;
+	st->dest = dest;
+	strcpy(st->rule, v->rule->name);
+	fn_fd_set(fd, fn_fd_get(fd) | FDF_FAULT);
+	return true;
+}
+
+bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const struct fn_verdict *v,
+		     uint64_t bytes, bool connecting, struct sockaddr_storage *target,
+		     socklen_t *tlen)
+{
+	int e = errno;
+	if (fn_in_vfork_child()) {
+		/* Never let it through, never touch the parent's state. */
+		errno = EAGAIN;
+		return false;
+	}
+	bool ok = prepare(fd, sa, len, v, target, tlen);
+	int err = errno;
+	bool refused = !ok && v->rule->action == FN_ACT_UNREACHABLE;
+	int dest = fn_stats_attempt(fd, v->rule, v->seen, &v->ep, v->proto,
+				    ok || refused ? fault_outcome(v) : "fault-failed", bytes);
+	if (!ok) {
+		errno = err;
+		return false;
+	}
+	if (connecting && !record(fd, sa, len, v, target, *tlen, dest)) {
+		errno = ENOBUFS;
+		return false;
+	}
+	errno = e;
+	return true;
+}

@@ -1,0 +1,364 @@
+/* relay.c - the relay thread (see relay.h). One thread per process, started
+ * by the first relayed connect, runs an epoll loop over every relayed
+ * connection and delayed datagram. Its mutex is held while it works and
+ * released while it waits, so a connect or close from the app waits at most
+ * one round of non-blocking I/O; the unmatched path never takes it. */
+#include "shim/relay/relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/sockios.h>
+
+#include "core/chance.h"
+#include "shim/fd/fdtab.h"
+#include "shim/base/libc.h"
+#include "shim/relay/reinject.h"
+#include "shim/relay/relay_conn.h"
+#include "shim/sink/sink.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fn_conn *conns;
+static struct fn_dgram *dgrams;
+static int epfd = -1, wakefd = -1;
+static bool running;
+
+static void wake(void)
+{
+	uint64_t one = 1;
+	ssize_t w = write(wakefd, &one, sizeof(one));
+	(void)w;
+}
+
+static int own_fd(int fd)
+{
+	return fd < 0 ? -1 : fn_fd_move_high(fd, FN_RANGE_SINK);
+}
+
+void fn_relay_close(int fd, bool hard)
+{
+	if (fd < 0)
+		return;
+	if (hard) {
+		struct linger l = {1, 0};
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	}
+	epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+	fn_fd_set(fd, 0);
+	LIBC(close)(fd);
+}
+
+void fn_relay_watch(struct fn_conn *c, int which, uint32_t events)
+{
+	int fd = which ? c->up : c->app;
+	uint32_t *have = &c->watching[which];
+	if (fd < 0 || *have == events)
+		return;
+	struct epoll_event ev = {.events = events, .data.ptr = (char *)c + which};
+	int op = *have == FN_WATCH_NONE ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+	if (epoll_ctl(epfd, op, fd, &ev) == 0)
+		*have = events;
+}
+
+static void *loop(void *arg);
+
+static bool start_thread(void)
+{
+	if (running)
+		return true;
+	if (epfd < 0 && (epfd = own_fd(epoll_create1(EPOLL_CLOEXEC))) < 0)
+		return false;
+	if (wakefd < 0) {
+		if ((wakefd = own_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK))) < 0)
+			return false;
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+		epoll_ctl(epfd, EPOLL_CTL_ADD, wakefd, &ev);
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int e = pthread_create(&t, &at, loop, NULL);
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e) {
+		errno = e;
+		return false;
+	}
+	running = true;
+	return true;
+}
+
+/* The app's socket must have a local address before it connects, so that
+ * the relay knows where to complete the handshake. An unbound socket gets
+ * the one the kernel would give it for a loopback peer. */
+static bool local_address(int fd, int family, struct sockaddr_storage *ss, socklen_t *len)
+{
+	*len = sizeof(*ss);
+	if (getsockname(fd, (struct sockaddr *)ss, len) < 0)
+		return false;
+	uint16_t port = ss->ss_family == AF_INET ? ((struct sockaddr_in *)ss)->sin_port
+						 : ((struct sockaddr_in6 *)ss)->sin6_port;
+	if (port)
+		return true;
+	struct sockaddr_storage any;
+	memset(&any, 0, sizeof(any));
+	any.ss_family = (sa_family_t)family;
+	socklen_t alen =
+	    family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	if (bind(fd, (struct sockaddr *)&any, alen) < 0)
+		return false;
+	*len = sizeof(*ss);
+	return getsockname(fd, (struct sockaddr *)ss, len) == 0;
+}
+
+/* Where the relay must aim its SYN: the app's port on the address its
+ * socket will use to reach the hold sink (loopback when bound to any). */
+static void handshake_target(struct sockaddr_storage *local, const struct sockaddr_storage *hold)
+{
+	if (local->ss_family == AF_INET) {
+		struct sockaddr_in *l = (struct sockaddr_in *)local;
+		if (l->sin_addr.s_addr == htonl(INADDR_ANY))
+			l->sin_addr = ((const struct sockaddr_in *)hold)->sin_addr;
+		return;
+	}
+	struct sockaddr_in6 *l6 = (struct sockaddr_in6 *)local;
+	if (IN6_IS_ADDR_UNSPECIFIED(&l6->sin6_addr))
+		l6->sin6_addr = ((const struct sockaddr_in6 *)hold)->sin6_addr;
+}
+
+bool fn_relay_start(int fd, const struct sockaddr *dest, socklen_t destlen, const struct fn_rule *r,
+		    struct sockaddr_storage *hold, socklen_t *holdlen)
+{
+	struct sockaddr_storage local;
+	socklen_t llen;
+	int family = dest->sa_family;
+	if (!fn_sink_addr(FN_SINK_HOLD, family, hold, holdlen) ||
+	    !local_address(fd, family, &local, &llen))
+		return false;
+	handshake_target(&local, hold);
+	struct fn_conn *c = fn_conn_new(fd, r, dest, destlen, &local, llen, hold, *holdlen);
+	if (!c) {
+		errno = ENOBUFS;
+		return false;
+	}
+	pthread_mutex_lock(&lock);
+	bool ok = start_thread();
+	if (ok) {
+		c->next = conns;
+		conns = c;
+	}
+	pthread_mutex_unlock(&lock);
+	if (!ok) {
+		free(c);
+		errno = EAGAIN;
+		return false;
+	}
+	wake();
+	return true;
+}
+
+bool fn_relay_queue(struct fn_dgram *d, int dup_of)
+{
+	pthread_mutex_lock(&lock);
+	bool ok = start_thread();
+	if (ok && dup_of >= 0)
+		ok = (d->fd = own_fd(LIBC(fcntl)(dup_of, F_DUPFD_CLOEXEC, 0))) >= 0;
+	/* Once queued, d belongs to the relay thread, which may send and free
+	 * it as soon as the lock is released: decide now. */
+	if (ok) {
+		/* Ordered by due time, first come first out among equals, so
+		 * that a constant delay never reorders datagrams. */
+		struct fn_dgram **at = &dgrams;
+		while (*at && (*at)->due_ns <= d->due_ns)
+			at = &(*at)->next;
+		d->next = *at;
+		*at = d;
+	}
+	pthread_mutex_unlock(&lock);
+	if (!ok) {
+		free(d);
+		errno = ENOBUFS;
+		return false;
+	}
+	wake();
+	return true;
+}
+
+bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,
+		       socklen_t tolen, uint64_t delay_ns)
+{
+	struct fn_dgram *d = malloc(sizeof(*d) + n);
+	if (!d) {
+		errno = ENOBUFS;
+		return false;
+	}
+	memset(d, 0, sizeof(*d));
+	memcpy(d->data, buf, n);
+	d->len = n;
+	if (to && tolen <= sizeof(d->to)) {
+		memcpy(&d->to, to, tolen);
+		d->tolen = tolen;
+	}
+	d->due_ns = fn_now_ns() + delay_ns;
+	return fn_relay_queue(d, fd);
+}
+
+/* Sends the datagrams that are due; returns the earliest still waiting. */
+static uint64_t send_due(uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	for (struct fn_dgram **p = &dgrams; *p;) {
+		struct fn_dgram *d = *p;
+		if (d->due_ns > now) {
+			next = d->due_ns < next ? d->due_ns : next;
+			p = &d->next;
+			continue;
+		}
+		*p = d->next;
+		if (d->inbound) {
+			fn_reinject_send(d); /* and frees it */
+			continue;
+		}
+		LIBC(sendto)
+		(d->fd, d->data, d->len, MSG_DONTWAIT | MSG_NOSIGNAL,
+		 d->tolen ? (struct sockaddr *)&d->to : NULL, d->tolen);
+		fn_fd_set(d->fd, 0);
+		LIBC(close)(d->fd);
+		free(d);
+	}
+	return next;
+}
+
+/* Steps every connection that an event or its timer concerns, frees the
+ * finished ones, and returns the earliest timer. */
+static uint64_t step_all(uint64_t now)
+{
+	uint64_t next = send_due(now);
+	for (struct fn_conn **p = &conns; *p;) {
+		struct fn_conn *c = *p;
+		if (c->ready || c->wake_ns <= now)
+			fn_conn_step(c, now);
+		if (c->done) {
+			*p = c->next;
+			fn_conn_free(c);
+			continue;
+		}
+		next = c->wake_ns < next ? c->wake_ns : next;
+		p = &c->next;
+	}
+	return next;
+}
+
+/* epoll_wait until the deadline next (CLOCK_MONOTONIC ns; UINT64_MAX for
+ * none). epoll_pwait2 takes nanoseconds: latency rules would otherwise be
+ * late by up to a millisecond of rounding. */
+static int wait_until(struct epoll_event *ev, int max, uint64_t next)
+{
+	static bool no_pwait2;
+	uint64_t now = fn_now_ns();
+	uint64_t left = next == UINT64_MAX ? 0 : next > now ? next - now : 0;
+	if (!no_pwait2) {
+		struct timespec ts = {.tv_sec = (time_t)(left / 1000000000u),
+				      .tv_nsec = (long)(left % 1000000000u)};
+		int n = (int)syscall(SYS_epoll_pwait2, epfd, ev, max,
+				     next == UINT64_MAX ? NULL : &ts, NULL, (size_t)8);
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		no_pwait2 = true;
+	}
+	int ms = next == UINT64_MAX ? -1 : (int)((left + 999999) / 1000000);
+	return epoll_wait(epfd, ev, max, ms);
+}
+
+static void *loop(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "faultnet-relay");
+	struct epoll_event ev[64];
+	uint64_t next = 0;
+	for (;;) {
+		int n = wait_until(ev, 64, next);
+		pthread_mutex_lock(&lock);
+		for (int i = 0; i < n; i++) {
+			if (!ev[i].data.ptr) {
+				uint64_t v;
+				ssize_t r = LIBC(read)(wakefd, &v, sizeof(v));
+				(void)r;
+				for (struct fn_conn *c = conns; c; c = c->next)
+					c->ready |= c->state == FN_CONN_NEW;
+				continue;
+			}
+			uintptr_t tag = (uintptr_t)ev[i].data.ptr;
+			((struct fn_conn *)(tag & ~(uintptr_t)1))->ready = true;
+		}
+		next = step_all(fn_now_ns());
+		pthread_mutex_unlock(&lock);
+	}
+	return NULL;
+}
+
+void fn_relay_lost(int fd)
+{
+	if (!__atomic_load_n(&running, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&lock);
+	for (struct fn_conn *c = conns; c; c = c->next)
+		if (c->app == fd || c->up == fd || c->opener == fd)
+			fn_conn_forget_fd(c, fd);
+	for (struct fn_dgram *d = dgrams; d; d = d->next)
+		if (d->fd == fd)
+			d->fd = -1;
+	pthread_mutex_unlock(&lock);
+}
+
+void fn_relay_atfork_child(void)
+{
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	lock = fresh;
+	/* The parent's relay keeps serving the connections; the child must not
+	 * hold their sockets open after the parent closes them. */
+	while (conns) {
+		struct fn_conn *c = conns;
+		conns = c->next;
+		int fds[3] = {c->app, c->up, c->opener};
+		for (int i = 0; i < 3; i++)
+			if (fds[i] >= 0) {
+				fn_fd_set(fds[i], 0);
+				LIBC(close)(fds[i]);
+			}
+		fn_conn_free(c);
+	}
+	while (dgrams) {
+		struct fn_dgram *d = dgrams;
+		dgrams = d->next;
+		if (d->fd >= 0 && !d->inbound) {
+			fn_fd_set(d->fd, 0);
+			LIBC(close)(d->fd);
+		}
+		free(d);
+	}
+	int fds[2] = {epfd, wakefd};
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0) {
+			fn_fd_set(fds[i], 0);
+			LIBC(close)(fds[i]);
+		}
+	epfd = wakefd = -1;
+	running = false;
+}

@@ -1,0 +1,114 @@
+/* relay_conn.h - one relayed connection: its sockets, where it is in its
+ * setup, and the two byte streams the relay carries and shapes. Used only by
+ * the relay thread, under the relay's mutex. */
+#ifndef FAULTNET_RELAY_CONN_H
+#define FAULTNET_RELAY_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "core/rules.h"
+
+enum fn_conn_state {
+	FN_CONN_NEW,	  /* not started: the thread has yet to see it */
+	FN_CONN_UPSTREAM, /* connecting to the real peer */
+	FN_CONN_WAIT,	  /* peer answered; waiting out the connect delay */
+	FN_CONN_OPENING,  /* completing the app's handshake */
+	FN_CONN_RELAY,	  /* carrying bytes */
+};
+
+#define FN_WATCH_NONE 0xffffffffu
+
+/* Release points a direction can hold: a latency rule stops reading when
+ * they are all in use, which bounds what the relay buffers ahead. */
+#define FN_MARKS 4096
+
+/* A release point for latency: bytes up to end may go out at due. */
+struct fn_mark {
+	uint64_t end, due;
+};
+
+/* One direction: 0 is up (app to peer), 1 is down (peer to app). */
+struct fn_dir {
+	char *buf;
+	size_t cap;    /* buf's size: it grows while a transfer keeps it full */
+	size_t lo, hi; /* bytes [lo, hi) wait to be written */
+	uint64_t in, out;
+	struct fn_mark *marks;
+	size_t mhead, mcount;
+	uint64_t last_due;
+	uint64_t released; /* latency: bytes up to here are due */
+	double tokens;
+	uint64_t tok_ns, drip_ns, drip_left;
+	bool faulted; /* the rule's direction includes this one */
+	bool eof;     /* the source has no more bytes */
+	bool shut;    /* the destination was told so */
+	bool stopped; /* stall or close: nothing more goes this way */
+	bool blocked; /* the destination's buffer was full */
+};
+
+struct fn_conn {
+	struct fn_conn *next;
+	enum fn_conn_state state;
+	enum fn_action action;
+	struct fn_params par;
+	uint64_t key; /* for jitter draws */
+	uint64_t draws;
+	int app;      /* the relay's end of the app's connection */
+	int up;	      /* the connection to the real peer */
+	int opener;   /* the socket completing the app's handshake */
+	int up_error; /* the peer's connect error, if it failed */
+	int appfd;    /* the app's own socket, only to watch its state */
+	dev_t app_dev;
+	ino_t app_ino;
+	uint32_t watching[2];
+	struct sockaddr_storage dest, local, hold;
+	socklen_t destlen, locallen, holdlen;
+	uint64_t start_ns, open_ns, est_ns, wake_ns;
+	bool ready;	    /* an event arrived: step it */
+	bool reset_pending; /* reset once the app has every byte sent to it */
+	uint64_t reset_ns;  /* when the reset became due */
+	bool done;
+	struct fn_dir dir[2];
+};
+
+/* A delayed UDP datagram: one the app sent (sent later through a duplicate
+ * of its socket, fd), or one it was to receive (inbound: sent again later
+ * from the shim's own socket to the app's, see reinject.h). */
+struct fn_dgram {
+	struct fn_dgram *next;
+	int fd;
+	bool inbound;
+	uint64_t due_ns;
+	struct sockaddr_storage to, from;
+	socklen_t tolen, fromlen;
+	size_t len;
+	char data[];
+};
+
+struct fn_conn *fn_conn_new(int appfd, const struct fn_rule *r, const struct sockaddr *dest,
+			    socklen_t destlen, const struct sockaddr_storage *local,
+			    socklen_t locallen, const struct sockaddr_storage *hold,
+			    socklen_t holdlen);
+/* Advances c as far as its sockets and timers allow; sets wake_ns, and done
+ * once every socket is closed. */
+void fn_conn_step(struct fn_conn *c, uint64_t now);
+void fn_conn_free(struct fn_conn *c);
+/* relay_pump.c: carries and shapes c's bytes once it is established. */
+void fn_conn_pump(struct fn_conn *c, uint64_t now);
+/* relay_conn.c: bytes waiting unread in the app's own socket; false when
+ * the app's fd no longer is that socket. */
+bool fn_conn_app_unread(const struct fn_conn *c, int *unread);
+/* relay_conn.c: closes every socket of c (with resets if hard); c is done. */
+void fn_conn_finish(struct fn_conn *c, bool hard);
+/* The app closed fd, one of c's: drop it and end c. */
+void fn_conn_forget_fd(struct fn_conn *c, int fd);
+
+/* relay.c: closes one of the relay's sockets, with a reset if hard. */
+void fn_relay_close(int fd, bool hard);
+/* relay.c: sets what epoll reports for c's app (0) or peer (1) socket. */
+void fn_relay_watch(struct fn_conn *c, int which, uint32_t events);
+
+#endif

@@ -1,0 +1,252 @@
+/* relay_pump.c - carries an established relayed connection's bytes in both
+ * directions and applies the rule to the faulted ones: latency (release
+ * points), bandwidth (a token bucket), drip (a few bytes per tick), and
+ * stall, reset or close once after_bytes or after_ms is reached. */
+#include <errno.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "shim/base/libc.h"
+#include "shim/relay/relay_conn.h"
+#include "shim/relay/shape.h"
+
+/* A direction's buffer starts small and doubles up to BUF_MAX while bulk
+ * transfers keep it full: fewer system calls for them, little memory for
+ * the many connections that carry a request and a reply. */
+#define BUF_MAX (1024 * 1024)
+#define MS 1000000ull
+
+static int src_fd(const struct fn_conn *c, int d)
+{
+	return d ? c->up : c->app;
+}
+
+static int dst_fd(const struct fn_conn *c, int d)
+{
+	return d ? c->app : c->up;
+}
+
+static void grow(struct fn_dir *dr)
+{
+	if (dr->hi < dr->cap || dr->lo > 0 || dr->cap >= BUF_MAX)
+		return;
+	char *bigger = realloc(dr->buf, dr->cap * 2);
+	if (bigger) {
+		dr->buf = bigger;
+		dr->cap *= 2;
+	}
+}
+
+/* Reads what the buffer has room for. False on a fatal error. */
+static bool fill(struct fn_conn *c, int d, uint64_t now)
+{
+	struct fn_dir *dr = &c->dir[d];
+	if (dr->eof || dr->stopped)
+		return true;
+	if (dr->lo == dr->hi)
+		dr->lo = dr->hi = 0;
+	else if (dr->hi == dr->cap && dr->lo > 0) {
+		memmove(dr->buf, dr->buf + dr->lo, dr->hi - dr->lo);
+		dr->hi -= dr->lo;
+		dr->lo = 0;
+	}
+	bool latency = fn_shape_has_latency(c, dr);
+	grow(dr);
+	while (dr->hi < dr->cap && !(latency && dr->mcount == FN_MARKS)) {
+		ssize_t n =
+		    LIBC(recv)(src_fd(c, d), dr->buf + dr->hi, dr->cap - dr->hi, MSG_DONTWAIT);
+		if (n == 0) {
+			dr->eof = true;
+			return true;
+		}
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		dr->hi += (size_t)n;
+		dr->in += (uint64_t)n;
+		if (latency)
+			fn_shape_mark(c, dr, now);
+	}
+	return true;
+}
+
+/* Bandwidth: tokens at rate bytes/s, at most 50 ms' worth saved up. */
+/* Writes what may go out. False on a fatal error. */
+static bool flush(struct fn_conn *c, int d, uint64_t now)
+{
+	struct fn_dir *dr = &c->dir[d];
+	dr->blocked = false;
+	while (!dr->stopped && dr->lo < dr->hi) {
+		uint64_t n = fn_shape_allowance(c, dr, now);
+		if (!n)
+			break;
+		ssize_t w = LIBC(sendto)(dst_fd(c, d), dr->buf + dr->lo, n,
+					 MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+		if (w < 0) {
+			if (errno == EAGAIN || errno == EINTR) {
+				dr->blocked = true;
+				break;
+			}
+			return false;
+		}
+		dr->lo += (size_t)w;
+		dr->out += (uint64_t)w;
+		fn_shape_spent(c, dr, (uint64_t)w);
+	}
+	return true;
+}
+
+/* A blackhole on an open connection: nothing more either way, no FIN, no
+ * reset. On a dead route what the app sends next goes unacknowledged, and
+ * TCP_USER_TIMEOUT, if set, ends the connection with ETIMEDOUT. On loopback
+ * the relay's end would keep acknowledging, so it stops reading, shrinks its
+ * receive buffer, and fills the window it had advertised with bytes of its
+ * own sent from the app's socket (they go nowhere but to the relay, which
+ * drops them): the window closes, the app's next bytes wait behind it, and
+ * the kernel's zero-window probes, which TCP_USER_TIMEOUT also bounds, end
+ * the connection with ETIMEDOUT. */
+static void go_dark(struct fn_conn *c)
+{
+	static const char filler[65536];
+	int small = 1; /* the kernel rounds it up to its minimum */
+	setsockopt(c->app, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	c->dir[0].stopped = c->dir[1].stopped = true;
+	int queued = 0;
+	for (int i = 0; i < 256 && fn_conn_app_unread(c, &queued); i++) {
+		/* On loopback a send is delivered and acknowledged before it
+		 * returns; bytes left queued mean the window has closed. */
+		if (ioctl(c->appfd, SIOCOUTQ, &queued) < 0 || queued > 0)
+			break;
+		if (LIBC(sendto)(c->appfd, filler, sizeof(filler), MSG_DONTWAIT | MSG_NOSIGNAL,
+				 NULL, 0) <= 0)
+			break;
+	}
+}
+
+/* stall, reset, close or blackhole, once after_bytes or after_ms is
+ * reached. */
+static void trigger(struct fn_conn *c, int d, uint64_t now)
+{
+	struct fn_dir *dr = &c->dir[d];
+	if (!dr->faulted || !fn_shape_after_rule(c) || dr->stopped || c->reset_pending)
+		return;
+	bool due;
+	if (c->par.after_bytes >= 0)
+		due = dr->out >= (uint64_t)c->par.after_bytes;
+	else {
+		uint64_t at = c->est_ns + (uint64_t)c->par.after_ms * MS;
+		due = now >= at;
+		if (!due)
+			fn_shape_wake(c, at);
+	}
+	if (!due)
+		return;
+	if (c->action == FN_ACT_RESET) {
+		c->reset_pending = true;
+		return;
+	}
+	if (c->action == FN_ACT_BLACKHOLE)
+		return go_dark(c);
+	dr->stopped = true;
+	if (c->action == FN_ACT_CLOSE && !dr->shut) {
+		shutdown(dst_fd(c, d), SHUT_WR);
+		dr->shut = true;
+	}
+}
+
+/* A reset goes out once the app holds every byte sent before it, so that a
+ * reset after N bytes really delivers N, and once it has read them (for at
+ * most 200 ms): on a real link the reset comes after the data, and a client
+ * that sees both in one wake-up may take the hang-up for a plain EOF. */
+static void reset_when_sent(struct fn_conn *c, uint64_t now)
+{
+	int queued = 0, unread = 0;
+	if (!c->reset_ns)
+		c->reset_ns = now;
+	bool sent = ioctl(c->app, SIOCOUTQ, &queued) < 0 || queued == 0;
+	bool read = !fn_conn_app_unread(c, &unread) || unread == 0;
+	if (!sent || (!read && now - c->reset_ns < 200 * MS)) {
+		fn_shape_wake(c, now + MS);
+		return;
+	}
+	fn_conn_finish(c, true);
+}
+
+/* A stopped direction reads nothing, yet must notice when its source
+ * closes, or a stalled connection the app gave up on would never end. */
+static void notice_close(struct fn_conn *c, int d)
+{
+	struct fn_dir *dr = &c->dir[d];
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	if (!dr->stopped || dr->eof)
+		return;
+	if (getsockopt(src_fd(c, d), IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+	    (ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSE ||
+	     ti.tcpi_state == TCP_LAST_ACK))
+		dr->eof = true;
+}
+
+/* Done with: the source has ended, and the destination was told, or the
+ * rule stopped this direction anyway. */
+static bool finished(const struct fn_dir *dr)
+{
+	return dr->eof && (dr->shut || dr->stopped);
+}
+
+static void watch(struct fn_conn *c)
+{
+	uint32_t ev[2] = {0, 0};
+	for (int d = 0; d < 2; d++) {
+		const struct fn_dir *dr = &c->dir[d];
+		int src = d, dst = !d; /* socket index: 0 app, 1 peer */
+		/* fill() makes room by moving what waits to the front. */
+		bool room = (dr->hi - dr->lo < dr->cap || dr->cap < BUF_MAX) &&
+			    !(fn_shape_has_latency(c, dr) && dr->mcount == FN_MARKS);
+		if (!dr->eof && !dr->stopped && room)
+			ev[src] |= EPOLLIN | EPOLLRDHUP;
+		if (dr->stopped && !dr->eof)
+			ev[src] |= EPOLLRDHUP;
+		if (dr->blocked)
+			ev[dst] |= EPOLLOUT;
+	}
+	fn_relay_watch(c, 0, ev[0]);
+	fn_relay_watch(c, 1, ev[1]);
+}
+
+void fn_conn_pump(struct fn_conn *c, uint64_t now)
+{
+	for (int d = 0; d < 2; d++) {
+		struct fn_dir *dr = &c->dir[d];
+		notice_close(c, d);
+		/* Read and write in turn while bytes move: a bulk transfer
+		 * goes through without a trip through epoll for each buffer. */
+		uint64_t moved;
+		int rounds = 0;
+		do {
+			moved = dr->in + dr->out;
+			if (!fill(c, d, now) || !flush(c, d, now)) {
+				fn_conn_finish(c, true); /* pass a reset on as a reset */
+				return;
+			}
+		} while (dr->in + dr->out != moved && !dr->blocked && ++rounds < 16);
+		trigger(c, d, now);
+		if (dr->eof && dr->lo == dr->hi && !dr->shut) {
+			shutdown(dst_fd(c, d), SHUT_WR);
+			dr->shut = true;
+		}
+	}
+	if (c->reset_pending)
+		return reset_when_sent(c, now);
+	bool a = finished(&c->dir[0]), b = finished(&c->dir[1]);
+	if ((a || b) && (a || c->dir[0].stopped) && (b || c->dir[1].stopped)) {
+		fn_conn_finish(c, false);
+		return;
+	}
+	watch(c);
+}

@@ -1,0 +1,305 @@
+/* sink.c - creates, watches and repairs the loopback sinks (see sink.h).
+ * No mutex: a sink is claimed with a compare-and-swap on its state, the
+ * claimer never blocks while holding it, and a fork child drops claims that
+ * were in flight in the parent. */
+#include "shim/sink/sink.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shim/fd/fdtab.h"
+#include "shim/base/libc.h"
+
+enum { SINK_NONE, SINK_BUSY, SINK_READY, SINK_BROKEN };
+
+struct sink {
+	int state;
+	int fd;	  /* the listener, or the datagram socket */
+	int park; /* blackhole: the connection that keeps the accept queue full */
+	uint16_t port;
+	dev_t dev, park_dev; /* identities, to tell our fds from reused numbers */
+	ino_t ino, park_ino;
+};
+
+static struct sink sinks[FN_SINK_KINDS][2]; /* [kind][0 = IPv4, 1 = IPv6] */
+static __thread int building;		    /* re-entry from a signal handler */
+
+#define STALL_BACKLOG 4096
+#define RETIRED_MAX 64
+static struct {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+} retired[RETIRED_MAX]; /* full stall listeners, kept open */
+static int nretired;
+
+static void fill_loopback(int family, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)ss;
+		in->sin_family = AF_INET;
+		in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		in->sin_port = htons(port);
+		*len = sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_addr = in6addr_loopback;
+		in6->sin6_port = htons(port);
+		*len = sizeof(*in6);
+	}
+}
+
+static void close_quietly(int fd)
+{
+	if (fd >= 0) {
+		fn_fd_set(fd, 0);
+		LIBC(close)(fd);
+	}
+}
+
+static int open_socket(int family, int type)
+{
+	int fd = LIBC(socket)(family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	return fd;
+}
+
+/* Fills the accept queue of a backlog-0 listener with one connection, after
+ * which Linux drops every further SYN whatever the syncookie setting. */
+static int park_connection(int family, uint16_t port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	fill_loopback(family, port, &ss, &len);
+	int fd = open_socket(family, SOCK_STREAM);
+	if (fd < 0)
+		return -1;
+	if (LIBC(connect)(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
+		close_quietly(fd);
+		return -1;
+	}
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	poll(&p, 1, 1000);
+	return fn_fd_move_high(fd, FN_RANGE_SINK);
+}
+
+static int bind_listen(struct sink *s, enum fn_sink_kind kind, int family, uint16_t port)
+{
+	int type = kind == FN_SINK_UDP ? SOCK_DGRAM : SOCK_STREAM;
+	int fd = open_socket(family, type);
+	if (fd < 0)
+		return -1;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	fill_loopback(family, port, &ss, &len);
+	int small = 1; /* the kernel rounds it up to its minimum */
+	int one = 1;
+	if (kind == FN_SINK_UDP)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	if (kind == FN_SINK_HOLD) /* the relay binds its openers here too */
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	bool listens = kind != FN_SINK_UDP && kind != FN_SINK_REFUSE;
+	int backlog = kind == FN_SINK_STALL ? STALL_BACKLOG : 0;
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || (listens && listen(fd, backlog) < 0) ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+		int e = errno;
+		close_quietly(fd);
+		errno = e;
+		return -1;
+	}
+	s->port = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+					  : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	return fn_fd_move_high(fd, FN_RANGE_SINK);
+}
+
+static bool build(struct sink *s, enum fn_sink_kind kind, int family, uint16_t port)
+{
+	s->fd = bind_listen(s, kind, family, port);
+	s->park = -1;
+	if (s->fd < 0)
+		return false;
+	bool parked = kind == FN_SINK_BLACKHOLE || kind == FN_SINK_HOLD;
+	if (parked && (s->park = park_connection(family, s->port)) < 0) {
+		int e = errno;
+		close_quietly(s->fd);
+		errno = e;
+		return false;
+	}
+	struct stat sb;
+	fstat(s->fd, &sb);
+	s->dev = sb.st_dev;
+	s->ino = sb.st_ino;
+	fn_fd_mark(s->fd, FDF_INTERNAL);
+	if (s->park >= 0 && fstat(s->park, &sb) == 0) {
+		s->park_dev = sb.st_dev;
+		s->park_ino = sb.st_ino;
+		fn_fd_mark(s->park, FDF_INTERNAL);
+	}
+	return true;
+}
+
+static bool alive(const struct sink *s)
+{
+	return fn_fd_same_file(s->fd, s->dev, s->ino);
+}
+
+/* A stall listener whose accept queue is nearly full would start dropping
+ * SYNs, turning stalls into blackholes: start a new one, keep the old. */
+static bool stall_full(const struct sink *s)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	if (getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return false;
+	return ti.tcpi_sacked > 0 && ti.tcpi_unacked + 8 >= ti.tcpi_sacked;
+}
+
+static void retire(const struct sink *old)
+{
+	if (nretired == RETIRED_MAX) {
+		/* Close the oldest only if the number is still ours. */
+		if (fn_fd_same_file(retired[0].fd, retired[0].dev, retired[0].ino))
+			close_quietly(retired[0].fd);
+		memmove(retired, retired + 1, sizeof(retired[0]) * (RETIRED_MAX - 1));
+		nretired--;
+	}
+	retired[nretired].fd = old->fd;
+	retired[nretired].dev = old->dev;
+	retired[nretired++].ino = old->ino;
+}
+
+/* Called with the sink claimed (SINK_BUSY). */
+static bool rebuild(struct sink *s, enum fn_sink_kind kind, int family, bool same_port)
+{
+	struct sink old = *s;
+	if (same_port) {
+		/* The listener is gone or replaced: release what is left so
+		 * the port can be bound again. */
+		if (alive(&old))
+			close_quietly(old.fd);
+		if (fn_fd_same_file(old.park, old.park_dev, old.park_ino))
+			close_quietly(old.park);
+	} else {
+		retire(&old);
+	}
+	if (build(s, kind, family, same_port ? old.port : 0))
+		return true;
+	return same_port && build(s, kind, family, 0);
+}
+
+static bool claim(struct sink *s, int from)
+{
+	return __atomic_compare_exchange_n(&s->state, &from, SINK_BUSY, false, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+static void release(struct sink *s, bool ok)
+{
+	__atomic_store_n(&s->state, ok ? SINK_READY : SINK_BROKEN, __ATOMIC_RELEASE);
+}
+
+/* Waits out another thread's work on the sink; it never blocks while it
+ * holds the claim, so this is short. */
+static int settle(struct sink *s)
+{
+	int st;
+	while ((st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE)) == SINK_BUSY)
+		sched_yield();
+	return st;
+}
+
+static bool ensure(struct sink *s, enum fn_sink_kind kind, int family)
+{
+	if (building) {
+		errno = EAGAIN;
+		return false;
+	}
+	int st = settle(s);
+	bool ok = true;
+	building = 1;
+	if ((st == SINK_NONE || st == SINK_BROKEN) && claim(s, st))
+		release(s, ok = build(s, kind, family, 0));
+	else if (st == SINK_READY && !alive(s) && claim(s, SINK_READY))
+		release(s, ok = rebuild(s, kind, family, true));
+	else if (st == SINK_READY && kind == FN_SINK_STALL && stall_full(s) && claim(s, SINK_READY))
+		release(s, ok = rebuild(s, kind, family, false));
+	building = 0;
+	if (!ok)
+		return false;
+	if (settle(s) != SINK_READY) {
+		errno = ENOBUFS;
+		return false;
+	}
+	return true;
+}
+
+bool fn_sink_addr(enum fn_sink_kind kind, int family, struct sockaddr_storage *addr, socklen_t *len)
+{
+	int e = errno;
+	if (family == AF_INET6 && ensure(&sinks[kind][1], kind, AF_INET6)) {
+		fill_loopback(AF_INET6, sinks[kind][1].port, addr, len);
+		errno = e;
+		return true;
+	}
+	if (!ensure(&sinks[kind][0], kind, AF_INET))
+		return false;
+	fill_loopback(AF_INET, sinks[kind][0].port, addr, len);
+	if (family == AF_INET6) {
+		/* No IPv6 loopback here: reach the IPv4 sink as ::ffff:127.0.0.1. */
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)addr;
+		uint16_t port = ((struct sockaddr_in *)addr)->sin_port;
+		memset(addr, 0, sizeof(*addr));
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = port;
+		in6->sin6_addr.s6_addr[10] = in6->sin6_addr.s6_addr[11] = 0xff;
+		in6->sin6_addr.s6_addr[12] = 127;
+		in6->sin6_addr.s6_addr[15] = 1;
+		*len = sizeof(*in6);
+	}
+	errno = e;
+	return true;
+}
+
+void fn_sink_lost(int fd)
+{
+	for (int k = 0; k < FN_SINK_KINDS; k++)
+		for (int f = 0; f < 2; f++) {
+			struct sink *s = &sinks[k][f];
+			if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != SINK_READY)
+				continue;
+			if (s->park == fd) {
+				/* The parked connection still sits in the
+				 * queue, which stays full: nothing to do. */
+				s->park = -1;
+			} else if (s->fd == fd) {
+				building = 1; /* before the claim: see ensure() */
+				if (claim(s, SINK_READY))
+					release(s, rebuild(s, (enum fn_sink_kind)k,
+							   f ? AF_INET6 : AF_INET, true));
+				building = 0;
+			}
+		}
+}
+
+void fn_sink_atfork_child(void)
+{
+	for (int k = 0; k < FN_SINK_KINDS; k++)
+		for (int f = 0; f < 2; f++)
+			if (sinks[k][f].state == SINK_BUSY)
+				sinks[k][f].state = SINK_NONE;
+	building = 0;
+}

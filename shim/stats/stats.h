@@ -1,0 +1,46 @@
+/* stats.h - what the app really did, for faultctl stats and events:
+ * per-destination counters and a ring of recent events, both filled from
+ * the app's threads without locks, and FAULTNET_EVENTS, a JSON-lines file. */
+#ifndef FAULTNET_STATS_H
+#define FAULTNET_STATS_H
+
+#include <stdint.h>
+
+#include "core/rules.h"
+#include "core/wire.h"
+
+/* An attempt (connect, Fast Open or datagram) to a destination some rule
+ * covers. r is the rule that faulted it (NULL if none), seen the rule it
+ * counts against; outcome is "ok", an errno name, or "dropped". Returns a
+ * handle for fn_stats_bytes. */
+int fn_stats_attempt(int fd, const struct fn_rule *r, const struct fn_rule *seen,
+		     const struct fn_endpoint *ep, uint8_t proto, const char *outcome,
+		     uint64_t bytes);
+
+/* Bytes the app sent into a faulted TCP connection, counted at close. */
+void fn_stats_bytes(int handle, uint64_t bytes);
+
+/* The name of errno e ("ETIMEDOUT"), or "ok" for 0. */
+const char *fn_errname(int e);
+
+/* Appends records for faultctl: "dest ..." lines, and "event ..." lines
+ * with sequence numbers after *since (updated). */
+void fn_stats_dump(struct fn_buf *b);
+void fn_events_dump(struct fn_buf *b, uint64_t *since);
+
+/* Changes whenever an attempt is counted. */
+uint64_t fn_stats_generation(void);
+
+/* Zeroes the destination counters (faultctl reset). */
+void fn_stats_reset(void);
+
+/* The app closed fd: if it was the events file, stop writing to it. */
+void fn_stats_fd_lost(int fd);
+
+/* After fork, in the child: release slots a parent thread was claiming. */
+void fn_stats_atfork_child(void);
+
+/* Opens FAULTNET_EVENTS, if set. NULL or a message. */
+const char *fn_events_open(void);
+
+#endif

@@ -1,0 +1,356 @@
+/* it_catalogue_stream.c - the stream actions on a relayed connection (latency,
+ * bandwidth, drip, stall/reset/close after bytes or time, blackhole on an open
+ * connection), sha256 integrity of 64 MiB each way, and the relay across
+ * fork and threads.
+ * Runs under the shim with FAULTNET_CONFIG=tests/integration/catalogue.conf. */
+#include "catalogue.h"
+
+/* ---- stream actions ----------------------------------------------------- */
+
+static void test_latency(void)
+{
+	for (int m = 0; m < M_MODES; m++) {
+		struct cl c;
+		long ms;
+		char out[100], in[100];
+		CU_ASSERT_EQUAL_FATAL(cl_connect(&c, "127.72.0.6", m, &ms), 0);
+		CU_ASSERT(ms < 1000);
+		for (int i = 0; i < 3; i++) {
+			pattern(out, sizeof(out), (unsigned)i);
+			long t0 = now_ms();
+			int end;
+			CU_ASSERT(cl_write(&c, out, sizeof(out)));
+			CU_ASSERT_EQUAL(cl_read_all(&c, in, sizeof(in), 3000, &end, NULL),
+					sizeof(in));
+			long rtt = now_ms() - t0;
+			CU_ASSERT(rtt >= 95 && rtt < 1500); /* 50 ms each way */
+			CU_ASSERT(memcmp(in, out, sizeof(in)) == 0);
+		}
+		cl_close(&c);
+	}
+}
+
+static void test_bandwidth(void)
+{
+	static char out[131072], in[131072];
+	pattern(out, sizeof(out), 3);
+	for (int m = 0; m < M_MODES; m++) {
+		struct cl c;
+		int end;
+		CU_ASSERT_EQUAL_FATAL(cl_connect(&c, "127.72.0.7", m, NULL), 0);
+		long t0 = now_ms();
+		CU_ASSERT(cl_write(&c, out, sizeof(out)));
+		CU_ASSERT_EQUAL(cl_read_all(&c, in, sizeof(in), 5000, &end, NULL), sizeof(in));
+		long ms = now_ms() - t0; /* 128 KiB at 256 KiB/s: 500 ms */
+		CU_ASSERT(ms >= 350 && ms < 5000);
+		CU_ASSERT(memcmp(in, out, sizeof(in)) == 0);
+		cl_close(&c);
+	}
+}
+
+static void test_drip(void)
+{
+	char out[100], in[100];
+	pattern(out, sizeof(out), 5);
+	for (int m = 0; m < M_MODES; m++) {
+		struct cl c;
+		int end;
+		size_t maxread;
+		CU_ASSERT_EQUAL_FATAL(cl_connect(&c, "127.72.0.8", m, NULL), 0);
+		long t0 = now_ms();
+		CU_ASSERT(cl_write(&c, out, sizeof(out)));
+		CU_ASSERT_EQUAL(cl_read_all(&c, in, sizeof(in), 3000, &end, &maxread), sizeof(in));
+		long ms = now_ms() - t0; /* 10 bytes every 50 ms: 450 ms at least */
+		CU_ASSERT(ms >= 400 && ms < 5000);
+		CU_ASSERT(maxread <= 10);
+		CU_ASSERT(memcmp(in, out, sizeof(in)) == 0);
+		cl_close(&c);
+	}
+}
+
+/* Sends 5000 bytes to an echo through an after_bytes rule; returns what
+ * came back before the rule acted and how the stream ended. */
+static size_t after_bytes(const char *ip, enum mode m, int *end, char *in)
+{
+	char out[5000];
+	struct cl c;
+	pattern(out, sizeof(out), 9);
+	CU_ASSERT_EQUAL(cl_connect(&c, ip, m, NULL), 0);
+	CU_ASSERT(cl_write(&c, out, sizeof(out)));
+	size_t got = cl_read_all(&c, in, sizeof(out), 600, end, NULL);
+	CU_ASSERT(memcmp(in, out, got) == 0);
+	cl_close(&c);
+	return got;
+}
+
+static void test_after_bytes(void)
+{
+	char in[5000];
+	for (int m = 0; m < M_MODES; m++) {
+		int end;
+		CU_ASSERT_EQUAL(after_bytes("127.72.0.9", m, &end, in), 1000);
+		CU_ASSERT_EQUAL(end, EAGAIN); /* stall: no more bytes, no FIN */
+		CU_ASSERT_EQUAL(after_bytes("127.72.0.10", m, &end, in), 1000);
+		CU_ASSERT_EQUAL(end, ECONNRESET);
+		CU_ASSERT_EQUAL(after_bytes("127.72.0.11", m, &end, in), 1000);
+		CU_ASSERT_EQUAL(end, 0); /* close: a clean EOF */
+		/* Up: the peer gets 1000 bytes, so 1000 come back. */
+		CU_ASSERT_EQUAL(after_bytes("127.72.0.20", m, &end, in), 1000);
+		CU_ASSERT_EQUAL(end, EAGAIN);
+	}
+}
+
+static void test_after_ms(void)
+{
+	for (int m = 0; m < M_MODES; m++) {
+		struct cl c;
+		char b[10];
+		int end;
+		CU_ASSERT_EQUAL_FATAL(cl_connect(&c, "127.72.0.12", m, NULL), 0);
+		CU_ASSERT(cl_write(&c, "0123456789", 10));
+		CU_ASSERT_EQUAL(cl_read_all(&c, b, 10, 2000, &end, NULL), 10);
+		usleep(400 * 1000);
+		CU_ASSERT(cl_write(&c, "0123456789", 10));
+		CU_ASSERT_EQUAL(cl_read_all(&c, b, 10, 500, &end, NULL), 0);
+		CU_ASSERT_EQUAL(end, EAGAIN);
+		cl_close(&c);
+
+		CU_ASSERT_EQUAL_FATAL(cl_connect(&c, "127.72.0.13", m, NULL), 0);
+		long t0 = now_ms();
+		CU_ASSERT(cl_write(&c, "0123456789", 10));
+		CU_ASSERT_EQUAL(cl_read_all(&c, b, 10, 2000, &end, NULL), 10);
+		CU_ASSERT_EQUAL(cl_read(&c, b, sizeof(b), 3000), -1);
+		CU_ASSERT_EQUAL(errno, ECONNRESET);
+		long ms = now_ms() - t0;
+		CU_ASSERT(ms >= 250 && ms < 3000);
+		cl_close(&c);
+	}
+}
+
+/* A blackhole 300 ms into an open connection: the echo stops both ways
+ * with no FIN, and an app with TCP_USER_TIMEOUT set gets ETIMEDOUT once its
+ * last bytes have gone unacknowledged that long, as on a route that died. */
+static void test_blackhole_open(void)
+{
+	for (int m = 0; m < M_MODES; m++) {
+		struct cl c;
+		char b[10];
+		int end;
+		CU_ASSERT_EQUAL_FATAL(cl_connect(&c, "127.72.0.21", m, NULL), 0);
+		set_int(c.fd, IPPROTO_TCP, TCP_USER_TIMEOUT, 1000);
+		CU_ASSERT(cl_write(&c, "0123456789", 10));
+		CU_ASSERT_EQUAL(cl_read_all(&c, b, 10, 2000, &end, NULL), 10);
+		usleep(400 * 1000);
+		CU_ASSERT(cl_write(&c, "0123456789", 10));
+		CU_ASSERT_EQUAL(cl_read_all(&c, b, 10, 500, &end, NULL), 0);
+		CU_ASSERT_EQUAL(end, EAGAIN); /* nothing, and no FIN */
+		/* Those 10 bytes were never acknowledged: TCP_USER_TIMEOUT
+		 * (1 s) ends the connection, with no more sending. */
+		long t0 = now_ms();
+		int err = 0;
+		while (!err && now_ms() - t0 < 10000) {
+			struct pollfd p = {.fd = c.fd, .events = POLLIN};
+			poll(&p, 1, 200);
+			if (p.revents & (POLLERR | POLLHUP))
+				err = so_error(c.fd);
+		}
+		long ms = now_ms() - t0;
+		CU_ASSERT(ms >= 300 && ms < 8000);
+		if (err != ETIMEDOUT)
+			fprintf(stderr, "blackhole/%s: %s after %ld ms\n", mode_name[m],
+				strerror(err), ms);
+		CU_ASSERT_EQUAL(err, ETIMEDOUT);
+		cl_close(&c);
+	}
+}
+
+/* ---- integrity and process life ---------------------------------------- */
+
+struct sender {
+	int fd;
+	uint8_t digest[32];
+};
+
+static void *send_stream(void *arg)
+{
+	struct sender *s = arg;
+	static __thread char buf[65536];
+	struct sha256 h;
+	sha256_init(&h);
+	uint64_t x = 88172645463325252ull;
+	for (size_t sent = 0; sent < BIG; sent += sizeof(buf)) {
+		for (size_t i = 0; i < sizeof(buf); i += 8) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			memcpy(buf + i, &x, 8);
+		}
+		sha256_update(&h, buf, sizeof(buf));
+		for (size_t off = 0; off < sizeof(buf);) {
+			ssize_t w = send(s->fd, buf + off, sizeof(buf) - off, MSG_NOSIGNAL);
+			if (w <= 0)
+				return NULL;
+			off += (size_t)w;
+		}
+	}
+	sha256_final(&h, s->digest);
+	shutdown(s->fd, SHUT_WR);
+	return NULL;
+}
+
+/* The count of connections the echo server has seen end. */
+static int server_ended(void)
+{
+	pthread_mutex_lock(&seen_lock);
+	int n = seen_count;
+	pthread_mutex_unlock(&seen_lock);
+	return n;
+}
+
+/* Waits (2 s at most) for the server to finish a connection after the
+ * before-th. */
+static void server_done(int before)
+{
+	for (int i = 0; i < 200 && server_ended() <= before; i++)
+		usleep(10000);
+}
+
+/* 64 MiB up to the echo server and the same 64 MiB back down. */
+static void integrity(const char *ip)
+{
+	struct sender s = {.fd = tcp_socket(ip, false)};
+	CU_ASSERT_EQUAL_FATAL(connect_to(s.fd, ip, PORT), 0);
+	int before = server_ended();
+	pthread_t t;
+	pthread_create(&t, NULL, send_stream, &s);
+	static char buf[65536];
+	struct sha256 h;
+	sha256_init(&h);
+	uint64_t total = 0;
+	ssize_t n;
+	set_timeo(s.fd, SO_RCVTIMEO, 30000);
+	while ((n = recv(s.fd, buf, sizeof(buf), 0)) > 0) {
+		sha256_update(&h, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	pthread_join(t, NULL);
+	uint8_t down[32];
+	sha256_final(&h, down);
+	server_done(before);
+	pthread_mutex_lock(&seen_lock);
+	CU_ASSERT_EQUAL(seen_bytes, BIG);
+	CU_ASSERT(memcmp(seen_digest, s.digest, 32) == 0); /* up */
+	pthread_mutex_unlock(&seen_lock);
+	CU_ASSERT_EQUAL(total, BIG);
+	CU_ASSERT(memcmp(down, s.digest, 32) == 0); /* down */
+	close(s.fd);
+}
+
+static void test_integrity_latency(void)
+{
+	integrity("127.72.2.1");
+}
+
+static void test_integrity_bandwidth(void)
+{
+	integrity("127.72.2.2");
+}
+
+static void test_integrity_drip(void)
+{
+	integrity("127.72.2.3");
+}
+
+/* The server sees the relay's socket for a relayed connection, the app's
+ * own for an unmatched one: proof that nothing else is relayed. */
+static uint16_t server_saw(const char *ip, uint16_t *mine)
+{
+	struct cl c;
+	int end;
+	char b[1];
+	int before = server_ended();
+	CU_ASSERT_EQUAL(cl_connect(&c, ip, M_BLOCK, NULL), 0);
+	*mine = local_port(c.fd);
+	cl_write(&c, "x", 1);
+	cl_read_all(&c, b, 1, 2000, &end, NULL);
+	cl_close(&c);
+	server_done(before);
+	pthread_mutex_lock(&seen_lock);
+	uint16_t port = seen_peer_port;
+	pthread_mutex_unlock(&seen_lock);
+	return port;
+}
+
+static void test_only_matched_relayed(void)
+{
+	uint16_t mine;
+	CU_ASSERT_EQUAL(server_saw("127.72.3.1", &mine), mine);
+	CU_ASSERT_NOT_EQUAL(server_saw("127.72.0.6", &mine), mine);
+}
+
+static void test_fork_keeps_relayed(void)
+{
+	struct cl c;
+	int end;
+	char b[8];
+	CU_ASSERT_EQUAL_FATAL(cl_connect(&c, "127.72.0.6", M_BLOCK, NULL), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		bool ok = cl_write(&c, "child", 5) && cl_read_all(&c, b, 5, 3000, &end, NULL) == 5;
+		_exit(ok && memcmp(b, "child", 5) == 0 ? 0 : 1);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* The parent's relay still carries it after the child is gone. */
+	CU_ASSERT(cl_write(&c, "parent", 6));
+	CU_ASSERT_EQUAL(cl_read_all(&c, b, 6, 3000, &end, NULL), 6);
+	CU_ASSERT_NSTRING_EQUAL(b, "parent", 6);
+	cl_close(&c);
+}
+
+static void *thread_echo(void *arg)
+{
+	(void)arg;
+	struct cl c;
+	int end;
+	char out[512], in[512];
+	pattern(out, sizeof(out), (unsigned)(uintptr_t)&c);
+	if (cl_connect(&c, "127.72.0.6", M_BLOCK, NULL))
+		return (void *)1;
+	bool ok = cl_write(&c, out, sizeof(out)) &&
+		  cl_read_all(&c, in, sizeof(in), 3000, &end, NULL) == sizeof(in) &&
+		  memcmp(in, out, sizeof(in)) == 0;
+	cl_close(&c);
+	return ok ? NULL : (void *)1;
+}
+
+static void test_threads(void)
+{
+	pthread_t t[16];
+	for (int i = 0; i < 16; i++)
+		pthread_create(&t[i], NULL, thread_echo, NULL);
+	for (int i = 0; i < 16; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		CU_ASSERT_PTR_NULL(r);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct it_test tests[] = {
+	    {"latency: 50 ms each way", test_latency},
+	    {"bandwidth: 256 KiB/s down", test_bandwidth},
+	    {"drip: 10 bytes every 50 ms", test_drip},
+	    {"stall, reset, close after 1000 bytes", test_after_bytes},
+	    {"stall and reset after 300 ms", test_after_ms},
+	    {"blackhole on an open connection; TCP_USER_TIMEOUT fires", test_blackhole_open},
+	    {"sha256 of 64 MiB each way through latency", test_integrity_latency},
+	    {"sha256 of 64 MiB each way through bandwidth", test_integrity_bandwidth},
+	    {"sha256 of 64 MiB each way through drip", test_integrity_drip},
+	    {"connections no rule matches are never relayed", test_only_matched_relayed},
+	    {"a forked child uses a relayed connection", test_fork_keeps_relayed},
+	    {"16 threads on relayed connections", test_threads},
+	    {NULL, NULL},
+	};
+	return catalogue_main(argc, argv, "stream faults", tests, NULL);
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""check_layout.py - the layout rules of docs/ARCHITECTURE.md, checked on the
+built objects so that they cannot rot:
+
+1. Only the hooks (shim/hooks.c) may refer to a name that shim/exports.map
+   exports: any other reference would bind to the shim's own hook and
+   re-enter it. Everything else calls libc through LIBC().
+2. Calls go only downward between rooms: an object may use a symbol
+   defined in its own room or in a room listed below it in ALLOWED.
+3. Includes follow the same rule, so a header cannot smuggle an upward
+   dependency in as an inline function.
+
+usage: check_layout.py BUILD_DIR   (prints one line per violation)
+"""
+import os
+import re
+import subprocess
+import sys
+
+# room -> rooms it may use (besides itself).
+ALLOWED = {
+    "shim": {"shim/intercept", "shim/control", "shim/relay", "shim/sink", "shim/stats",
+             "shim/fd", "shim/base", "core"},
+    "shim/intercept": {"shim/relay", "shim/sink", "shim/stats", "shim/fd", "shim/base", "core"},
+    "shim/control": {"shim/stats", "shim/fd", "shim/base", "core"},
+    "shim/relay": {"shim/sink", "shim/fd", "shim/base", "core"},
+    "shim/sink": {"shim/fd", "shim/base", "core"},
+    "shim/stats": {"shim/fd", "shim/base", "core"},
+    "shim/fd": {"shim/base", "core"},
+    "shim/base": {"core"},
+    "core": set(),
+    "ctl": {"core"},
+}
+HOOKS = "shim/hooks.c"
+
+
+def exported_names(root):
+    text = open(os.path.join(root, "shim/exports.map")).read()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    glob = text.split("global:")[1].split("local:")[0]
+    return {n.strip() for n in glob.split(";") if n.strip()}
+
+
+def symbols(obj, flag):
+    out = subprocess.run(["gcc-nm", flag, obj], capture_output=True, text=True, check=True).stdout
+    names = set()
+    for line in out.splitlines():
+        parts = line.split()
+        if flag == "-u" and len(parts) >= 2:
+            names.add(parts[-1])
+        elif flag == "--defined-only" and len(parts) == 3 and parts[1] in "TDBRtdbr":
+            names.add(parts[2])
+    return names
+
+
+def sources(root):
+    for room in ALLOWED:
+        d = os.path.join(root, room)
+        for f in sorted(os.listdir(d)):
+            if f.endswith(".c"):
+                yield room, os.path.join(room, f)
+
+
+def main():
+    build = sys.argv[1]
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    exports = exported_names(root)
+    srcs = list(sources(root))
+    defs, undefs = {}, {}
+    for room, src in srcs:
+        obj = os.path.join(build, "obj", src[:-2] + ".o")
+        if not os.path.exists(obj):
+            print(f"layout: {obj} is not built")
+            return 1
+        # The exported names are libc's too: rule 1 covers them.
+        for name in symbols(obj, "--defined-only") - exports:
+            defs.setdefault(name, room)
+        undefs[src] = (room, symbols(obj, "-u"))
+    bad = 0
+    for src, (room, names) in undefs.items():
+        if src != HOOKS and room != "ctl":
+            for n in sorted(names & exports):
+                print(f"layout: {src} refers to {n}, which the shim exports: use LIBC({n})")
+                bad += 1
+        for n in sorted(names):
+            home = defs.get(n)
+            if home and home != room and home not in ALLOWED[room]:
+                print(f"layout: {src} ({room}) calls {n} in {home}: upward")
+                bad += 1
+    inc = re.compile(r'^#include "((?:core|shim|ctl)/[^"]+)"', re.M)
+    for room, src in srcs + [(r, os.path.join(r, f)) for r in ALLOWED
+                             for f in os.listdir(os.path.join(root, r)) if f.endswith(".h")]:
+        for h in inc.findall(open(os.path.join(root, src)).read()):
+            home = os.path.dirname(h)
+            if home != room and home not in ALLOWED[room]:
+                print(f"layout: {src} ({room}) includes {h}: upward")
+                bad += 1
+    print(f"layout: {len(srcs)} sources in {len(ALLOWED)} rooms checked, {bad} violations")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
