@@ -57,7 +57,7 @@ static void load_policy(bool passthrough)
 	if (!p)
 		return config_error(err, passthrough);
 	fn_cmd_set_base(path, zone);
-	__atomic_store_n(&fn_policy_now, p, __ATOMIC_RELEASE);
+	fn_policy_publish(p); /* replaces NULL: nothing to retire */
 }
 
 static void after_fork_child(void)

@@ -1,5 +1,5 @@
 """conformance.py - real clients written by other people against each fault,
-and DESIGN.md's stories end to end. Every cell checks the client's own
+and the stories of docs/STORIES.md end to end. Every cell checks the client's own
 error, the time it took against its configured timeout, and the attempts
 `faultctl run --stats` counted against what the client's retry settings
 imply. Writes CONFORMANCE.md from the run; counts into $FN_COUNTS.
@@ -309,7 +309,7 @@ def write_report():
                 "or a silent peer it waits until the kernel gives up on the SYNs (about 127 s) or forever; "
                 "the suite ends it after 6 s.\n")
         f.write("Catalogue faults (refuse, reset, delay, stall after bytes, drip) are not in faultnet yet, "
-                "so they have no column.\n\n## Stories (DESIGN.md section 1)\n\n")
+                "so they have no column.\n\n## Stories (docs/STORIES.md)\n\n")
         for name, what in stories:
             f.write("- **%s**: %s\n" % (name, what))
         f.write("\n## Versions\n\n")

@@ -1,4 +1,4 @@
-"""story_worker.py - DESIGN.md stories 1 and 2: a worker that serialises its
+"""story_worker.py - docs/STORIES.md stories 1 and 2: a worker that serialises its
 model calls behind a lock, as agent runtimes do, against a peer that
 accepts and never answers. Runs under the shim in its own faultctl group;
 prints one JSON line with what happened.
