@@ -63,7 +63,7 @@ $(BUILD)/libfaultnet.so: $(call obj,$(SHIM_SRC)) $(CORE_LIB) shim/exports.map
 		-Wl,--version-script=shim/exports.map -Wl,-z,now -ldl -lpthread
 
 $(BUILD)/faultctl: $(call obj,$(CTL_SRC)) $(CORE_LIB)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl -Wl,--export-dynamic-symbol=faultnet_ctl_idle
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
@@ -119,7 +119,7 @@ unit: test-deps
 
 integration: test-deps
 	@$(MAKE) --no-print-directory test-progs
-	tests/run.sh faults cli control hardening policies
+	tests/run.sh faults cli control hardening policies reach
 
 clients: test-deps $(CONF_STAMP)
 	@$(MAKE) --no-print-directory all

@@ -158,7 +158,8 @@ static int cmd_query(struct opts *o, const char *verb)
 			bad++;
 		}
 	}
-	static const char *const ps[] = {"pid", "group", "zone", "enabled", "rules", "cmd"};
+	static const char *const ps[] = {"pid",	  "group",   "zone", "enabled",
+					 "rules", "sockets", "cmd"};
 	static const char *const rules[] = {"pid",  "name",	"action", "enabled",
 					    "hits", "attempts", "params"};
 	static const char *const rstats[] = {"pid",	 "name",   "action",
@@ -168,7 +169,7 @@ static int cmd_query(struct opts *o, const char *verb)
 	static const char *const events[] = {"pid",  "mono_us", "fd",	"proto",
 					     "rule", "action",	"dest", "outcome"};
 	if (strcmp(verb, "ps") == 0)
-		print_records(o, lines, nlines, "process", ps, 6);
+		print_records(o, lines, nlines, "process", ps, 7);
 	else if (strcmp(verb, "rules") == 0)
 		print_records(o, lines, nlines, "rule", rules, 7);
 	else if (strcmp(verb, "events") == 0)
@@ -410,6 +411,11 @@ static int dispatch_change(struct opts *o, const char *verb, int argc, char **ar
 	fn_buf_free(&line);
 	return rc;
 }
+
+/* Exported (see the Makefile): the shim, when a shimmed process starts
+ * faultctl with LD_PRELOAD still set, finds this and stays idle, so faultctl
+ * never joins a group nor targets itself. */
+__attribute__((used, visibility("default"))) const char faultnet_ctl_idle[] = "idle";
 
 int main(int argc, char **argv)
 {

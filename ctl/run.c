@@ -1,5 +1,6 @@
-/* run.c - faultctl run [--config FILE] [--zone Z] [-g GROUP] [--stats] --
- * CMD: sets up the environment the shim reads and runs CMD. With --stats it
+/* run.c - faultctl run [--config FILE] [--zone Z] [-g GROUP] [--stats]
+ * [--allow-unreached] -- CMD: refuses programs the shim cannot reach (see
+ * reach.c), sets up the environment the shim reads and runs CMD. With --stats it
  * waits for CMD, then sums the counters that every process of the tree left
  * at exit and prints them. */
 #include "ctl/run.h"
@@ -17,6 +18,7 @@
 #include "core/config.h"
 #include "core/rundir.h"
 #include "core/wire.h"
+#include "ctl/reach.h"
 #include "ctl/render.h"
 
 /* The shim sits next to faultctl in the build tree (build/) and in ../lib
@@ -159,7 +161,7 @@ static int usage_error(const char *what)
 {
 	fprintf(stderr,
 		"faultctl run: %s\nusage: faultctl run [--config FILE] [--zone ZONE] "
-		"[-g GROUP] [--stats] -- CMD [ARG...]\n",
+		"[-g GROUP] [--stats] [--allow-unreached] -- CMD [ARG...]\n",
 		what);
 	return 2;
 }
@@ -168,7 +170,7 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 {
 	int i = 0;
 	const char *config = NULL;
-	bool stats = false;
+	bool stats = false, allow_unreached = false;
 	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
 			config = argv[++i];
@@ -180,6 +182,8 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 			stats = true;
 		else if (strcmp(argv[i], "--json") == 0)
 			json = true;
+		else if (strcmp(argv[i], "--allow-unreached") == 0)
+			allow_unreached = true;
 		else {
 			char msg[300];
 			snprintf(msg, sizeof(msg), "unknown option '%.200s'", argv[i]);
@@ -188,6 +192,13 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 	}
 	if (i + 1 >= argc)
 		return usage_error("no command after --");
+	char why[PATH_MAX + 300];
+	if (fn_unreached(argv[i + 1], why, sizeof(why))) {
+		fprintf(stderr, "faultctl run: %s\n", why);
+		if (!allow_unreached)
+			return 2;
+		fprintf(stderr, "faultctl run: --allow-unreached: running it without faults\n");
+	}
 	if (group && !fn_group_valid(group))
 		return usage_error("-g: a group name is 1 to 63 letters, digits or _.:-");
 	if (group)

@@ -3,7 +3,7 @@
 # client asking it every half second under faultctl run; faultctl flips a
 # blackhole on while it runs (each request then times out at curl's own
 # --connect-timeout) and off again (requests succeed again). Every address
-# is on loopback: 127.66.0.1 stands for a remote host behind a NAT.
+# is on loopback: 127.66.250.1 stands for a remote host behind a NAT.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/deps.sh" test >/dev/null || exit 1
@@ -13,9 +13,9 @@ export FAULTNET_RUNDIR="$tmp/run"
 mkdir -m 700 "$FAULTNET_RUNDIR"
 trap 'kill $srv 2>/dev/null; rm -rf "$tmp"' EXIT
 
-(cd "$tmp" && exec /usr/bin/python3 -m http.server 8080 --bind 127.66.0.1 >/dev/null 2>&1) &
+(cd "$tmp" && exec /usr/bin/python3 -m http.server 8089 --bind 127.66.250.1 >/dev/null 2>&1) &
 srv=$!
-for _ in $(seq 50); do curl -s -o /dev/null http://127.66.0.1:8080/ && break; sleep 0.1; done
+for _ in $(seq 50); do curl -s -o /dev/null http://127.66.250.1:8089/ && break; sleep 0.1; done
 
 say() { printf '\033[1m%s\033[0m\n' "$*"; }
 
@@ -30,7 +30,7 @@ say "(faultctl run --stats sums what every process of the tree did when it ends)
 "$ctl" run -g demo --stats --config "$tmp/demo.conf" -- bash -c '
 for i in $(seq 10); do
 	t0=$(date +%s%3N)
-	code=$(curl -s -o /dev/null -w "%{http_code}" --connect-timeout 2 http://127.66.0.1:8080/)
+	code=$(curl -s -o /dev/null -w "%{http_code}" --connect-timeout 2 http://127.66.250.1:8089/)
 	echo "  request $i: HTTP $code, curl exit $? after $(($(date +%s%3N) - t0)) ms"
 	sleep 0.5
 done' | tee "$tmp/log" &

@@ -1,6 +1,7 @@
 /* init.c - the shim's start: reads the environment, loads the policy file
  * and publishes it before main runs. A bad file stops the process with exit
  * status 78 unless FAULTNET_ON_ERROR=passthrough asks to run without faults. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,6 +42,30 @@ static void config_error(const char *msg, bool passthrough)
 	fn_say("faultnet: FAULTNET_ON_ERROR=passthrough: running with no faults");
 }
 
+/* Makes FAULTNET_CONFIG absolute in the environment the process started
+ * with. The entry is replaced in place, not with setenv: programs that pass
+ * main's envp to their children (bash does) see the original array, which
+ * setenv would leave behind. Returns the path to use. */
+static const char *absolute_config(const char *path)
+{
+	static const char key[] = "FAULTNET_CONFIG=";
+	char *abs = realpath(path, NULL);
+	char *entry = abs ? malloc(sizeof(key) + strlen(abs)) : NULL;
+	if (!entry) {
+		free(abs);
+		return path;
+	}
+	strcpy(stpcpy(entry, key), abs);
+	free(abs);
+	for (char **e = environ; e && *e; e++)
+		if (strncmp(*e, key, sizeof(key) - 1) == 0) {
+			*e = entry; /* kept for the process's life, as env strings are */
+			return entry + sizeof(key) - 1;
+		}
+	free(entry);
+	return path;
+}
+
 static void load_policy(bool passthrough)
 {
 	const char *path = secure_getenv("FAULTNET_CONFIG");
@@ -56,6 +81,10 @@ static void load_policy(bool passthrough)
 	struct fn_policy *p = fn_config_load_file(path, zone, err, sizeof(err));
 	if (!p)
 		return config_error(err, passthrough);
+	/* A relative path would break in every child that changes directory
+	 * before it execs: children get the absolute one. */
+	if (path[0] != '/')
+		path = absolute_config(path);
 	fn_cmd_set_base(path, zone);
 	fn_policy_publish(p); /* replaces NULL: nothing to retire */
 }
@@ -73,6 +102,10 @@ static void after_fork_child(void)
 __attribute__((constructor)) static void fn_init(void)
 {
 	fn_libc_resolve();
+	/* faultctl marks itself: a faultctl started from a shimmed process
+	 * must neither join the group nor become a target of its own change. */
+	if (dlsym(RTLD_DEFAULT, "faultnet_ctl_idle"))
+		return;
 	fn_owner_reset();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	bool passthrough = passthrough_on_error();

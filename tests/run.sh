@@ -93,6 +93,11 @@ s_clients() {
 PER_BUILD="unit faults cli control hardening policies clients"
 
 # ---- sections that stand alone ---------------------------------------------
+s_reach() {
+	echo "=== programs the shim cannot reach: refused with the reason"
+	tests/reach/reach.sh build
+}
+
 s_asan() {
 	for s in $PER_BUILD; do "s_$s" build/asan "$asan"; done
 }
@@ -170,7 +175,7 @@ s_layout() {
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD asan tsan valgrind conformance bench fuzz style layout"
+ALL="$PER_BUILD reach asan tsan valgrind conformance bench fuzz style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"

@@ -234,6 +234,9 @@ static void info(struct fn_buf *out)
 	fn_buf_field(out, "zone", p && p->self_zone >= 0 ? p->zones[p->self_zone].name : "-");
 	fn_buf_printf(out, " rules=%zu enabled=%zu seq=%llu", n, on,
 		      (unsigned long long)applied_seq);
+	fn_buf_field(out, "sockets",
+		     __atomic_load_n(&fn_sockets_seen, __ATOMIC_RELAXED) ? "seen"
+									 : "no socket calls seen");
 	fn_buf_field(out, "cmd", cmd);
 	fn_buf_add(out, "\nend\n", 5);
 }

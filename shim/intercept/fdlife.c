@@ -31,8 +31,12 @@ static unsigned classify(int domain, int type, int protocol)
 int fn_socket(int domain, int type, int protocol)
 {
 	int fd = LIBC(socket)(domain, type, protocol);
-	if (fd >= 0)
-		fn_fd_mark(fd, classify(domain, type, protocol));
+	if (fd >= 0) {
+		unsigned kind = classify(domain, type, protocol);
+		fn_fd_mark(fd, kind);
+		if (kind)
+			fn_stats_socket_seen();
+	}
 	return fd;
 }
 

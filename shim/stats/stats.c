@@ -15,6 +15,8 @@
 #include "shim/fd/fdtab.h"
 #include "shim/base/libc.h"
 
+int fn_sockets_seen;
+
 #define DESTS 1024 /* beyond this many destinations, counts go to "other" */
 #define EVENTS 4096
 

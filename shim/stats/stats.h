@@ -43,4 +43,15 @@ void fn_stats_atfork_child(void);
 /* Opens FAULTNET_EVENTS, if set. NULL or a message. */
 const char *fn_events_open(void);
 
+/* Set once the shim has seen the app create or accept an IPv4 or IPv6
+ * socket: faultctl ps tells a process that loaded the shim but makes its
+ * own system calls (a Go program built with cgo) by its absence. */
+extern int fn_sockets_seen;
+
+static inline void fn_stats_socket_seen(void)
+{
+	if (!__atomic_load_n(&fn_sockets_seen, __ATOMIC_RELAXED))
+		__atomic_store_n(&fn_sockets_seen, 1, __ATOMIC_RELAXED);
+}
+
 #endif

@@ -120,7 +120,7 @@ s.bind(("127.69.0.1", 8081)); s.listen(16); time.sleep(30)' &
 	check "faultctl run --zone 1a: zone 1a's drop applies" [ "$rc" = 1 ]
 	kill $lpid
 
-	make -s -C "$root" install PREFIX="$tmp/inst" >/dev/null
+	make -s -C "$root" install BUILD="$build" PREFIX="$tmp/inst" >/dev/null
 	run "$tmp/inst/bin/faultctl" run -- sh -c 'echo "$LD_PRELOAD"'
 	check "installed faultctl finds ../lib/libfaultnet.so" [ "$out" = "$tmp/inst/bin/../lib/libfaultnet.so" ]
 fi
@@ -129,5 +129,30 @@ syms=$(nm -D --defined-only "$build/libfaultnet.so" | awk '$2 == "T" || $2 == "W
 expected="__read_chk __recv_chk __recvfrom_chk accept accept4 close close_range connect dup dup2 dup3 fcntl fcntl64 getpeername read recv recvfrom recvmmsg recvmsg sendmmsg sendmsg sendto socket "
 check "the shim exports only the interposed functions" [ "$syms" = "$expected" ]
 check "libconfig is not linked into the app's namespace" sh -c "! readelf -d '$build/libfaultnet.so' | grep -q libconfig"
+
+# A relative FAULTNET_CONFIG is made absolute once, so that children which
+# change directory before they exec still find it.
+cp "$root/tests/integration/it.conf" "$tmp/rel.conf"
+run sh -c "cd '$tmp' && FAULTNET_CONFIG=rel.conf LD_PRELOAD='$preload' bash -c 'cd / && ls >/dev/null && printenv FAULTNET_CONFIG'"
+check "relative FAULTNET_CONFIG: a child that changes directory runs" [ "$rc" = 0 ]
+check "relative FAULTNET_CONFIG: children get the absolute path" [ "$out" = "$tmp/rel.conf" ]
+
+# A faultctl started from inside a shimmed process (LD_PRELOAD inherited)
+# neither joins the group nor targets itself.
+g=cli-idle-$$
+FAULTNET_CONFIG="$root/tests/integration/it.conf" FAULTNET_GROUP=$g LD_PRELOAD="$preload" sleep 20 &
+spid=$!
+for _ in $(seq 50); do "$ctl" -g $g ps 2>/dev/null | grep -q " $spid\b\|^$spid\b" && break; sleep 0.1; done
+shimmed() { FAULTNET_CONFIG="$root/tests/integration/it.conf" FAULTNET_GROUP=$g LD_PRELOAD="$preload" "$@"; }
+run shimmed "$ctl" -g $g --json ps
+check "faultctl under the shim: ps lists the one member, not itself" \
+	[ "$(echo "$out" | grep -o '"pid": *[0-9]*' | grep -o '[0-9]*$' | tr '\n' ' ')" = "$spid " ]
+run shimmed "$ctl" -g $g disable bh
+check "faultctl under the shim: a change reaches the member, not faultctl itself" \
+	[ "$rc" = 0 ] && [ "$(echo "$out" | grep -c ': ok ')" = 1 ]
+[ "$rc" = 0 ] || echo "$out $err"
+kill $spid 2>/dev/null
+wait $spid 2>/dev/null
+"$ctl" -g $g reset >/dev/null 2>&1
 
 [ "$failed" = 0 ]
