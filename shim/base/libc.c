@@ -33,6 +33,7 @@ void fn_libc_resolve(void)
 	RESOLVE(read_chk, "__read_chk");
 	RESOLVE(recv_chk, "__recv_chk");
 	RESOLVE(recvfrom_chk, "__recvfrom_chk");
+	RESOLVE(dlopen, "dlopen");
 	/* Older glibc has no fcntl64: plain fcntl already takes 64-bit offsets
 	 * on 64-bit targets. */
 	if (!fn_libc.fcntl64)

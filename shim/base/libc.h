@@ -30,6 +30,7 @@ struct fn_libc {
 	ssize_t (*read)(int, void *, size_t);
 	ssize_t (*read_chk)(int, void *, size_t, size_t);
 	ssize_t (*recv_chk)(int, void *, size_t, size_t, int);
+	void *(*dlopen)(const char *, int);
 	ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
 };
 

@@ -23,6 +23,9 @@ int fn_recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
 		struct timespec *timeout);
 ssize_t fn_read(int fd, void *buf, size_t n);
 
+/* dlopen.c */
+void *fn_dlopen(const char *file, int flags);
+
 /* fdlife.c */
 int fn_socket(int domain, int type, int protocol);
 int fn_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags, bool four);

@@ -115,13 +115,38 @@ static bool connect_started(int fd, const struct sockaddr_storage *to, socklen_t
 	return LIBC(connect)(fd, (const struct sockaddr *)to, len) == 0 || errno == EINPROGRESS;
 }
 
+static bool reset_at_accept(const struct fn_conn *c)
+{
+	return c->action == FN_ACT_RESET && c->par.after_bytes < 0 && c->par.after_ms < 0;
+}
+
+/* A reset at accept goes out once the app's connect has completed and the
+ * app has sent its first bytes (or 100 ms later if it waits to read): as
+ * with a real server that accepts and resets, the connect succeeds and the
+ * reset meets the app's next read or write. Sent any earlier, it would fail
+ * the connect itself. */
+static bool app_done_connecting(struct fn_conn *c, uint64_t now)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	int queued = 0;
+	if (getsockopt(c->appfd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return true;
+	if (ti.tcpi_state != TCP_ESTABLISHED)
+		return ti.tcpi_state != TCP_SYN_SENT && ti.tcpi_state != TCP_SYN_RECV;
+	if (!c->reset_ns)
+		c->reset_ns = now;
+	return (ioctl(c->app, SIOCINQ, &queued) == 0 && queued > 0) ||
+	       now - c->reset_ns >= 100 * MS;
+}
+
 /* A connect-time reset needs no peer; everything else connects to it. */
 static void start_upstream(struct fn_conn *c)
 {
 	c->open_ns = c->start_ns;
 	if (c->action == FN_ACT_DELAY)
 		c->open_ns += c->par.delay_ms * MS + (uint64_t)jitter(c, c->par.jitter_ms);
-	if (c->action == FN_ACT_RESET && c->par.after_bytes < 0 && c->par.after_ms < 0) {
+	if (reset_at_accept(c)) {
 		c->state = FN_CONN_WAIT;
 		return;
 	}
@@ -185,9 +210,7 @@ static void established(struct fn_conn *c, uint64_t now)
 {
 	c->est_ns = now;
 	c->state = FN_CONN_RELAY;
-	bool connect_reset =
-	    c->action == FN_ACT_RESET && c->par.after_bytes < 0 && c->par.after_ms < 0;
-	if (connect_reset || c->up_error) {
+	if (reset_at_accept(c) || c->up_error) {
 		/* The peer refused or the rule resets: the app's connection
 		 * is reset right after its handshake. */
 		fn_conn_finish(c, true);
@@ -249,6 +272,11 @@ static void setup_step(struct fn_conn *c, uint64_t now)
 		}
 		if (LIBC(getpeername)(c->app, (struct sockaddr *)&peer, &plen) < 0)
 			return;
+		if (reset_at_accept(c) && !app_done_connecting(c, now) &&
+		    now - c->start_ns < 2000 * MS) {
+			c->wake_ns = now + MS / 10;
+			return;
+		}
 		established(c, now);
 	}
 }

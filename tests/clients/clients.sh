@@ -7,6 +7,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
 lib=$1
+asan_first=${2:-}
 preload="${2:+$2:}$lib"
 conf="$here/clients.conf"
 under() { FAULTNET_CONFIG="$conf" LD_PRELOAD="$preload" "$@"; }
@@ -18,7 +19,7 @@ http_server 127.66.0.1 8080 || exit 1
 www=$(mktemp -d)
 head -c 20000 /dev/zero | tr '\0' x >"$www/big"
 head -c 500 /dev/zero | tr '\0' y >"$www/small"
-for i in 1 2 3 4 5; do http_server 127.78.0.$i 8080 "$www" || exit 1; done
+for i in 1 2 3 4 5 6; do http_server 127.78.0.$i 8080 "$www" || exit 1; done
 trap 'cleanup_servers; rm -rf "$www"' EXIT
 
 echo "real clients (${lib})"
@@ -110,5 +111,32 @@ check "node vs drip: everything in small chunks ($out)" [ "${2:-}" = end ] && [ 
 run under node "$here/node_client.js" fetch 127.78.0.5 8080 2000 /big
 set -- $out
 check "node vs reset after 1000 bytes: ECONNRESET after 1000 ($out)" [ "${2:-}" = error:ECONNRESET ] && [ "${4:-}" = 1000 ]
+
+# PHP's curl extension is loaded with RTLD_DEEPBIND, which binds libcurl's
+# socket calls straight to libc unless the shim loads it without the flag.
+# Each fault is compared with the same client against the real outage,
+# built in a private network namespace (tests/clients/outage.py): the same
+# curl error, and a time within 25% (+ 300 ms) of the real one.
+php_under() { under php "$here/php_client.php" "$@"; }
+php_ok=1
+if [ -n "$asan_first" ] && ! timeout 5 env LD_PRELOAD="$asan_first" php -r 'exit(0);' >/dev/null 2>&1; then
+	php_ok=0
+	echo "  skip - php: does not start with $asan_first preloaded, even without faultnet"
+	echo skip >>"$FN_COUNTS"
+fi
+php_real() { /usr/bin/python3 "$here/outage.py" "$1" "$2" "$3" -- php "$here/php_client.php" "http://$2:$3/"; }
+[ $php_ok = 1 ] && for cell in "blackhole 127.66.0.1 8080 curl-28" "stall 127.67.0.1 9000 curl-28" \
+	"refuse 127.78.0.1 8080 curl-7" "reset 127.78.0.6 8080 curl-56"; do
+	set -- $cell
+	run php_real "$1" "$2" "$3"
+	real=$out
+	run php_under "http://$2:$3/"
+	set -- $cell $out
+	real_err=$(echo "$real" | awk '{print $2}')
+	real_ms=$(echo "$real" | awk '{print $3}')
+	check "php curl vs $1: $6 in ${7:-?} ms; real outage: $real_err in $real_ms ms" \
+		[ "${6:-}" = "$4" ] && [ "$real_err" = "$4" ] &&
+		between $((real_ms * 3 / 4 - 300)) $((real_ms * 5 / 4 + 300)) "${7:-0}"
+done
 
 [ "$failed" = 0 ]
