@@ -19,7 +19,7 @@
 static const char usage[] =
     "usage: faultctl [-p PID]... [-g GROUP] [--json] VERB [ARGS]\n"
     "  check FILE                      validate a policy file\n"
-    "  run [--config FILE] [--zone Z] [-g GROUP] [--stats] -- CMD [ARG...]\n"
+    "  run [--config FILE] [--zone Z] [-g GROUP] [--stats] [--allow-unreached] -- CMD [ARG...]\n"
     "  ps                              processes under the shim\n"
     "  rules                           rules with their state and hits\n"
     "  stats                           attempts and faults per rule and destination\n"

@@ -134,7 +134,7 @@ php_real() { /usr/bin/python3 "$here/outage.py" "$1" "$2" "$3" -- php "$here/php
 	set -- $cell $out
 	real_err=$(echo "$real" | awk '{print $2}')
 	real_ms=$(echo "$real" | awk '{print $3}')
-	check "php curl vs $1: $6 in ${7:-?} ms; real outage: $real_err in $real_ms ms" \
+	check "php curl vs $1: ${6:-nothing} in ${7:-?} ms; real outage: $real_err in $real_ms ms" \
 		[ "${6:-}" = "$4" ] && [ "$real_err" = "$4" ] &&
 		between $((real_ms * 3 / 4 - 300)) $((real_ms * 5 / 4 + 300)) "${7:-0}"
 done

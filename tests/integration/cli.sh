@@ -126,7 +126,7 @@ s.bind(("127.69.0.1", 8081)); s.listen(16); time.sleep(30)' &
 fi
 
 syms=$(nm -D --defined-only "$build/libfaultnet.so" | awk '$2 == "T" || $2 == "W" || $2 == "D" || $2 == "B" {print $3}' | sort | tr '\n' ' ')
-expected="__read_chk __recv_chk __recvfrom_chk accept accept4 close close_range connect dup dup2 dup3 fcntl fcntl64 getpeername read recv recvfrom recvmmsg recvmsg sendmmsg sendmsg sendto socket "
+expected="__read_chk __recv_chk __recvfrom_chk accept accept4 close close_range connect dlopen dup dup2 dup3 fcntl fcntl64 getpeername read recv recvfrom recvmmsg recvmsg sendmmsg sendmsg sendto socket "
 check "the shim exports only the interposed functions" [ "$syms" = "$expected" ]
 check "libconfig is not linked into the app's namespace" sh -c "! readelf -d '$build/libfaultnet.so' | grep -q libconfig"
 
@@ -154,5 +154,15 @@ check "faultctl under the shim: a change reaches the member, not faultctl itself
 kill $spid 2>/dev/null
 wait $spid 2>/dev/null
 "$ctl" -g $g reset >/dev/null 2>&1
+
+# The dlopen hook is a tail call: libc's dlopen still sees the app as its
+# caller and searches the app's RUNPATH for a bare library name.
+mkdir -p "$tmp/plug"
+printf 'int plug(void) { return 42; }\n' >"$tmp/plug/p.c"
+printf '#include <dlfcn.h>\n#include <stdio.h>\nint main(void) { void *h = dlopen("libfnplug.so", RTLD_NOW);\n int (*f)(void) = h ? (int (*)(void))dlsym(h, "plug") : 0;\n printf("%%d\\n", f ? f() : -1); return !f; }\n' >"$tmp/main.c"
+env -u LD_PRELOAD gcc -shared -fPIC -o "$tmp/plug/libfnplug.so" "$tmp/plug/p.c" &&
+	env -u LD_PRELOAD gcc -o "$tmp/dlmain" "$tmp/main.c" -ldl -Wl,--enable-new-dtags,-rpath,"$tmp/plug"
+run env FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" "$tmp/dlmain"
+check "dlopen under the shim: a bare name is found through the app's RUNPATH" [ "$rc" = 0 ] && [ "$out" = 42 ]
 
 [ "$failed" = 0 ]
