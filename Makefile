@@ -38,7 +38,7 @@ CORE_LIB := $(BUILD)/libfaultnet-core.a
 FUZZERS := build/fuzz/fuzz_config build/fuzz/fuzz_rule build/fuzz/fuzz_protocol
 
 .PHONY: all deps test-deps install demo test test-progs check unit integration clients sanitize \
-	check-exports conformance stress bench bench-progs fuzz clean format depcheck
+	check-exports conformance stress bench bench-progs fuzz fresh-check clean format depcheck
 all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl
 
 # Installs the Debian packages the build and the tests need when missing.
@@ -93,9 +93,15 @@ test-progs: all $(BUILD)/tests/unit $(IT_PROGS) $(if $(SAN),,$(FUZZERS))
 # The conformance suite's clients: Debian packages, and npm packages pinned
 # by tests/conformance/package-lock.json.
 CONF_STAMP := build/.deps-conformance
-$(CONF_STAMP): scripts/deps.sh tests/conformance/package-lock.json
+$(CONF_STAMP): scripts/deps.sh tests/conformance/package-lock.json tests/conformance/node20/package-lock.json
 	@scripts/deps.sh conformance
 	cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error
+	@# The S3 SDK needs Node.js 20; Debian 12's is 18: a pinned one from npm.
+	@major=$$(node --version 2>/dev/null | sed 's/^v//; s/\..*//'); \
+	if [ "$${major:-0}" -lt 20 ]; then \
+		echo "faultnet: Node.js $${major:-none} < 20: installing tests/conformance/node20"; \
+		cd tests/conformance/node20 && npm ci --no-audit --no-fund --loglevel=error; \
+	fi
 	@mkdir -p build && touch $@
 
 test-deps:
@@ -133,6 +139,10 @@ sanitize: test-deps
 check-exports: test-deps
 	@$(MAKE) --no-print-directory all
 	tests/run.sh layout
+
+# The README's two commands in a fresh Debian 12 root (what CI runs).
+fresh-check:
+	scripts/fresh-check.sh
 
 conformance: all $(CONF_STAMP)
 	/usr/bin/python3 -u tests/conformance/conformance.py $(BUILD) CONFORMANCE.md
