@@ -85,7 +85,11 @@ $(BUILD)/tests/%: tests/integration/%.c tests/integration/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
 
-IT_NAMES := $(basename $(notdir $(wildcard tests/integration/it_*.c)))
+$(BUILD)/tests/%: tests/hostile/%.c tests/integration/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
+
+IT_NAMES := $(basename $(notdir $(wildcard tests/integration/it_*.c tests/hostile/it_*.c)))
 IT_PROGS := $(IT_NAMES:%=$(BUILD)/tests/%) $(BUILD)/tests/hammer
 test-progs: all $(BUILD)/tests/unit $(IT_PROGS) $(if $(SAN),,$(FUZZERS))
 

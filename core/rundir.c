@@ -2,6 +2,7 @@
 #include "core/rundir.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,23 @@ static const char *check_dir(const char *dir)
 	return NULL;
 }
 
+static const char *make_dir(const char *dir)
+{
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return "cannot be created";
+	return check_dir(dir);
+}
+
+/* The home directory, which no other account can write to. */
+static const char *home(char *buf, size_t len)
+{
+	const char *h = secure_getenv("HOME");
+	if (h && *h)
+		return h;
+	struct passwd pw, *res = NULL;
+	return getpwuid_r(geteuid(), &pw, buf, len, &res) == 0 && res ? res->pw_dir : NULL;
+}
+
 const char *fn_rundir(char *dir, size_t len)
 {
 	const char *v = secure_getenv("FAULTNET_RUNDIR");
@@ -37,9 +55,18 @@ const char *fn_rundir(char *dir, size_t len)
 		snprintf(dir, len, "%s/faultnet", xdg);
 	else
 		snprintf(dir, len, "/tmp/faultnet-%u", (unsigned)geteuid());
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return "cannot be created";
-	return check_dir(dir);
+	const char *why = make_dir(dir);
+	if (!why || (v && *v) || (xdg && *xdg))
+		return why;
+	/* Anyone can create /tmp/faultnet-UID first. Then the shim and faultctl
+	 * both use the same private directory in the home directory instead,
+	 * so control keeps working; the name in /tmp is left alone. */
+	char pwbuf[4096];
+	const char *h = home(pwbuf, sizeof(pwbuf));
+	if (!h)
+		return why;
+	snprintf(dir, len, "%s/.faultnet-run", h);
+	return make_dir(dir);
 }
 
 bool fn_group_valid(const char *g)

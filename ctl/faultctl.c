@@ -375,6 +375,32 @@ static int cmd_change(struct opts *o, const char *line)
 	return rc;
 }
 
+/* A change is journaled and sent only if it is one well-formed protocol
+ * line: a control character would split it into lines of its own (each
+ * then replayed by every process joining the group), and a line over the
+ * protocol's limit would be refused by every process after being
+ * journaled. */
+static bool fits_protocol(const char *line)
+{
+	size_t n = strlen(line);
+	if (n + 32 > FN_LINE_MAX) {
+		fprintf(
+		    stderr,
+		    "faultctl: the change is %zu bytes, over the control protocol's limit of %d\n",
+		    n, FN_LINE_MAX - 32);
+		return false;
+	}
+	for (const unsigned char *p = (const unsigned char *)line; *p; p++)
+		if (*p < 0x20 || *p == 0x7f) {
+			fprintf(
+			    stderr,
+			    "faultctl: the change holds a control character (0x%02x): refused\n",
+			    *p);
+			return false;
+		}
+	return true;
+}
+
 static int dispatch_change(struct opts *o, const char *verb, int argc, char **argv)
 {
 	struct fn_buf line = {0};
@@ -405,7 +431,14 @@ static int dispatch_change(struct opts *o, const char *verb, int argc, char **ar
 	} else {
 		if (argc != 1)
 			return fail_usage("this verb takes one name");
+		if (!fn_name_valid(argv[0]))
+			return fail_usage("a name is 1 to 63 letters, digits or _.:- (no spaces or "
+					  "control characters)");
 		fn_buf_printf(&line, "%s %s", verb, argv[0]);
+	}
+	if (!line.s || !fits_protocol(line.s)) {
+		fn_buf_free(&line);
+		return 2;
 	}
 	rc = cmd_change(o, line.s);
 	fn_buf_free(&line);

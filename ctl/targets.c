@@ -197,11 +197,25 @@ int journal_append(const char *dir, const char *group, const char *line, unsigne
 			close(fd);
 		return -1;
 	}
-	*seq = last_seq(journal) + 1;
+	unsigned long long last = last_seq(journal);
+	*seq = last + 1;
+	/* faultctl writes one number after another from 1; anything near the
+	 * top of the range was not written by it, and would wrap. */
+	bool reset = strcmp(line, "reset") == 0;
+	if (last >= (1ULL << 53) && reset)
+		*seq = 1;
+	else if (last >= (1ULL << 53)) {
+		snprintf(err, errlen,
+			 "%s: sequence number %llu was not written by faultctl; "
+			 "'faultctl -g %s reset' starts the journal over",
+			 journal, last, group);
+		close(fd);
+		return -1;
+	}
 	struct fn_buf entry = {0};
 	fn_buf_printf(&entry, "%llu %s\n", *seq, line);
 	/* A reset makes every earlier entry moot: start the journal over. */
-	bool ok = entry.s && write_entry(journal, entry.s, strcmp(line, "reset") == 0);
+	bool ok = entry.s && write_entry(journal, entry.s, reset);
 	fn_buf_free(&entry);
 	if (!ok) {
 		snprintf(err, errlen, "%s: %s", journal, strerror(errno));

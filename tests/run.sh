@@ -39,7 +39,8 @@ cunit() {
 	rm -f "$log"
 }
 
-# Runs an integration program under the shim with its policy.
+# Runs an integration program under the shim with its policy (a path
+# relative to tests/integration).
 under() {
 	local build=$1 first=$2 conf=$3 prog=$4
 	cunit env FAULTNET_CONFIG="$root/tests/integration/$conf" \
@@ -59,6 +60,17 @@ s_faults() {
 		echo "=== $1: the fault catalogue under the shim: $fam"
 		under "$1" "$2" catalogue.conf "it_catalogue_$fam"
 	done
+}
+
+# What legitimate but unusual programs do to the shim, and what another
+# account or bad input does (tests/hostile/).
+s_hostile() {
+	echo "=== $1: hostile app"
+	under "$1" "$2" ../hostile/hostile.conf it_hostile_app
+	if [ -z "$2" ]; then
+		echo "=== $1: hostile user"
+		/usr/bin/python3 -u tests/hostile/hostile_user.py "$1"
+	fi
 }
 
 s_cli() {
@@ -90,7 +102,7 @@ s_clients() {
 	ASAN_OPTIONS=detect_leaks=0 tests/clients/clients.sh "$root/$1/libfaultnet.so" $2
 }
 
-PER_BUILD="unit faults cli control hardening policies clients"
+PER_BUILD="unit faults hostile cli control hardening policies clients"
 
 # ---- sections that stand alone ---------------------------------------------
 s_reach() {

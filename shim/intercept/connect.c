@@ -67,6 +67,10 @@ int fn_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	socklen_t tlen;
 	if (!fn_fault_target(fd, sa, len, &v, 0, true, &target, &tlen))
 		return -1;
+	/* A UDP delay rule delays each datagram, not the connect: the socket
+	 * connects to the real peer (tlen is 0: no sink). */
+	if (!tlen)
+		return LIBC(connect)(fd, sa, len);
 	return LIBC(connect)(fd, (const struct sockaddr *)&target, tlen);
 }
 

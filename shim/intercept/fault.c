@@ -58,13 +58,26 @@ static const struct fn_rule *decide(const struct fn_policy *p, const struct fn_e
 	return r;
 }
 
+/* An IPv4-mapped destination on an IPV6_V6ONLY socket: the kernel itself
+ * answers ENETUNREACH at once, so there is nothing to fault. */
+static bool mapped_on_v6only(int fd, const struct sockaddr *sa)
+{
+	int only = 0, e = errno;
+	socklen_t len = sizeof(only);
+	bool res = sa->sa_family == AF_INET6 &&
+		   IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr) &&
+		   getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &only, &len) == 0 && only;
+	errno = e;
+	return res;
+}
+
 bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_verdict *v)
 {
 	const struct fn_policy *p = fn_policy_current();
 	if (!p || !p->watch_protos || !fn_endpoint_from_sockaddr(&v->ep, sa, len))
 		return false;
 	fn_policy_match(p, &v->ep, FN_PROTO_ANY, &v->seen);
-	if (!v->seen)
+	if (!v->seen || mapped_on_v6only(fd, sa))
 		return false;
 	int e = errno;
 	v->proto = socket_proto(fd);
@@ -94,6 +107,26 @@ static const char *fault_outcome(const struct fn_verdict *v)
 	return names[v->rule->action];
 }
 
+/* An IPv4-mapped destination goes to the IPv4 sink, named as an IPv4-mapped
+ * address: the socket's own address then reads ::ffff:127.0.0.1, as it
+ * would for the real peer, not ::1. */
+static bool mapped_sink(enum fn_sink_kind kind, struct sockaddr_storage *target, socklen_t *tlen)
+{
+	struct sockaddr_storage v4;
+	socklen_t l4;
+	if (!fn_sink_addr(kind, AF_INET, &v4, &l4))
+		return false;
+	const struct sockaddr_in *in = (const struct sockaddr_in *)&v4;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)target;
+	memset(target, 0, sizeof(*target));
+	in6->sin6_family = AF_INET6;
+	in6->sin6_port = in->sin_port;
+	in6->sin6_addr.s6_addr[10] = in6->sin6_addr.s6_addr[11] = 0xff;
+	memcpy(&in6->sin6_addr.s6_addr[12], &in->sin_addr, 4);
+	*tlen = sizeof(*in6);
+	return true;
+}
+
 /* Sets up what the rule needs: a sink, the relay, or nothing (unreachable
  * fails at once, as with no route; a delayed datagram is queued by the
  * caller, told by *tlen == 0). False with errno when the app must get an
@@ -113,6 +146,9 @@ static bool prepare(int fd, const struct sockaddr *sa, socklen_t len, const stru
 	if (v->proto == FN_PROTO_TCP &&
 	    (fn_rule_relayed(r) || r->action == FN_ACT_RESET || r->action == FN_ACT_DELAY))
 		return fn_relay_start(fd, sa, len, r, target, tlen);
+	if (sa->sa_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr))
+		return mapped_sink(sink_for(r, v->proto), target, tlen);
 	return fn_sink_addr(sink_for(r, v->proto), sa->sa_family, target, tlen);
 }
 

@@ -66,13 +66,18 @@ static void close_quietly(int fd)
 	}
 }
 
-static int open_socket(int family, int type)
+/* SO_REUSEADDR only on listeners, to rebind a port that TIME_WAIT holds:
+ * no other account can bind a port where a socket listens. On a UDP socket
+ * or a bound TCP socket that does not listen, it would let any account bind
+ * the same port and take the refused connections or "dropped" datagrams. */
+static int open_socket(int family, int type, bool reuse)
 {
 	int fd = LIBC(socket)(family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -1;
 	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (reuse)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	return fd;
@@ -85,7 +90,7 @@ static int park_connection(int family, uint16_t port)
 	struct sockaddr_storage ss;
 	socklen_t len;
 	fill_loopback(family, port, &ss, &len);
-	int fd = open_socket(family, SOCK_STREAM);
+	int fd = open_socket(family, SOCK_STREAM, false);
 	if (fd < 0)
 		return -1;
 	if (LIBC(connect)(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
@@ -100,7 +105,8 @@ static int park_connection(int family, uint16_t port)
 static int bind_listen(struct sink *s, enum fn_sink_kind kind, int family, uint16_t port)
 {
 	int type = kind == FN_SINK_UDP ? SOCK_DGRAM : SOCK_STREAM;
-	int fd = open_socket(family, type);
+	bool listens = kind != FN_SINK_UDP && kind != FN_SINK_REFUSE;
+	int fd = open_socket(family, type, listens);
 	if (fd < 0)
 		return -1;
 	struct sockaddr_storage ss;
@@ -112,7 +118,6 @@ static int bind_listen(struct sink *s, enum fn_sink_kind kind, int family, uint1
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
 	if (kind == FN_SINK_HOLD) /* the relay binds its openers here too */
 		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	bool listens = kind != FN_SINK_UDP && kind != FN_SINK_REFUSE;
 	int backlog = kind == FN_SINK_STALL ? STALL_BACKLOG : 0;
 	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || (listens && listen(fd, backlog) < 0) ||
 	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {

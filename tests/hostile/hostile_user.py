@@ -1,0 +1,169 @@
+"""hostile_user.py - the hostile-user suite: what another account or bad
+input does to faultnet. Creates two accounts (fnhostile, the attacker, and
+fnvictim, a second ordinary user), runs the attacks, and removes both
+accounts at the end. Each check is named after the defect it keeps fixed
+(its number in tests/README.md). Needs root. Loopback only.
+
+usage: hostile_user.py BUILD_DIR
+"""
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.path.abspath(sys.argv[1])
+LIB = os.path.join(BUILD, "libfaultnet.so")
+CTL = os.path.join(BUILD, "faultctl")
+CONF = os.path.join(HERE, "hostile_user.conf")
+PY = "/usr/bin/python3"
+COUNTS = os.environ.get("FN_COUNTS", os.devnull)
+USERS = ("fnhostile", "fnvictim")
+failed = 0
+
+
+def check(name, cond, detail=""):
+    global failed
+    with open(COUNTS, "a") as f:
+        f.write("pass\n" if cond else "fail\n")
+    print(("  ok   - " if cond else "  FAIL - ") + name + ("" if cond else ": " + str(detail)))
+    failed += not cond
+
+
+def as_user(user, cmd, **kw):
+    return ["runuser", "-u", user, "--"] + cmd
+
+
+def shim_env(**extra):
+    env = dict(os.environ, FAULTNET_CONFIG=CONF, LD_PRELOAD=LIB)
+    env.update(extra)
+    return env
+
+
+def test_endpoints_not_takeable():
+    """1: the refuse endpoint and the UDP drop sink cannot be bound by
+    another account, so it can neither answer a refused connect nor read a
+    dropped datagram."""
+    victim = subprocess.Popen([PY, os.path.join(HERE, "victim.py")], env=shim_env(),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    ports = []
+    for line in victim.stdout:
+        if line.startswith("first"):
+            break
+        ports.append(line.strip())
+    attacker = subprocess.Popen(as_user("fnhostile", [PY, os.path.join(HERE, "attacker.py")]),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    attacker.stdin.write("\n".join(ports) + "\n\n")
+    attacker.stdin.flush()
+    results = []
+    for line in attacker.stdout:
+        if line.startswith("done"):
+            break
+        results.append(line.strip())
+    victim.stdin.close()
+    then = victim.stdout.readline().strip()
+    victim.wait(timeout=10)
+    attacker.stdin.close()
+    rest = attacker.stdout.read()
+    attacker.wait(timeout=10)
+    kinds = {p.split()[0] for p in ports}
+    check("1: the victim's refuse endpoint and UDP sink were found (%s)" % ports, kinds == {"tcp", "udp"}, ports)
+    check("1: another account cannot bind them (%s)" % results,
+          results and all(r.startswith("refused") for r in results), results)
+    check("1: the victim's next connect is still refused (%s)" % then, then == "then ConnectionRefusedError", then)
+    check("1: no dropped datagram reached the other account", "secret" not in rest, rest)
+
+
+def test_rundir_taken():
+    """2: another account creates /tmp/faultnet-UID first; the victim's
+    processes and its faultctl fall back to the same private directory, so
+    live control keeps working."""
+    uid = pwd.getpwnam("fnvictim").pw_uid
+    taken = "/tmp/faultnet-%d" % uid
+    shutil.rmtree(taken, ignore_errors=True)
+    subprocess.run(as_user("fnhostile", ["mkdir", "-m", "0777", taken]), check=True)
+    home = tempfile.mkdtemp(prefix="fnvictim-")
+    shutil.chown(home, "fnvictim")
+    env = {"PATH": os.environ["PATH"]}
+    app = subprocess.Popen(as_user("fnvictim", ["env", "HOME=" + home, "FAULTNET_CONFIG=" + CONF,
+                                                "LD_PRELOAD=" + LIB, "sleep", "20"]),
+                           env=env, stderr=subprocess.PIPE, text=True)
+    ps = ""
+    for _ in range(50):
+        ps = subprocess.run(as_user("fnvictim", ["env", "HOME=" + home, CTL, "ps"]), env=env,
+                            capture_output=True, text=True).stdout
+        if "sleep 20" in ps:
+            break
+        subprocess.run(["sleep", "0.1"])
+    ch = subprocess.run(as_user("fnvictim", ["env", "HOME=" + home, CTL, "disable", "bh"]), env=env,
+                        capture_output=True, text=True)
+    app.kill()
+    err = app.communicate()[1]
+    check("2: /tmp/faultnet-UID taken by another account: faultctl still finds the process", "sleep 20" in ps, ps)
+    check("2: and a change reaches it (%s)" % ch.stdout.strip(), ch.returncode == 0 and ": ok " in ch.stdout,
+          ch.stdout + ch.stderr)
+    check("2: the process did not run uncontrollable", "control disabled" not in err, err)
+    check("2: the other account's directory was left alone, unused",
+          os.listdir(taken) == [] and os.stat(taken).st_uid != uid, os.listdir(taken))
+    shutil.rmtree(taken, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_journal():
+    """3: a change that is not one well-formed protocol line never reaches
+    the group journal, and sequence numbers cannot wrap."""
+    rundir = tempfile.mkdtemp(prefix="fn-journal-")
+    env = dict(os.environ, FAULTNET_RUNDIR=rundir)
+    journal = os.path.join(rundir, "j.journal")
+
+    def ctl(*args):
+        return subprocess.run([CTL, "-g", "j"] + list(args), env=env, capture_output=True, text=True)
+    r = ctl("enable", "bh\n9 rm bh")
+    check("3: a newline inside a name is refused (exit %d)" % r.returncode,
+          r.returncode == 2 and not os.path.exists(journal), r.stderr)
+    big = os.path.join(rundir, "big.conf")
+    with open(big, "w") as f:
+        f.write("rules = (\n" + "".join('{ name = "r%d"; action = "blackhole"; match = { to = "127.99.%d.%d/32"; }; },\n'
+                                          % (i, i // 250, i % 250) for i in range(1500)) +
+                '{ name = "last"; action = "drop"; } );\n')
+    r = ctl("load", big)
+    check("3: a load over the protocol's line limit is refused before the journal",
+          r.returncode == 2 and "over the control protocol's limit" in r.stderr and not os.path.exists(journal),
+          r.stderr)
+    with open(journal, "w") as f:
+        f.write("18446744073709551615 rm bh\n")
+    r = ctl("enable", "bh")
+    check("3: a sequence number faultctl never wrote is reported, not wrapped",
+          r.returncode == 1 and "was not written by faultctl" in r.stderr, r.stderr)
+    r = ctl("reset")
+    with open(journal) as f:
+        content = f.read()
+    check("3: reset starts the journal over at 1", r.returncode == 0 and content == "1 reset\n", content)
+    shutil.rmtree(rundir, ignore_errors=True)
+
+
+def main():
+    print("hostile user (%s)" % BUILD)
+    if os.geteuid() != 0:
+        print("  skip - the hostile-user suite needs root to create accounts")
+        with open(COUNTS, "a") as f:
+            f.write("skip\n")
+        return 0
+    for u in USERS:
+        subprocess.run(["userdel", u], capture_output=True)
+        subprocess.run(["useradd", "-M", "-N", "-s", "/usr/sbin/nologin", u], check=True)
+    try:
+        test_endpoints_not_takeable()
+        test_rundir_taken()
+        test_journal()
+    finally:
+        for u in USERS:
+            subprocess.run(["userdel", u], capture_output=True)
+    gone = all(subprocess.run(["id", u], capture_output=True).returncode != 0 for u in USERS)
+    check("the suite's accounts are removed", gone)
+    return 1 if failed else 0
+
+
+sys.exit(main())

@@ -1,0 +1,156 @@
+/* it_hostile_app.c - the hostile-app suite: what a legitimate but unusual
+ * program does to the shim. Each test is named after the defect it keeps
+ * fixed (its number in the defect list of tests/README.md) and failed on
+ * the code before that fix. Runs under the shim with
+ * FAULTNET_CONFIG=tests/hostile/hostile.conf. */
+#include "../cunit_run.h"
+#include "../integration/testutil.h"
+
+#include <netinet/tcp.h>
+
+/* 13: connect() on a UDP socket that a delay rule covers used to fail with
+ * EINVAL (the shim passed a zero-length address): dig, nc -u, QUIC and DNS
+ * clients broke. It connects to the real peer and sends. */
+static void test_13_udp_connect_under_delay(void)
+{
+	int rx = bound_socket(SOCK_DGRAM, "127.73.1.1", 7301);
+	int tx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_storage ss;
+	socklen_t len = mkaddr(&ss, "127.73.1.1", 7301);
+	CU_ASSERT_EQUAL(connect(tx, (struct sockaddr *)&ss, len), 0);
+	struct sockaddr_storage peer;
+	socklen_t plen = sizeof(peer);
+	CU_ASSERT_EQUAL(getpeername(tx, (struct sockaddr *)&peer, &plen), 0);
+	CU_ASSERT_EQUAL(ntohs(((struct sockaddr_in *)&peer)->sin_port), 7301);
+	CU_ASSERT_EQUAL(send(tx, "ping", 4, 0), 4);
+	char buf[8];
+	set_timeo(rx, SO_RCVTIMEO, 2000);
+	CU_ASSERT_EQUAL(recv(rx, buf, sizeof(buf), 0), 4);
+	close(tx);
+	close(rx);
+}
+
+/* 21: an IPv4-mapped destination on an IPV6_V6ONLY socket gets ENETUNREACH
+ * from the kernel at once; under the shim it used to hang. */
+static void test_21_mapped_on_v6only(void)
+{
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+	set_timeo(fd, SO_SNDTIMEO, 3000);
+	long t0 = now_ms();
+	int r = connect_to(fd, "::ffff:127.73.3.1", 80);
+	CU_ASSERT(r < 0 && errno == ENETUNREACH);
+	CU_ASSERT(now_ms() - t0 < 1000);
+	close(fd);
+}
+
+/* 21: a mapped destination's socket reads as ::ffff:127.0.0.1, not ::1. */
+static void test_21_mapped_sockname(void)
+{
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CU_ASSERT_EQUAL(connect_to(fd, "::ffff:127.73.5.1", 80), 0);
+	struct sockaddr_in6 me;
+	socklen_t len = sizeof(me);
+	char txt[64] = "";
+	CU_ASSERT_EQUAL(getsockname(fd, (struct sockaddr *)&me, &len), 0);
+	inet_ntop(AF_INET6, &me.sin6_addr, txt, sizeof(txt));
+	CU_ASSERT_STRING_EQUAL(txt, "::ffff:127.0.0.1");
+	close(fd);
+}
+
+/* A server for test 23: reads 200 bytes, answers one. */
+static void *answer_after_200(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char buf[200];
+	for (;;) {
+		size_t got = 0;
+		while (got < sizeof(buf)) {
+			ssize_t n = recv(fd, buf + got, sizeof(buf) - got, 0);
+			if (n <= 0)
+				goto out;
+			got += (size_t)n;
+		}
+		if (send(fd, "k", 1, MSG_NOSIGNAL) != 1)
+			break;
+	}
+out:
+	close(fd);
+	return NULL;
+}
+
+static void *accept_loop(void *arg)
+{
+	int ls = (int)(intptr_t)arg, c;
+	while ((c = accept4(ls, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		spawn_detached(answer_after_200, c);
+	return NULL;
+}
+
+/* 23: the relay's sockets lacked TCP_NODELAY: a client with TCP_NODELAY that
+ * writes 100 bytes, 1 ms later 100 more, and waits for a 1-byte answer took
+ * over 40 ms on almost every round trip through a relayed rule. */
+static void test_23_no_nagle_in_relay(void)
+{
+	int ls = bound_socket(SOCK_STREAM, "127.73.2.1", 7302);
+	listen(ls, 16);
+	spawn_detached(accept_loop, ls);
+	int fd = tcp_socket("127.73.2.1", false);
+	set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+	CU_ASSERT_FATAL(connect_to(fd, "127.73.2.1", 7302) == 0);
+	set_timeo(fd, SO_RCVTIMEO, 2000);
+	char half[100] = {0}, k;
+	int slow = 0;
+	for (int i = 0; i < 100; i++) {
+		long t0 = now_ms();
+		send(fd, half, sizeof(half), 0);
+		usleep(1000);
+		send(fd, half, sizeof(half), 0);
+		if (recv(fd, &k, 1, 0) != 1)
+			slow += 100;
+		if (now_ms() - t0 > 30)
+			slow++;
+	}
+	CU_ASSERT(slow <= 5); /* a loaded machine may be slow a few times */
+	if (slow > 5)
+		fprintf(stderr, "  %d of 100 round trips over 30 ms\n", slow);
+	close(fd);
+}
+
+/* 22: a client that waits for the server to speak first (ssh, SMTP, MySQL)
+ * connects and then meets the reset on its read, as with a real server that
+ * accepts and resets; the connect itself used to fail 93% of the time. */
+static void test_22_reset_after_accept_reader(void)
+{
+	for (int i = 0; i < 10; i++) {
+		int fd = tcp_socket("127.73.4.1", false);
+		CU_ASSERT_EQUAL(connect_to(fd, "127.73.4.1", 80), 0);
+		set_timeo(fd, SO_RCVTIMEO, 3000);
+		char b[4];
+		long t0 = now_ms();
+		CU_ASSERT(recv(fd, b, sizeof(b), 0) == -1 && errno == ECONNRESET);
+		CU_ASSERT(now_ms() - t0 < 1000);
+		close(fd);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (!getenv("FAULTNET_CONFIG")) {
+		fprintf(stderr, "%s: run me under the shim (see tests/README.md)\n", argv[0]);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	CU_initialize_registry();
+	CU_pSuite s = CU_add_suite("hostile app", NULL, NULL);
+	CU_add_test(s, "13: connect() on a UDP socket under a delay rule",
+		    test_13_udp_connect_under_delay);
+	CU_add_test(s, "21: IPv4-mapped on IPV6_V6ONLY: ENETUNREACH at once",
+		    test_21_mapped_on_v6only);
+	CU_add_test(s, "21: IPv4-mapped destination: getsockname is ::ffff:127.0.0.1",
+		    test_21_mapped_sockname);
+	CU_add_test(s, "22: reset at accept: the connect succeeds, a reader is reset",
+		    test_22_reset_after_accept_reader);
+	CU_add_test(s, "23: relayed connections add no Nagle delay", test_23_no_nagle_in_relay);
+	return cunit_run(argc > 1 ? argv[1] : NULL);
+}
