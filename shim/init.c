@@ -99,12 +99,28 @@ static void after_fork_child(void)
 	fn_control_atfork_child();
 }
 
+static bool set(const char *var)
+{
+	const char *v = secure_getenv(var);
+	return v && *v;
+}
+
+static bool has_work(void)
+{
+	return set("FAULTNET_CONFIG") || set("FAULTNET_GROUP") || set("FAULTNET_ZONE") ||
+	       set("FAULTNET_EVENTS");
+}
+
 __attribute__((constructor)) static void fn_init(void)
 {
 	fn_libc_resolve();
 	/* faultctl marks itself: a faultctl started from a shimmed process
 	 * must neither join the group nor become a target of its own change. */
 	if (dlsym(RTLD_DEFAULT, "faultnet_ctl_idle"))
+		return;
+	/* Nothing to do without a policy file or a group to take one from
+	 * (and a setuid program sees neither): no thread, no fd, no file. */
+	if (!has_work())
 		return;
 	fn_owner_reset();
 	pthread_atfork(NULL, NULL, after_fork_child);

@@ -67,6 +67,7 @@ s_faults() {
 s_hostile() {
 	echo "=== $1: hostile app"
 	under "$1" "$2" ../hostile/hostile.conf it_hostile_app
+	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/hostile/hostile_app.py "$1" "$2"
 	if [ -z "$2" ]; then
 		echo "=== $1: hostile user"
 		/usr/bin/python3 -u tests/hostile/hostile_user.py "$1"

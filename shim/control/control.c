@@ -94,6 +94,11 @@ static bool peer_allowed(int fd)
 	       (cr.uid == 0 || cr.uid == geteuid());
 }
 
+/* Set when accept failed for want of an fd (the app is at its limit): the
+ * waiting client stays queued and the listener stays readable, so it is
+ * left out of the poll set until then, instead of spinning on it. */
+static time_t accept_paused_until;
+
 static void accept_clients(void)
 {
 	int fd;
@@ -118,6 +123,8 @@ static void accept_clients(void)
 		fn_fd_identify(c->fd, &c->dev, &c->ino);
 		c->last = time(NULL);
 	}
+	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+		accept_paused_until = time(NULL) + 1;
 }
 
 /* Runs every complete line in the input buffer. */
@@ -254,7 +261,8 @@ static void *serve(void *arg)
 			sleep(1); /* the app closed it and the directory is gone: retry */
 			continue;
 		}
-		p[0] = (struct pollfd){.fd = listen_fd, .events = POLLIN};
+		bool paused = time(NULL) < accept_paused_until;
+		p[0] = (struct pollfd){.fd = paused ? -1 : listen_fd, .events = POLLIN};
 		for (int i = 0; i < CLIENTS; i++)
 			p[i + 1] =
 			    (struct pollfd){.fd = clients[i].fd,

@@ -1,0 +1,106 @@
+"""hostile_app.py - the process-level part of the hostile-app suite: what
+the shim costs a whole process (threads, fds, CPU), checked from outside.
+Each check is named after the defect it keeps fixed (tests/README.md).
+Prints "ok"/"FAIL" lines and adds them to $FN_COUNTS.
+
+usage: hostile_app.py BUILD_DIR [PRELOAD_FIRST]
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.path.abspath(sys.argv[1])
+FIRST = sys.argv[2] if len(sys.argv) > 2 else ""
+LIB = (FIRST + ":" if FIRST else "") + os.path.join(BUILD, "libfaultnet.so")
+CTL = os.path.join(BUILD, "faultctl")
+CONF = os.path.join(HERE, "hostile.conf")
+PY = "/usr/bin/python3"
+COUNTS = os.environ.get("FN_COUNTS", os.devnull)
+failed = 0
+
+
+def check(name, cond, detail=""):
+    global failed
+    with open(COUNTS, "a") as f:
+        f.write("pass\n" if cond else "fail\n")
+    print(("  ok   - " if cond else "  FAIL - ") + name + ("" if cond else ": " + str(detail)))
+    failed += not cond
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_") and k != "LD_PRELOAD"}
+    env.update(extra)
+    return env
+
+
+def footprint(env):
+    """Threads and fds of a process that only sleeps."""
+    p = subprocess.Popen(["sleep", "5"], env=env)
+    time.sleep(0.5)
+    res = (len(os.listdir("/proc/%d/task" % p.pid)), sorted(os.listdir("/proc/%d/fd" % p.pid)))
+    p.kill()
+    p.wait()
+    return res
+
+
+def test_18_idle_without_policy():
+    rundir = tempfile.mkdtemp(prefix="fn-idle-")
+    bare = footprint(clean_env())
+    shim = footprint(clean_env(LD_PRELOAD=LIB, XDG_RUNTIME_DIR=rundir))
+    check("18: without a policy the shim starts no thread and opens no fd (%s vs %s)" % (shim, bare),
+          shim == bare, (shim, bare))
+    check("18: and creates no run directory or socket", os.listdir(rundir) == [], os.listdir(rundir))
+    subprocess.run(["rm", "-rf", rundir])
+
+
+CPU_HOG = r"""
+import os, resource, sys, time
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+held = []
+try:
+    while True:
+        held.append(os.open("/dev/null", os.O_RDONLY))
+except OSError:
+    pass
+print("full", flush=True)
+time.sleep(6)
+"""
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_6_no_spin_at_fd_limit():
+    rundir = tempfile.mkdtemp(prefix="fn-emfile-")
+    env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=rundir)
+    p = subprocess.Popen([PY, "-c", CPU_HOG], env=env, stdout=subprocess.PIPE, text=True)
+    p.stdout.readline()
+    # A faultctl connect waits in the accept queue: the app has no fd left.
+    ctl = subprocess.Popen([CTL, "-p", str(p.pid), "ps"], env=clean_env(FAULTNET_RUNDIR=rundir),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    c0 = cpu_seconds(p.pid)
+    time.sleep(2)
+    used = cpu_seconds(p.pid) - c0
+    ctl.kill()
+    p.kill()
+    p.wait()
+    ctl.wait()
+    check("6: at its fd limit the app's control thread does not spin (%.2f s CPU in 2 s)" % used,
+          used < 0.3, used)
+
+
+def main():
+    print("hostile app, process level (%s)" % BUILD)
+    test_18_idle_without_policy()
+    test_6_no_spin_at_fd_limit()
+    return 1 if failed else 0
+
+
+sys.exit(main())
