@@ -107,6 +107,12 @@ static bool start_thread(void)
 /* The app's socket must have a local address before it connects, so that
  * the relay knows where to complete the handshake. An unbound socket gets
  * the one the kernel would give it for a loopback peer. */
+/* The app's local address. An unbound socket is bound to its family's
+ * any-address with IP_BIND_ADDRESS_NO_PORT, so that the kernel picks the
+ * port at connect time, as for a plain connect, and may reuse one in
+ * TIME_WAIT: bind(port 0) never does, and relayed connects would run out of
+ * ports. The port is then 0 here; the relay reads it once the app's SYN is
+ * out (relay_conn.c). */
 static bool local_address(int fd, int family, struct sockaddr_storage *ss, socklen_t *len)
 {
 	*len = sizeof(*ss);
@@ -116,6 +122,8 @@ static bool local_address(int fd, int family, struct sockaddr_storage *ss, sockl
 						 : ((struct sockaddr_in6 *)ss)->sin6_port;
 	if (port)
 		return true;
+	int one = 1;
+	setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
 	struct sockaddr_storage any;
 	memset(&any, 0, sizeof(any));
 	any.ss_family = (sa_family_t)family;

@@ -166,11 +166,31 @@ static void start_upstream(struct fn_conn *c)
 	fn_relay_watch(c, 1, EPOLLOUT);
 }
 
+static uint16_t *port_of(struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ? &((struct sockaddr_in *)ss)->sin_port
+					: &((struct sockaddr_in6 *)ss)->sin6_port;
+}
+
+/* The app's socket was bound without a port (IP_BIND_ADDRESS_NO_PORT): its
+ * connect has picked one by now. */
+static bool learn_port(struct fn_conn *c)
+{
+	if (*port_of(&c->local))
+		return true;
+	struct sockaddr_storage me;
+	socklen_t len = sizeof(me);
+	if (getsockname(c->appfd, (struct sockaddr *)&me, &len) < 0 || !*port_of(&me))
+		return false;
+	*port_of(&c->local) = *port_of(&me);
+	return true;
+}
+
 /* The app's connect is called just after the connection is handed over, so
  * its SYN may not be out yet: an opener's SYN reaching a socket that is not
  * connecting would be answered with a reset. 1 once it waits in SYN_SENT,
  * 0 if not yet, -1 if the app's fd is gone (closed or reused). */
-static int app_connecting(const struct fn_conn *c)
+static int app_connecting(struct fn_conn *c)
 {
 	struct stat sb;
 	struct tcp_info ti;
@@ -179,7 +199,7 @@ static int app_connecting(const struct fn_conn *c)
 	    getsockopt(c->appfd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
 		return -1;
 	if (ti.tcpi_state == TCP_SYN_SENT)
-		return 1;
+		return learn_port(c) ? 1 : -1;
 	return ti.tcpi_state == TCP_CLOSE ? 0 : -1;
 }
 

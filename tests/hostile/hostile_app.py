@@ -5,6 +5,8 @@ Prints "ok"/"FAIL" lines and adds them to $FN_COUNTS.
 
 usage: hostile_app.py BUILD_DIR [PRELOAD_FIRST]
 """
+import errno
+import json
 import os
 import subprocess
 import sys
@@ -96,10 +98,33 @@ def test_6_no_spin_at_fd_limit():
           used < 0.3, used)
 
 
+def port_failures(preload):
+    """Failures of 1500 connect/close cycles in a private namespace with
+    500 ephemeral ports, under a latency rule when preload is set."""
+    env = clean_env(FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=tempfile.mkdtemp(prefix="fn-ports-"))
+    if preload:
+        env["LD_PRELOAD"] = preload
+    script = ('ip link set lo up && echo "40000 40499" > /proc/sys/net/ipv4/ip_local_port_range && '
+              'exec %s %s 1500' % (PY, os.path.join(HERE, "ports.py")))
+    out = subprocess.run(["unshare", "-n", "sh", "-c", script], env=env, capture_output=True,
+                         text=True).stdout.strip().splitlines()
+    return json.loads(out[-1]) if out else {"no output": 1}
+
+
+def test_15_ports_like_plain_connects():
+    plain = port_failures("")
+    shim = port_failures(LIB)
+    n = lambda d: sum(d.values())
+    check("15: relayed connects run out of ports no sooner than plain ones (%s vs %s)" % (shim, plain),
+          str(errno.EADDRINUSE) not in shim and str(errno.ECONNRESET) not in shim
+          and n(shim) <= n(plain) * 1.1 + 20, (shim, plain))
+
+
 def main():
     print("hostile app, process level (%s)" % BUILD)
     test_18_idle_without_policy()
     test_6_no_spin_at_fd_limit()
+    test_15_ports_like_plain_connects()
     return 1 if failed else 0
 
 
