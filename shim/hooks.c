@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/uio.h>
 
 #include "shim/base/libc.h"
 #include "shim/intercept/intercept.h"
@@ -126,6 +127,11 @@ EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
 EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
 	return fn_read(fd, buf, n);
+}
+
+EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	return fn_readv(fd, iov, iovcnt);
 }
 
 EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)

@@ -14,6 +14,7 @@
 #include "shim/control/control.h"
 #include "shim/base/libc.h"
 #include "shim/base/owner.h"
+#include "shim/intercept/intercept.h"
 #include "shim/base/policy.h"
 #include "shim/base/say.h"
 #include "core/chance.h"
@@ -131,6 +132,7 @@ __attribute__((constructor)) static void fn_init(void)
 		_exit(FN_EXIT_CONFIG);
 	}
 	load_policy(passthrough);
+	fn_fd_classify_inherited();
 	why = fn_events_open();
 	if (why)
 		fn_say("faultnet: FAULTNET_EVENTS: %s", why);

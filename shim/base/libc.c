@@ -30,6 +30,7 @@ void fn_libc_resolve(void)
 	RESOLVE(recvmsg, "recvmsg");
 	RESOLVE(recvmmsg, "recvmmsg");
 	RESOLVE(read, "read");
+	RESOLVE(readv, "readv");
 	RESOLVE(read_chk, "__read_chk");
 	RESOLVE(recv_chk, "__recv_chk");
 	RESOLVE(recvfrom_chk, "__recvfrom_chk");

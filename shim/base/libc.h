@@ -6,6 +6,7 @@
 
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 struct fn_libc {
 	int (*socket)(int, int, int);
@@ -28,6 +29,7 @@ struct fn_libc {
 	ssize_t (*recvmsg)(int, struct msghdr *, int);
 	int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
 	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
 	ssize_t (*read_chk)(int, void *, size_t, size_t);
 	ssize_t (*recv_chk)(int, void *, size_t, size_t, int);
 	void *(*dlopen)(const char *, int);

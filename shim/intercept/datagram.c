@@ -262,7 +262,8 @@ static ssize_t recv_filtered(int fd, struct msghdr *msg, int flags)
 		enum inbound what = IN_PASS;
 		/* A datagram the shim sent again after a delay: put its real
 		 * sender back; otherwise ask the policy. */
-		if (n >= 0 && !fn_reinject_source(fd, &own, &m.msg_namelen, (size_t)n))
+		if (n >= 0 &&
+		    !fn_reinject_source(fd, &own, &m.msg_namelen, (size_t)n, flags & MSG_PEEK))
 			what =
 			    inbound_verdict(fd, (struct sockaddr *)&own, m.msg_namelen, n, &delay);
 		if (what == IN_DELAY && !delay_inbound(fd, &m, (size_t)n, (struct sockaddr *)&own,
@@ -336,6 +337,21 @@ ssize_t fn_read(int fd, void *buf, size_t n)
 		fn_fd_set(fd, 0);
 		errno = e;
 		return LIBC(read)(fd, buf, n);
+	}
+	return r;
+}
+
+ssize_t fn_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	if (!needs_filter(fd))
+		return LIBC(readv)(fd, iov, iovcnt);
+	int e = errno;
+	struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+	ssize_t r = iovcnt >= 0 ? recv_filtered(fd, &m, 0) : LIBC(readv)(fd, iov, iovcnt);
+	if (r < 0 && errno == ENOTSOCK) {
+		fn_fd_set(fd, 0);
+		errno = e;
+		return LIBC(readv)(fd, iov, iovcnt);
 	}
 	return r;
 }

@@ -2,7 +2,9 @@
  * UDP sockets, which the shim redirected, which are its own, across socket,
  * accept, dup, fcntl and close. Any fd a creating call returns is treated as
  * new, whatever was recorded for its number before. */
+#include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <netinet/in.h>
@@ -155,4 +157,39 @@ int fn_fcntl(int fd, int cmd, void *arg, bool is64)
 	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		duplicated(fd, r);
 	return r;
+}
+
+/* The kinds of socket the shim watches, for an fd it did not see created. */
+static unsigned classify_fd(int fd)
+{
+	int domain, type, proto;
+	socklen_t len = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0)
+		return 0;
+	len = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+		return 0;
+	len = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0)
+		return 0;
+	return classify(domain, type, proto);
+}
+
+void fn_fd_classify_inherited(void)
+{
+	int e = errno;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *ent;
+	while (d && (ent = readdir(d))) {
+		char *end;
+		long fd = strtol(ent->d_name, &end, 10);
+		if (*end || fd < 0 || fd == dirfd(d) || fn_fd_get((int)fd))
+			continue;
+		unsigned kind = classify_fd((int)fd);
+		if (kind)
+			fn_fd_mark((int)fd, kind);
+	}
+	if (d)
+		closedir(d);
+	errno = e;
 }

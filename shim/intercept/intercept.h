@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 /* connect.c */
 int fn_connect(int fd, const struct sockaddr *sa, socklen_t len);
@@ -22,11 +23,15 @@ ssize_t fn_recvmsg(int fd, struct msghdr *msg, int flags);
 int fn_recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
 		struct timespec *timeout);
 ssize_t fn_read(int fd, void *buf, size_t n);
+ssize_t fn_readv(int fd, const struct iovec *iov, int iovcnt);
 
 /* dlopen.c */
 void *fn_dlopen(const char *file, int flags);
 
 /* fdlife.c */
+/* Start-up: classifies the sockets the process inherited (socket
+ * activation, exec), which no socket() hook saw. */
+void fn_fd_classify_inherited(void);
 int fn_socket(int domain, int type, int protocol);
 int fn_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags, bool four);
 int fn_close(int fd);

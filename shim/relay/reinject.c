@@ -141,7 +141,7 @@ static bool same_port(const struct sockaddr_storage *a, const struct sockaddr_st
 	return a->ss_family == b->ss_family && port_of(a) == port_of(b);
 }
 
-bool fn_reinject_source(int fd, struct sockaddr_storage *src, socklen_t *len, size_t n)
+bool fn_reinject_source(int fd, struct sockaddr_storage *src, socklen_t *len, size_t n, bool peek)
 {
 	if (*len < sizeof(struct sockaddr_in) ||
 	    (src->ss_family != AF_INET && src->ss_family != AF_INET6))
@@ -162,9 +162,11 @@ bool fn_reinject_source(int fd, struct sockaddr_storage *src, socklen_t *len, si
 			continue;
 		memcpy(src, &s->from, s->fromlen);
 		*len = s->fromlen;
+		found = true;
+		if (peek) /* the datagram stays queued: so does its sender */
+			break;
 		*p = s->next;
 		free(s);
-		found = true;
 		break;
 	}
 	pthread_mutex_unlock(&lock);

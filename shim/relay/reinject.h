@@ -26,8 +26,9 @@ void fn_reinject_send(struct fn_dgram *d);
 
 /* Receive hook: if *src is the shim's socket, the datagram of n bytes that
  * fd just received is one sent again: *src and *len become its real
- * sender's, and true is returned. */
-bool fn_reinject_source(int fd, struct sockaddr_storage *src, socklen_t *len, size_t n);
+ * sender's, and true is returned. With peek the datagram stays queued, and
+ * so does what is known of its sender, for the receive that follows. */
+bool fn_reinject_source(int fd, struct sockaddr_storage *src, socklen_t *len, size_t n, bool peek);
 
 void fn_reinject_atfork_child(void);
 

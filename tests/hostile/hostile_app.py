@@ -120,11 +120,43 @@ def test_15_ports_like_plain_connects():
           and n(shim) <= n(plain) * 1.1 + 20, (shim, plain))
 
 
+INHERITED = r"""
+import socket, sys
+s = socket.socket(fileno=int(sys.argv[1]))
+s.settimeout(1.5)
+try:
+    print(s.recvfrom(100)[0].decode())
+except socket.timeout:
+    print("nothing")
+"""
+
+
+def test_19_inherited_udp_socket():
+    """A UDP socket inherited across exec (socket activation) meets the
+    inbound drop like one the process created; it used to escape it."""
+    import socket
+    app = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    app.bind(("127.0.0.1", 0))
+    app.set_inheritable(True)
+    cut = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    cut.bind(("127.73.11.1", 0))
+    env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=tempfile.mkdtemp(prefix="fn-inh-"))
+    child = subprocess.Popen([PY, "-c", INHERITED, str(app.fileno())], env=env, stdout=subprocess.PIPE,
+                             text=True, pass_fds=(app.fileno(),))
+    time.sleep(0.5)
+    cut.sendto(b"cut", app.getsockname())
+    out = child.communicate(timeout=10)[0].strip()
+    check("19: a UDP socket inherited across exec meets the inbound drop (%s)" % out, out == "nothing", out)
+    app.close()
+    cut.close()
+
+
 def main():
     print("hostile app, process level (%s)" % BUILD)
     test_18_idle_without_policy()
     test_6_no_spin_at_fd_limit()
     test_15_ports_like_plain_connects()
+    test_19_inherited_udp_socket()
     return 1 if failed else 0
 
 

@@ -7,6 +7,7 @@
 #include "../integration/testutil.h"
 
 #include <netinet/tcp.h>
+#include <sys/uio.h>
 
 /* 13: connect() on a UDP socket that a delay rule covers used to fail with
  * EINVAL (the shim passed a zero-length address): dig, nc -u, QUIC and DNS
@@ -28,6 +29,52 @@ static void test_13_udp_connect_under_delay(void)
 	CU_ASSERT_EQUAL(recv(rx, buf, sizeof(buf), 0), 4);
 	close(tx);
 	close(rx);
+}
+
+/* 11: a datagram delayed on its way in, first peeked at with MSG_PEEK and
+ * then received, reports its real sender both times; the receive used to
+ * report the shim's own helper socket. */
+static void test_11_peek_keeps_sender(void)
+{
+	int app = bound_socket(SOCK_DGRAM, "127.0.0.1", 7311);
+	int peer = bound_socket(SOCK_DGRAM, "127.73.10.1", 7310);
+	struct sockaddr_storage to, from;
+	socklen_t tl = mkaddr(&to, "127.0.0.1", 7311), fl;
+	CU_ASSERT_EQUAL(sendto(peer, "hello", 5, 0, (struct sockaddr *)&to, tl), 5);
+	set_timeo(app, SO_RCVTIMEO, 2000);
+	char buf[16], name[64];
+	for (int round = 0; round < 2; round++) {
+		fl = sizeof(from);
+		ssize_t n = recvfrom(app, buf, sizeof(buf), round ? 0 : MSG_PEEK,
+				     (struct sockaddr *)&from, &fl);
+		CU_ASSERT_EQUAL(n, 5);
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&from)->sin_addr, name, sizeof(name));
+		CU_ASSERT_STRING_EQUAL(name, "127.73.10.1");
+		CU_ASSERT_EQUAL(ntohs(((struct sockaddr_in *)&from)->sin_port), 7310);
+	}
+	close(app);
+	close(peer);
+}
+
+/* 19: readv on a UDP socket used to bypass the inbound drop: a datagram
+ * from a cut peer arrived. The next one, from a peer not cut, does. */
+static void test_19_readv_meets_drop(void)
+{
+	int app = bound_socket(SOCK_DGRAM, "127.0.0.1", 7312);
+	int cut = bound_socket(SOCK_DGRAM, "127.73.11.1", 7313);
+	int ok = bound_socket(SOCK_DGRAM, "127.0.0.2", 7314);
+	struct sockaddr_storage to;
+	socklen_t tl = mkaddr(&to, "127.0.0.1", 7312);
+	sendto(cut, "cut", 3, 0, (struct sockaddr *)&to, tl);
+	sendto(ok, "fine", 4, 0, (struct sockaddr *)&to, tl);
+	set_timeo(app, SO_RCVTIMEO, 2000);
+	char buf[16] = "";
+	struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf) - 1};
+	CU_ASSERT_EQUAL(readv(app, &iov, 1), 4);
+	CU_ASSERT_STRING_EQUAL(buf, "fine");
+	close(app);
+	close(cut);
+	close(ok);
 }
 
 /* 21: an IPv4-mapped destination on an IPV6_V6ONLY socket gets ENETUNREACH
@@ -143,8 +190,12 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	CU_initialize_registry();
 	CU_pSuite s = CU_add_suite("hostile app", NULL, NULL);
+	CU_add_test(s, "11: UDP delay in: MSG_PEEK then recv, the real sender both times",
+		    test_11_peek_keeps_sender);
 	CU_add_test(s, "13: connect() on a UDP socket under a delay rule",
 		    test_13_udp_connect_under_delay);
+	CU_add_test(s, "19: readv on a UDP socket meets the inbound drop",
+		    test_19_readv_meets_drop);
 	CU_add_test(s, "21: IPv4-mapped on IPV6_V6ONLY: ENETUNREACH at once",
 		    test_21_mapped_on_v6only);
 	CU_add_test(s, "21: IPv4-mapped destination: getsockname is ::ffff:127.0.0.1",
