@@ -59,6 +59,12 @@ done
 cp /etc/resolv.conf "$fr/etc/resolv.conf"
 cp /etc/hosts "$fr/etc/hosts"
 for f in /etc/npmrc /root/.npmrc; do [ -f "$f" ] && mkdir -p "$fr$(dirname "$f")" && cp "$f" "$fr$f"; done
+# This machine's own CA certificates (a registry may be reached through a
+# proxy that signs with one of them), installed the Debian way.
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+	cp /usr/local/share/ca-certificates/*.crt "$fr/usr/local/share/ca-certificates/"
+	chroot "$fr" update-ca-certificates >/dev/null 2>&1
+fi
 
 for m in proc sys dev; do
 	case $m in
