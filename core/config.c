@@ -5,6 +5,10 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <errno.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,8 +29,11 @@ static bool fail(struct ctx *c, const config_setting_t *s, const char *fmt, ...)
 {
 	int n = 0;
 	int line = s ? config_setting_source_line(s) : 0;
+	/* A setting from an @include'd file is reported against that file. */
+	const char *file =
+	    s && config_setting_source_file(s) ? config_setting_source_file(s) : c->file;
 	if (line > 0)
-		n = snprintf(c->err, c->errlen, "%s:%d: ", c->file, line);
+		n = snprintf(c->err, c->errlen, "%s:%d: ", file, line);
 	else
 		n = snprintf(c->err, c->errlen, "%s: ", c->file);
 	if (n < 0 || (size_t)n >= c->errlen)
@@ -254,6 +261,11 @@ static bool parse_key(struct ctx *c, const config_setting_t *s, struct fn_rule *
 	uint64_t v = 0;
 	if (!get_number(c, s, r, k, &v))
 		return false;
+	if (v == 0 && (strcmp(k->name, "first") == 0 || strcmp(k->name, "every") == 0))
+		return fail(c, s,
+			    "rule '%s': %s = 0 would never fault; the least is 1 (to switch a rule "
+			    "off, enabled = false)",
+			    r->name, k->name);
 	fn_key_set_number(r, k, v);
 	return true;
 }
@@ -461,37 +473,55 @@ static bool parse_root(struct ctx *c, const config_setting_t *root, const char *
 /* The whole file, NUL-terminated, or NULL (errno set). Read here rather than
  * by libconfig so that the text can be checked for numbers libconfig would
  * truncate. */
-static char *slurp(const char *path)
+#define FILE_MAX (16u << 20)
+
+/* The whole file, NUL-terminated; NULL with *why set. The file is opened
+ * without blocking and must be a regular file: a FIFO would block the
+ * process before main, a device could be endless. */
+static char *slurp(const char *path, char *why, size_t whylen)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat sb;
+	/* Read through stdio: core code never calls read or close, which the
+	 * shim exports, by name. */
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!f || fstat(fd, &sb) < 0) {
+		snprintf(why, whylen, "cannot read the file (%s)", strerror(errno));
+		if (f)
+			fclose(f);
 		return NULL;
-	size_t cap = 4096, n = 0, got;
-	char *buf = malloc(cap + 1);
-	while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += got;
-		if (n == cap && cap < (64u << 20)) {
-			char *grown = realloc(buf, cap * 2 + 1);
-			if (!grown) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = grown;
-			cap *= 2;
-		} else if (n == cap) {
-			break;
-		}
 	}
-	bool bad = ferror(f) || (buf && n == cap);
-	fclose(f);
-	if (bad) {
+	char *buf = NULL;
+	if (!S_ISREG(sb.st_mode))
+		snprintf(why, whylen, "not a regular file");
+	else if ((size_t)sb.st_size > FILE_MAX)
+		snprintf(why, whylen, "too large (%lld bytes; the limit is %u)",
+			 (long long)sb.st_size, FILE_MAX);
+	else if (!(buf = malloc((size_t)sb.st_size + 1)))
+		snprintf(why, whylen, "out of memory");
+	size_t n = buf ? fread(buf, 1, (size_t)sb.st_size, f) : 0;
+	if (buf && ferror(f)) {
+		snprintf(why, whylen, "cannot read the file (%s)", strerror(errno));
 		free(buf);
-		return NULL;
+		buf = NULL;
 	}
+	fclose(f);
 	if (buf)
 		buf[n] = '\0';
 	return buf;
+}
+
+/* libconfig stops at a NUL byte as if the file ended there: say where. */
+static bool has_nul(const char *path, const char *text, size_t n, char *err, size_t errlen)
+{
+	const char *z = memchr(text, '\0', n);
+	if (!z)
+		return false;
+	int line = 1;
+	for (const char *p = text; p < z; p++)
+		line += *p == '\n';
+	snprintf(err, errlen, "%s:%d: a NUL byte: a policy file is text", path, line);
+	return true;
 }
 
 static struct fn_policy *parse_text(const char *path, const char *text, const char *zone_override,
@@ -500,9 +530,14 @@ static struct fn_policy *parse_text(const char *path, const char *text, const ch
 static struct fn_policy *load(const char *path, const char *text, const char *zone_override,
 			      const struct fn_policy *base, char *err, size_t errlen)
 {
-	char *own = NULL;
-	if (!text && !(text = own = slurp(path))) {
-		snprintf(err, errlen, "%s: cannot read the file", path);
+	char *own = NULL, why[128];
+	if (!text && !(text = own = slurp(path, why, sizeof(why)))) {
+		snprintf(err, errlen, "%s: %s", path, why);
+		return NULL;
+	}
+	struct stat sb;
+	if (own && stat(path, &sb) == 0 && has_nul(path, own, (size_t)sb.st_size, err, errlen)) {
+		free(own);
 		return NULL;
 	}
 	int line;
@@ -530,13 +565,22 @@ static struct fn_policy *parse_text(const char *path, const char *text, const ch
 	}
 	config_t cfg;
 	c.lc.init(&cfg);
+	/* @include "x.conf" is found beside the file that includes it. */
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash) {
+		*slash = '\0';
+		c.lc.set_include_dir(&cfg, dir[0] ? dir : "/");
+	}
 	int ok = c.lc.read_string(&cfg, text);
 	if (!ok) {
 		if (config_error_type(&cfg) == CONFIG_ERR_FILE_IO)
 			snprintf(err, errlen, "%s: cannot read the file", path);
-		else
-			snprintf(err, errlen, "%s:%d: %s", path, config_error_line(&cfg),
-				 config_error_text(&cfg));
+		else /* an error in an @include'd file names that file */
+			snprintf(err, errlen, "%s:%d: %s",
+				 config_error_file(&cfg) ? config_error_file(&cfg) : path,
+				 config_error_line(&cfg), config_error_text(&cfg));
 	} else if ((c.p = calloc(1, sizeof(*c.p)))) {
 		c.p->self_zone = -1;
 		if (!parse_root(&c, config_root_setting(&cfg), zone_override)) {

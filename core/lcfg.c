@@ -16,13 +16,16 @@
 const char *fn_lcfg_open(struct fn_lcfg *l)
 {
 	memset(l, 0, sizeof(*l));
-	l->handle = dlopen("libconfig.so.9", RTLD_NOW | RTLD_LOCAL);
+	/* dlmopen into the base namespace is dlopen by another name: the shim
+	 * exports a dlopen hook, and core code must not call back into it. */
+	l->handle = dlmopen(LM_ID_BASE, "libconfig.so.9", RTLD_NOW | RTLD_LOCAL);
 	if (!l->handle)
 		return "cannot load libconfig.so.9 (install the Debian package libconfig9)";
 	BIND(init, "config_init");
 	BIND(destroy, "config_destroy");
 	BIND(read_file, "config_read_file");
 	BIND(read_string, "config_read_string");
+	BIND(set_include_dir, "config_set_include_dir");
 	BIND(length, "config_setting_length");
 	BIND(elem, "config_setting_get_elem");
 	BIND(member, "config_setting_get_member");

@@ -13,6 +13,7 @@ struct fn_lcfg {
 	void (*destroy)(config_t *);
 	int (*read_file)(config_t *, const char *);
 	int (*read_string)(config_t *, const char *);
+	void (*set_include_dir)(config_t *, const char *);
 	int (*length)(const config_setting_t *);
 	config_setting_t *(*elem)(const config_setting_t *, unsigned int);
 	config_setting_t *(*member)(const config_setting_t *, const char *);

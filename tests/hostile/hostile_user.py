@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.abspath(sys.argv[1])
@@ -144,6 +145,49 @@ def test_journal():
     shutil.rmtree(rundir, ignore_errors=True)
 
 
+def test_config_edges():
+    """25: policy files that are wrong in unusual ways are refused with the
+    file, the line and the reason; none hangs the app or is cut short."""
+    d = tempfile.mkdtemp(prefix="fn-conf-")
+
+    def write(name, data):
+        path = os.path.join(d, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def checked(path):
+        r = subprocess.run([CTL, "check", path], capture_output=True, text=True, timeout=10)
+        return r.returncode, r.stderr.strip()
+    rc, err = checked(write("f0.conf", b'rules = ( { name = "a"; action = "drop"; first = 0; } );\n'))
+    check("25: first = 0 is refused, not taken as always (%s)" % err, rc != 0 and "f0.conf:1:" in err
+          and "first = 0" in err, err)
+    write("inner.conf", b'{ name = "a"; action = "drop"; },\n{ name = "b"; action = "bogus"; }\n')
+    rc, err = checked(write("outer.conf", b'# outer\nrules = (\n@include "inner.conf"\n);\n'))
+    check("25: an error in an @include'd file names that file and its line (%s)" % err,
+          rc != 0 and "inner.conf:2: rule 'b'" in err, err)
+    rc, err = checked(write("nul.conf", b'rules = ( { name = "a"; action = "drop"; } );\n\0rules = 5;\n'))
+    check("25: a NUL byte is an error with its line, not the end of the file (%s)" % err,
+          rc != 0 and "nul.conf:2: a NUL byte" in err, err)
+    big = write("big.conf", b"")
+    os.truncate(big, 70 << 20)
+    rc, err = checked(big)
+    check("25: a 70 MB file is too large, with the limit (%s)" % err,
+          rc != 0 and "too large" in err and "limit" in err, err)
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(["true"], env=dict(os.environ, FAULTNET_CONFIG=fifo, LD_PRELOAD=LIB),
+                           capture_output=True, text=True, timeout=10)
+        rc, err = r.returncode, r.stderr.strip()
+    except subprocess.TimeoutExpired:
+        rc, err = "hung", "still blocked after 10 s"
+    check("25: a FIFO as FAULTNET_CONFIG stops the app at once with a message (%s)" % err,
+          rc == 78 and "not a regular file" in err and time.monotonic() - t0 < 5, err)
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     print("hostile user (%s)" % BUILD)
     if os.geteuid() != 0:
@@ -158,6 +202,7 @@ def main():
         test_endpoints_not_takeable()
         test_rundir_taken()
         test_journal()
+        test_config_edges()
     finally:
         for u in USERS:
             subprocess.run(["userdel", u], capture_output=True)
