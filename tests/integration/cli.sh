@@ -71,14 +71,14 @@ if [ "$(id -u)" = 0 ]; then
 fi
 run env FAULTNET_RUNDIR="$tmp/real" FAULTNET_GROUP="bad group" LD_PRELOAD="$preload" /bin/echo main-ran
 check "bad FAULTNET_GROUP: exit 78, names the variable" [ "$rc" = 78 ] && contains "$err" "FAULTNET_GROUP:"
-run env FAULTNET_RUNDIR="$tmp/real" FAULTNET_CONTROL=maybe LD_PRELOAD="$preload" /bin/echo main-ran
+run env FAULTNET_RUNDIR="$tmp/real" FAULTNET_CONFIG="$root/tests/integration/it.conf" FAULTNET_CONTROL=maybe LD_PRELOAD="$preload" /bin/echo main-ran
 check "bad FAULTNET_CONTROL: exit 78, names the variable" [ "$rc" = 78 ] && contains "$err" "FAULTNET_CONTROL: must be on or off"
-env FAULTNET_RUNDIR="$tmp/real" FAULTNET_CONTROL=off LD_PRELOAD="$preload" sleep 2 &
+env FAULTNET_RUNDIR="$tmp/real" FAULTNET_CONFIG="$root/tests/integration/it.conf" FAULTNET_CONTROL=off LD_PRELOAD="$preload" sleep 2 &
 off=$!
 sleep 0.5
 check "FAULTNET_CONTROL=off: no control socket, no thread" [ ! -e "$tmp/real/default.$off.sock" ] && [ "$(ls /proc/$off/task | wc -l)" = 1 ]
 wait $off
-env FAULTNET_RUNDIR="$tmp/real" LD_PRELOAD="$preload" sleep 3 &
+env FAULTNET_RUNDIR="$tmp/real" FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" sleep 3 &
 sl=$!
 sleep 0.5
 mode=$(stat -c %a "$tmp/real/default.$sl.sock" 2>/dev/null)
