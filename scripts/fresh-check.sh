@@ -40,6 +40,8 @@ cleanup() {
 trap 'cleanup "${KEEP:-}"' EXIT
 KEEP=${1:-}
 
+# mktemp makes it 0700: a root directory other accounts cannot enter.
+chmod 755 "$fr"
 echo "fresh-check: Debian 12 minbase with git and make from $mirror into $fr"
 t0=$(date +%s)
 if ! debootstrap --variant=minbase --include=git,make,ca-certificates bookworm "$fr" "$mirror" \
