@@ -1,9 +1,9 @@
 // node_clients.js - Node.js clients meeting a fault; prints
 // "RESULT <error> <ms> [<attempts the client reports>]".
-// usage: node node_clients.js net|fetch|s3|s3-warn HOST PORT
+// usage: node node_clients.js net|fetch|axios|s3|s3-warn HOST PORT [PATH]
 'use strict';
 const net = require('net');
-const [mode, host, port] = process.argv.slice(2);
+const [mode, host, port, path = '/'] = process.argv.slice(2);
 const t0 = Date.now();
 const done = (name, attempts) => {
   console.log(`RESULT ${name} ${Date.now() - t0}${attempts ? ' ' + attempts : ''}`);
@@ -13,7 +13,7 @@ const done = (name, attempts) => {
 function viaNet() {
   const s = net.connect({ host, port: Number(port) });
   s.setTimeout(2000);
-  s.on('connect', () => s.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
+  s.on('connect', () => s.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`));
   s.on('timeout', () => done(s.connecting ? 'ConnectTimeout' : 'ReadTimeout'));
   s.on('data', () => done('ok'));
   s.on('error', (e) => done(e.code));
@@ -21,10 +21,22 @@ function viaNet() {
 
 async function viaFetch() {
   try {
-    await fetch(`http://${host}:${port}/`, { signal: AbortSignal.timeout(2000) });
+    const r = await fetch(`http://${host}:${port}${path}`, { signal: AbortSignal.timeout(2000) });
+    await r.arrayBuffer();
     done('ok');
   } catch (e) {
     done(e.name);
+  }
+}
+
+// axios with a 2 s timeout (connect and response together).
+async function viaAxios() {
+  const axios = require('axios');
+  try {
+    await axios.get(`http://${host}:${port}${path}`, { timeout: 2000 });
+    done('ok');
+  } catch (e) {
+    done(e.code || e.name);
   }
 }
 
@@ -48,4 +60,4 @@ async function viaS3(throwing) {
   }
 }
 
-({ net: viaNet, fetch: viaFetch, s3: () => viaS3(true), 's3-warn': () => viaS3(false) })[mode]();
+({ net: viaNet, fetch: viaFetch, axios: viaAxios, s3: () => viaS3(true), 's3-warn': () => viaS3(false) })[mode]();

@@ -1,8 +1,9 @@
 """py_clients.py - Python clients meeting a fault, each with explicit
 timeouts; prints "RESULT <error> <ms> [<attempts the client reports>]".
 
-usage: py_clients.py socket|asyncio|requests|boto3 HOST PORT
-Connect and read timeouts are 2 s (1 s for boto3, which tries 3 times).
+usage: py_clients.py socket|asyncio|requests|boto3|urllib3|httpx|aiohttp HOST PORT [PATH]
+Connect and read timeouts are 2 s (1 s for boto3, which tries 3 times, and
+for urllib3, whose Retry allows 2 retries).
 """
 import asyncio
 import socket
@@ -10,7 +11,9 @@ import sys
 import time
 
 MODE, HOST, PORT = sys.argv[1], sys.argv[2], int(sys.argv[3])
-REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+PATH = sys.argv[4] if len(sys.argv) > 4 else "/"
+URL = "http://%s:%d%s" % (HOST, PORT, PATH)
+REQUEST = b"GET " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n"
 
 
 def plain_socket():
@@ -28,7 +31,7 @@ async def aio():
 
 def with_requests():
     import requests
-    requests.get("http://%s:%d/" % (HOST, PORT), timeout=(2, 2))
+    requests.get(URL, timeout=(2, 2)).content
 
 
 def with_boto3():
@@ -45,8 +48,30 @@ def with_boto3():
         raise
 
 
+def with_urllib3():
+    import urllib3
+    from urllib3.util.retry import Retry
+    http = urllib3.PoolManager(retries=Retry(total=2, connect=2, read=2, backoff_factor=0),
+                               timeout=urllib3.Timeout(connect=1, read=1))
+    http.request("GET", URL).data
+
+
+def with_httpx():
+    import httpx
+    httpx.get(URL, timeout=2).read()
+
+
+async def with_aiohttp():
+    import aiohttp
+    t = aiohttp.ClientTimeout(total=None, sock_connect=2, sock_read=2)
+    async with aiohttp.ClientSession(timeout=t) as s:
+        async with s.get(URL) as r:
+            await r.read()
+
+
 CALLS = {"socket": plain_socket, "asyncio": lambda: asyncio.run(aio()),
-         "requests": with_requests, "boto3": with_boto3}
+         "requests": with_requests, "boto3": with_boto3, "urllib3": with_urllib3,
+         "httpx": with_httpx, "aiohttp": lambda: asyncio.run(with_aiohttp())}
 
 t0 = time.monotonic()
 try:
