@@ -127,11 +127,14 @@ static void accept_clients(void)
 		accept_paused_until = time(NULL) + 1;
 }
 
-/* Runs every complete line in the input buffer. */
+/* Runs the complete lines in the input buffer while the client's unsent
+ * output is under its cap: the rest wait until it has read (a client that
+ * sends many requests and reads nothing must not grow the app). */
 static void run_lines(struct client *c)
 {
 	char *nl;
-	while (!c->closing && (nl = memchr(c->in, '\n', c->inlen))) {
+	while (!c->closing && c->out.len - c->sent < OUT_MAX &&
+	       (nl = memchr(c->in, '\n', c->inlen))) {
 		*nl = '\0';
 		if (nl > c->in && nl[-1] == '\r')
 			nl[-1] = '\0';
@@ -145,7 +148,7 @@ static void run_lines(struct client *c)
 		memmove(c->in, nl + 1, c->inlen - used);
 		c->inlen -= used;
 	}
-	if (c->inlen == FN_LINE_MAX) {
+	if (c->inlen == FN_LINE_MAX && !memchr(c->in, '\n', c->inlen)) {
 		/* Read the rest of the line before answering, so the client
 		 * can read the answer instead of meeting a reset. */
 		c->discarding = c->inlen;
@@ -209,10 +212,14 @@ static void tend_client(struct client *c, short revents, time_t now)
 		return drop_client(c);
 	if (c->follow)
 		fn_events_dump(&c->out, &c->since);
-	if (revents & POLLIN)
+	/* New input only once the lines already received have run. */
+	bool pending = memchr(c->in, '\n', c->inlen) != NULL;
+	if ((revents & POLLIN) && !pending)
 		read_client(c);
 	if (c->fd >= 0 && c->out.len)
 		write_client(c);
+	if (c->fd >= 0 && pending)
+		run_lines(c);
 	if (c->fd >= 0 &&
 	    (c->out.len > OUT_MAX || c->out.oom || (!c->follow && now - c->last > IDLE_SECONDS)))
 		drop_client(c);
@@ -264,9 +271,10 @@ static void *serve(void *arg)
 		bool paused = time(NULL) < accept_paused_until;
 		p[0] = (struct pollfd){.fd = paused ? -1 : listen_fd, .events = POLLIN};
 		for (int i = 0; i < CLIENTS; i++)
-			p[i + 1] =
-			    (struct pollfd){.fd = clients[i].fd,
-					    .events = POLLIN | (clients[i].out.len ? POLLOUT : 0)};
+			p[i + 1] = (struct pollfd){
+			    .fd = clients[i].fd,
+			    .events = (memchr(clients[i].in, '\n', clients[i].inlen) ? 0 : POLLIN) |
+				      (clients[i].out.len ? POLLOUT : 0)};
 		if (poll(p, CLIENTS + 1, 200) < 0 && errno != EINTR)
 			continue;
 		if (p[0].revents & POLLIN)

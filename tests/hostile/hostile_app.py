@@ -151,12 +151,53 @@ def test_19_inherited_udp_socket():
     cut.close()
 
 
+EVENTFUL = r"""
+import socket, sys, time
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(5000):
+    u.sendto(b"x", ("127.73.11.1", 9))
+print("ready", flush=True)
+time.sleep(30)
+"""
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_7_requests_cannot_grow_the_app():
+    """64 KiB of 'events' requests in one write, never read: the app's
+    memory used to grow by gigabytes; output per client is capped."""
+    import socket
+    rundir = tempfile.mkdtemp(prefix="fn-mem-")
+    env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=rundir)
+    p = subprocess.Popen([PY, "-c", EVENTFUL], env=env, stdout=subprocess.PIPE, text=True)
+    p.stdout.readline()
+    before = rss_kib(p.pid)
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(os.path.join(rundir, "default.%d.sock" % p.pid))
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c.sendall(b"events\n" * 9362)
+    time.sleep(3)
+    grown = rss_kib(p.pid) - before
+    c.close()
+    p.kill()
+    p.wait()
+    check("7: 9,362 unread 'events' requests grow the app by %d KiB (cap: 8 MiB of output)" % grown,
+          grown < 40 * 1024, grown)
+
+
 def main():
     print("hostile app, process level (%s)" % BUILD)
     test_18_idle_without_policy()
     test_6_no_spin_at_fd_limit()
     test_15_ports_like_plain_connects()
     test_19_inherited_udp_socket()
+    test_7_requests_cannot_grow_the_app()
     return 1 if failed else 0
 
 
