@@ -1,6 +1,7 @@
 /* fault.c - decides whether a socket's peer is faulted and records the
  * decision on the fd, shared by connect, TCP Fast Open and datagram sends. */
 #include <errno.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -191,19 +192,22 @@ bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const str
 		errno = EAGAIN;
 		return false;
 	}
+	/* Setting up a fault claims shared state (a sink being built, the
+	 * relay's list) and passes cancellation points (poll, write): a thread
+	 * cancelled there would leave the claim held forever. Cancellation
+	 * waits for the app's own connect or send, which follows. */
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	bool ok = prepare(fd, sa, len, v, target, tlen);
 	int err = errno;
 	bool refused = !ok && v->rule->action == FN_ACT_UNREACHABLE;
 	int dest = fn_stats_attempt(fd, v->rule, v->seen, &v->ep, v->proto,
 				    ok || refused ? fault_outcome(v) : "fault-failed", bytes);
-	if (!ok) {
-		errno = err;
-		return false;
+	if (ok && connecting && !record(fd, sa, len, v, target, *tlen, dest)) {
+		ok = false;
+		err = ENOBUFS;
 	}
-	if (connecting && !record(fd, sa, len, v, target, *tlen, dest)) {
-		errno = ENOBUFS;
-		return false;
-	}
-	errno = e;
-	return true;
+	pthread_setcancelstate(cancel, NULL);
+	errno = ok ? e : err;
+	return ok;
 }

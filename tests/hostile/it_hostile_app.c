@@ -7,6 +7,7 @@
 #include "../integration/testutil.h"
 
 #include <netinet/tcp.h>
+#include <sys/wait.h>
 #include <sys/uio.h>
 
 /* 13: connect() on a UDP socket that a delay rule covers used to fail with
@@ -181,8 +182,55 @@ static void test_22_reset_after_accept_reader(void)
 	}
 }
 
+/* In a fresh process (the sinks not built yet): a thread cancelled before
+ * its first blackholed connect, then another connect to a blackhole. */
+static pthread_barrier_t go;
+
+static void *cancelled_connect(void *arg)
+{
+	(void)arg;
+	pthread_barrier_wait(&go); /* not a cancellation point */
+	int fd = tcp_socket("127.73.3.1", false);
+	connect_to(fd, "127.73.3.1", 80); /* cancelled in here */
+	return NULL;
+}
+
+static int child_cancel(void)
+{
+	alarm(10); /* a connect spinning on a sink left busy ends here */
+	pthread_t t;
+	pthread_barrier_init(&go, NULL, 2);
+	pthread_create(&t, NULL, cancelled_connect, NULL);
+	pthread_cancel(t);
+	pthread_barrier_wait(&go);
+	void *r;
+	pthread_join(t, &r);
+	int fd = tcp_socket("127.73.3.1", true);
+	int rc = connect_to(fd, "127.73.3.1", 80);
+	return r == PTHREAD_CANCELED && rc < 0 && errno == EINPROGRESS ? 0 : 1;
+}
+
+/* 5: a thread cancelled during its first blackholed connect used to leave
+ * the blackhole endpoint claimed: every later faulted connect spun forever. */
+static void test_5_cancelled_connect(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(self_path, "it_hostile_app", "--child", "cancel", (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!WIFEXITED(st))
+		fprintf(stderr, "  the child ended by signal %d\n", WTERMSIG(st));
+}
+
 int main(int argc, char **argv)
 {
+	remember_self(argv[0]);
+	if (argc == 3 && strcmp(argv[1], "--child") == 0)
+		return strcmp(argv[2], "cancel") == 0 ? child_cancel() : 98;
 	if (!getenv("FAULTNET_CONFIG")) {
 		fprintf(stderr, "%s: run me under the shim (see tests/README.md)\n", argv[0]);
 		return 2;
@@ -190,6 +238,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	CU_initialize_registry();
 	CU_pSuite s = CU_add_suite("hostile app", NULL, NULL);
+	CU_add_test(s, "5: a thread cancelled in its first blackholed connect blocks nothing",
+		    test_5_cancelled_connect);
 	CU_add_test(s, "11: UDP delay in: MSG_PEEK then recv, the real sender both times",
 		    test_11_peek_keeps_sender);
 	CU_add_test(s, "13: connect() on a UDP socket under a delay rule",
