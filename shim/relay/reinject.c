@@ -12,6 +12,7 @@
 #include "core/chance.h"
 #include "shim/fd/fdtab.h"
 #include "shim/base/libc.h"
+#include "shim/base/signals.h"
 #include "shim/relay/relay.h"
 #include "shim/relay/relay_conn.h"
 
@@ -84,8 +85,8 @@ static bool app_address(int fd, struct sockaddr_storage *to, socklen_t *len)
 	return true;
 }
 
-bool fn_reinject_later(int fd, const void *buf, size_t n, const struct sockaddr *from,
-		       socklen_t fromlen, uint64_t delay_ns)
+static bool reinject_later(int fd, const void *buf, size_t n, const struct sockaddr *from,
+			   socklen_t fromlen, uint64_t delay_ns)
 {
 	int e = errno;
 	struct fn_dgram *d = calloc(1, sizeof(*d) + n);
@@ -110,6 +111,17 @@ bool fn_reinject_later(int fd, const void *buf, size_t n, const struct sockaddr 
 	d->due_ns = fn_now_ns() + delay_ns;
 	bool ok = fn_relay_queue(d, -1);
 	errno = e;
+	return ok;
+}
+
+/* The app's receive hooks call these: signals blocked (see signals.h). */
+bool fn_reinject_later(int fd, const void *buf, size_t n, const struct sockaddr *from,
+		       socklen_t fromlen, uint64_t delay_ns)
+{
+	sigset_t old;
+	fn_signals_block(&old);
+	bool ok = reinject_later(fd, buf, n, from, fromlen, delay_ns);
+	fn_signals_restore(&old);
 	return ok;
 }
 
@@ -141,15 +153,20 @@ static bool same_port(const struct sockaddr_storage *a, const struct sockaddr_st
 	return a->ss_family == b->ss_family && port_of(a) == port_of(b);
 }
 
-bool fn_reinject_source(int fd, struct sockaddr_storage *src, socklen_t *len, size_t n, bool peek)
+/* Lock-free: is src the shim's own sending socket? */
+static bool from_helper(const struct sockaddr_storage *src, socklen_t len)
 {
-	if (*len < sizeof(struct sockaddr_in) ||
+	if (len < sizeof(struct sockaddr_in) ||
 	    (src->ss_family != AF_INET && src->ss_family != AF_INET6))
 		return false;
 	int f = src->ss_family == AF_INET6;
 	uint16_t port = __atomic_load_n(&helper_port[f], __ATOMIC_ACQUIRE);
-	if (!port || port_of(src) != port)
-		return false;
+	return port && port_of(src) == port;
+}
+
+static bool reinject_source(int fd, struct sockaddr_storage *src, socklen_t *len, size_t n,
+			    bool peek)
+{
 	struct sockaddr_storage me;
 	socklen_t mlen = sizeof(me);
 	if (getsockname(fd, (struct sockaddr *)&me, &mlen) < 0)
@@ -170,6 +187,17 @@ bool fn_reinject_source(int fd, struct sockaddr_storage *src, socklen_t *len, si
 		break;
 	}
 	pthread_mutex_unlock(&lock);
+	return found;
+}
+
+bool fn_reinject_source(int fd, struct sockaddr_storage *src, socklen_t *len, size_t n, bool peek)
+{
+	if (!from_helper(src, *len))
+		return false;
+	sigset_t old;
+	fn_signals_block(&old);
+	bool found = reinject_source(fd, src, len, n, peek);
+	fn_signals_restore(&old);
 	return found;
 }
 

@@ -25,6 +25,7 @@
 #include "core/chance.h"
 #include "shim/fd/fdtab.h"
 #include "shim/base/libc.h"
+#include "shim/base/signals.h"
 #include "shim/relay/reinject.h"
 #include "shim/relay/relay_conn.h"
 #include "shim/sink/sink.h"
@@ -150,8 +151,8 @@ static void handshake_target(struct sockaddr_storage *local, const struct sockad
 		l6->sin6_addr = ((const struct sockaddr_in6 *)hold)->sin6_addr;
 }
 
-bool fn_relay_start(int fd, const struct sockaddr *dest, socklen_t destlen, const struct fn_rule *r,
-		    struct sockaddr_storage *hold, socklen_t *holdlen)
+static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
+			const struct fn_rule *r, struct sockaddr_storage *hold, socklen_t *holdlen)
 {
 	struct sockaddr_storage local;
 	socklen_t llen;
@@ -208,8 +209,8 @@ bool fn_relay_queue(struct fn_dgram *d, int dup_of)
 	return true;
 }
 
-bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,
-		       socklen_t tolen, uint64_t delay_ns)
+static bool relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,
+			   socklen_t tolen, uint64_t delay_ns)
 {
 	struct fn_dgram *d = malloc(sizeof(*d) + n);
 	if (!d) {
@@ -225,6 +226,28 @@ bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr 
 	}
 	d->due_ns = fn_now_ns() + delay_ns;
 	return fn_relay_queue(d, fd);
+}
+
+/* The entry points the app's threads call run with signals blocked: they
+ * lock the relay's mutex and allocate (see signals.h). */
+bool fn_relay_start(int fd, const struct sockaddr *dest, socklen_t destlen, const struct fn_rule *r,
+		    struct sockaddr_storage *hold, socklen_t *holdlen)
+{
+	sigset_t old;
+	fn_signals_block(&old);
+	bool ok = relay_start(fd, dest, destlen, r, hold, holdlen);
+	fn_signals_restore(&old);
+	return ok;
+}
+
+bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,
+		       socklen_t tolen, uint64_t delay_ns)
+{
+	sigset_t old;
+	fn_signals_block(&old);
+	bool ok = relay_datagram(fd, buf, n, to, tolen, delay_ns);
+	fn_signals_restore(&old);
+	return ok;
 }
 
 /* Sends the datagrams that are due; returns the earliest still waiting. */
@@ -324,7 +347,7 @@ static void *loop(void *arg)
 	return NULL;
 }
 
-void fn_relay_lost(int fd)
+static void relay_lost(int fd)
 {
 	if (!__atomic_load_n(&running, __ATOMIC_ACQUIRE))
 		return;
@@ -372,4 +395,12 @@ void fn_relay_atfork_child(void)
 		}
 	epfd = wakefd = -1;
 	running = false;
+}
+
+void fn_relay_lost(int fd)
+{
+	sigset_t old;
+	fn_signals_block(&old);
+	relay_lost(fd);
+	fn_signals_restore(&old);
 }

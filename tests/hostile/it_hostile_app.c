@@ -7,6 +7,7 @@
 #include "../integration/testutil.h"
 
 #include <netinet/tcp.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <sys/uio.h>
 
@@ -210,27 +211,87 @@ static int child_cancel(void)
 	return r == PTHREAD_CANCELED && rc < 0 && errno == EINPROGRESS ? 0 : 1;
 }
 
+/* 4: a signal handler that sends a delayed datagram while its own thread
+ * is inside the shim sending one (holding the relay's lock) used to wait on
+ * itself forever. */
+static int handler_fd = -1;
+static volatile sig_atomic_t handled;
+
+static void send_from_handler(int sig)
+{
+	(void)sig;
+	struct sockaddr_storage to;
+	socklen_t tl = mkaddr(&to, "127.73.1.1", 7304);
+	sendto(handler_fd, "h", 1, MSG_DONTWAIT, (struct sockaddr *)&to, tl);
+	handled++;
+}
+
+static int child_sigsend(void)
+{
+	int rx = bound_socket(SOCK_DGRAM, "127.73.1.1", 7304);
+	int tx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	handler_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sigaction sa = {.sa_handler = send_from_handler};
+	sigaction(SIGALRM, &sa, NULL);
+	struct itimerval it = {{0, 500}, {0, 500}};
+	setitimer(ITIMER_REAL, &it, NULL);
+	struct sockaddr_storage to;
+	socklen_t tl = mkaddr(&to, "127.73.1.1", 7304);
+	long t0 = now_ms();
+	while (now_ms() - t0 < 1500)
+		sendto(tx, "m", 1, MSG_DONTWAIT, (struct sockaddr *)&to, tl);
+	struct itimerval off = {{0, 0}, {0, 0}};
+	setitimer(ITIMER_REAL, &off, NULL);
+	close(rx);
+	return handled > 100 ? 0 : 2;
+}
+
+/* Runs this program as `--child mode`; its exit status, or -1 if it was
+ * still running after secs seconds (then killed). */
+static int run_child(const char *mode, int secs)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(self_path, "it_hostile_app", "--child", mode, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	for (int i = 0; i < secs * 10; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		usleep(100000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+static void test_4_handler_sends_while_inside(void)
+{
+	int rc = run_child("sigsend", 20);
+	CU_ASSERT_EQUAL(rc, 0);
+	if (rc)
+		fprintf(stderr, "  the child %s\n", rc < 0 ? "hung" : "failed");
+}
+
 /* 5: a thread cancelled during its first blackholed connect used to leave
  * the blackhole endpoint claimed: every later faulted connect spun forever. */
 static void test_5_cancelled_connect(void)
 {
-	pid_t pid = fork();
-	if (pid == 0) {
-		execl(self_path, "it_hostile_app", "--child", "cancel", (char *)NULL);
-		_exit(127);
-	}
-	int st = 0;
-	waitpid(pid, &st, 0);
-	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	if (!WIFEXITED(st))
-		fprintf(stderr, "  the child ended by signal %d\n", WTERMSIG(st));
+	int rc = run_child("cancel", 20);
+	CU_ASSERT_EQUAL(rc, 0);
+	if (rc)
+		fprintf(stderr, "  the child %s (%d)\n", rc < 0 ? "hung" : "failed", rc);
 }
 
 int main(int argc, char **argv)
 {
 	remember_self(argv[0]);
-	if (argc == 3 && strcmp(argv[1], "--child") == 0)
+	if (argc == 3 && strcmp(argv[1], "--child") == 0) {
+		if (strcmp(argv[2], "sigsend") == 0)
+			return child_sigsend();
 		return strcmp(argv[2], "cancel") == 0 ? child_cancel() : 98;
+	}
 	if (!getenv("FAULTNET_CONFIG")) {
 		fprintf(stderr, "%s: run me under the shim (see tests/README.md)\n", argv[0]);
 		return 2;
@@ -238,6 +299,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	CU_initialize_registry();
 	CU_pSuite s = CU_add_suite("hostile app", NULL, NULL);
+	CU_add_test(s, "4: a signal handler sends while its thread is inside the shim",
+		    test_4_handler_sends_while_inside);
 	CU_add_test(s, "5: a thread cancelled in its first blackholed connect blocks nothing",
 		    test_5_cancelled_connect);
 	CU_add_test(s, "11: UDP delay in: MSG_PEEK then recv, the real sender both times",
