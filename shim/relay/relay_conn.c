@@ -146,6 +146,17 @@ static bool app_done_connecting(struct fn_conn *c, uint64_t now)
 	       now - c->reset_ns >= 100 * MS;
 }
 
+/* A direction under a bandwidth rule reads through a small receive buffer,
+ * set before the handshake so that the window it advertises is small from
+ * the start: the sender's buffers then fill as behind a slow link (see
+ * ahead_limit() in relay_pump.c). d is the direction the socket reads. */
+static void small_window(const struct fn_conn *c, int fd, int d)
+{
+	int small = 4096;
+	if (fd >= 0 && c->dir[d].faulted && c->par.rate)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+}
+
 /* A connect-time reset needs no peer; everything else connects to it. */
 static void start_upstream(struct fn_conn *c)
 {
@@ -157,6 +168,7 @@ static void start_upstream(struct fn_conn *c)
 		return;
 	}
 	c->up = new_socket(c->dest.ss_family);
+	small_window(c, c->up, 1);
 	if (c->up < 0 || !connect_started(c->up, &c->dest, c->destlen)) {
 		c->up_error = errno;
 		c->state = FN_CONN_WAIT;
@@ -218,6 +230,7 @@ static void start_open(struct fn_conn *c)
 {
 	int one = 1;
 	int fd = new_socket(c->hold.ss_family);
+	small_window(c, fd, 0);
 	c->opener = fd;
 	c->state = FN_CONN_OPENING;
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||

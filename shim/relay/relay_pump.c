@@ -6,6 +6,7 @@
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -32,9 +33,22 @@ static int dst_fd(const struct fn_conn *c, int d)
 	return d ? c->app : c->up;
 }
 
-static void grow(struct fn_dir *dr)
+/* Bandwidth gives backpressure as a slow link does: the relay holds no
+ * more than a tenth of a second's worth ahead of the rate (at least 4 KiB,
+ * at most its first buffer), and its socket's receive buffer is small (see
+ * relay_conn.c), so the app's own send buffer fills and its writes block
+ * or time out. Without a rate, a direction takes what its buffer holds. */
+static size_t ahead_limit(const struct fn_conn *c, const struct fn_dir *dr)
 {
-	if (dr->hi < dr->cap || dr->lo > 0 || dr->cap >= BUF_MAX)
+	if (!dr->faulted || !c->par.rate)
+		return SIZE_MAX;
+	uint64_t tenth = c->par.rate / 10;
+	return tenth < 4096 ? 4096 : tenth > dr->cap ? dr->cap : (size_t)tenth;
+}
+
+static void grow(const struct fn_conn *c, struct fn_dir *dr)
+{
+	if (dr->hi < dr->cap || dr->lo > 0 || dr->cap >= BUF_MAX || ahead_limit(c, dr) != SIZE_MAX)
 		return;
 	char *bigger = realloc(dr->buf, dr->cap * 2);
 	if (bigger) {
@@ -57,10 +71,14 @@ static bool fill(struct fn_conn *c, int d, uint64_t now)
 		dr->lo = 0;
 	}
 	bool latency = fn_shape_has_latency(c, dr);
-	grow(dr);
-	while (dr->hi < dr->cap && !(latency && dr->mcount == FN_MARKS)) {
-		ssize_t n =
-		    LIBC(recv)(src_fd(c, d), dr->buf + dr->hi, dr->cap - dr->hi, MSG_DONTWAIT);
+	size_t limit = ahead_limit(c, dr);
+	grow(c, dr);
+	while (dr->hi < dr->cap && dr->hi - dr->lo < limit &&
+	       !(latency && dr->mcount == FN_MARKS)) {
+		size_t room = dr->cap - dr->hi;
+		if (room > limit - (dr->hi - dr->lo))
+			room = limit - (dr->hi - dr->lo);
+		ssize_t n = LIBC(recv)(src_fd(c, d), dr->buf + dr->hi, room, MSG_DONTWAIT);
 		if (n == 0) {
 			dr->eof = true;
 			return true;
@@ -207,6 +225,7 @@ static void watch(struct fn_conn *c)
 		int src = d, dst = !d; /* socket index: 0 app, 1 peer */
 		/* fill() makes room by moving what waits to the front. */
 		bool room = (dr->hi - dr->lo < dr->cap || dr->cap < BUF_MAX) &&
+			    dr->hi - dr->lo < ahead_limit(c, dr) &&
 			    !(fn_shape_has_latency(c, dr) && dr->mcount == FN_MARKS);
 		if (!dr->eof && !dr->stopped && room)
 			ev[src] |= EPOLLIN | EPOLLRDHUP;

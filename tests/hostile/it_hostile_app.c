@@ -79,6 +79,56 @@ static void test_19_readv_meets_drop(void)
 	close(ok);
 }
 
+static void *drain_forever(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char buf[65536];
+	while (recv(fd, buf, sizeof(buf), 0) > 0)
+		;
+	close(fd);
+	return NULL;
+}
+
+static void *accept_drain(void *arg)
+{
+	int ls = (int)(intptr_t)arg, c;
+	while ((c = accept4(ls, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		spawn_detached(drain_forever, c);
+	return NULL;
+}
+
+/* 20: a bandwidth rule gave no backpressure: at 10,000 B/s the app wrote
+ * 6.48 MB in 2 s without blocking, so its write timeouts never fired. As
+ * behind a slow link, the app may fill its own kernel send buffer and what
+ * the link carried, and a little more (what the network itself holds). */
+static void test_20_bandwidth_backpressure(void)
+{
+	int ls = bound_socket(SOCK_STREAM, "127.73.12.1", 7320);
+	listen(ls, 8);
+	spawn_detached(accept_drain, ls);
+	int fd = tcp_socket("127.73.12.1", false);
+	CU_ASSERT_FATAL(connect_to(fd, "127.73.12.1", 7320) == 0);
+	static char chunk[65536];
+	size_t total = 0;
+	long t0 = now_ms();
+	while (now_ms() - t0 < 2000) {
+		ssize_t n = send(fd, chunk, sizeof(chunk), MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n > 0)
+			total += (size_t)n;
+		else
+			usleep(20000);
+	}
+	int sndbuf = 0;
+	socklen_t len = sizeof(sndbuf);
+	getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &len);
+	size_t bound = (size_t)sndbuf + 2 * 10000 + 256 * 1024;
+	CU_ASSERT(total <= bound);
+	if (total > bound)
+		fprintf(stderr, "  %zu bytes accepted in 2 s at 10,000 B/s (send buffer %d)\n",
+			total, sndbuf);
+	close(fd);
+}
+
 /* 21: an IPv4-mapped destination on an IPV6_V6ONLY socket gets ENETUNREACH
  * from the kernel at once; under the shim it used to hang. */
 static void test_21_mapped_on_v6only(void)
@@ -309,6 +359,7 @@ int main(int argc, char **argv)
 		    test_13_udp_connect_under_delay);
 	CU_add_test(s, "19: readv on a UDP socket meets the inbound drop",
 		    test_19_readv_meets_drop);
+	CU_add_test(s, "20: a bandwidth rule gives backpressure", test_20_bandwidth_backpressure);
 	CU_add_test(s, "21: IPv4-mapped on IPV6_V6ONLY: ENETUNREACH at once",
 		    test_21_mapped_on_v6only);
 	CU_add_test(s, "21: IPv4-mapped destination: getsockname is ::ffff:127.0.0.1",
