@@ -21,7 +21,7 @@ static const char usage[] =
     "  check FILE                      validate a policy file\n"
     "  run [--config FILE] [--zone Z] [-g GROUP] [--stats] [--allow-unreached] -- CMD [ARG...]\n"
     "  ps                              processes under the shim\n"
-    "  rules                           rules with their state and hits\n"
+    "  rules                           rules with their state, faults and attempts\n"
     "  stats                           attempts and faults per rule and destination\n"
     "  events [--follow]               connection attempts and faults, one a line\n"
     "  enable NAME | disable NAME      switch a rule on or off\n"
@@ -161,7 +161,7 @@ static int cmd_query(struct opts *o, const char *verb)
 	static const char *const ps[] = {"pid",	  "group",   "zone", "enabled",
 					 "rules", "sockets", "cmd"};
 	static const char *const rules[] = {"pid",  "name",	"action", "enabled",
-					    "hits", "attempts", "params"};
+					    "faults", "attempts", "params"};
 	static const char *const rstats[] = {"pid",	 "name",   "action",
 					     "attempts", "faults", "bytes"};
 	static const char *const dstats[] = {"pid",	  "dest",  "proto", "attempts", "faults",

@@ -250,7 +250,7 @@ static void rules(struct fn_buf *out)
 		fn_buf_field(out, "name", r->name);
 		char params[256];
 		fn_rule_describe(r, params, sizeof(params));
-		fn_buf_printf(out, " action=%s enabled=%s hits=%llu attempts=%llu",
+		fn_buf_printf(out, " action=%s enabled=%s faults=%llu attempts=%llu",
 			      fn_action_name(r->action), r->enabled ? "yes" : "no",
 			      (unsigned long long)(r->stat ? r->stat->faults : 0),
 			      (unsigned long long)(r->stat ? r->stat->attempts : 0));

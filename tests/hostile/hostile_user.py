@@ -142,6 +142,18 @@ def test_journal():
     with open(journal) as f:
         content = f.read()
     check("3: reset starts the journal over at 1", r.returncode == 0 and content == "1 reset\n", content)
+    app = subprocess.Popen(["sleep", "10"], env=dict(env, LD_PRELOAD=LIB, FAULTNET_CONFIG=CONF,
+                                                     FAULTNET_GROUP="j"))
+    rules = ""
+    for _ in range(50):
+        rules = ctl("--json", "rules").stdout
+        if rules:
+            break
+        time.sleep(0.1)
+    app.kill()
+    app.wait()
+    check("24: rules and stats use one word, faults (%s)" % rules.splitlines()[:1],
+          '"faults":' in rules and "hits" not in rules, rules)
     shutil.rmtree(rundir, ignore_errors=True)
 
 
