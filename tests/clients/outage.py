@@ -11,7 +11,8 @@ client against the real thing:
              loopback; real servers take a moment, and clients then meet
              the reset on their read or write, as faultnet's reset does)
   reset-after  a real HTTP server (python's http.server, serving DIR) whose
-             connection is reset after the first 1000 bytes of its answer
+             connection is reset 50 ms after the first 1000 bytes of its
+             answer (a reset follows the data by a round trip at least)
 
 usage: outage.py KIND HOST PORT [--dir DIR] -- CMD [ARG...]   (root: uses unshare -n)
 Exits with CMD's status; CMD's output passes through.
@@ -59,6 +60,9 @@ def reset_after(c, host, inner):
     done = threading.Event()
     threading.Thread(target=pipe, args=(c, up, None, done), daemon=True).start()
     if pipe(up, c, 1000):
+        # On a real network the reset follows the data by a round trip at
+        # least; on loopback it would ride with it.
+        time.sleep(0.05)
         # Wake the thread reading c, then close with a zero linger: a reset.
         c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         c.shutdown(socket.SHUT_RD)
