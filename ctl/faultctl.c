@@ -29,7 +29,7 @@ static const char usage[] =
     "  rm NAME                         remove a rule\n"
     "  load FILE                       replace every rule at once\n"
     "  zone ZONE                       retag the processes' zone\n"
-    "  reset                           back to the config file, counters zeroed\n"
+    "  reset                           back to the config file (counters go on)\n"
     "Targets: -p PID (repeatable), -g GROUP; default: the group 'default'.\n";
 
 struct opts {
@@ -160,7 +160,7 @@ static int cmd_query(struct opts *o, const char *verb)
 	}
 	static const char *const ps[] = {"pid",	  "group",   "zone", "enabled",
 					 "rules", "sockets", "cmd"};
-	static const char *const rules[] = {"pid",  "name",	"action", "enabled",
+	static const char *const rules[] = {"pid",    "name",	  "action", "enabled",
 					    "faults", "attempts", "params"};
 	static const char *const rstats[] = {"pid",	 "name",   "action",
 					     "attempts", "faults", "bytes"};

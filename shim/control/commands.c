@@ -68,9 +68,72 @@ static void retire(struct fn_policy *old)
 	 * the safe choice. */
 }
 
+/* Counters are cumulative per rule name for the process's life, whatever
+ * load, reset, rm and add do in between: a rule that goes keeps its counts
+ * here (and in stats), and a rule of the same name that comes back takes
+ * them up again. */
+#define GONE_MAX 256
+static struct gone {
+	char name[FN_NAME_MAX];
+	enum fn_action action;
+	uint64_t attempts, faults, bytes;
+} gone[GONE_MAX];
+static size_t ngone;
+
+static void add_counts(struct fn_rulestat *to, uint64_t a, uint64_t f, uint64_t b)
+{
+	__atomic_add_fetch(&to->attempts, a, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&to->faults, f, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&to->bytes, b, __ATOMIC_RELAXED);
+}
+
+static void take_gone(struct fn_rule *r)
+{
+	for (size_t i = 0; i < ngone; i++)
+		if (strcmp(gone[i].name, r->name) == 0) {
+			add_counts(r->stat, gone[i].attempts, gone[i].faults, gone[i].bytes);
+			gone[i] = gone[--ngone];
+			return;
+		}
+}
+
+static void keep_gone(const struct fn_rule *r)
+{
+	const struct fn_rulestat *s = r->stat;
+	if (!s || ngone == GONE_MAX)
+		return;
+	struct gone *g = &gone[ngone++];
+	snprintf(g->name, sizeof(g->name), "%s", r->name);
+	g->action = r->action;
+	g->attempts = __atomic_load_n(&s->attempts, __ATOMIC_RELAXED);
+	g->faults = __atomic_load_n(&s->faults, __ATOMIC_RELAXED);
+	g->bytes = __atomic_load_n(&s->bytes, __ATOMIC_RELAXED);
+}
+
+static void carry_counts(const struct fn_policy *old, struct fn_policy *p)
+{
+	for (size_t i = 0; i < p->nrules; i++) {
+		struct fn_rule *r = &p->rules[i];
+		int o = old ? fn_policy_rule_index(old, r->name) : -1;
+		const struct fn_rulestat *os = o >= 0 ? old->rules[o].stat : NULL;
+		if (!r->stat || os == r->stat)
+			continue; /* the same counters: a copy of the old rule */
+		if (os)
+			add_counts(r->stat, __atomic_load_n(&os->attempts, __ATOMIC_RELAXED),
+				   __atomic_load_n(&os->faults, __ATOMIC_RELAXED),
+				   __atomic_load_n(&os->bytes, __ATOMIC_RELAXED));
+		else
+			take_gone(r);
+	}
+	for (size_t i = 0; old && i < old->nrules; i++)
+		if (fn_policy_rule_index(p, old->rules[i].name) < 0)
+			keep_gone(&old->rules[i]);
+}
+
 static void publish(struct fn_policy *p)
 {
 	fn_policy_finish(p);
+	carry_counts(fn_policy_current(), p);
 	struct fn_policy *old = fn_policy_publish(p);
 	if (old)
 		retire(old);
@@ -210,7 +273,6 @@ static void reset(struct fn_buf *out)
 				  : empty_policy();
 	if (!p)
 		return reply_error(out, err);
-	fn_stats_reset();
 	publish(p);
 	fn_buf_printf(out, "ok reset to %s\n", base_config ? base_config : "no rules");
 }
@@ -274,6 +336,14 @@ void fn_cmd_stats(struct fn_buf *out)
 		    (unsigned long long)(s ? __atomic_load_n(&s->attempts, __ATOMIC_RELAXED) : 0),
 		    (unsigned long long)(s ? __atomic_load_n(&s->faults, __ATOMIC_RELAXED) : 0),
 		    (unsigned long long)(s ? __atomic_load_n(&s->bytes, __ATOMIC_RELAXED) : 0));
+	}
+	for (size_t i = 0; i < ngone; i++) {
+		fn_buf_printf(out, "rule pid=%d", (int)getpid());
+		fn_buf_field(out, "name", gone[i].name);
+		fn_buf_printf(out, " action=%s attempts=%llu faults=%llu bytes=%llu\n",
+			      fn_action_name(gone[i].action), (unsigned long long)gone[i].attempts,
+			      (unsigned long long)gone[i].faults,
+			      (unsigned long long)gone[i].bytes);
 	}
 	fn_stats_dump(out);
 }

@@ -208,18 +208,6 @@ uint64_t fn_stats_generation(void)
 	return __atomic_load_n(&ring_head, __ATOMIC_RELAXED);
 }
 
-void fn_stats_reset(void)
-{
-	for (int i = 0; i <= DESTS; i++) {
-		struct dest *d = &dests[i];
-		__atomic_store_n(&d->attempts, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&d->faults, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&d->bytes, 0, __ATOMIC_RELAXED);
-		for (int a = 0; a < FN_ACT_COUNT; a++)
-			__atomic_store_n(&d->by_action[a], 0, __ATOMIC_RELAXED);
-	}
-}
-
 void fn_events_dump(struct fn_buf *b, uint64_t *since)
 {
 	uint64_t head = __atomic_load_n(&ring_head, __ATOMIC_ACQUIRE);

@@ -31,9 +31,6 @@ void fn_events_dump(struct fn_buf *b, uint64_t *since);
 /* Changes whenever an attempt is counted. */
 uint64_t fn_stats_generation(void);
 
-/* Zeroes the destination counters (faultctl reset). */
-void fn_stats_reset(void);
-
 /* The app closed fd: if it was the events file, stop writing to it. */
 void fn_stats_fd_lost(int fd);
 

@@ -157,6 +157,40 @@ def test_journal():
     shutil.rmtree(rundir, ignore_errors=True)
 
 
+COUNTING = r"""
+import socket, subprocess, sys
+ctl, group, other = sys.argv[1], sys.argv[2], sys.argv[3]
+def refused(n):
+    for _ in range(n):
+        s = socket.socket()
+        try:
+            s.connect(("127.73.6.1", 80))
+        except OSError:
+            pass
+        s.close()
+refused(4)
+subprocess.run([ctl, "-g", group, "reset"], capture_output=True)
+refused(4)
+subprocess.run([ctl, "-g", group, "load", other], capture_output=True)
+refused(4)
+subprocess.run([ctl, "-g", group, "rm", "refuse"], capture_output=True)
+"""
+
+
+def test_counters_cumulative():
+    """24: --stats counts a rule by name over the process's life: reset,
+    load and rm used to drop what came before (4 attempts reported of 12)."""
+    rundir = tempfile.mkdtemp(prefix="fn-count-")
+    env = dict(os.environ, FAULTNET_RUNDIR=rundir)
+    r = subprocess.run([CTL, "run", "-g", "count", "--stats", "--config", CONF, "--", PY, "-c", COUNTING,
+                        CTL, "count", CONF], env=env, capture_output=True, text=True, timeout=60)
+    line = [l for l in r.stderr.splitlines() if "rule refuse" in l]
+    check("24: reset, load and rm keep a rule's counts: %s" % (line[0].strip() if line else r.stderr),
+          bool(line) and "attempts=12 " in line[0] and "faults=12 " in line[0], r.stderr)
+    subprocess.run([CTL, "-g", "count", "reset"], env=env, capture_output=True)
+    shutil.rmtree(rundir, ignore_errors=True)
+
+
 def test_config_edges():
     """25: policy files that are wrong in unusual ways are refused with the
     file, the line and the reason; none hangs the app or is cut short."""
@@ -215,6 +249,7 @@ def main():
         test_rundir_taken()
         test_journal()
         test_config_edges()
+        test_counters_cumulative()
     finally:
         for u in USERS:
             subprocess.run(["userdel", u], capture_output=True)
