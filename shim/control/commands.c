@@ -33,6 +33,7 @@ struct retired {
 	struct retired *next;
 };
 static struct retired *retired; /* newest first */
+static bool alone;		/* replaying with no other thread: see fn_cmd_catch_up() */
 
 void fn_cmd_set_base(const char *config, const char *zone)
 {
@@ -135,7 +136,9 @@ static void publish(struct fn_policy *p)
 	fn_policy_finish(p);
 	carry_counts(fn_policy_current(), p);
 	struct fn_policy *old = fn_policy_publish(p);
-	if (old)
+	if (old && alone)
+		fn_policy_free(old);
+	else if (old)
 		retire(old);
 }
 
@@ -397,6 +400,80 @@ static void run_change(char *line, struct fn_buf *out)
 		fn_buf_printf(out, "error unknown verb '%.40s'\n", line);
 }
 
+/* Replaying a journal at start-up is linear in its length: consecutive
+ * enables and disables are applied to one private copy of the policy,
+ * found by a hash of rule names, and published once; any other change
+ * publishes what came before it first. While the process is alone (at
+ * start, or in a fork child) a replaced policy is freed at once: no thread
+ * can be reading it. */
+static struct batch {
+	struct fn_policy *p;
+	int *slot; /* rule index + 1 by name hash; 0 when free */
+	size_t mask;
+} batch;
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static bool batch_open(void)
+{
+	if (batch.p)
+		return true;
+	batch.p = current_copy();
+	size_t n = batch.p ? batch.p->nrules : 0, size = 16;
+	while (size < 2 * n)
+		size *= 2;
+	batch.slot = calloc(size, sizeof(int));
+	batch.mask = size - 1;
+	if (!batch.p || !batch.slot) {
+		fn_policy_free(batch.p);
+		free(batch.slot);
+		batch = (struct batch){0};
+		return false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t h = name_hash(batch.p->rules[i].name) & batch.mask;
+		while (batch.slot[h])
+			h = (h + 1) & batch.mask;
+		batch.slot[h] = (int)i + 1;
+	}
+	return true;
+}
+
+static void batch_flush(void)
+{
+	if (!batch.p)
+		return;
+	publish(batch.p);
+	free(batch.slot);
+	batch = (struct batch){0};
+}
+
+/* An enable or disable applied to the batch; false if it is not one or
+ * names no rule (then it runs the ordinary way, which replies the error). */
+static bool batch_toggle(char *line)
+{
+	bool on = strncmp(line, "enable ", 7) == 0;
+	if ((!on && strncmp(line, "disable ", 8) != 0) || !batch_open())
+		return false;
+	const char *name = line + (on ? 7 : 8);
+	for (size_t h = name_hash(name) & batch.mask; batch.slot[h]; h = (h + 1) & batch.mask) {
+		struct fn_rule *r = &batch.p->rules[batch.slot[h] - 1];
+		if (strcmp(r->name, name) != 0)
+			continue;
+		if (on && !r->enabled && r->stat)
+			fn_rulestat_restart(r->stat);
+		r->enabled = on;
+		return true;
+	}
+	return false;
+}
+
 /* Applies one journal line "SEQ verb ..." if it is the next one. */
 static void apply_entry(char *line)
 {
@@ -404,19 +481,23 @@ static void apply_entry(char *line)
 	unsigned long long seq = strtoull(line, &end, 10);
 	if (end == line || *end != ' ' || seq <= applied_seq)
 		return;
-	struct fn_buf ignored = {0};
-	run_change(end + 1, &ignored);
-	fn_buf_free(&ignored);
+	if (!batch_toggle(end + 1)) {
+		batch_flush();
+		struct fn_buf ignored = {0};
+		run_change(end + 1, &ignored);
+		fn_buf_free(&ignored);
+	}
 	applied_seq = seq;
 }
 
-void fn_cmd_catch_up(void)
+void fn_cmd_catch_up(bool only_thread)
 {
 	if (!journal[0])
 		return;
 	FILE *f = fopen(journal, "re");
 	if (!f)
 		return;
+	alone = only_thread;
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -426,6 +507,8 @@ void fn_cmd_catch_up(void)
 		line[n - 1] = '\0';
 		apply_entry(line);
 	}
+	batch_flush();
+	alone = false;
 	free(line);
 	fclose(f);
 }
@@ -438,7 +521,7 @@ static void run_sequenced(char *line, struct fn_buf *out)
 	if (end == line + 1 || *end != ' ')
 		return reply_error(out, "malformed sequence number");
 	if (seq > applied_seq + 1)
-		fn_cmd_catch_up();
+		fn_cmd_catch_up(false);
 	if (seq <= applied_seq) {
 		fn_buf_printf(out, "ok already applied (seq %llu)\n", seq);
 		return;

@@ -22,7 +22,7 @@ void fn_cmd_run(char *line, struct fn_buf *out, bool *follow, uint64_t *since);
 
 /* Applies journal entries not applied yet: at start, after fork, and when a
  * sequenced change arrives ahead of its predecessors. */
-void fn_cmd_catch_up(void);
+void fn_cmd_catch_up(bool only_thread);
 
 /* "info" fields, also used when the process writes its stats at exit. */
 void fn_cmd_stats(struct fn_buf *out);

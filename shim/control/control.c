@@ -313,7 +313,7 @@ static void begin(void)
 		fn_say("faultnet: control disabled: cannot serve a socket in %s", rundir);
 		return;
 	}
-	fn_cmd_catch_up();
+	fn_cmd_catch_up(true); /* at start or in a fork child: no other thread */
 	started = start_thread();
 }
 
@@ -337,7 +337,7 @@ const char *fn_control_start(void)
 	 * in the app), which an app that is single-threaded may not want. */
 	const char *ctl = secure_getenv("FAULTNET_CONTROL");
 	if (ctl && strcmp(ctl, "off") == 0) {
-		fn_cmd_catch_up();
+		fn_cmd_catch_up(true);
 		return NULL;
 	}
 	if (ctl && *ctl && strcmp(ctl, "on") != 0)
