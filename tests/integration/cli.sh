@@ -162,7 +162,11 @@ printf 'int plug(void) { return 42; }\n' >"$tmp/plug/p.c"
 printf '#include <dlfcn.h>\n#include <stdio.h>\nint main(void) { void *h = dlopen("libfnplug.so", RTLD_NOW);\n int (*f)(void) = h ? (int (*)(void))dlsym(h, "plug") : 0;\n printf("%%d\\n", f ? f() : -1); return !f; }\n' >"$tmp/main.c"
 env -u LD_PRELOAD gcc -shared -fPIC -o "$tmp/plug/libfnplug.so" "$tmp/plug/p.c" &&
 	env -u LD_PRELOAD gcc -o "$tmp/dlmain" "$tmp/main.c" -ldl -Wl,--enable-new-dtags,-rpath,"$tmp/plug"
-run env FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" "$tmp/dlmain"
-check "dlopen under the shim: a bare name is found through the app's RUNPATH" [ "$rc" = 0 ] && [ "$out" = 42 ]
+# (Normal build only: with libasan first, ASan's own dlopen interceptor is
+# the caller libc sees, whatever the shim does.)
+if [ -z "${2:-}" ]; then
+	run env FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" "$tmp/dlmain"
+	check "dlopen under the shim: a bare name is found through the app's RUNPATH" [ "$rc" = 0 ] && [ "$out" = 42 ]
+fi
 
 [ "$failed" = 0 ]
