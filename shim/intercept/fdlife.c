@@ -14,6 +14,7 @@
 #include "shim/base/owner.h"
 #include "shim/fd/tcpbytes.h"
 #include "shim/intercept/intercept.h"
+#include "shim/relay/reinject.h"
 #include "shim/relay/relay.h"
 #include "shim/sink/sink.h"
 #include "shim/stats/stats.h"
@@ -57,6 +58,7 @@ static void internal_lost(int fd)
 	int e = errno;
 	fn_sink_lost(fd);
 	fn_relay_lost(fd);
+	fn_reinject_lost(fd);
 	fn_stats_fd_lost(fd);
 	errno = e;
 }

@@ -201,6 +201,21 @@ bool fn_reinject_source(int fd, struct sockaddr_storage *src, socklen_t *len, si
 	return found;
 }
 
+void fn_reinject_lost(int fd)
+{
+	sigset_t old;
+	fn_signals_block(&old);
+	pthread_mutex_lock(&lock);
+	for (int f = 0; f < 2; f++)
+		if (helper[f] >= 0 && helper[f] == fd) {
+			/* The app closed it: a new one is made when needed. */
+			__atomic_store_n(&helper_port[f], 0, __ATOMIC_RELEASE);
+			helper[f] = -1;
+		}
+	pthread_mutex_unlock(&lock);
+	fn_signals_restore(&old);
+}
+
 void fn_reinject_atfork_child(void)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;

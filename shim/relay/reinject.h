@@ -32,4 +32,7 @@ bool fn_reinject_source(int fd, struct sockaddr_storage *src, socklen_t *len, si
 
 void fn_reinject_atfork_child(void);
 
+/* The app closed fd: if it was one of the shim's sending sockets, forget it. */
+void fn_reinject_lost(int fd);
+
 #endif

@@ -35,12 +35,21 @@ static struct fn_conn *conns;
 static struct fn_dgram *dgrams;
 static int epfd = -1, wakefd = -1;
 static bool running;
+/* The app closed the relay's epoll fd or eventfd (a sweep of unknown fds):
+ * the thread builds new ones. It waits at most LOST_CHECK_NS at a time,
+ * since a wait on an epoll fd the app closed can be woken by nothing else. */
+static bool rebuild_wanted;
+#define LOST_CHECK_NS 200000000ull
 
 static void wake(void)
 {
 	uint64_t one = 1;
-	ssize_t w = write(wakefd, &one, sizeof(one));
-	(void)w;
+	/* -1 once the app has closed it: never write into a reused number. */
+	int fd = __atomic_load_n(&wakefd, __ATOMIC_ACQUIRE);
+	if (fd >= 0) {
+		ssize_t w = write(fd, &one, sizeof(one));
+		(void)w;
+	}
 }
 
 static int own_fd(int fd)
@@ -105,9 +114,6 @@ static bool start_thread(void)
 	return true;
 }
 
-/* The app's socket must have a local address before it connects, so that
- * the relay knows where to complete the handshake. An unbound socket gets
- * the one the kernel would give it for a loopback peer. */
 /* The app's local address. An unbound socket is bound to its family's
  * any-address with IP_BIND_ADDRESS_NO_PORT, so that the kernel picks the
  * port at connect time, as for a plain connect, and may reuse one in
@@ -317,6 +323,34 @@ static int wait_until(struct epoll_event *ev, int max, uint64_t next)
 	return epoll_wait(epfd, ev, max, ms);
 }
 
+/* New epoll fd and eventfd after the app closed ours; every connection
+ * is watched again from scratch. Lock held. */
+static void rebuild(void)
+{
+	rebuild_wanted = false;
+	if (epfd >= 0) {
+		fn_fd_set(epfd, 0);
+		LIBC(close)(epfd);
+	}
+	if (wakefd >= 0) {
+		fn_fd_set(wakefd, 0);
+		LIBC(close)(wakefd);
+	}
+	epfd = own_fd(epoll_create1(EPOLL_CLOEXEC));
+	int w = own_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+	if (epfd < 0 || w < 0) {
+		rebuild_wanted = true; /* out of fds: try again on the next round */
+		return;
+	}
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	epoll_ctl(epfd, EPOLL_CTL_ADD, w, &ev);
+	__atomic_store_n(&wakefd, w, __ATOMIC_RELEASE);
+	for (struct fn_conn *c = conns; c; c = c->next) {
+		c->watching[0] = c->watching[1] = FN_WATCH_NONE;
+		c->ready = true;
+	}
+}
+
 static void *loop(void *arg)
 {
 	(void)arg;
@@ -327,12 +361,19 @@ static void *loop(void *arg)
 	struct epoll_event ev[64];
 	uint64_t next = 0;
 	for (;;) {
-		int n = wait_until(ev, 64, next);
+		uint64_t check = fn_now_ns() + LOST_CHECK_NS;
+		int n = epfd >= 0 ? wait_until(ev, 64, next < check ? next : check) : 0;
+		if (epfd < 0)
+			nanosleep(&(struct timespec){0, (long)LOST_CHECK_NS}, NULL);
 		pthread_mutex_lock(&lock);
+		if (__atomic_load_n(&rebuild_wanted, __ATOMIC_RELAXED)) {
+			rebuild();
+			n = 0;
+		}
 		for (int i = 0; i < n; i++) {
 			if (!ev[i].data.ptr) {
 				uint64_t v;
-				ssize_t r = LIBC(read)(wakefd, &v, sizeof(v));
+				ssize_t r = wakefd >= 0 ? LIBC(read)(wakefd, &v, sizeof(v)) : 0;
 				(void)r;
 				for (struct fn_conn *c = conns; c; c = c->next)
 					c->ready |= c->state == FN_CONN_NEW;
@@ -352,6 +393,14 @@ static void relay_lost(int fd)
 	if (!__atomic_load_n(&running, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&lock);
+	if (fd == epfd || fd == wakefd) {
+		/* Ours no more: forget the numbers now, rebuild in the thread. */
+		if (fd == wakefd)
+			__atomic_store_n(&wakefd, -1, __ATOMIC_RELEASE);
+		else
+			epfd = -1;
+		__atomic_store_n(&rebuild_wanted, true, __ATOMIC_RELAXED);
+	}
 	for (struct fn_conn *c = conns; c; c = c->next)
 		if (c->app == fd || c->up == fd || c->opener == fd)
 			fn_conn_forget_fd(c, fd);

@@ -7,6 +7,7 @@
 #include "../integration/testutil.h"
 
 #include <netinet/tcp.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <sys/uio.h>
@@ -324,6 +325,86 @@ static void test_4_handler_sends_while_inside(void)
 		fprintf(stderr, "  the child %s\n", rc < 0 ? "hung" : "failed");
 }
 
+/* The fd numbers of the shim's eventfds (the relay's wake-up), found the
+ * way an app sweeping its fds would see them. */
+static int eventfds(int *out, int max)
+{
+	int n = 0;
+	char path[64], link[128];
+	for (int fd = 3; fd < 4096 && n < max; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		ssize_t len = readlink(path, link, sizeof(link) - 1);
+		if (len > 0 && (link[len] = '\0', strstr(link, "eventfd")))
+			out[n++] = fd;
+	}
+	return n;
+}
+
+static bool echo_once(const char *ip, uint16_t port, long ms)
+{
+	int fd = tcp_socket(ip, false);
+	set_timeo(fd, SO_RCVTIMEO, ms);
+	char b = 0;
+	bool ok =
+	    connect_to(fd, ip, port) == 0 && send(fd, "e", 1, 0) == 1 && recv(fd, &b, 1, 0) == 1;
+	close(fd);
+	return ok && b == 'e';
+}
+
+static void *echo_one(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char b;
+	while (recv(fd, &b, 1, 0) == 1)
+		send(fd, &b, 1, MSG_NOSIGNAL);
+	close(fd);
+	return NULL;
+}
+
+static void *accept_echo(void *arg)
+{
+	int ls = (int)(intptr_t)arg, c;
+	while ((c = accept4(ls, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		spawn_detached(echo_one, c);
+	return NULL;
+}
+
+/* 10: after the app closed every fd it did not know (in-process), the
+ * relay waited on an epoll fd no one held (a relayed rule became a
+ * blackhole), and once the app reused its eventfd's number a relayed
+ * connect wrote 8 bytes into the app's file. */
+static int child_sweep(void)
+{
+	int ls = bound_socket(SOCK_STREAM, "127.73.2.1", 7330);
+	listen(ls, 64);
+	spawn_detached(accept_echo, ls);
+	if (!echo_once("127.73.2.1", 7330, 2000))
+		return 2;
+	int ev[4], nev = eventfds(ev, 4);
+	if (nev == 0)
+		return 3;
+	for (int fd = 3; fd < 4096; fd++)
+		if (fd != ls)
+			close(fd);
+	char path[] = "/tmp/fn-sweep-XXXXXX";
+	int file = mkstemp(path);
+	unlink(path);
+	for (int i = 0; i < nev; i++)
+		dup2(file, ev[i]); /* the app's own file under the old numbers */
+	bool relayed = echo_once("127.73.2.1", 7330, 3000);
+	struct stat sb;
+	fstat(file, &sb);
+	return !relayed ? 4 : sb.st_size != 0 ? 5 : 0;
+}
+
+static void test_10_sweep_keeps_relay(void)
+{
+	int rc = run_child("sweep", 20);
+	CU_ASSERT_EQUAL(rc, 0);
+	if (rc)
+		fprintf(stderr, "  the child %s (%d)\n", rc < 0 ? "hung" : "failed", rc);
+}
+
 /* 5: a thread cancelled during its first blackholed connect used to leave
  * the blackhole endpoint claimed: every later faulted connect spun forever. */
 static void test_5_cancelled_connect(void)
@@ -340,6 +421,8 @@ int main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "--child") == 0) {
 		if (strcmp(argv[2], "sigsend") == 0)
 			return child_sigsend();
+		if (strcmp(argv[2], "sweep") == 0)
+			return child_sweep();
 		return strcmp(argv[2], "cancel") == 0 ? child_cancel() : 98;
 	}
 	if (!getenv("FAULTNET_CONFIG")) {
@@ -353,6 +436,8 @@ int main(int argc, char **argv)
 		    test_4_handler_sends_while_inside);
 	CU_add_test(s, "5: a thread cancelled in its first blackholed connect blocks nothing",
 		    test_5_cancelled_connect);
+	CU_add_test(s, "10: the relay survives a sweep of unknown fds, writes into no app file",
+		    test_10_sweep_keeps_relay);
 	CU_add_test(s, "11: UDP delay in: MSG_PEEK then recv, the real sender both times",
 		    test_11_peek_keeps_sender);
 	CU_add_test(s, "13: connect() on a UDP socket under a delay rule",
