@@ -17,6 +17,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -188,12 +189,38 @@ static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
 	return true;
 }
 
+/* The fd a delayed datagram is sent through later: a duplicate of the
+ * app's socket, one for all the datagrams of that socket waiting in the
+ * queue, not one each (2,000 queued datagrams would take 2,000 of the
+ * app's fds). Lock held. */
+static int sending_fd(struct fn_dgram *d, int app_fd)
+{
+	struct stat sb;
+	if (fstat(app_fd, &sb) < 0)
+		return -1;
+	d->sock_dev = sb.st_dev;
+	d->sock_ino = sb.st_ino;
+	for (const struct fn_dgram *x = dgrams; x; x = x->next)
+		if (!x->inbound && x->fd >= 0 && x->sock_dev == sb.st_dev &&
+		    x->sock_ino == sb.st_ino)
+			return x->fd;
+	return own_fd(LIBC(fcntl)(app_fd, F_DUPFD_CLOEXEC, 0));
+}
+
+static bool fd_queued(int fd)
+{
+	for (const struct fn_dgram *x = dgrams; x; x = x->next)
+		if (!x->inbound && x->fd == fd)
+			return true;
+	return false;
+}
+
 bool fn_relay_queue(struct fn_dgram *d, int dup_of)
 {
 	pthread_mutex_lock(&lock);
 	bool ok = start_thread();
 	if (ok && dup_of >= 0)
-		ok = (d->fd = own_fd(LIBC(fcntl)(dup_of, F_DUPFD_CLOEXEC, 0))) >= 0;
+		ok = (d->fd = sending_fd(d, dup_of)) >= 0;
 	/* Once queued, d belongs to the relay thread, which may send and free
 	 * it as soon as the lock is released: decide now. */
 	if (ok) {
@@ -275,8 +302,10 @@ static uint64_t send_due(uint64_t now)
 		LIBC(sendto)
 		(d->fd, d->data, d->len, MSG_DONTWAIT | MSG_NOSIGNAL,
 		 d->tolen ? (struct sockaddr *)&d->to : NULL, d->tolen);
-		fn_fd_set(d->fd, 0);
-		LIBC(close)(d->fd);
+		if (d->fd >= 0 && !fd_queued(d->fd)) { /* the last one through it */
+			fn_fd_set(d->fd, 0);
+			LIBC(close)(d->fd);
+		}
 		free(d);
 	}
 	return next;
@@ -430,7 +459,7 @@ void fn_relay_atfork_child(void)
 	while (dgrams) {
 		struct fn_dgram *d = dgrams;
 		dgrams = d->next;
-		if (d->fd >= 0 && !d->inbound) {
+		if (d->fd >= 0 && !d->inbound && !fd_queued(d->fd)) { /* shared: once */
 			fn_fd_set(d->fd, 0);
 			LIBC(close)(d->fd);
 		}

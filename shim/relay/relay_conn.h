@@ -79,7 +79,9 @@ struct fn_conn {
  * from the shim's own socket to the app's, see reinject.h). */
 struct fn_dgram {
 	struct fn_dgram *next;
-	int fd;
+	int fd;		/* shared by every queued datagram of one app socket */
+	dev_t sock_dev; /* that socket's identity, to find the shared fd */
+	ino_t sock_ino;
 	bool inbound;
 	uint64_t due_ns;
 	struct sockaddr_storage to, from;

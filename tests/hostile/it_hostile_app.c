@@ -7,6 +7,7 @@
 #include "../integration/testutil.h"
 
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -405,6 +406,33 @@ static void test_10_sweep_keeps_relay(void)
 		fprintf(stderr, "  the child %s (%d)\n", rc < 0 ? "hung" : "failed", rc);
 }
 
+/* 14: each queued delayed datagram held a duplicate of the app's socket:
+ * with a 1,024-fd limit, about half of 2,000 sends failed with ENOBUFS and
+ * the app's own open() failed with EMFILE. */
+static int child_many_delayed(void)
+{
+	struct rlimit rl = {1024, 1024};
+	setrlimit(RLIMIT_NOFILE, &rl);
+	int rx = bound_socket(SOCK_DGRAM, "127.73.1.1", 7340);
+	int tx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_storage to;
+	socklen_t tl = mkaddr(&to, "127.73.1.1", 7340);
+	int failed = 0;
+	for (int i = 0; i < 2000; i++)
+		failed += sendto(tx, "d", 1, 0, (struct sockaddr *)&to, tl) != 1;
+	int f = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	close(rx);
+	return failed ? 2 : f < 0 ? 3 : 0;
+}
+
+static void test_14_delayed_datagrams_share_fd(void)
+{
+	int rc = run_child("delayed", 20);
+	CU_ASSERT_EQUAL(rc, 0);
+	if (rc)
+		fprintf(stderr, "  the child %s (%d)\n", rc < 0 ? "hung" : "failed", rc);
+}
+
 /* 5: a thread cancelled during its first blackholed connect used to leave
  * the blackhole endpoint claimed: every later faulted connect spun forever. */
 static void test_5_cancelled_connect(void)
@@ -423,6 +451,8 @@ int main(int argc, char **argv)
 			return child_sigsend();
 		if (strcmp(argv[2], "sweep") == 0)
 			return child_sweep();
+		if (strcmp(argv[2], "delayed") == 0)
+			return child_many_delayed();
 		return strcmp(argv[2], "cancel") == 0 ? child_cancel() : 98;
 	}
 	if (!getenv("FAULTNET_CONFIG")) {
@@ -442,6 +472,8 @@ int main(int argc, char **argv)
 		    test_11_peek_keeps_sender);
 	CU_add_test(s, "13: connect() on a UDP socket under a delay rule",
 		    test_13_udp_connect_under_delay);
+	CU_add_test(s, "14: 2,000 delayed datagrams under a 1,024-fd limit",
+		    test_14_delayed_datagrams_share_fd);
 	CU_add_test(s, "19: readv on a UDP socket meets the inbound drop",
 		    test_19_readv_meets_drop);
 	CU_add_test(s, "20: a bandwidth rule gives backpressure", test_20_bandwidth_backpressure);
