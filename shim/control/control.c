@@ -4,6 +4,7 @@
  * its fds. Clients whose uid is neither ours nor root are refused. */
 #include "shim/control/control.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -258,6 +259,40 @@ static void refresh_stats(void)
 	}
 }
 
+/* The shim must never be what keeps a process alive: when every thread
+ * left is one of the shim's own (named faultnet-*), the app's last thread
+ * has ended with pthread_exit, which would have ended the process with
+ * status 0 without the shim (a fork child of a non-main thread whose thread
+ * returns, say). The process ends that way now. */
+static void end_if_alone(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	bool app_thread = d == NULL;
+	while (d && !app_thread && (e = readdir(d))) {
+		char path[64], line[256] = "";
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f) /* gone between readdir and now */
+			continue;
+		bool read = fgets(line, sizeof(line), f) != NULL;
+		fclose(f);
+		/* "tid (comm) state ...": a thread that has exited (the main
+		 * thread stays listed as a zombie) counts for nothing. */
+		const char *open = strchr(line, '('), *close = strrchr(line, ')');
+		if (!read || !open || !close)
+			app_thread = true;
+		else if (close[1] == ' ' && close[2] != 'Z' && close[2] != 'X')
+			app_thread = strncmp(open + 1, "faultnet-", 9) != 0;
+	}
+	if (d)
+		closedir(d);
+	if (!app_thread)
+		exit(0);
+}
+
 static void *serve(void *arg)
 {
 	(void)arg;
@@ -277,6 +312,7 @@ static void *serve(void *arg)
 				      (clients[i].out.len ? POLLOUT : 0)};
 		if (poll(p, CLIENTS + 1, 200) < 0 && errno != EINTR)
 			continue;
+		end_if_alone();
 		if (p[0].revents & POLLIN)
 			accept_clients();
 		refresh_stats();

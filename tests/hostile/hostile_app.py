@@ -217,6 +217,34 @@ def test_8_journal_replay_linear():
     subprocess.run(["rm", "-rf", d])
 
 
+FORK_FROM_THREAD = r"""
+import os, threading
+def f():
+    pid = os.fork()
+    if pid == 0:
+        return  # the child's only thread ends here: so must the child
+    os.waitpid(pid, 0)
+    print("reaped", flush=True)
+t = threading.Thread(target=f)
+t.start()
+t.join()
+"""
+
+
+def test_26_last_thread_ends_process():
+    """26: a child forked from a non-main thread whose thread returns ends
+    at once without the shim; under it, the shim's control thread kept it
+    alive and the parent's waitpid never returned (CPython's test_threading
+    hung on it)."""
+    env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=tempfile.mkdtemp(prefix="fn-fork-"))
+    try:
+        r = subprocess.run([PY, "-c", FORK_FROM_THREAD], env=env, capture_output=True, text=True, timeout=15)
+        out = r.stdout.strip()
+    except subprocess.TimeoutExpired:
+        out = "hung"
+    check("26: the shim is never the thread that keeps a process alive (%s)" % out, out == "reaped", out)
+
+
 def main():
     print("hostile app, process level (%s)" % BUILD)
     test_18_idle_without_policy()
@@ -225,6 +253,7 @@ def main():
     test_19_inherited_udp_socket()
     test_7_requests_cannot_grow_the_app()
     test_8_journal_replay_linear()
+    test_26_last_thread_ends_process()
     return 1 if failed else 0
 
 
