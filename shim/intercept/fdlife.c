@@ -69,8 +69,11 @@ static void count_bytes(int fd)
 {
 	struct fn_fdstate *st = fn_fdstate(fd, false);
 	int e = errno;
-	if (st && st->proto == FN_PROTO_TCP && fn_fdstate_current(fd, st))
+	if (st && st->proto == FN_PROTO_TCP && fn_fdstate_current(fd, st)) {
 		fn_stats_bytes(st->dest, fn_tcp_bytes_acked(fd));
+		if (st->action == FN_ACT_STALL)
+			fn_sink_stall_closed(&st->target);
+	}
 	errno = e;
 }
 

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 
 #include "shim/fd/fdtab.h"
 #include "shim/base/libc.h"
+#include "shim/base/signals.h"
 
 enum { SINK_NONE, SINK_BUSY, SINK_READY, SINK_BROKEN };
 
@@ -24,6 +26,8 @@ struct sink {
 	int fd;	  /* the listener, or the datagram socket */
 	int park; /* blackhole: the connection that keeps the accept queue full */
 	uint16_t port;
+	int live;	     /* stall: connections handed out and not closed by the app */
+	bool rotate;	     /* stall: too many dead ones queued; start a new listener */
 	dev_t dev, park_dev; /* identities, to tell our fds from reused numbers */
 	ino_t ino, park_ino;
 };
@@ -32,13 +36,23 @@ static struct sink sinks[FN_SINK_KINDS][2]; /* [kind][0 = IPv4, 1 = IPv6] */
 static __thread int building;		    /* re-entry from a signal handler */
 
 #define STALL_BACKLOG 4096
+#define STALL_RCVBUF (256 * 1024) /* what one stalled connection may swallow */
+#define STALL_DEAD_MAX 256	  /* connections the app closed, left in a queue */
 #define RETIRED_MAX 64
+/* A stall listener never accepts, so a connection the app has closed stays
+ * in its queue (CLOSE-WAIT, with its buffers) until the listener closes.
+ * Each listener counts the connections it still serves; once too many
+ * dead ones wait in the current one it is retired, and a retired one is
+ * closed as soon as the app has closed every connection it served. */
 static struct {
 	int fd;
 	dev_t dev;
 	ino_t ino;
-} retired[RETIRED_MAX]; /* full stall listeners, kept open */
+	int family, live;
+	uint16_t port;
+} retired[RETIRED_MAX]; /* stall listeners still serving connections */
 static int nretired;
+static pthread_mutex_t stall_lock = PTHREAD_MUTEX_INITIALIZER; /* live, retired */
 
 static void fill_loopback(int family, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
 {
@@ -116,6 +130,9 @@ static int bind_listen(struct sink *s, enum fn_sink_kind kind, int family, uint1
 	int one = 1;
 	if (kind == FN_SINK_UDP)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	int cap = STALL_RCVBUF; /* inherited by every queued connection */
+	if (kind == FN_SINK_STALL)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &cap, sizeof(cap));
 	if (kind == FN_SINK_HOLD) /* the relay binds its openers here too */
 		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	int backlog = kind == FN_SINK_STALL ? STALL_BACKLOG : 0;
@@ -173,8 +190,15 @@ static bool stall_full(const struct sink *s)
 	return ti.tcpi_sacked > 0 && ti.tcpi_unacked + 8 >= ti.tcpi_sacked;
 }
 
-static void retire(const struct sink *old)
+static void retire(const struct sink *old, int family)
 {
+	pthread_mutex_lock(&stall_lock);
+	if (old->live <= 0) { /* nothing it serves is open: close it now */
+		if (alive(old))
+			close_quietly(old->fd);
+		pthread_mutex_unlock(&stall_lock);
+		return;
+	}
 	if (nretired == RETIRED_MAX) {
 		/* Close the oldest only if the number is still ours. */
 		if (fn_fd_same_file(retired[0].fd, retired[0].dev, retired[0].ino))
@@ -184,7 +208,11 @@ static void retire(const struct sink *old)
 	}
 	retired[nretired].fd = old->fd;
 	retired[nretired].dev = old->dev;
-	retired[nretired++].ino = old->ino;
+	retired[nretired].ino = old->ino;
+	retired[nretired].family = family;
+	retired[nretired].port = old->port;
+	retired[nretired++].live = old->live;
+	pthread_mutex_unlock(&stall_lock);
 }
 
 /* Called with the sink claimed (SINK_BUSY). */
@@ -199,7 +227,9 @@ static bool rebuild(struct sink *s, enum fn_sink_kind kind, int family, bool sam
 		if (fn_fd_same_file(old.park, old.park_dev, old.park_ino))
 			close_quietly(old.park);
 	} else {
-		retire(&old);
+		retire(&old, family);
+		s->live = 0;
+		s->rotate = false;
 	}
 	if (build(s, kind, family, same_port ? old.port : 0))
 		return true;
@@ -240,7 +270,9 @@ static bool ensure(struct sink *s, enum fn_sink_kind kind, int family)
 		release(s, ok = build(s, kind, family, 0));
 	else if (st == SINK_READY && !alive(s) && claim(s, SINK_READY))
 		release(s, ok = rebuild(s, kind, family, true));
-	else if (st == SINK_READY && kind == FN_SINK_STALL && stall_full(s) && claim(s, SINK_READY))
+	else if (st == SINK_READY && kind == FN_SINK_STALL &&
+		 (__atomic_load_n(&s->rotate, __ATOMIC_RELAXED) || stall_full(s)) &&
+		 claim(s, SINK_READY))
 		release(s, ok = rebuild(s, kind, family, false));
 	building = 0;
 	if (!ok)
@@ -252,17 +284,32 @@ static bool ensure(struct sink *s, enum fn_sink_kind kind, int family)
 	return true;
 }
 
+/* A stall connection handed out: its listener serves one more. */
+static void stall_serves(enum fn_sink_kind kind, int family)
+{
+	if (kind != FN_SINK_STALL)
+		return;
+	sigset_t old;
+	fn_signals_block(&old);
+	pthread_mutex_lock(&stall_lock);
+	sinks[FN_SINK_STALL][family == AF_INET6].live++;
+	pthread_mutex_unlock(&stall_lock);
+	fn_signals_restore(&old);
+}
+
 bool fn_sink_addr(enum fn_sink_kind kind, int family, struct sockaddr_storage *addr, socklen_t *len)
 {
 	int e = errno;
 	if (family == AF_INET6 && ensure(&sinks[kind][1], kind, AF_INET6)) {
 		fill_loopback(AF_INET6, sinks[kind][1].port, addr, len);
+		stall_serves(kind, AF_INET6);
 		errno = e;
 		return true;
 	}
 	if (!ensure(&sinks[kind][0], kind, AF_INET))
 		return false;
 	fill_loopback(AF_INET, sinks[kind][0].port, addr, len);
+	stall_serves(kind, AF_INET);
 	if (family == AF_INET6) {
 		/* No IPv6 loopback here: reach the IPv4 sink as ::ffff:127.0.0.1. */
 		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)addr;
@@ -300,8 +347,54 @@ void fn_sink_lost(int fd)
 		}
 }
 
+/* How many connections wait in a listener's accept queue. */
+static int queued(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ? 0 : (int)ti.tcpi_unacked;
+}
+
+static int family_of(const struct sockaddr_storage *ss, uint16_t *port)
+{
+	if (ss->ss_family == AF_INET) {
+		*port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
+		return AF_INET;
+	}
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+	*port = ntohs(in6->sin6_port);
+	return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) ? AF_INET : AF_INET6;
+}
+
+void fn_sink_stall_closed(const struct sockaddr_storage *target)
+{
+	uint16_t port;
+	int family = family_of(target, &port);
+	sigset_t old;
+	fn_signals_block(&old);
+	pthread_mutex_lock(&stall_lock);
+	struct sink *s = &sinks[FN_SINK_STALL][family == AF_INET6];
+	if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == SINK_READY && s->port == port) {
+		s->live--;
+		if (queued(s->fd) - s->live > STALL_DEAD_MAX)
+			__atomic_store_n(&s->rotate, true, __ATOMIC_RELAXED);
+	}
+	for (int i = 0; i < nretired; i++) {
+		if (retired[i].family != family || retired[i].port != port || --retired[i].live > 0)
+			continue;
+		/* Every connection it served is closed: so is the listener. */
+		if (fn_fd_same_file(retired[i].fd, retired[i].dev, retired[i].ino))
+			close_quietly(retired[i].fd);
+		retired[i--] = retired[--nretired];
+	}
+	pthread_mutex_unlock(&stall_lock);
+	fn_signals_restore(&old);
+}
+
 void fn_sink_atfork_child(void)
 {
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	stall_lock = fresh;
 	for (int k = 0; k < FN_SINK_KINDS; k++)
 		for (int f = 0; f < 2; f++)
 			if (sinks[k][f].state == SINK_BUSY)

@@ -33,6 +33,9 @@ bool fn_sink_addr(enum fn_sink_kind kind, int family, struct sockaddr_storage *a
  * that sink on the same port so that pending connections keep their fate. */
 void fn_sink_lost(int fd);
 
+/* The app closed a stalled connection whose sink address was target. */
+void fn_sink_stall_closed(const struct sockaddr_storage *target);
+
 /* After fork, in the child: forget creations that were in progress. */
 void fn_sink_atfork_child(void);
 

@@ -245,6 +245,31 @@ def test_26_last_thread_ends_process():
     check("26: the shim is never the thread that keeps a process alive (%s)" % out, out == "reaped", out)
 
 
+STALL_CYCLES = r"""
+import socket, subprocess, sys
+for i in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.connect(("127.73.5.1", 80))
+    s.send(b"x" * 4000)
+    s.close()
+out = subprocess.run(["ss", "-tan", "state", "close-wait"], capture_output=True, text=True).stdout
+print(len(out.splitlines()) - 1)
+"""
+
+
+def test_16_stall_frees_closed():
+    """16: a stall listener never accepts, so every connection the app had
+    closed stayed in CLOSE-WAIT with its buffers (30,000 cycles left 30,001).
+    Counted in a private network namespace, where only this test's sockets
+    live."""
+    env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=tempfile.mkdtemp(prefix="fn-cw-"))
+    r = subprocess.run(["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", PY, "-c",
+                        STALL_CYCLES, "3000"], env=env, capture_output=True, text=True, timeout=120)
+    left = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "?"
+    check("16: 3,000 stall cycles leave %s CLOSE-WAIT sockets (at most 300)" % left,
+          left.isdigit() and int(left) <= 300, r.stderr[-300:])
+
+
 def main():
     print("hostile app, process level (%s)" % BUILD)
     test_18_idle_without_policy()
@@ -254,6 +279,7 @@ def main():
     test_7_requests_cannot_grow_the_app()
     test_8_journal_replay_linear()
     test_26_last_thread_ends_process()
+    test_16_stall_frees_closed()
     return 1 if failed else 0
 
 
