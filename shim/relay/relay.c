@@ -482,3 +482,49 @@ void fn_relay_lost(int fd)
 	relay_lost(fd);
 	fn_signals_restore(&old);
 }
+
+/* Bytes of c still on their way: in the relay's buffers (latency holds them
+ * until due) or in its socket from the app, not read yet. Lock held. */
+static bool undelivered(const struct fn_conn *c)
+{
+	int unread = 0;
+	/* Only what the app sent matters at its exit; a direction a rule
+	 * stopped (stall, blackhole) delivers nothing anyway. */
+	if (c->done || c->state != FN_CONN_RELAY || c->dir[0].stopped)
+		return false;
+	return c->dir[0].lo < c->dir[0].hi ||
+	       (c->app >= 0 && ioctl(c->app, SIOCINQ, &unread) == 0 && unread > 0);
+}
+
+#define DRAIN_NS 5000000000ull
+
+/* exit(): the relay thread dies with the process, and the kernel would end
+ * its connections with a FIN after whatever it had sent: the peer would take
+ * a truncated stream for a whole one. The relay gets up to 5 s to deliver
+ * what it holds (as the kernel still delivers a closed socket's data); a
+ * connection it could not finish is reset, never ended cleanly. */
+__attribute__((destructor)) static void drain_at_exit(void)
+{
+	if (!__atomic_load_n(&running, __ATOMIC_ACQUIRE))
+		return;
+	uint64_t until = fn_now_ns() + DRAIN_NS;
+	sigset_t old;
+	fn_signals_block(&old);
+	for (;;) {
+		bool pending = false;
+		pthread_mutex_lock(&lock);
+		for (struct fn_conn *c = conns; c && !pending; c = c->next)
+			pending = undelivered(c);
+		if (!pending || fn_now_ns() >= until) {
+			for (struct fn_conn *c = conns; c; c = c->next)
+				if (undelivered(c))
+					fn_conn_finish(c, true);
+			pthread_mutex_unlock(&lock);
+			fn_signals_restore(&old);
+			return;
+		}
+		pthread_mutex_unlock(&lock);
+		wake();
+		nanosleep(&(struct timespec){0, 5000000}, NULL);
+	}
+}

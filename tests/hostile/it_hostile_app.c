@@ -433,6 +433,48 @@ static void test_14_delayed_datagrams_share_fd(void)
 		fprintf(stderr, "  the child %s (%d)\n", rc < 0 ? "hung" : "failed", rc);
 }
 
+/* 9: a client wrote 1,000,000 bytes through a 200 ms latency rule, closed
+ * and called exit(): the server got 0 bytes and a clean EOF. It must get
+ * them all, or an error, never a clean EOF after lost bytes. */
+static int child_write_exit(void)
+{
+	int fd = tcp_socket("127.73.13.1", false);
+	if (connect_to(fd, "127.73.13.1", 7350) < 0)
+		return 2;
+	static char buf[1000000];
+	memset(buf, 'w', sizeof(buf));
+	for (size_t off = 0; off < sizeof(buf);) {
+		ssize_t n = send(fd, buf + off, sizeof(buf) - off, MSG_NOSIGNAL);
+		if (n <= 0)
+			return 3;
+		off += (size_t)n;
+	}
+	close(fd);
+	exit(0);
+}
+
+static void test_9_exit_delivers(void)
+{
+	int ls = bound_socket(SOCK_STREAM, "127.73.13.1", 7350);
+	listen(ls, 4);
+	int rc = run_child("write-exit", 30);
+	int c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+	set_timeo(c, SO_RCVTIMEO, 10000);
+	static char buf[65536];
+	size_t got = 0;
+	ssize_t n;
+	while ((n = recv(c, buf, sizeof(buf), 0)) > 0)
+		got += (size_t)n;
+	int err = n < 0 ? errno : 0;
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT(got == 1000000 || err == ECONNRESET);
+	if (got != 1000000)
+		fprintf(stderr, "  the server got %zu bytes, then %s\n", got,
+			err ? strerror(err) : "a clean EOF");
+	close(c);
+	close(ls);
+}
+
 /* 5: a thread cancelled during its first blackholed connect used to leave
  * the blackhole endpoint claimed: every later faulted connect spun forever. */
 static void test_5_cancelled_connect(void)
@@ -453,6 +495,8 @@ int main(int argc, char **argv)
 			return child_sweep();
 		if (strcmp(argv[2], "delayed") == 0)
 			return child_many_delayed();
+		if (strcmp(argv[2], "write-exit") == 0)
+			return child_write_exit();
 		return strcmp(argv[2], "cancel") == 0 ? child_cancel() : 98;
 	}
 	if (!getenv("FAULTNET_CONFIG")) {
@@ -466,6 +510,8 @@ int main(int argc, char **argv)
 		    test_4_handler_sends_while_inside);
 	CU_add_test(s, "5: a thread cancelled in its first blackholed connect blocks nothing",
 		    test_5_cancelled_connect);
+	CU_add_test(s, "9: exit() after writing through a latency rule delivers every byte",
+		    test_9_exit_delivers);
 	CU_add_test(s, "10: the relay survives a sweep of unknown fds, writes into no app file",
 		    test_10_sweep_keeps_relay);
 	CU_add_test(s, "11: UDP delay in: MSG_PEEK then recv, the real sender both times",
