@@ -85,13 +85,14 @@ ssize_t fn_sendto(int fd, const void *buf, size_t n, int flags, const struct soc
 	if (fail)
 		return -1;
 	if (to && !tlen)
-		return fn_relay_datagram(fd, buf, n, sa, len, delay) ? (ssize_t)n : -1;
+		return fn_relay_datagram(fd, buf, n, sa, len, NULL, 0, delay) ? (ssize_t)n : -1;
 	if (to)
 		return LIBC(sendto)(fd, buf, n, flags, to, tlen);
 	return LIBC(sendto)(fd, buf, n, flags, sa, len);
 }
 
-/* Queues a delayed message as one datagram; its length, or -1. */
+/* Queues a delayed message with its control messages (a UDP_SEGMENT one
+ * makes it several datagrams when it is sent); its length, or -1. */
 static ssize_t delay_msg(int fd, const struct msghdr *m, uint64_t delay)
 {
 	size_t n = iov_bytes(m), at = 0;
@@ -104,7 +105,8 @@ static ssize_t delay_msg(int fd, const struct msghdr *m, uint64_t delay)
 		memcpy(flat + at, m->msg_iov[i].iov_base, m->msg_iov[i].iov_len);
 		at += m->msg_iov[i].iov_len;
 	}
-	bool ok = fn_relay_datagram(fd, flat, n, m->msg_name, m->msg_namelen, delay);
+	bool ok = fn_relay_datagram(fd, flat, n, m->msg_name, m->msg_namelen, m->msg_control,
+				    m->msg_control ? m->msg_controllen : 0, delay);
 	free(flat);
 	return ok ? (ssize_t)n : -1;
 }

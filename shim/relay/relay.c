@@ -243,9 +243,9 @@ bool fn_relay_queue(struct fn_dgram *d, int dup_of)
 }
 
 static bool relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,
-			   socklen_t tolen, uint64_t delay_ns)
+			   socklen_t tolen, const void *ctl, size_t ctllen, uint64_t delay_ns)
 {
-	struct fn_dgram *d = malloc(sizeof(*d) + n);
+	struct fn_dgram *d = malloc(sizeof(*d) + n + ctllen);
 	if (!d) {
 		errno = ENOBUFS;
 		return false;
@@ -253,6 +253,9 @@ static bool relay_datagram(int fd, const void *buf, size_t n, const struct socka
 	memset(d, 0, sizeof(*d));
 	memcpy(d->data, buf, n);
 	d->len = n;
+	if (ctllen)
+		memcpy(d->data + n, ctl, ctllen);
+	d->ctllen = ctllen;
 	if (to && tolen <= sizeof(d->to)) {
 		memcpy(&d->to, to, tolen);
 		d->tolen = tolen;
@@ -274,11 +277,11 @@ bool fn_relay_start(int fd, const struct sockaddr *dest, socklen_t destlen, cons
 }
 
 bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,
-		       socklen_t tolen, uint64_t delay_ns)
+		       socklen_t tolen, const void *ctl, size_t ctllen, uint64_t delay_ns)
 {
 	sigset_t old;
 	fn_signals_block(&old);
-	bool ok = relay_datagram(fd, buf, n, to, tolen, delay_ns);
+	bool ok = relay_datagram(fd, buf, n, to, tolen, ctl, ctllen, delay_ns);
 	fn_signals_restore(&old);
 	return ok;
 }
@@ -299,9 +302,16 @@ static uint64_t send_due(uint64_t now)
 			fn_reinject_send(d); /* and frees it */
 			continue;
 		}
-		LIBC(sendto)
-		(d->fd, d->data, d->len, MSG_DONTWAIT | MSG_NOSIGNAL,
-		 d->tolen ? (struct sockaddr *)&d->to : NULL, d->tolen);
+		/* As the app sent it: its control messages too (UDP_SEGMENT
+		 * then splits it into the datagrams the app meant). */
+		struct iovec iov = {.iov_base = d->data, .iov_len = d->len};
+		struct msghdr m = {.msg_name = d->tolen ? &d->to : NULL,
+				   .msg_namelen = d->tolen,
+				   .msg_iov = &iov,
+				   .msg_iovlen = 1,
+				   .msg_control = d->ctllen ? d->data + d->len : NULL,
+				   .msg_controllen = d->ctllen};
+		LIBC(sendmsg)(d->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (d->fd >= 0 && !fd_queued(d->fd)) { /* the last one through it */
 			fn_fd_set(d->fd, 0);
 			LIBC(close)(d->fd);

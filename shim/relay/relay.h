@@ -24,7 +24,7 @@ bool fn_relay_start(int fd, const struct sockaddr *dest, socklen_t destlen, cons
 /* A UDP datagram to send from fd after delay_ns: queued, sent by the relay
  * thread through a duplicate of fd. False with errno if it cannot be. */
 bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,
-		       socklen_t tolen, uint64_t delay_ns);
+		       socklen_t tolen, const void *ctl, size_t ctllen, uint64_t delay_ns);
 
 /* Hands a datagram to the relay thread; with dup_of >= 0 it is sent from a
  * duplicate of that socket. Takes d (freed on failure, errno set). */

@@ -86,7 +86,8 @@ struct fn_dgram {
 	uint64_t due_ns;
 	struct sockaddr_storage to, from;
 	socklen_t tolen, fromlen;
-	size_t len;
+	size_t len;    /* the payload, data[0 .. len) */
+	size_t ctllen; /* the app's control messages (UDP_SEGMENT...), after it */
 	char data[];
 };
 

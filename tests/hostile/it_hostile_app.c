@@ -13,6 +13,46 @@
 #include <sys/wait.h>
 #include <sys/uio.h>
 
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+
+/* 12: a delayed sendmsg with UDP_SEGMENT (3 x 1000 bytes) arrived as one
+ * 3000-byte datagram: control messages were dropped. */
+static void test_12_gso_kept(void)
+{
+	int rx = bound_socket(SOCK_DGRAM, "127.73.1.1", 7360);
+	int tx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_storage to;
+	socklen_t tl = mkaddr(&to, "127.73.1.1", 7360);
+	static char payload[3000];
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} ctl;
+	memset(&ctl, 0, sizeof(ctl));
+	struct iovec iov = {.iov_base = payload, .iov_len = sizeof(payload)};
+	struct msghdr m = {.msg_name = &to,
+			   .msg_namelen = tl,
+			   .msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = ctl.buf,
+			   .msg_controllen = sizeof(ctl.buf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = IPPROTO_UDP;
+	c->cmsg_type = UDP_SEGMENT;
+	c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+	uint16_t seg = 1000;
+	memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+	CU_ASSERT_EQUAL(sendmsg(tx, &m, 0), 3000);
+	set_timeo(rx, SO_RCVTIMEO, 2000);
+	char buf[4000];
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(recv(rx, buf, sizeof(buf), 0), 1000);
+	close(tx);
+	close(rx);
+}
+
 /* 13: connect() on a UDP socket that a delay rule covers used to fail with
  * EINVAL (the shim passed a zero-length address): dig, nc -u, QUIC and DNS
  * clients broke. It connects to the real peer and sends. */
@@ -516,6 +556,8 @@ int main(int argc, char **argv)
 		    test_10_sweep_keeps_relay);
 	CU_add_test(s, "11: UDP delay in: MSG_PEEK then recv, the real sender both times",
 		    test_11_peek_keeps_sender);
+	CU_add_test(s, "12: UDP delay keeps control messages: GSO segments stay datagrams",
+		    test_12_gso_kept);
 	CU_add_test(s, "13: connect() on a UDP socket under a delay rule",
 		    test_13_udp_connect_under_delay);
 	CU_add_test(s, "14: 2,000 delayed datagrams under a 1,024-fd limit",
