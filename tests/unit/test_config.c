@@ -106,7 +106,8 @@ static void test_files(void)
 {
 	char err[512];
 	CU_ASSERT_PTR_NULL(fn_config_load_file("/nonexistent/f.conf", NULL, err, sizeof(err)));
-	CU_ASSERT_STRING_EQUAL(err, "/nonexistent/f.conf: cannot read the file (No such file or directory)");
+	CU_ASSERT_STRING_EQUAL(
+	    err, "/nonexistent/f.conf: cannot read the file (No such file or directory)");
 	char path[] = "/tmp/faultnet-unit-XXXXXX";
 	int fd = mkstemp(path);
 	CU_ASSERT_FATAL(fd >= 0);
