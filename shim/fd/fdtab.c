@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -122,4 +123,31 @@ void fn_fd_identify(int fd, dev_t *dev, ino_t *ino)
 		*dev = sb.st_dev;
 		*ino = sb.st_ino;
 	}
+}
+
+unsigned fn_fd_kind(int domain, int type, int protocol)
+{
+	if (domain != AF_INET && domain != AF_INET6)
+		return 0;
+	type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (type == SOCK_STREAM && (protocol == 0 || protocol == IPPROTO_TCP))
+		return FDF_TCP;
+	if (type == SOCK_DGRAM && (protocol == 0 || protocol == IPPROTO_UDP))
+		return FDF_UDP;
+	return 0;
+}
+
+unsigned fn_fd_kind_of(int fd)
+{
+	int domain, type, proto;
+	socklen_t len = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0)
+		return 0;
+	len = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+		return 0;
+	len = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0)
+		return 0;
+	return fn_fd_kind(domain, type, proto);
 }

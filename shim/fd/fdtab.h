@@ -80,6 +80,12 @@ bool fn_fd_same_file(int fd, dev_t dev, ino_t ino);
 /* Takes fd's identity; leaves dev and ino alone if fstat fails. */
 void fn_fd_identify(int fd, dev_t *dev, ino_t *ino);
 
+/* FDF_TCP or FDF_UDP for an IPv4/IPv6 socket of that kind, else 0:
+ * from the domain, type and protocol socket() was given, or asked of the
+ * kernel for an fd the shim did not see created (three syscalls). */
+unsigned fn_fd_kind(int domain, int type, int protocol);
+unsigned fn_fd_kind_of(int fd);
+
 /* Highest fd ever flagged, so that close_range need not sweep the table. */
 int fn_fd_high(void);
 

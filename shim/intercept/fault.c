@@ -24,22 +24,9 @@
 static uint8_t socket_proto(int fd)
 {
 	unsigned f = fn_fd_get(fd);
-	if (f & FDF_TCP)
-		return FN_PROTO_TCP;
-	if (f & FDF_UDP)
-		return FN_PROTO_UDP;
-	int type, proto;
-	socklen_t len = sizeof(type);
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
-		return 0;
-	len = sizeof(proto);
-	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0)
-		return 0;
-	if (type == SOCK_STREAM && proto == IPPROTO_TCP)
-		return FN_PROTO_TCP;
-	if (type == SOCK_DGRAM && proto == IPPROTO_UDP)
-		return FN_PROTO_UDP;
-	return 0;
+	if (!(f & (FDF_TCP | FDF_UDP)))
+		f = fn_fd_kind_of(fd);
+	return f & FDF_TCP ? FN_PROTO_TCP : f & FDF_UDP ? FN_PROTO_UDP : 0;
 }
 
 /* First-match, where a rule whose conditions say no passes the connection

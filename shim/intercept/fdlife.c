@@ -19,23 +19,11 @@
 #include "shim/sink/sink.h"
 #include "shim/stats/stats.h"
 
-static unsigned classify(int domain, int type, int protocol)
-{
-	if (domain != AF_INET && domain != AF_INET6)
-		return 0;
-	type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (type == SOCK_STREAM && (protocol == 0 || protocol == IPPROTO_TCP))
-		return FDF_TCP;
-	if (type == SOCK_DGRAM && (protocol == 0 || protocol == IPPROTO_UDP))
-		return FDF_UDP;
-	return 0;
-}
-
 int fn_socket(int domain, int type, int protocol)
 {
 	int fd = LIBC(socket)(domain, type, protocol);
 	if (fd >= 0) {
-		unsigned kind = classify(domain, type, protocol);
+		unsigned kind = fn_fd_kind(domain, type, protocol);
 		fn_fd_mark(fd, kind);
 		if (kind)
 			fn_stats_socket_seen();
@@ -164,22 +152,6 @@ int fn_fcntl(int fd, int cmd, void *arg, bool is64)
 	return r;
 }
 
-/* The kinds of socket the shim watches, for an fd it did not see created. */
-static unsigned classify_fd(int fd)
-{
-	int domain, type, proto;
-	socklen_t len = sizeof(int);
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0)
-		return 0;
-	len = sizeof(int);
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
-		return 0;
-	len = sizeof(int);
-	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0)
-		return 0;
-	return classify(domain, type, proto);
-}
-
 void fn_fd_classify_inherited(void)
 {
 	int e = errno;
@@ -190,7 +162,7 @@ void fn_fd_classify_inherited(void)
 		long fd = strtol(ent->d_name, &end, 10);
 		if (*end || fd < 0 || fd == dirfd(d) || fn_fd_get((int)fd))
 			continue;
-		unsigned kind = classify_fd((int)fd);
+		unsigned kind = fn_fd_kind_of((int)fd);
 		if (kind)
 			fn_fd_mark((int)fd, kind);
 	}

@@ -64,15 +64,7 @@ def check(name, cond, detail=""):
 def run_under(cmd, extra=(), group="conformance", timeout=60):
     """Runs cmd under the shim; returns (rc, stdout, stderr, ms, attempts)."""
     full = [CTL, "run", "--stats", "--json", "-g", group, "--config", CONF] + list(extra) + ["--"] + cmd
-    t0 = time.monotonic()
-    try:
-        p = subprocess.run(full, env=ENV, capture_output=True, text=True, timeout=timeout)
-        rc, out, err = p.returncode, p.stdout, p.stderr
-    except subprocess.TimeoutExpired as e:
-        rc, out, err = "killed", e.stdout or "", e.stderr or ""
-        out = out.decode() if isinstance(out, bytes) else out
-        err = err.decode() if isinstance(err, bytes) else err
-    ms = int((time.monotonic() - t0) * 1000)
+    rc, out, err, ms = run_plain(full, timeout)
     attempts = 0
     for line in err.splitlines():
         if line.startswith('{"type":"rule"'):
@@ -85,8 +77,6 @@ def result_line(out):
     return (m.group(1), int(m.group(2)), m.group(3)) if m else ("no-result", 0, None)
 
 
-# Each client: how to run it against host, how to read its error, its
-# configured timeouts (ms) per fault, and the attempts its settings imply.
 def run_real(kind, host, cmd, timeout=60):
     """Runs cmd against the real outage; returns (rc, stdout, stderr, ms)."""
     full = [PY, OUTAGE, kind, host, str(PORT), "--dir", RUNDIR, "--"] + cmd
@@ -94,6 +84,7 @@ def run_real(kind, host, cmd, timeout=60):
 
 
 def run_plain(cmd, timeout=60):
+    """Runs cmd; returns (rc, stdout, stderr, ms), rc "killed" after timeout."""
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)

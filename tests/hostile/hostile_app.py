@@ -14,22 +14,15 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
 BUILD = os.path.abspath(sys.argv[1])
 FIRST = sys.argv[2] if len(sys.argv) > 2 else ""
 LIB = (FIRST + ":" if FIRST else "") + os.path.join(BUILD, "libfaultnet.so")
 CTL = os.path.join(BUILD, "faultctl")
 CONF = os.path.join(HERE, "hostile.conf")
 PY = "/usr/bin/python3"
-COUNTS = os.environ.get("FN_COUNTS", os.devnull)
-failed = 0
-
-
-def check(name, cond, detail=""):
-    global failed
-    with open(COUNTS, "a") as f:
-        f.write("pass\n" if cond else "fail\n")
-    print(("  ok   - " if cond else "  FAIL - ") + name + ("" if cond else ": " + str(detail)))
-    failed += not cond
 
 
 def clean_env(**extra):
@@ -280,7 +273,7 @@ def main():
     test_8_journal_replay_linear()
     test_26_last_thread_ends_process()
     test_16_stall_frees_closed()
-    return 1 if failed else 0
+    return 1 if checks.failed else 0
 
 
 sys.exit(main())

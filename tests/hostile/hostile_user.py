@@ -15,22 +15,15 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
 BUILD = os.path.abspath(sys.argv[1])
 LIB = os.path.join(BUILD, "libfaultnet.so")
 CTL = os.path.join(BUILD, "faultctl")
 CONF = os.path.join(HERE, "hostile_user.conf")
 PY = "/usr/bin/python3"
-COUNTS = os.environ.get("FN_COUNTS", os.devnull)
 USERS = ("fnhostile", "fnvictim")
-failed = 0
-
-
-def check(name, cond, detail=""):
-    global failed
-    with open(COUNTS, "a") as f:
-        f.write("pass\n" if cond else "fail\n")
-    print(("  ok   - " if cond else "  FAIL - ") + name + ("" if cond else ": " + str(detail)))
-    failed += not cond
 
 
 def as_user(user, cmd, **kw):
@@ -238,7 +231,7 @@ def main():
     print("hostile user (%s)" % BUILD)
     if os.geteuid() != 0:
         print("  skip - the hostile-user suite needs root to create accounts")
-        with open(COUNTS, "a") as f:
+        with open(checks.COUNTS, "a") as f:
             f.write("skip\n")
         return 0
     for u in USERS:
@@ -255,7 +248,7 @@ def main():
             subprocess.run(["userdel", u], capture_output=True)
     gone = all(subprocess.run(["id", u], capture_output=True).returncode != 0 for u in USERS)
     check("the suite's accounts are removed", gone)
-    return 1 if failed else 0
+    return 1 if checks.failed else 0
 
 
 sys.exit(main())
