@@ -316,6 +316,7 @@ static char *load_line(const char *file)
 }
 
 /* Sends a change to each target; prints what each said. */
+/* Sends a change to every target; returns how many did not apply it. */
 static int send_change(struct target *t, int n, const char *line, bool json)
 {
 	int bad = 0;
@@ -333,7 +334,7 @@ static int send_change(struct target *t, int n, const char *line, bool json)
 	}
 	if (bad)
 		fprintf(stderr, "faultctl: %d of %d processes did not apply the change\n", bad, n);
-	return bad ? 1 : 0;
+	return bad;
 }
 
 static int cmd_change(struct opts *o, const char *line)
@@ -346,7 +347,7 @@ static int cmd_change(struct opts *o, const char *line)
 			fprintf(stderr,
 				"faultctl: %d of the %d processes named are not under the shim\n",
 				o->sel.npids - (n < 0 ? 0 : n), o->sel.npids);
-		rc = n < 0 ? 1 : send_change(t, n, line, o->json) || n < o->sel.npids;
+		rc = n < 0 ? 1 : send_change(t, n, line, o->json) > 0 || n < o->sel.npids;
 		free(t);
 		return rc;
 	}
@@ -364,11 +365,21 @@ static int cmd_change(struct opts *o, const char *line)
 	int n = find(o, &t);
 	struct fn_buf sequenced = {0};
 	fn_buf_printf(&sequenced, "@%llu %s", seq, line);
-	if (n == 0 && !o->json)
-		printf("no process of group '%s' is running; processes that join it will apply the "
-		       "change\n",
-		       group);
-	rc = n < 0 ? 1 : send_change(t, n, sequenced.s, o->json);
+	if (n == 0) /* on stderr, so that it is said with --json too */
+		fprintf(stderr,
+			"faultctl: no process of group '%s' is running; processes that join it "
+			"will apply the change\n",
+			group);
+	int bad = n < 0 ? 0 : send_change(t, n, sequenced.s, o->json);
+	rc = n < 0 || bad > 0;
+	if (n > 0 && bad == n) {
+		/* Every member refused it: later ones would refuse it too, or
+		 * worse, apply what the others refused. */
+		if (journal_drop(rundir(), group, seq))
+			fprintf(stderr,
+				"faultctl: the change is not kept in group '%s''s journal\n",
+				group);
+	}
 	journal_unlock(lock);
 	fn_buf_free(&sequenced);
 	free(t);

@@ -225,6 +225,29 @@ int journal_append(const char *dir, const char *group, const char *line, unsigne
 	return fd;
 }
 
+bool journal_drop(const char *dir, const char *group, unsigned long long seq)
+{
+	char journal[4200], *line = NULL;
+	snprintf(journal, sizeof(journal), "%s/%s.journal", dir, group);
+	FILE *f = fopen(journal, "re");
+	struct fn_buf keep = {0};
+	size_t cap = 0;
+	bool found = false;
+	while (f && getline(&line, &cap, f) > 0) {
+		unsigned long long s;
+		if (sscanf(line, "%llu ", &s) == 1 && s == seq)
+			found = true;
+		else
+			fn_buf_add(&keep, line, strlen(line));
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	bool ok = found && write_entry(journal, keep.s ? keep.s : "", true);
+	fn_buf_free(&keep);
+	return ok;
+}
+
 void journal_unlock(int lockfd)
 {
 	if (lockfd >= 0)

@@ -37,6 +37,8 @@ bool targets_request(const struct target *t, const char *line, struct fn_buf *re
 int journal_append(const char *dir, const char *group, const char *line, unsigned long long *seq,
 		   char *err, size_t errlen);
 void journal_unlock(int lockfd);
+/* Takes entry seq, the last one, back out of the journal (lock held). */
+bool journal_drop(const char *dir, const char *group, unsigned long long seq);
 
 /* Connects for streaming (events --follow): the socket fd, or -1. */
 int targets_stream(const struct target *t, const char *line);

@@ -143,8 +143,16 @@ def test_journal():
         if rules:
             break
         time.sleep(0.1)
+    r = ctl("add", '{ name = "bogus"; action = "refuse"; match = { to = "127.73.6.9/32"; from_zone = "nowhere"; }; }')
+    with open(journal) as f:
+        kept = f.read()
+    check("24: a change every live member refused is not kept in the journal (%s)" % r.stderr.strip()[-60:],
+          r.returncode != 0 and "bogus" not in kept, kept)
     app.kill()
     app.wait()
+    r = ctl("--json", "enable", "refuse")
+    check("24: a change to a group with no live process says so, --json too",
+          r.returncode == 0 and "no process of group" in r.stderr, r.stderr)
     check("24: rules and stats use one word, faults (%s)" % rules.splitlines()[:1],
           '"faults":' in rules and "hits" not in rules, rules)
     shutil.rmtree(rundir, ignore_errors=True)
