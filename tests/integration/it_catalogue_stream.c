@@ -20,10 +20,12 @@ static void test_latency(void)
 			long t0 = now_ms();
 			int end;
 			CU_ASSERT(cl_write(&c, out, sizeof(out)));
-			CU_ASSERT_EQUAL(cl_read_all(&c, in, sizeof(in), 3000, &end, NULL),
+			CU_ASSERT_EQUAL(cl_read_all(&c, in, sizeof(in), 5000, &end, NULL),
 					sizeof(in));
 			long rtt = now_ms() - t0;
-			CU_ASSERT(rtt >= 95 && rtt < 1500); /* 50 ms each way */
+			/* 50 ms each way; the upper bound is loose: valgrind runs this
+			 * program too, relay thread included. */
+			CU_ASSERT(rtt >= 95 && rtt < 4000);
 			CU_ASSERT(memcmp(in, out, sizeof(in)) == 0);
 		}
 		cl_close(&c);
