@@ -293,10 +293,35 @@ static void end_if_alone(void)
 		exit(0);
 }
 
+/* A process that ends with _exit (most fork children do) leaves its
+ * socket file behind. Each control thread, when it starts, removes those of
+ * processes that no longer exist, so that they never pile up. */
+static void sweep_dead_sockets(void)
+{
+	DIR *d = opendir(rundir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (n < 6 || strcmp(e->d_name + n - 5, ".sock") != 0)
+			continue;
+		char name[256], *dot;
+		snprintf(name, sizeof(name), "%.*s", (int)(n - 5), e->d_name);
+		long pid = (dot = strrchr(name, '.')) ? strtol(dot + 1, NULL, 10) : 0;
+		struct stat sb;
+		bool dead = pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+		if (dead && fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISSOCK(sb.st_mode))
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	if (d)
+		closedir(d);
+}
+
 static void *serve(void *arg)
 {
 	(void)arg;
 	pthread_setname_np(pthread_self(), "faultnet-ctl");
+	sweep_dead_sockets();
 	struct pollfd p[CLIENTS + 1];
 	for (;;) {
 		if (!fn_fd_same_file(listen_fd, listen_dev, listen_ino) && !open_listener()) {

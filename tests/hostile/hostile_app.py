@@ -263,6 +263,33 @@ def test_16_stall_frees_closed():
           left.isdigit() and int(left) <= 300, r.stderr[-300:])
 
 
+FORKS = r"""
+import os
+for i in range(200):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+
+
+def test_17_no_stale_sockets():
+    """17 (the stale-socket half): every child that ended with _exit left its
+    control socket file (2,000 of 2,000). The next member to start removes
+    those of processes that are gone."""
+    rundir = tempfile.mkdtemp(prefix="fn-stale-")
+    env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=rundir)
+    subprocess.run([PY, "-c", FORKS], env=env, timeout=120)
+    p = subprocess.Popen(["sleep", "5"], env=env)
+    time.sleep(1)
+    left = [f for f in os.listdir(rundir) if f.endswith(".sock")]
+    p.kill()
+    p.wait()
+    check("17: 200 children that ended with _exit leave %d stale sockets once a member starts"
+          % (len(left) - 1), left == ["default.%d.sock" % p.pid], left[:5])
+    subprocess.run(["rm", "-rf", rundir])
+
+
 def main():
     print("hostile app, process level (%s)" % BUILD)
     test_18_idle_without_policy()
@@ -273,6 +300,7 @@ def main():
     test_8_journal_replay_linear()
     test_26_last_thread_ends_process()
     test_16_stall_frees_closed()
+    test_17_no_stale_sockets()
     return 1 if checks.failed else 0
 
 
