@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "core/chance.h"
 #include "shim/base/libc.h"
 #include "shim/relay/relay_conn.h"
 #include "shim/relay/shape.h"
@@ -58,7 +59,7 @@ static void grow(const struct fn_conn *c, struct fn_dir *dr)
 }
 
 /* Reads what the buffer has room for. False on a fatal error. */
-static bool fill(struct fn_conn *c, int d, uint64_t now)
+static bool fill(struct fn_conn *c, int d)
 {
 	struct fn_dir *dr = &c->dir[d];
 	if (dr->eof || dr->stopped)
@@ -88,7 +89,7 @@ static bool fill(struct fn_conn *c, int d, uint64_t now)
 		dr->hi += (size_t)n;
 		dr->in += (uint64_t)n;
 		if (latency)
-			fn_shape_mark(c, dr, now);
+			fn_shape_mark(c, dr, fn_now_ns()); /* when read, not when the round began */
 	}
 	return true;
 }
@@ -249,7 +250,7 @@ void fn_conn_pump(struct fn_conn *c, uint64_t now)
 		int rounds = 0;
 		do {
 			moved = dr->in + dr->out;
-			if (!fill(c, d, now) || !flush(c, d, now)) {
+			if (!fill(c, d) || !flush(c, d, now)) {
 				fn_conn_finish(c, true); /* pass a reset on as a reset */
 				return;
 			}
