@@ -264,8 +264,35 @@ static void refresh_stats(void)
  * has ended with pthread_exit, which would have ended the process with
  * status 0 without the shim (a fork child of a non-main thread whose thread
  * returns, say). The process ends that way now. */
+/* The main thread's state, read through an fd kept open (and high) so that
+ * the check every 200 ms takes no fd from an app near its limit. */
+static int leader_fd = -1;
+static dev_t leader_dev;
+static ino_t leader_ino;
+
+static bool leader_exited(void)
+{
+	if (!fn_fd_same_file(leader_fd, leader_dev, leader_ino)) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)getpid());
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		leader_fd = fn_fd_move_high(fd, FN_RANGE_CONTROL);
+		fn_fd_identify(leader_fd, &leader_dev, &leader_ino);
+	}
+	char line[256];
+	ssize_t n = pread(leader_fd, line, sizeof(line) - 1, 0);
+	line[n > 0 ? n : 0] = '\0';
+	const char *close = strrchr(line, ')');
+	return close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
+}
+
 static void end_if_alone(void)
 {
+	/* The common case costs one pread: the main thread still runs. */
+	if (!leader_exited())
+		return;
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
 	bool app_thread = d == NULL;
@@ -294,8 +321,10 @@ static void end_if_alone(void)
 }
 
 /* A process that ends with _exit (most fork children do) leaves its
- * socket file behind. Each control thread, when it starts, removes those of
- * processes that no longer exist, so that they never pile up. */
+ * socket file behind. Each process that starts (not each fork child, which
+ * must stay cheap) removes those of processes that no longer exist, before
+ * main, so that they never pile up and the fd it takes for that is given
+ * back before the app runs. */
 static void sweep_dead_sockets(void)
 {
 	DIR *d = opendir(rundir);
@@ -321,7 +350,6 @@ static void *serve(void *arg)
 {
 	(void)arg;
 	pthread_setname_np(pthread_self(), "faultnet-ctl");
-	sweep_dead_sockets();
 	struct pollfd p[CLIENTS + 1];
 	for (;;) {
 		if (!fn_fd_same_file(listen_fd, listen_dev, listen_ino) && !open_listener()) {
@@ -366,7 +394,7 @@ static bool start_thread(void)
 }
 
 /* Binds, catches up with the group, serves. */
-static void begin(void)
+static void begin(bool fresh)
 {
 	for (int i = 0; i < CLIENTS; i++)
 		clients[i].fd = -1;
@@ -374,6 +402,8 @@ static void begin(void)
 		fn_say("faultnet: control disabled: cannot serve a socket in %s", rundir);
 		return;
 	}
+	if (fresh)
+		sweep_dead_sockets();
 	fn_cmd_catch_up(true); /* at start or in a fork child: no other thread */
 	started = start_thread();
 }
@@ -403,7 +433,7 @@ const char *fn_control_start(void)
 	}
 	if (ctl && *ctl && strcmp(ctl, "on") != 0)
 		return "FAULTNET_CONTROL: must be on or off";
-	begin();
+	begin(true);
 	return NULL;
 }
 
@@ -419,6 +449,11 @@ void fn_control_atfork_child(void)
 		LIBC(close)(listen_fd);
 	}
 	listen_fd = -1;
+	if (fn_fd_same_file(leader_fd, leader_dev, leader_ino)) { /* the parent's main thread */
+		fn_fd_set(leader_fd, 0);
+		LIBC(close)(leader_fd);
+	}
+	leader_fd = -1;
 	for (int i = 0; i < CLIENTS; i++)
 		if (clients[i].fd >= 0 &&
 		    fn_fd_same_file(clients[i].fd, clients[i].dev, clients[i].ino)) {
@@ -426,7 +461,7 @@ void fn_control_atfork_child(void)
 			LIBC(close)(clients[i].fd);
 		}
 	memset(clients, 0, sizeof(clients));
-	begin();
+	begin(false);
 }
 
 __attribute__((destructor)) static void fn_control_stop(void)
