@@ -3,6 +3,8 @@
  * named in the same words. */
 #include "core/actions.h"
 
+#include "core/http.h"
+
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,14 +14,15 @@
 #define DAY_MS 86400000u
 
 static const struct fn_key keys[] = {
-    {"delay_ms", FN_KEY_MS, A(DELAY), DAY_MS},
-    {"jitter_ms", FN_KEY_MS, A(DELAY) | A(LATENCY) | A(BANDWIDTH), DAY_MS},
+    {"delay_ms", FN_KEY_MS, A(DELAY) | A(RESPOND) | A(SLOW), DAY_MS},
+    {"jitter_ms", FN_KEY_MS, A(DELAY) | A(LATENCY) | A(BANDWIDTH) | A(SLOW), DAY_MS},
     /* A slow link: latency and bandwidth together, in either action. */
     {"latency_ms", FN_KEY_MS, A(LATENCY) | A(BANDWIDTH), DAY_MS},
     {"rate", FN_KEY_UINT, A(BANDWIDTH) | A(LATENCY), 1ull << 40},
     {"bytes", FN_KEY_UINT, A(DRIP), 1u << 20},
     {"every_ms", FN_KEY_MS, A(DRIP), DAY_MS},
-    {"after_bytes", FN_KEY_UINT, A(STALL) | A(RESET) | A(CLOSE) | A(BLACKHOLE), 1ull << 50},
+    {"after_bytes", FN_KEY_UINT, A(STALL) | A(RESET) | A(CLOSE) | A(BLACKHOLE) | A(ABORT),
+     1ull << 50},
     {"after_ms", FN_KEY_MS, A(STALL) | A(RESET) | A(BLACKHOLE), DAY_MS},
     {"direction", FN_KEY_DIRECTION, STREAM, 0},
     {"error", FN_KEY_UNREACH, A(UNREACHABLE), 0},
@@ -125,6 +128,10 @@ static const char *missing(const struct fn_rule *r)
 		return p->bytes && p->every_ms ? NULL : "bytes and every_ms (both more than 0)";
 	case FN_ACT_CLOSE:
 		return p->after_bytes >= 0 ? NULL : "after_bytes";
+	case FN_ACT_SLOW:
+		return p->delay_ms ? NULL : "delay_ms (more than 0)";
+	case FN_ACT_RESPOND:
+		return r->http && r->http->status ? NULL : "status (100 to 599)";
 	default:
 		return NULL;
 	}
@@ -195,7 +202,9 @@ void fn_rule_describe(const struct fn_rule *r, char *buf, size_t len)
 		word(buf, len, &at, "%safter_bytes=%llu", (unsigned long long)p->after_bytes);
 	if (p->after_ms >= 0)
 		word(buf, len, &at, "%safter_ms=%llu", (unsigned long long)p->after_ms);
-	if (fn_rule_relayed(r) && r->action != FN_ACT_DELAY) {
+	if (r->http)
+		fn_http_describe(r, buf, len, &at);
+	if (fn_rule_relayed(r) && r->action != FN_ACT_DELAY && !fn_rule_http(r)) {
 		static const char *const dirs[] = {"", "up", "down", "both"};
 		if (at < len)
 			at += (size_t)snprintf(buf + at, len - at, "%sdirection=%s", at ? " " : "",

@@ -11,10 +11,14 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/actions.h"
+#include "core/hparse.h"
+#include "core/http.h"
 #include "core/lcfg.h"
 #include "core/wideint.h"
+#include "core/wire.h"
 
 struct ctx {
 	struct fn_lcfg lc;
@@ -168,9 +172,208 @@ static bool parse_proto(struct ctx *c, const config_setting_t *s, struct fn_rule
 	return true;
 }
 
+static char *slurp(const char *path, char *why, size_t whylen);
+
+/* ---- HTTP rules (respond, slow, abort) ---------------------------------- */
+
+/* A pattern for match.method, match.path or match.host: printable ASCII
+ * without spaces, at most 1 KiB. */
+static bool get_pattern(struct ctx *c, const config_setting_t *s, struct fn_rule *r,
+			const char *key, char **out)
+{
+	const char *v;
+	char where[FN_NAME_MAX + 32];
+	snprintf(where, sizeof(where), "rule '%s': match.%s", r->name, key);
+	if (!get_string(c, s, where, &v))
+		return false;
+	if (!r->http)
+		return fail(c, s, "%s applies to the HTTP actions respond, slow and abort only",
+			    where);
+	size_t n = strlen(v);
+	bool ok = n > 0 && n <= 1024;
+	for (const char *p = v; ok && *p; p++)
+		ok = *p > ' ' && *p < 0x7f;
+	if (!ok)
+		return fail(c, s, "%s '%s' must be 1 to 1024 printable characters without spaces",
+			    where, v);
+	if (!(*out = strdup(v)))
+		return fail(c, s, "out of memory");
+	return true;
+}
+
+static bool parse_http_match(struct ctx *c, const config_setting_t *m, struct fn_rule *r)
+{
+	const config_setting_t *s;
+	if ((s = c->lc.member(m, "method")) && !get_pattern(c, s, r, "method", &r->http->method))
+		return false;
+	if ((s = c->lc.member(m, "path")) && !get_pattern(c, s, r, "path", &r->http->path))
+		return false;
+	if ((s = c->lc.member(m, "host")) && !get_pattern(c, s, r, "host", &r->http->host))
+		return false;
+	return true;
+}
+
+/* "Name: value": a token, a colon, a value without CR, LF or NUL. The
+ * framing headers are faultnet's to write. */
+static const char *bad_header(const char *h)
+{
+	static const char *const framing[] = {"content-length", "transfer-encoding", NULL};
+	const char *colon = strchr(h, ':');
+	if (!colon || colon == h)
+		return "must be \"Name: value\"";
+	for (const char *p = h; p < colon; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || strchr("!#$%&'*+-.^_`|~", *p)))
+			return "has a name that is not an HTTP token";
+	if (strpbrk(colon, "\r\n"))
+		return "holds a line break";
+	for (const char *const *f = framing; *f; f++)
+		if ((size_t)(colon - h) == strlen(*f) && strncasecmp(h, *f, strlen(*f)) == 0)
+			return "is written by faultnet from the body (Content-Length); leave it out";
+	return NULL;
+}
+
+static bool parse_headers(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
+{
+	struct fn_http *h = r->http;
+	bool one = config_setting_type(s) == CONFIG_TYPE_STRING;
+	if (!one && !config_setting_is_array(s) && !config_setting_is_list(s))
+		return fail(c, s, "rule '%s': headers must be a list of \"Name: value\" strings",
+			    r->name);
+	int n = one ? 1 : c->lc.length(s);
+	if (n > FN_HTTP_HEADERS_MAX)
+		return fail(c, s, "rule '%s': headers has %d entries; the limit is %d", r->name, n,
+			    FN_HTTP_HEADERS_MAX);
+	struct fn_buf b = {0};
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = one ? s : c->lc.elem(s, (unsigned)i);
+		const char *v, *why = NULL;
+		if (!get_string(c, e, "headers", &v) || (why = bad_header(v))) {
+			fn_buf_free(&b);
+			return why ? fail(c, e, "rule '%s': header '%s' %s", r->name, v, why) : false;
+		}
+		fn_buf_printf(&b, "%s\r\n", v);
+	}
+	h->headers = b.oom ? NULL : b.s;
+	h->nheaders = n;
+	return b.oom ? fail(c, s, "out of memory") : true;
+}
+
+/* body_file: read when the rule is loaded, relative to the policy file. */
+static bool read_body_file(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
+{
+	const char *v;
+	char path[4096], why[128];
+	if (!get_string(c, s, "body_file", &v))
+		return false;
+	const char *slash = strrchr(c->file, '/');
+	if (v[0] != '/' && slash)
+		snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - c->file), c->file, v);
+	else
+		snprintf(path, sizeof(path), "%s", v);
+	struct stat sb;
+	if (stat(path, &sb) == 0 && sb.st_size > FN_HTTP_BODY_MAX)
+		return fail(c, s, "rule '%s': body_file %s is %lld bytes; the limit is %u", r->name,
+			    path, (long long)sb.st_size, FN_HTTP_BODY_MAX);
+	char *text = slurp(path, why, sizeof(why));
+	if (!text)
+		return fail(c, s, "rule '%s': body_file %s: %s", r->name, path, why);
+	r->http->body = text;
+	r->http->bodylen = stat(path, &sb) == 0 ? (size_t)sb.st_size : strlen(text);
+	r->http->body_file = strdup(path);
+	return true;
+}
+
+static bool get_http_number(struct ctx *c, const config_setting_t *s, struct fn_rule *r,
+			    const char *key, long long lo, long long hi, long long *out)
+{
+	int t = config_setting_type(s);
+	if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+		return fail(c, s, "rule '%s': %s must be a whole number", r->name, key);
+	*out = c->lc.get_int64(s);
+	if (*out < lo || *out > hi)
+		return fail(c, s, "rule '%s': %s %lld is not from %lld to %lld", r->name, key, *out,
+			    lo, hi);
+	return true;
+}
+
+/* The HTTP rule keys that are not plain numbers; true in *done when key
+ * was one of them. */
+static bool parse_http_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r,
+			   const char *key, bool *done)
+{
+	static const char *const keys[] = {"status", "headers",	"body", "body_file",
+					   "retry_after", "close", "mode", NULL};
+	static const enum fn_action owner[] = {FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
+					       FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
+					       FN_ACT_ABORT};
+	int k = 0;
+	while (keys[k] && strcmp(keys[k], key) != 0)
+		k++;
+	if (!(*done = keys[k] != NULL))
+		return true;
+	if (r->action != owner[k])
+		return fail(c, s, "rule '%s': %s does not apply to action %s (only to %s)", r->name,
+			    key, fn_action_name(r->action), fn_action_name(owner[k]));
+	struct fn_http *h = r->http;
+	long long v;
+	const char *text;
+	switch (k) {
+	case 0:
+		if (!get_http_number(c, s, r, key, 100, 599, &v))
+			return false;
+		h->status = (int)v;
+		return true;
+	case 1:
+		return parse_headers(c, s, r);
+	case 2:
+		if (h->body_file)
+			return fail(c, s, "rule '%s': body and body_file: give one", r->name);
+		if (!get_string(c, s, "body", &text))
+			return false;
+		h->bodylen = strlen(text);
+		return (h->body = strdup(text)) ? true : fail(c, s, "out of memory");
+	case 3:
+		if (h->body)
+			return fail(c, s, "rule '%s': body and body_file: give one", r->name);
+		return read_body_file(c, s, r);
+	case 4:
+		if (!get_http_number(c, s, r, key, 0, 86400 * 365, &v))
+			return false;
+		h->retry_after = v;
+		return true;
+	case 5:
+		if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+			return fail(c, s, "rule '%s': close must be true or false", r->name);
+		h->close = c->lc.get_bool(s) != 0;
+		return true;
+	default:
+		if (!get_string(c, s, "mode", &text))
+			return false;
+		if (strcmp(text, "reset") && strcmp(text, "close"))
+			return fail(c, s, "rule '%s': mode '%s' must be \"reset\" or \"close\"",
+				    r->name, text);
+		h->mode = text[0] == 'c' ? FN_ABORT_CLOSE : FN_ABORT_RESET;
+		return true;
+	}
+}
+
+/* A policy with HTTP rules needs the parser: said when it is loaded, not
+ * at the first request. */
+static bool http_parser_ready(struct ctx *c)
+{
+	const char *why;
+	for (size_t i = 0; i < c->p->nrules; i++)
+		if (fn_rule_http(&c->p->rules[i]) && !fn_hparse_get(&why))
+			return fail(c, NULL, "rule '%s' (action %s): %s", c->p->rules[i].name,
+				    fn_action_name(c->p->rules[i].action), why);
+	return true;
+}
+
 static bool parse_match(struct ctx *c, const config_setting_t *m, struct fn_rule *r)
 {
-	static const char *const keys[] = {"to", "port", "proto", "from_zone", "to_zone", NULL};
+	static const char *const keys[] = {"to",      "port",	  "proto", "from_zone",
+					   "to_zone", "method", "path",  "host",      NULL};
 	char where[FN_NAME_MAX + 32];
 	snprintf(where, sizeof(where), "rule '%s': match", r->name);
 	if (!config_setting_is_group(m))
@@ -191,7 +394,7 @@ static bool parse_match(struct ctx *c, const config_setting_t *m, struct fn_rule
 	snprintf(where, sizeof(where), "rule '%s': match.to_zone", r->name);
 	if ((s = c->lc.member(m, "to_zone")) && !parse_zone_ref(c, s, where, &r->to_zone))
 		return false;
-	return true;
+	return parse_http_match(c, m, r);
 }
 
 static bool parse_action(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
@@ -206,7 +409,8 @@ static bool parse_action(struct ctx *c, const config_setting_t *s, struct fn_rul
 		}
 	return fail(c, s,
 		    "rule '%s': unknown action '%s' (expected blackhole, stall, drop, refuse, "
-		    "reset, unreachable, delay, latency, bandwidth, drip or close)",
+		    "reset, unreachable, delay, latency, bandwidth, drip, close, respond, slow or "
+		    "abort)",
 		    r->name, v);
 }
 
@@ -284,6 +488,11 @@ static bool parse_params(struct ctx *c, const config_setting_t *s, struct fn_rul
 			plain = strcmp(base[b], key) == 0;
 		if (plain)
 			continue;
+		bool http = false;
+		if (!parse_http_key(c, m, r, key, &http))
+			return false;
+		if (http)
+			continue;
 		const struct fn_key *k = fn_key_find(key);
 		if (!k)
 			return fail(c, m, "rule '%s': unknown key '%s'", r->name, key);
@@ -322,7 +531,11 @@ static bool parse_rule(struct ctx *c, const config_setting_t *s, struct fn_rule 
 	const config_setting_t *a = c->lc.member(s, "action"), *m, *e;
 	if (!a)
 		return fail(c, s, "rule '%s' has no action", r->name);
-	if (!parse_action(c, a, r) || !parse_params(c, s, r))
+	if (!parse_action(c, a, r))
+		return false;
+	if (fn_rule_http(r) && !(r->http = fn_http_new()))
+		return fail(c, s, "out of memory");
+	if (!parse_params(c, s, r))
 		return false;
 	if ((m = c->lc.member(s, "match")) && !parse_match(c, m, r))
 		return false;
@@ -467,7 +680,7 @@ static bool parse_root(struct ctx *c, const config_setting_t *root, const char *
 	if ((s = c->lc.member(root, "rules")) && !parse_rules(c, s))
 		return false;
 	fn_policy_finish(c->p);
-	return true;
+	return http_parser_ready(c);
 }
 
 /* The whole file, NUL-terminated, or NULL (errno set). Read here rather than

@@ -7,18 +7,30 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/http.h"
+
 static const char *const action_names[FN_ACT_COUNT] = {
     "blackhole", "stall",   "drop",	 "refuse", "reset", "unreachable",
-    "delay",	 "latency", "bandwidth", "drip",   "close"};
+    "delay",	 "latency", "bandwidth", "drip",   "close",  "respond",
+    "slow",	 "abort"};
 
 const char *fn_action_name(enum fn_action a)
 {
 	return (unsigned)a < FN_ACT_COUNT ? action_names[a] : "?";
 }
 
+bool fn_rule_http(const struct fn_rule *r)
+{
+	return r->action == FN_ACT_RESPOND || r->action == FN_ACT_SLOW || r->action == FN_ACT_ABORT;
+}
+
 bool fn_rule_relayed(const struct fn_rule *r)
 {
 	switch (r->action) {
+	case FN_ACT_RESPOND:
+	case FN_ACT_SLOW:
+	case FN_ACT_ABORT:
+		return true;
 	case FN_ACT_BLACKHOLE:
 	case FN_ACT_STALL:
 	case FN_ACT_RESET:
@@ -69,8 +81,7 @@ static bool in_zone(const struct fn_policy *p, int zone, const struct fn_endpoin
 	return in_any_cidr(z->cidrs, z->ncidrs, ep);
 }
 
-/* Everything but the enabled flag. */
-static bool rule_covers(const struct fn_policy *p, const struct fn_rule *r,
+bool fn_rule_covers(const struct fn_policy *p, const struct fn_rule *r,
 			const struct fn_endpoint *peer, uint8_t proto)
 {
 	if (!(r->protos & proto))
@@ -103,7 +114,7 @@ const struct fn_rule *fn_policy_match_from(const struct fn_policy *p,
 		return NULL;
 	for (size_t i = from; i < p->nrules; i++) {
 		const struct fn_rule *r = &p->rules[i];
-		if ((!r->enabled && (!seen || off)) || !rule_covers(p, r, peer, proto))
+		if ((!r->enabled && (!seen || off)) || !fn_rule_covers(p, r, peer, proto))
 			continue;
 		if (!r->enabled) {
 			off = r;
@@ -161,6 +172,7 @@ static void rule_free(struct fn_rule *r)
 	free(r->to);
 	free(r->ports);
 	rulestat_put(r->stat);
+	fn_http_put(r->http);
 }
 
 void fn_policy_free(struct fn_policy *p)
@@ -212,6 +224,7 @@ struct fn_policy *fn_policy_clone(const struct fn_policy *p)
 		r->ports = dup_array(r->ports, r->nports, sizeof(*r->ports), &ok);
 		if (r->stat)
 			__atomic_add_fetch(&r->stat->refs, 1, __ATOMIC_RELAXED);
+		fn_http_get(r->http);
 	}
 	if (!ok) {
 		fn_policy_free(c);

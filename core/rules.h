@@ -21,6 +21,10 @@ enum fn_action {
 	FN_ACT_BANDWIDTH,
 	FN_ACT_DRIP,
 	FN_ACT_CLOSE,
+	/* Per-request actions on plain HTTP/1.x connections (core/http.h). */
+	FN_ACT_RESPOND,
+	FN_ACT_SLOW,
+	FN_ACT_ABORT,
 	FN_ACT_COUNT
 };
 
@@ -59,7 +63,11 @@ struct fn_rulestat {
 	/* Condition state, per process, zeroed when the rule is (re-)enabled. */
 	uint64_t matches;    /* times the rule covered a connection or datagram */
 	uint64_t enabled_ns; /* CLOCK_MONOTONIC when it was last enabled */
+	/* HTTP rules: requests their match covered, and what became of them. */
+	uint64_t requests, answered, slowed, aborted, forwarded;
 };
+
+struct fn_http; /* an HTTP rule's match and answer, see core/http.h */
 
 struct fn_rule {
 	char name[FN_NAME_MAX];
@@ -77,6 +85,7 @@ struct fn_rule {
 	bool has_cond; /* any condition besides the defaults */
 	int line;      /* where it was defined, for messages */
 	struct fn_rulestat *stat;
+	struct fn_http *http; /* HTTP actions only; shared by copies, refcounted */
 };
 
 struct fn_zone {
@@ -97,6 +106,9 @@ struct fn_policy {
 
 const char *fn_action_name(enum fn_action a);
 
+/* True for respond, slow and abort: the relay applies them per request. */
+bool fn_rule_http(const struct fn_rule *r);
+
 /* True for the actions the relay carries out on an established stream. */
 bool fn_rule_relayed(const struct fn_rule *r);
 
@@ -105,6 +117,11 @@ void fn_rulestat_restart(struct fn_rulestat *s);
 
 /* Rule, zone and group names: 1 to FN_NAME_MAX-1 letters, digits or _.:- */
 bool fn_name_valid(const char *s);
+
+/* Whether r's match (protocols, zones, CIDRs, ports) covers peer, whether
+ * r is enabled or not. */
+bool fn_rule_covers(const struct fn_policy *p, const struct fn_rule *r,
+		    const struct fn_endpoint *peer, uint8_t proto);
 
 /* First enabled rule matching a peer for one of the protocols in proto;
  * NULL when none does. If seen is given, it gets the rule an attempt counts

@@ -16,7 +16,7 @@ if [ "${1:-}" = --check ]; then
 	shift
 fi
 
-build_pkgs="gcc libc6-dev libconfig-dev"
+build_pkgs="gcc libc6-dev libconfig-dev libhttp-parser-dev"
 # clang brings its sanitizer and libFuzzer runtimes only as a recommendation
 # (libclang-rt-14-dev), and this script installs without recommendations.
 test_pkgs="libcunit1-dev curl python3 node=nodejs clang libclang-rt-14-dev clang-format binutils procps valgrind go=golang-go php=php-cli php-curl nft=nftables ip=iproute2"

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/chance.h"
+#include "core/http.h"
 #include "shim/fd/fdtab.h"
 #include "shim/base/libc.h"
 #include "shim/base/owner.h"
@@ -36,13 +37,24 @@ static const struct fn_rule *decide(const struct fn_policy *p, const struct fn_e
 				    uint8_t proto, const struct fn_rule **seen)
 {
 	const struct fn_rule *r = fn_policy_match(p, ep, proto, seen), *declined = NULL;
-	while (r && !fn_cond_pass(r)) {
+	/* An HTTP rule's conditions count requests, not connections. */
+	while (r && !fn_rule_http(r) && !fn_cond_pass(r)) {
 		if (!declined)
 			declined = r;
 		r = fn_policy_match_from(p, ep, proto, (size_t)(r - p->rules) + 1, seen);
 	}
 	if (!r && declined)
 		*seen = declined;
+	/* A connection no connect-time rule takes is relayed when an HTTP
+	 * rule covers its peer, even one switched off for now: enabled later,
+	 * it then sees the requests of connections already open. */
+	const struct fn_rule *http = proto == FN_PROTO_TCP && (!r || fn_rule_http(r))
+					 ? fn_http_covers(p, ep)
+					 : NULL;
+	if (http && (!r || r == http || fn_rule_http(r))) {
+		*seen = NULL; /* its requests are counted, not the connect */
+		return http;
+	}
 	return r;
 }
 
@@ -71,7 +83,7 @@ bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_
 	v->proto = socket_proto(fd);
 	errno = e;
 	v->rule = v->proto ? decide(p, &v->ep, v->proto, &v->seen) : NULL;
-	return v->proto && v->seen;
+	return v->proto && (v->seen || v->rule);
 }
 
 static enum fn_sink_kind sink_for(const struct fn_rule *r, uint8_t proto)
@@ -87,9 +99,12 @@ static const char *fault_outcome(const struct fn_verdict *v)
 {
 	static const char *const names[FN_ACT_COUNT] = {
 	    "blackholed", "stalled", "dropped", "refused", "reset",  "unreachable",
-	    "delayed",	  "relayed", "relayed", "relayed", "relayed"};
+	    "delayed",	  "relayed", "relayed", "relayed", "relayed", "http",
+	    "http",	  "http"};
 	if (v->proto == FN_PROTO_UDP)
 		return v->rule->action == FN_ACT_DELAY ? "delayed" : "dropped";
+	if (fn_rule_http(v->rule))
+		return "http";
 	if (fn_rule_relayed(v->rule) && v->rule->action != FN_ACT_DELAY)
 		return "relayed";
 	return names[v->rule->action];
@@ -188,7 +203,9 @@ bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const str
 	bool ok = prepare(fd, sa, len, v, target, tlen);
 	int err = errno;
 	bool refused = !ok && v->rule->action == FN_ACT_UNREACHABLE;
-	int dest = fn_stats_attempt(fd, v->rule, v->seen, &v->ep, v->proto,
+	/* An HTTP rule counts the connection's requests, not the connect. */
+	bool http = fn_rule_http(v->rule);
+	int dest = fn_stats_attempt(fd, http ? NULL : v->rule, http ? NULL : v->seen, &v->ep, v->proto,
 				    ok || refused ? fault_outcome(v) : "fault-failed", bytes);
 	if (ok && connecting && !record(fd, sa, len, v, target, *tlen, dest)) {
 		ok = false;

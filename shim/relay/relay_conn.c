@@ -19,6 +19,7 @@
 #include "core/chance.h"
 #include "shim/fd/fdtab.h"
 #include "shim/base/libc.h"
+#include "shim/relay/relay_http.h"
 
 #define BUF_START (64 * 1024)
 #define MS 1000000ull
@@ -52,6 +53,7 @@ struct fn_conn *fn_conn_new(int appfd, const struct fn_rule *r, const struct soc
 	c->hold = *hold;
 	c->holdlen = holdlen;
 	c->start_ns = fn_now_ns();
+	c->http_mode = fn_rule_http(r);
 	for (int d = 0; d < 2; d++)
 		c->dir[d].faulted = r->par.direction & (d ? FN_DIR_DOWN : FN_DIR_UP);
 	return c;
@@ -59,6 +61,7 @@ struct fn_conn *fn_conn_new(int appfd, const struct fn_rule *r, const struct soc
 
 void fn_conn_free(struct fn_conn *c)
 {
+	fn_http_conn_free(c);
 	for (int d = 0; d < 2; d++) {
 		free(c->dir[d].buf);
 		free(c->dir[d].marks);
@@ -98,7 +101,7 @@ void fn_conn_forget_fd(struct fn_conn *c, int fd)
 /* The relay's sockets send what they are given at once: Nagle's algorithm
  * would hold a small write for up to 40 ms waiting for an ACK, a delay the
  * network never had (the app's own socket keeps whatever it chose). */
-static int new_socket(int family)
+int fn_conn_socket(int family)
 {
 	int one = 1, fd = LIBC(socket)(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -116,7 +119,7 @@ static int sock_error(int fd)
 	return err;
 }
 
-static bool connect_started(int fd, const struct sockaddr_storage *to, socklen_t len)
+bool fn_conn_connect(int fd, const struct sockaddr_storage *to, socklen_t len)
 {
 	return LIBC(connect)(fd, (const struct sockaddr *)to, len) == 0 || errno == EINPROGRESS;
 }
@@ -163,13 +166,15 @@ static void start_upstream(struct fn_conn *c)
 	c->open_ns = c->start_ns;
 	if (c->action == FN_ACT_DELAY)
 		c->open_ns += c->par.delay_ms * MS + (uint64_t)jitter(c, c->par.jitter_ms);
-	if (reset_at_accept(c)) {
+	/* An HTTP connection reaches the server at its first forwarded
+	 * request, if ever (relay_http.c). */
+	if (reset_at_accept(c) || c->http_mode) {
 		c->state = FN_CONN_WAIT;
 		return;
 	}
-	c->up = new_socket(c->dest.ss_family);
+	c->up = fn_conn_socket(c->dest.ss_family);
 	small_window(c, c->up, 1);
-	if (c->up < 0 || !connect_started(c->up, &c->dest, c->destlen)) {
+	if (c->up < 0 || !fn_conn_connect(c->up, &c->dest, c->destlen)) {
 		c->up_error = errno;
 		c->state = FN_CONN_WAIT;
 		return;
@@ -229,14 +234,14 @@ bool fn_conn_app_unread(const struct fn_conn *c, int *unread)
 static void start_open(struct fn_conn *c)
 {
 	int one = 1;
-	int fd = new_socket(c->hold.ss_family);
+	int fd = fn_conn_socket(c->hold.ss_family);
 	small_window(c, fd, 0);
 	c->opener = fd;
 	c->state = FN_CONN_OPENING;
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
 	    bind(fd, (struct sockaddr *)&c->hold, c->holdlen) < 0 ||
-	    !connect_started(fd, &c->local, c->locallen)) {
+	    !fn_conn_connect(fd, &c->local, c->locallen)) {
 		fn_conn_finish(c, true);
 		return;
 	}
@@ -265,6 +270,10 @@ static void established(struct fn_conn *c, uint64_t now)
 			fn_conn_finish(c, true);
 			return;
 		}
+	}
+	if (c->http_mode && !fn_http_conn_init(c)) {
+		fn_conn_finish(c, true);
+		return;
 	}
 	c->ready = true;
 }
@@ -326,6 +335,10 @@ void fn_conn_step(struct fn_conn *c, uint64_t now)
 	c->wake_ns = UINT64_MAX;
 	if (c->state != FN_CONN_RELAY)
 		setup_step(c, now);
-	if (c->state == FN_CONN_RELAY && !c->done)
-		fn_conn_pump(c, now);
+	if (c->state == FN_CONN_RELAY && !c->done) {
+		if (c->http)
+			fn_http_pump(c, now);
+		else
+			fn_conn_pump(c, now);
+	}
 }

@@ -49,6 +49,8 @@ struct fn_dir {
 	bool blocked; /* the destination's buffer was full */
 };
 
+struct fn_hconn;
+
 struct fn_conn {
 	struct fn_conn *next;
 	enum fn_conn_state state;
@@ -72,6 +74,8 @@ struct fn_conn {
 	uint64_t reset_ns;  /* when the reset became due */
 	bool done;
 	struct fn_dir dir[2];
+	bool http_mode;		/* per-request HTTP rules apply (relay_http.h) */
+	struct fn_hconn *http; /* their state, once established */
 };
 
 /* A delayed UDP datagram: one the app sent (sent later through a duplicate
@@ -104,6 +108,13 @@ void fn_conn_pump(struct fn_conn *c, uint64_t now);
 /* relay_conn.c: bytes waiting unread in the app's own socket; false when
  * the app's fd no longer is that socket. */
 bool fn_conn_app_unread(const struct fn_conn *c, int *unread);
+/* relay_conn.c: a non-blocking TCP socket of the relay's own (high fd,
+ * TCP_NODELAY), and the start of its connect; -1 or false with errno. */
+int fn_conn_socket(int family);
+bool fn_conn_connect(int fd, const struct sockaddr_storage *to, socklen_t len);
+/* relay_pump.c: resets c once the app holds (and has read) every byte sent
+ * to it, checking again shortly if not yet. */
+void fn_conn_reset_when_sent(struct fn_conn *c, uint64_t now);
 /* relay_conn.c: closes every socket of c (with resets if hard); c is done. */
 void fn_conn_finish(struct fn_conn *c, bool hard);
 /* The app closed fd, one of c's: drop it and end c. */

@@ -182,7 +182,7 @@ static void trigger(struct fn_conn *c, int d, uint64_t now)
  * reset after N bytes really delivers N, and once it has read them (for at
  * most 200 ms): on a real link the reset comes after the data, and a client
  * that sees both in one wake-up may take the hang-up for a plain EOF. */
-static void reset_when_sent(struct fn_conn *c, uint64_t now)
+void fn_conn_reset_when_sent(struct fn_conn *c, uint64_t now)
 {
 	int queued = 0, unread = 0;
 	if (!c->reset_ns)
@@ -262,7 +262,7 @@ void fn_conn_pump(struct fn_conn *c, uint64_t now)
 		}
 	}
 	if (c->reset_pending)
-		return reset_when_sent(c, now);
+		return fn_conn_reset_when_sent(c, now);
 	bool a = finished(&c->dir[0]), b = finished(&c->dir[1]);
 	if ((a || b) && (a || c->dir[0].stopped) && (b || c->dir[1].stopped)) {
 		fn_conn_finish(c, false);

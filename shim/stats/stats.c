@@ -135,6 +135,14 @@ static void record_event(int fd, const struct fn_rule *r, const struct fn_rule *
 		json_event(e);
 }
 
+void fn_stats_event(const struct fn_rule *r, const struct fn_rule *seen,
+		    const struct fn_endpoint *ep, const char *outcome)
+{
+	int e = errno;
+	record_event(-1, r, seen, ep, FN_PROTO_TCP, outcome);
+	errno = e;
+}
+
 int fn_stats_attempt(int fd, const struct fn_rule *r, const struct fn_rule *seen,
 		     const struct fn_endpoint *ep, uint8_t proto, const char *outcome,
 		     uint64_t bytes)

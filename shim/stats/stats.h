@@ -17,6 +17,11 @@ int fn_stats_attempt(int fd, const struct fn_rule *r, const struct fn_rule *seen
 		     const struct fn_endpoint *ep, uint8_t proto, const char *outcome,
 		     uint64_t bytes);
 
+/* An event with no socket call behind it (an HTTP request the relay
+ * answered, a connection that was not HTTP): fd -1, protocol TCP. */
+void fn_stats_event(const struct fn_rule *r, const struct fn_rule *seen,
+		    const struct fn_endpoint *ep, const char *outcome);
+
 /* Bytes the app sent into a faulted TCP connection, counted at close. */
 void fn_stats_bytes(int handle, uint64_t bytes);
 
@@ -50,5 +55,16 @@ static inline void fn_stats_socket_seen(void)
 	if (!__atomic_load_n(&fn_sockets_seen, __ATOMIC_RELAXED))
 		__atomic_store_n(&fn_sockets_seen, 1, __ATOMIC_RELAXED);
 }
+
+/* requests.c: one HTTP request on a relayed connection, and what became
+ * of it. seen is the rule whose match covered it (NULL for none), r the rule
+ * that faulted it (NULL when forwarded as it was). Counted per rule and per
+ * method, Host and path prefix; faulted ones are also events. */
+enum fn_req_fate { FN_REQ_FORWARDED, FN_REQ_ANSWERED, FN_REQ_SLOWED, FN_REQ_ABORTED };
+void fn_stats_request(const struct fn_rule *seen, const struct fn_rule *r,
+		      const struct fn_endpoint *ep, const char *method, const char *host,
+		      const char *path, enum fn_req_fate fate);
+/* "http ..." records, one per method, Host and path prefix. */
+void fn_stats_requests_dump(struct fn_buf *b);
 
 #endif

@@ -1,0 +1,196 @@
+/* http.c - HTTP rules: matching a request, deciding per request, and
+ * writing the answer a respond rule gives (see http.h). */
+#include "core/http.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/chance.h"
+
+struct fn_http *fn_http_new(void)
+{
+	struct fn_http *h = calloc(1, sizeof(*h));
+	if (h) {
+		h->refs = 1;
+		h->retry_after = -1;
+		h->mode = FN_ABORT_RESET;
+	}
+	return h;
+}
+
+void fn_http_get(struct fn_http *h)
+{
+	if (h)
+		__atomic_add_fetch(&h->refs, 1, __ATOMIC_RELAXED);
+}
+
+void fn_http_put(struct fn_http *h)
+{
+	if (!h || __atomic_sub_fetch(&h->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	free(h->method);
+	free(h->path);
+	free(h->host);
+	free(h->headers);
+	free(h->body);
+	free(h->body_file);
+	free(h);
+}
+
+static bool glob_ok(const char *pattern, const char *s, int flags)
+{
+	return !pattern || fnmatch(pattern, s, flags) == 0;
+}
+
+bool fn_http_match(const struct fn_rule *r, const struct fn_http_req *req)
+{
+	const struct fn_http *h = r->http;
+	if (!h)
+		return false;
+	/* Methods are case-sensitive (RFC 9110); host names are not. */
+	return glob_ok(h->method, req->method, 0) && glob_ok(h->path, req->path, 0) &&
+	       glob_ok(h->host, req->host, FNM_CASEFOLD);
+}
+
+const struct fn_rule *fn_http_decide(const struct fn_policy *p, const struct fn_endpoint *ep,
+				     const struct fn_http_req *req, const struct fn_rule **seen)
+{
+	*seen = NULL;
+	size_t from = 0;
+	const struct fn_rule *r;
+	while ((r = fn_policy_match_from(p, ep, FN_PROTO_TCP, from, NULL))) {
+		from = (size_t)(r - p->rules) + 1;
+		if (!fn_rule_http(r) || !fn_http_match(r, req))
+			continue;
+		if (!*seen)
+			*seen = r;
+		if (fn_cond_pass(r))
+			return r;
+	}
+	return NULL;
+}
+
+const struct fn_rule *fn_http_covers(const struct fn_policy *p, const struct fn_endpoint *ep)
+{
+	for (size_t i = 0; p && i < p->nrules; i++)
+		if (fn_rule_http(&p->rules[i]) && fn_rule_covers(p, &p->rules[i], ep, FN_PROTO_TCP))
+			return &p->rules[i];
+	return NULL;
+}
+
+const char *fn_http_reason(int status)
+{
+	static const struct {
+		int code;
+		const char *text;
+	} reasons[] = {
+	    {200, "OK"},
+	    {201, "Created"},
+	    {202, "Accepted"},
+	    {204, "No Content"},
+	    {301, "Moved Permanently"},
+	    {302, "Found"},
+	    {304, "Not Modified"},
+	    {400, "Bad Request"},
+	    {401, "Unauthorized"},
+	    {403, "Forbidden"},
+	    {404, "Not Found"},
+	    {408, "Request Timeout"},
+	    {409, "Conflict"},
+	    {413, "Content Too Large"},
+	    {429, "Too Many Requests"},
+	    {500, "Internal Server Error"},
+	    {501, "Not Implemented"},
+	    {502, "Bad Gateway"},
+	    {503, "Service Unavailable"},
+	    {504, "Gateway Timeout"},
+	};
+	for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+		if (reasons[i].code == status)
+			return reasons[i].text;
+	return "Unknown";
+}
+
+char *fn_http_answer(const struct fn_rule *r, bool head_request, size_t *len)
+{
+	const struct fn_http *h = r->http;
+	char top[256], retry[64] = "";
+	if (h->retry_after >= 0)
+		snprintf(retry, sizeof(retry), "Retry-After: %lld\r\n", (long long)h->retry_after);
+	/* No body, and no Content-Length, for the statuses that cannot have
+	 * one (1xx, 204, 304). */
+	bool bodyless = h->status < 200 || h->status == 204 || h->status == 304;
+	int n = snprintf(top, sizeof(top), "HTTP/1.1 %d %s\r\n", h->status, fn_http_reason(h->status));
+	char tail[128];
+	int m = bodyless ? snprintf(tail, sizeof(tail), "%s\r\n", h->close ? "Connection: close\r\n" : "")
+			 : snprintf(tail, sizeof(tail), "Content-Length: %zu\r\n%s\r\n", h->bodylen,
+				    h->close ? "Connection: close\r\n" : "");
+	size_t hl = h->headers ? strlen(h->headers) : 0, rl = strlen(retry);
+	size_t body = bodyless || head_request ? 0 : h->bodylen;
+	char *out = malloc((size_t)n + hl + rl + (size_t)m + body + 1);
+	if (!out)
+		return NULL;
+	char *at = out;
+	memcpy(at, top, (size_t)n), at += n;
+	if (hl)
+		memcpy(at, h->headers, hl), at += hl;
+	memcpy(at, retry, rl), at += rl;
+	memcpy(at, tail, (size_t)m), at += m;
+	if (body)
+		memcpy(at, h->body, body), at += body;
+	*len = (size_t)(at - out);
+	return out;
+}
+
+void fn_http_prefix(const char *path, char *buf, size_t len)
+{
+	const char *seg = path[0] == '/' ? path + 1 : path;
+	const char *slash = strchr(seg, '/');
+	if (!*seg)
+		snprintf(buf, len, "/");
+	else if (!slash || !slash[1])
+		snprintf(buf, len, "/%.*s", (int)(slash ? slash - seg : (long)strlen(seg)), seg);
+	else
+		snprintf(buf, len, "/%.*s/*", (int)(slash - seg), seg);
+}
+
+static void put(char *buf, size_t len, size_t *at, const char *key, const char *value)
+{
+	if (*at >= len)
+		return;
+	int n = snprintf(buf + *at, len - *at, "%s%s=%s", *at ? " " : "", key, value);
+	if (n > 0)
+		*at += (size_t)n;
+}
+
+void fn_http_describe(const struct fn_rule *r, char *buf, size_t len, size_t *at)
+{
+	const struct fn_http *h = r->http;
+	char num[32];
+	if (h->method)
+		put(buf, len, at, "method", h->method);
+	if (h->path)
+		put(buf, len, at, "path", h->path);
+	if (h->host)
+		put(buf, len, at, "host", h->host);
+	if (r->action == FN_ACT_RESPOND) {
+		snprintf(num, sizeof(num), "%d", h->status);
+		put(buf, len, at, "status", num);
+		if (h->retry_after >= 0) {
+			snprintf(num, sizeof(num), "%lld", (long long)h->retry_after);
+			put(buf, len, at, "retry_after", num);
+		}
+		if (h->nheaders) {
+			snprintf(num, sizeof(num), "%d", h->nheaders);
+			put(buf, len, at, "headers", num);
+		}
+		snprintf(num, sizeof(num), "%zu", h->bodylen);
+		put(buf, len, at, h->body_file ? "body_file_bytes" : "body_bytes", num);
+		if (h->close)
+			put(buf, len, at, "close", "true");
+	}
+	if (r->action == FN_ACT_ABORT)
+		put(buf, len, at, "mode", h->mode == FN_ABORT_CLOSE ? "close" : "reset");
+}

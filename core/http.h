@@ -1,0 +1,76 @@
+/* http.h - what an HTTP rule (respond, slow, abort) matches in a request and
+ * what it answers: the rule's HTTP part, the per-request decision over a
+ * policy, and the answer's bytes. Pure: no sockets, so unit tests drive it. */
+#ifndef FAULTNET_HTTP_H
+#define FAULTNET_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/rules.h"
+
+enum { FN_ABORT_RESET = 1, FN_ABORT_CLOSE = 2 };
+
+/* Limits on what a rule may carry, so that an answer fits in one buffer. */
+#define FN_HTTP_BODY_MAX (1u << 20)
+#define FN_HTTP_HEADERS_MAX 32
+
+/* An HTTP rule's own part. Immutable once the rule is published; copies of
+ * a rule share it (refs). */
+struct fn_http {
+	uint64_t refs;
+	char *method, *path, *host; /* match patterns, NULL for any */
+	int status;		    /* respond */
+	char *headers;		    /* respond: "Name: value\r\n" lines */
+	int nheaders;
+	char *body; /* respond; bodylen bytes (may hold NULs from a file) */
+	size_t bodylen;
+	char *body_file;	 /* where body came from, for describing */
+	int64_t retry_after;	 /* seconds; -1 for none */
+	bool close;		 /* respond: Connection: close, then FIN */
+	int mode;		 /* abort: FN_ABORT_RESET or FN_ABORT_CLOSE */
+};
+
+/* A request as far as rules look at it. */
+struct fn_http_req {
+	const char *method; /* "GET" */
+	const char *path;   /* the request target's path, without the query */
+	const char *host;   /* the Host header, "" when absent */
+};
+
+struct fn_http *fn_http_new(void);
+void fn_http_get(struct fn_http *h);
+void fn_http_put(struct fn_http *h);
+
+/* Whether r's method, path and host patterns accept req. Patterns are
+ * shell globs (fnmatch): "/api/" then a star is a prefix, "GET" an exact method. */
+bool fn_http_match(const struct fn_rule *r, const struct fn_http_req *req);
+
+/* The first enabled HTTP rule covering the peer and req whose conditions
+ * (counted per request) let it apply; NULL to forward the request as it is.
+ * *seen gets the first HTTP rule whose match covered req, applied or not. */
+const struct fn_rule *fn_http_decide(const struct fn_policy *p, const struct fn_endpoint *ep,
+				     const struct fn_http_req *req, const struct fn_rule **seen);
+
+/* Whether any HTTP rule, enabled or not, covers a TCP peer: connections to
+ * it are relayed so that the rule, when on, sees every request. */
+const struct fn_rule *fn_http_covers(const struct fn_policy *p, const struct fn_endpoint *ep);
+
+/* The answer of a respond rule, well formed: status line, the rule's
+ * headers, Retry-After, Content-Length, Connection: close when the rule
+ * closes; the body unless the request was HEAD. malloc'd; *len set. */
+char *fn_http_answer(const struct fn_rule *r, bool head_request, size_t *len);
+
+/* Appends the rule's HTTP keys as "key=value" words (see
+ * fn_rule_describe); *at is where buf's text ends. */
+void fn_http_describe(const struct fn_rule *r, char *buf, size_t len, size_t *at);
+
+/* The standard reason phrase for a status, "Unknown" for others. */
+const char *fn_http_reason(int status);
+
+/* A counting key for a request: the path's first segment ("/bucket/" and a star for
+ * "/bucket/key", "/" for "/"), written to buf. */
+void fn_http_prefix(const char *path, char *buf, size_t len);
+
+#endif
