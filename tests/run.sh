@@ -98,12 +98,17 @@ s_policies() {
 	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/policies/policy_test.py "$1" "$2"
 }
 
+s_http() {
+	echo "=== $1: HTTP faults in front of a real server, per request"
+	/usr/bin/python3 -u tests/http/http_faults.py "$1" "$2"
+}
+
 s_clients() {
 	echo "=== $1: real clients"
 	ASAN_OPTIONS=detect_leaks=0 tests/clients/clients.sh "$root/$1/libfaultnet.so" $2
 }
 
-PER_BUILD="unit faults hostile cli control hardening policies clients"
+PER_BUILD="unit faults hostile cli control hardening policies http clients"
 
 # ---- sections that stand alone ---------------------------------------------
 s_reach() {

@@ -64,7 +64,7 @@ struct fn_hconn {
 	/* The request head being read. */
 	char path[1024], host[256], field[24], expect[32];
 	size_t pathlen, hostlen, expectlen, fieldlen;
-	bool in_value, saw_request, upgrading;
+	bool in_value, saw_url, not_http, upgrading;
 	struct obuf toup, toapp;
 	bool passthrough; /* requests go on as bytes, untouched */
 	bool down_raw;	  /* the server's bytes go on as bytes, untouched */
@@ -149,6 +149,7 @@ static int on_req_begin(http_parser *p)
 static int on_url(http_parser *p, const char *at, size_t n)
 {
 	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
+	h->saw_url = true;
 	append(h->path, sizeof(h->path), &h->pathlen, at, n);
 	return 0;
 }
@@ -244,9 +245,10 @@ static int on_req_headers(http_parser *p)
 {
 	struct fn_conn *c = p->data;
 	struct fn_hconn *h = c->http;
-	h->saw_request = true;
-	if (p->http_major != 1)
-		return -1; /* not HTTP/1.x: handled as a parse failure */
+	if (p->http_major != 1) {
+		h->not_http = true; /* HTTP/2 or later: handled as a parse failure */
+		return -1;
+	}
 	struct hreq *e = decide(c, p, fn_now_ns());
 	if (!e)
 		return -1;
@@ -288,7 +290,9 @@ static void route(struct fn_conn *c, size_t n)
 static void give_up_parsing(struct fn_conn *c)
 {
 	struct fn_hconn *h = c->http;
-	fn_stats_event(NULL, NULL, &h->ep, h->saw_request ? "bad-request" : "not-http");
+	/* Not HTTP when its very first line is not a request line (TLS, any
+	 * other protocol) or names another version (HTTP/2's preface). */
+	fn_stats_event(NULL, NULL, &h->ep, h->saw_url && !h->not_http ? "bad-request" : "not-http");
 	h->passthrough = true;
 	h->parsing = NULL;
 	ensure_upstream(c);

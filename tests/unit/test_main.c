@@ -7,6 +7,7 @@ void add_match_tests(void);
 void add_config_tests(void);
 void add_action_tests(void);
 void add_shape_tests(void);
+void add_http_tests(void);
 
 int main(int argc, char **argv)
 {
@@ -17,5 +18,6 @@ int main(int argc, char **argv)
 	add_config_tests();
 	add_action_tests();
 	add_shape_tests();
+	add_http_tests();
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }

@@ -1,0 +1,246 @@
+"""http_faults.py - per-request HTTP faults in front of a real server on
+loopback: each action, each condition per request, and the framing cases
+(keep-alive, pipelining, chunked bodies, HEAD, 100-continue, Connection:
+close, a server that closes first, no server at all), with every byte no
+rule touched checked against the server's own. The app side (client.py)
+runs under the shim; the server (origin.py) does not.
+
+usage: http_faults.py BUILD_DIR [PRELOAD_FIRST]"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+import origin  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+FIRST = sys.argv[2] if len(sys.argv) > 2 else ""
+LIB = (FIRST + ":" if FIRST else "") + os.path.join(BUILD, "libfaultnet.so")
+CTL = os.path.join(BUILD, "faultctl")
+PY = "/usr/bin/python3"
+HOST = "127.84.0.1"  # stands for a remote service; only loopback is used
+TMP = tempfile.mkdtemp(prefix="fn-http-")
+
+
+def policy(name, rules):
+    path = os.path.join(TMP, name + ".conf")
+    with open(path, "w") as f:
+        f.write("rules = (\n%s\n);\n" % ",\n".join(rules))
+    return path
+
+
+def rule(name, action, port, extra="", match=""):
+    return ('{ name = "%s"; action = "%s"; %s match = { to = "%s/32"; port = %d; %s }; }'
+            % (name, action, extra, HOST, port, match))
+
+
+def env(conf, **extra):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_")}
+    e.update(FAULTNET_CONFIG=conf, LD_PRELOAD=LIB, ASAN_OPTIONS="detect_leaks=0")
+    e.update(extra)
+    return e
+
+
+def client(conf, scenario, port, *args, **extra):
+    p = subprocess.run([PY, os.path.join(HERE, "client.py"), scenario, HOST, str(port)] +
+                       [str(a) for a in args], env=env(conf, **extra), capture_output=True,
+                       text=True, timeout=120)
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return {"error": p.stderr[-800:], "stdout": p.stdout[-300:]}
+
+
+def test_keepalive():
+    port = 18101
+    o = origin.Origin(port, HOST).start()
+    conf = policy("ka", [rule("every3", "respond", port,
+                              'status = 503; every = 3; headers = ["X-Faultnet: injected"]; '
+                              'body = "slow down";')])
+    res = client(conf, "keepalive", port, 200)
+    ok = isinstance(res, list) and len(res) == 200
+    injected = [i for i, r in enumerate(res) if ok and r[1] == 503]
+    check("keep-alive: exactly the 66 chosen requests of 200 (every = 3) get the injected answer",
+          injected == list(range(2, 200, 3)), res if not ok else injected[:10])
+    exact = ok and all(r[1] == 200 and r[2] == origin.digest_of(origin.body(r[0])) and r[3] == ""
+                       for i, r in enumerate(res) if i % 3 != 2)
+    check("keep-alive: the other 134 get the server's answer byte for byte, in order "
+          "(chunked ones too)", exact, res[:4])
+    check("keep-alive: the server saw only the 134 forwarded requests",
+          len(o.requests) == 134, len(o.requests))
+    o.shutdown()
+
+
+def test_pipelined():
+    port = 18102
+    o = origin.Origin(port, HOST).start()
+    conf = policy("pipe", [rule("every3", "respond", port, 'status = 500; every = 3; body = "e";')])
+    res = client(conf, "pipelined", port, 30)
+    ok = isinstance(res, list) and len(res) == 30
+    statuses = [r[1] for r in res] if ok else res
+    check("pipelined: 30 requests in one write get 30 answers in order, every third injected",
+          ok and statuses == [500 if i % 3 == 2 else 200 for i in range(30)], statuses)
+    posts_ok = ok and all(r[3] == origin.digest_of(b"x" * (1000 + i))
+                          for i, r in enumerate(res) if i % 4 == 1 and i % 3 != 2)
+    bodies_ok = ok and all(r[2] == origin.digest_of(origin.body(r[0]))
+                           for i, r in enumerate(res) if i % 3 != 2)
+    check("pipelined: chunked request bodies reach the server whole; answers are byte-exact",
+          posts_ok and bodies_ok, res[:3])
+    check("pipelined: the injected requests' bodies were read and dropped, not forwarded",
+          len(o.requests) == 20, len(o.requests))
+    o.shutdown()
+
+
+def test_head_and_expect():
+    port = 18103
+    o = origin.Origin(port, HOST).start()
+    conf = policy("head", [rule("ans", "respond", port, 'status = 503; body = "0123456789";',
+                                'path = "/answered*";')])
+    res = client(conf, "head_then_get", port, "/answered")
+    check("HEAD answered here: Content-Length of the body, no body; the next request works",
+          res == [503, "10", 200, origin.digest_of(origin.body("/after-head"))], res)
+    res = client(conf, "head_then_get", port, "/forwarded")
+    check("HEAD forwarded: the server's headers, no body; the next request works",
+          res[:2] == [200, "300"] and res[2] == 200, res)
+    res = client(conf, "expect_continue", port, "/answered")
+    check("Expect: 100-continue answered here: 100 Continue, the body is read and dropped, "
+          "then the answer; the connection goes on", res[:2] == [100, 503] and res[3] == 200, res)
+    res = client(conf, "expect_continue", port, "/forwarded")
+    check("Expect: 100-continue forwarded: the server's 100 and answer, body whole",
+          res[:3] == [100, 200, origin.digest_of(b"y" * 5000)], res)
+    o.shutdown()
+
+
+def test_close_cases():
+    port = 18104
+    o = origin.Origin(port, HOST).start()
+    conf = policy("close", [rule("bye", "respond", port, 'status = 503; close = true;',
+                                 'path = "/bye";')])
+    res = client(conf, "close_answer", port, "/bye")
+    check("close = true: Connection: close, then the connection ends", res == [503, "close", 0],
+          res)
+    res = client(conf, "server_closes", port)
+    check("a server that closes first: its answer, then EOF, as without the shim",
+          res == [200, origin.digest_of(origin.body("/closing")), 0], res)
+    o.shutdown()
+
+
+def test_no_server():
+    port = 18105  # nothing listens here
+    conf = policy("none", [rule("stand-in", "respond", port,
+                                'status = 200; body = "{}"; headers = ["Content-Type: application/json"];',
+                                'path = "/svc/*";'),
+                           rule("rest", "respond", port, 'status = 404;')])
+    res = client(conf, "many", port, 5)
+    check("every request answered here: no server needs to run at the destination",
+          res == [200] * 5, res)
+    conf = policy("gone", [rule("only-slash", "respond", port, 'status = 200;',
+                                'path = "/svc/*";')])
+    res = client(conf, "raw_error", port, "/elsewhere")
+    check("a request to forward with no server there: the app's read meets a reset",
+          res == ["error", "ConnectionResetError"], res)
+
+
+def test_slow():
+    port = 18106
+    o = origin.Origin(port, HOST).start()
+    conf = policy("slow", [rule("slow200", "slow", port, "delay_ms = 2000;")])
+    res = client(conf, "timed", port, "/s", 1)
+    check("slow 2 s, client read timeout 1 s: the client's own ReadTimeout, after about 1 s",
+          res[0] == "ReadTimeout" and 0.9 <= res[2] < 1.9, res)
+    res = client(conf, "timed", port, "/s", 3)
+    check("slow 2 s, client read timeout 3 s: 200 after about 2 s",
+          res[0] == "ok" and res[1] == 200 and 1.9 <= res[2] < 2.9, res)
+    o.shutdown()
+
+
+def test_abort():
+    port = 18107
+    o = origin.Origin(port, HOST).start()
+    conf = policy("abort", [
+        rule("rst", "abort", port, 'mode = "reset";', 'path = "/reset";'),
+        rule("fin", "abort", port, 'mode = "close";', 'path = "/close";'),
+        rule("cut", "abort", port, 'mode = "close"; after_bytes = 1000;', 'path = "/big*";'),
+    ])
+    res = client(conf, "raw_error", port, "/reset")
+    check("abort mode reset: the app's read after its request meets ECONNRESET",
+          res == ["error", "ConnectionResetError"], res)
+    res = client(conf, "raw_error", port, "/close")
+    check("abort mode close: EOF with no answer", res == ["eof"], res)
+    res = client(conf, "truncated", port, "/big1")
+    check("abort after_bytes 1000: a truncated body (http.client's IncompleteRead)",
+          res[0] == "incomplete" and res[2] > 0 and res[1] < 1000, res)
+    check("abort: the server saw the truncated request only (the cut ones never reached it)",
+          [r[1] for r in o.requests] == ["/big1"], o.requests)
+    o.shutdown()
+
+
+def test_window():
+    port = 18108
+    o = origin.Origin(port, HOST).start()
+    conf = policy("window", [rule("outage", "respond", port, "status = 503; for_ms = 1500;")])
+    res = client(conf, "window", port, 3)
+    early = [s for t, s in res if t < 1.3]
+    late = [s for t, s in res if t > 1.8]
+    check("for_ms: 503 for the first 1.5 s, then the server's 200",
+          early and late and set(early) == {503} and set(late) == {200}, res)
+    o.shutdown()
+
+
+class Echo(threading.Thread):
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((HOST, port))
+        self.sock.listen(16)
+
+    def run(self):
+        while True:
+            c, _ = self.sock.accept()
+            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+
+    @staticmethod
+    def serve(c):
+        while True:
+            d = c.recv(65536)
+            if not d:
+                break
+            c.sendall(d)
+        c.close()
+
+
+def test_not_http():
+    port = 18109
+    Echo(port).start()
+    events = os.path.join(TMP, "events.jsonl")
+    conf = policy("nothttp", [rule("any", "respond", port, "status = 503;")])
+    res = client(conf, "not_http", port, FAULTNET_EVENTS=events)
+    check("not HTTP (TLS-looking bytes): relayed untouched", res == [True, 1029], res)
+    res = client(conf, "bad_request", port, FAULTNET_EVENTS=events)
+    check("a request the parser rejects: forwarded untouched", res == [True], res)
+    with open(events) as f:
+        outcomes = [json.loads(line)["outcome"] for line in f]
+    check("...and reported once each in the events: not-http, bad-request",
+          outcomes.count("not-http") == 1 and outcomes.count("bad-request") == 1, outcomes)
+
+
+def main():
+    for t in (test_keepalive, test_pipelined, test_head_and_expect, test_close_cases,
+              test_no_server, test_slow, test_abort, test_window, test_not_http):
+        t()
+    subprocess.run(["rm", "-rf", TMP])
+    sys.exit(1 if checks.failed else 0)
+
+
+if __name__ == "__main__":
+    main()
