@@ -140,6 +140,15 @@ static void print_records(const struct opts *o, char **lines, int n, const char 
 	free(mine);
 }
 
+static bool has_records(char **lines, int n, const char *type)
+{
+	size_t tl = strlen(type);
+	for (int i = 0; i < n; i++)
+		if (strncmp(lines[i], type, tl) == 0 && lines[i][tl] == ' ')
+			return true;
+	return false;
+}
+
 static int cmd_query(struct opts *o, const char *verb)
 {
 	if (strcmp(verb, "ps") == 0 && !o->sel.group && !o->sel.npids)
@@ -166,6 +175,14 @@ static int cmd_query(struct opts *o, const char *verb)
 					     "attempts", "faults", "bytes"};
 	static const char *const dstats[] = {"pid",	  "dest",  "proto", "attempts", "faults",
 					     "blackhole", "stall", "drop",  "bytes"};
+	/* HTTP rules add their request counts; requests are listed per
+	 * method, Host and path prefix. */
+	static const char *const hrstats[] = {"pid",	  "name",     "action", "attempts",
+					      "faults",	  "requests", "answered", "status",
+					      "slowed",	  "aborted",  "forwarded"};
+	static const char *const hstats[] = {"pid",	 "method",   "host",	 "path",
+					     "requests", "forwarded", "answered", "slowed",
+					     "aborted"};
 	static const char *const events[] = {"pid",  "mono_us", "fd",	"proto",
 					     "rule", "action",	"dest", "outcome"};
 	if (strcmp(verb, "ps") == 0)
@@ -175,10 +192,18 @@ static int cmd_query(struct opts *o, const char *verb)
 	else if (strcmp(verb, "events") == 0)
 		print_records(o, lines, nlines, "event", events, 8);
 	else {
-		print_records(o, lines, nlines, "rule", rstats, 6);
+		bool http = has_records(lines, nlines, "http");
+		if (http)
+			print_records(o, lines, nlines, "rule", hrstats, 11);
+		else
+			print_records(o, lines, nlines, "rule", rstats, 6);
 		if (!o->json && nlines)
 			fputc('\n', stdout);
 		print_records(o, lines, nlines, "dest", dstats, 9);
+		if (http && !o->json)
+			fputc('\n', stdout);
+		if (http)
+			print_records(o, lines, nlines, "http", hstats, 9);
 	}
 	for (int i = 0; i < n; i++)
 		fn_buf_free(&replies[i]);

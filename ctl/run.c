@@ -71,20 +71,36 @@ static int set_config(const char *file)
 	return setenv("FAULTNET_CONFIG", abs, 1);
 }
 
-/* Sums "rule" and "dest" records by name across processes. */
+/* Sums "rule", "dest" and "http" records by name across processes. The
+ * request counts are those of HTTP rules and of "http" records. */
+#define NCOUNTS 8
+static const char *const counted[NCOUNTS] = {"attempts", "faults",   "bytes",  "requests",
+					     "answered", "slowed",   "aborted", "forwarded"};
+
 struct total {
-	char type[8], key[160], action[16], proto[8];
-	unsigned long long attempts, faults, bytes;
+	char type[8], key[400], action[16], proto[8];
+	unsigned long long n[NCOUNTS];
+	bool http; /* has request counts */
 };
+
+/* A record's name: the rule's, the destination, or "METHOD host path". */
+static void record_key(const char *line, const char *type, char *key, size_t len)
+{
+	char m[32], h[160], p[160];
+	if (strcmp(type, "http") == 0)
+		snprintf(key, len, "%s %s %s", record_get(line, "method", m, sizeof(m)),
+			 record_get(line, "host", h, sizeof(h)), record_get(line, "path", p, sizeof(p)));
+	else
+		record_get(line, strcmp(type, "rule") == 0 ? "name" : "dest", key, len);
+}
 
 static void add_record(struct total **t, int *n, const char *line)
 {
-	char type[8] = "", key[160], action[16], proto[8], v[32];
+	char type[8] = "", key[400], action[16], proto[8], v[32];
 	sscanf(line, "%7s", type);
-	bool rule = strcmp(type, "rule") == 0;
-	if (!rule && strcmp(type, "dest") != 0)
+	if (strcmp(type, "rule") && strcmp(type, "dest") && strcmp(type, "http"))
 		return;
-	record_get(line, rule ? "name" : "dest", key, sizeof(key));
+	record_key(line, type, key, sizeof(key));
 	record_get(line, "action", action, sizeof(action));
 	record_get(line, "proto", proto, sizeof(proto));
 	int i = 0;
@@ -100,9 +116,39 @@ static void add_record(struct total **t, int *n, const char *line)
 		snprintf((*t)[i].proto, sizeof((*t)[i].proto), "%s", proto);
 		(*n)++;
 	}
-	(*t)[i].attempts += strtoull(record_get(line, "attempts", v, sizeof(v)), NULL, 10);
-	(*t)[i].faults += strtoull(record_get(line, "faults", v, sizeof(v)), NULL, 10);
-	(*t)[i].bytes += strtoull(record_get(line, "bytes", v, sizeof(v)), NULL, 10);
+	for (int k = 0; k < NCOUNTS; k++)
+		(*t)[i].n[k] += strtoull(record_get(line, counted[k], v, sizeof(v)), NULL, 10);
+	(*t)[i].http |= record_get(line, "requests", v, sizeof(v))[0] != '\0';
+}
+
+static void print_total(FILE *out, const struct total *t, bool json)
+{
+	bool http = strcmp(t->type, "http") == 0;
+	int from = http ? 3 : 0, to = t->http ? NCOUNTS : 3;
+	if (json) {
+		char m[32] = "", h[160] = "", p[160] = "";
+		if (http)
+			sscanf(t->key, "%31s %159s %159s", m, h, p);
+		if (http)
+			fprintf(out, "{\"type\":\"http\",\"method\":\"%s\",\"host\":\"%s\",\"path\":\"%s\"",
+				m, h, p);
+		else
+			fprintf(out, "{\"type\":\"%s\",\"%s\":\"%s\"", t->type,
+				strcmp(t->type, "rule") ? "dest" : "name", t->key);
+		if (!http)
+			fprintf(out, ",\"proto\":\"%s\",\"action\":\"%s\"", t->proto, t->action);
+		for (int k = from; k < to; k++)
+			fprintf(out, ",\"%s\":%llu", counted[k], t->n[k]);
+		fputs("}\n", out);
+		return;
+	}
+	if (http)
+		fprintf(out, "  http %-40s", t->key);
+	else
+		fprintf(out, "  %s %-24s %-4s", t->type, t->key, t->proto);
+	for (int k = from; k < to; k++)
+		fprintf(out, " %s=%llu", counted[k], t->n[k]);
+	fputc('\n', out);
 }
 
 static void print_totals(const char *dir, bool json)
@@ -133,18 +179,8 @@ static void print_totals(const char *dir, bool json)
 	FILE *out = stderr;
 	if (!json)
 		fprintf(out, "faultctl: stats of %d process%s:\n", procs, procs == 1 ? "" : "es");
-	for (int i = 0; i < n; i++) {
-		if (json)
-			fprintf(out,
-				"{\"type\":\"%s\",\"%s\":\"%s\",\"proto\":\"%s\",\"action\":\"%s\","
-				"\"attempts\":%llu,\"faults\":%llu,\"bytes\":%llu}\n",
-				t[i].type, strcmp(t[i].type, "rule") ? "dest" : "name", t[i].key,
-				t[i].proto, t[i].action, t[i].attempts, t[i].faults, t[i].bytes);
-		else
-			fprintf(out, "  %s %-24s %-4s attempts=%llu faults=%llu bytes=%llu\n",
-				t[i].type, t[i].key, t[i].proto, t[i].attempts, t[i].faults,
-				t[i].bytes);
-	}
+	for (int i = 0; i < n; i++)
+		print_total(out, &t[i], json);
 	free(t);
 }
 

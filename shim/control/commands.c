@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/http.h"
 #include "shim/base/policy.h"
 #include "shim/stats/stats.h"
 
@@ -325,6 +326,21 @@ static void rules(struct fn_buf *out)
 	fn_buf_add(out, "end\n", 4);
 }
 
+/* An HTTP rule's requests: seen, and what became of them. */
+static void request_counts(struct fn_buf *out, const struct fn_rule *r,
+			   const struct fn_rulestat *s)
+{
+	fn_buf_printf(out,
+		      " requests=%llu answered=%llu slowed=%llu aborted=%llu forwarded=%llu",
+		      (unsigned long long)__atomic_load_n(&s->requests, __ATOMIC_RELAXED),
+		      (unsigned long long)__atomic_load_n(&s->answered, __ATOMIC_RELAXED),
+		      (unsigned long long)__atomic_load_n(&s->slowed, __ATOMIC_RELAXED),
+		      (unsigned long long)__atomic_load_n(&s->aborted, __ATOMIC_RELAXED),
+		      (unsigned long long)__atomic_load_n(&s->forwarded, __ATOMIC_RELAXED));
+	if (r->action == FN_ACT_RESPOND)
+		fn_buf_printf(out, " status=%d", r->http->status);
+}
+
 void fn_cmd_stats(struct fn_buf *out)
 {
 	const struct fn_policy *p = fn_policy_current();
@@ -334,11 +350,14 @@ void fn_cmd_stats(struct fn_buf *out)
 		fn_buf_printf(out, "rule pid=%d", (int)getpid());
 		fn_buf_field(out, "name", r->name);
 		fn_buf_printf(
-		    out, " action=%s attempts=%llu faults=%llu bytes=%llu\n",
+		    out, " action=%s attempts=%llu faults=%llu bytes=%llu",
 		    fn_action_name(r->action),
 		    (unsigned long long)(s ? __atomic_load_n(&s->attempts, __ATOMIC_RELAXED) : 0),
 		    (unsigned long long)(s ? __atomic_load_n(&s->faults, __ATOMIC_RELAXED) : 0),
 		    (unsigned long long)(s ? __atomic_load_n(&s->bytes, __ATOMIC_RELAXED) : 0));
+		if (fn_rule_http(r) && s)
+			request_counts(out, r, s);
+		fn_buf_add(out, "\n", 1);
 	}
 	for (size_t i = 0; i < ngone; i++) {
 		fn_buf_printf(out, "rule pid=%d", (int)getpid());
@@ -349,6 +368,7 @@ void fn_cmd_stats(struct fn_buf *out)
 			      (unsigned long long)gone[i].bytes);
 	}
 	fn_stats_dump(out);
+	fn_stats_requests_dump(out);
 }
 
 /* Verbs that change the policy; false if verb is not one. */

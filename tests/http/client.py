@@ -220,6 +220,18 @@ def window(host, port, seconds):
     return out
 
 
+def live(host, port):
+    """One keep-alive connection: a request, then (once the test has
+    changed the rules and says so on stdin) another on the same one."""
+    c = Conn(host, port)
+    c.send(get("/live/1"))
+    first = c.response()[0]
+    print("first", flush=True)
+    sys.stdin.readline()
+    c.send(get("/live/2"))
+    return [first, c.response()[0]]
+
+
 if __name__ == "__main__":
     fn = globals()[sys.argv[1]]
     print(json.dumps(fn(*sys.argv[2:])), flush=True)

@@ -234,8 +234,50 @@ def test_not_http():
           outcomes.count("not-http") == 1 and outcomes.count("bad-request") == 1, outcomes)
 
 
+def test_counts():
+    port = 18110
+    o = origin.Origin(port, HOST).start()
+    conf = policy("counts", [rule("every3", "respond", port, "status = 503; every = 3;")])
+    p = subprocess.run([CTL, "run", "--config", conf, "--stats", "--json", "--", PY,
+                        os.path.join(HERE, "client.py"), "keepalive", HOST, str(port), "10"],
+                       env=env(conf), capture_output=True, text=True, timeout=60)
+    recs = [json.loads(line) for line in p.stderr.splitlines() if line.startswith("{")]
+    r = [x for x in recs if x.get("type") == "rule" and x.get("name") == "every3"]
+    h = [x for x in recs if x.get("type") == "http" and x.get("path") == "/k/*"]
+    check("run --stats: the rule's requests (10), answered (3) and forwarded (7)",
+          r and (r[0]["requests"], r[0]["answered"], r[0]["forwarded"]) == (10, 3, 7), recs)
+    check("run --stats: per method, Host and path prefix: GET origin /k/* 10 requests",
+          h and (h[0]["method"], h[0]["host"], h[0]["requests"], h[0]["answered"]) ==
+          ("GET", "origin", 10, 3), recs)
+    check("run --stats agrees with the server: it saw the 7 forwarded requests",
+          len(o.requests) == 7, o.requests)
+    o.shutdown()
+
+
+def test_live():
+    port = 18111
+    o = origin.Origin(port, HOST).start()
+    conf = policy("live", [rule("later", "respond", port, "status = 500; enabled = false;")])
+    p = subprocess.Popen([PY, os.path.join(HERE, "client.py"), "live", HOST, str(port)],
+                         env=env(conf), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    first = p.stdout.readline().strip()
+    ctl = subprocess.run([CTL, "-p", str(p.pid), "enable", "later"], env=env(conf),
+                         capture_output=True, text=True, timeout=30)
+    stats = subprocess.run([CTL, "-p", str(p.pid), "stats"], env=env(conf),
+                           capture_output=True, text=True, timeout=30).stdout
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    res = json.loads(p.stdout.readline())
+    p.wait(timeout=30)
+    check("a rule switched on live reaches a keep-alive connection opened while it was off",
+          first == "first" and ctl.returncode == 0 and res == [200, 500], (first, ctl.stderr, res))
+    check("faultctl stats lists requests per method, Host and path prefix of a live process",
+          "/live/*" in stats and "GET" in stats, stats)
+    o.shutdown()
+
+
 def main():
-    for t in (test_keepalive, test_pipelined, test_head_and_expect, test_close_cases,
+    for t in (test_counts, test_live, test_keepalive, test_pipelined, test_head_and_expect, test_close_cases,
               test_no_server, test_slow, test_abort, test_window, test_not_http):
         t()
     subprocess.run(["rm", "-rf", TMP])
