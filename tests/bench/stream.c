@@ -8,6 +8,8 @@
  *   stream rr IP PORT N SIZE             microseconds of each of N round trips
  *   stream down IP PORT SECONDS          bytes per second received
  *   stream connect IP PORT N SYNCNT      microseconds and errno of N connects
+ *   stream http IP PORT N                microseconds of each of N keep-alive
+ *                                        HTTP/1.1 GETs (server G: 64-byte 200s)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -75,6 +77,29 @@ static bool read_all(int fd, char *p, size_t n)
 	return true;
 }
 
+/* An HTTP/1.1 server as small as can be: every request gets 64 bytes. The
+ * client sends one request at a time, so a request has ended when what
+ * was read ends with a blank line. */
+static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 64\r\n\r\n"
+			     "0123456789012345678901234567890123456789012345678901234567890123";
+
+static void serve_http(int fd)
+{
+	char b[4096];
+	size_t have = 0;
+	ssize_t n;
+	while ((n = recv(fd, b + have, sizeof(b) - have, 0)) > 0) {
+		have += (size_t)n;
+		if (have >= 3 && memcmp(b + have - 3, "\r\n\r\n" + 1, 3) == 0) {
+			if (!write_all(fd, answer, sizeof(answer) - 1))
+				return;
+			have = 0;
+		} else if (have == sizeof(b)) {
+			return;
+		}
+	}
+}
+
 static void *serve_one(void *arg)
 {
 	int fd = (int)(intptr_t)arg, one = 1;
@@ -91,6 +116,8 @@ static void *serve_one(void *arg)
 		} else if (kind == 'E') {
 			while ((n = recv(fd, b, sizeof(b), 0)) > 0 && write_all(fd, b, (size_t)n))
 				;
+		} else if (kind == 'G') {
+			serve_http(fd);
 		} else if (kind == 'S') {
 			while (write_all(fd, b, sizeof(b)))
 				;
@@ -156,6 +183,19 @@ static int rr(const char *ip, const char *port, long n, long size)
 	return 0;
 }
 
+static int http(const char *ip, const char *port, long n)
+{
+	static const char get[] = "GET /bench HTTP/1.1\r\nHost: bench\r\n\r\n";
+	int fd = dial(ip, port);
+	for (long i = 0; i < n; i++) {
+		double t0 = now();
+		if (!write_all(fd, get, sizeof(get) - 1) || !read_all(fd, buf, sizeof(answer) - 1))
+			return 1;
+		printf("%.1f\n", (now() - t0) * 1e6);
+	}
+	return 0;
+}
+
 static int down(const char *ip, const char *port, double seconds)
 {
 	int fd = dial(ip, port);
@@ -197,6 +237,8 @@ int main(int argc, char **argv)
 		return serve(argv[2], argv[3]);
 	if (argc >= 5 && strcmp(argv[1], "bulk") == 0)
 		return bulk(argv[2], argv[3], atol(argv[4]));
+	if (argc >= 5 && strcmp(argv[1], "http") == 0)
+		return http(argv[2], argv[3], atol(argv[4]));
 	if (argc >= 6 && strcmp(argv[1], "rr") == 0)
 		return rr(argv[2], argv[3], atol(argv[4]), atol(argv[5]));
 	if (argc >= 5 && strcmp(argv[1], "down") == 0)
