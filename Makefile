@@ -129,7 +129,7 @@ unit: test-deps
 
 integration: test-deps
 	@$(MAKE) --no-print-directory test-progs
-	tests/run.sh faults cli control hardening policies reach
+	tests/run.sh faults cli control hardening policies http reach
 
 clients: test-deps $(CONF_STAMP)
 	@$(MAKE) --no-print-directory all

@@ -229,7 +229,8 @@ static const char *bad_header(const char *h)
 		return "holds a line break";
 	for (const char *const *f = framing; *f; f++)
 		if ((size_t)(colon - h) == strlen(*f) && strncasecmp(h, *f, strlen(*f)) == 0)
-			return "is written by faultnet from the body (Content-Length); leave it out";
+			return "is written by faultnet from the body (Content-Length); leave it "
+			       "out";
 	return NULL;
 }
 
@@ -250,7 +251,8 @@ static bool parse_headers(struct ctx *c, const config_setting_t *s, struct fn_ru
 		const char *v, *why = NULL;
 		if (!get_string(c, e, "headers", &v) || (why = bad_header(v))) {
 			fn_buf_free(&b);
-			return why ? fail(c, e, "rule '%s': header '%s' %s", r->name, v, why) : false;
+			return why ? fail(c, e, "rule '%s': header '%s' %s", r->name, v, why)
+				   : false;
 		}
 		fn_buf_printf(&b, "%s\r\n", v);
 	}
@@ -302,8 +304,8 @@ static bool get_http_number(struct ctx *c, const config_setting_t *s, struct fn_
 static bool parse_http_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r,
 			   const char *key, bool *done)
 {
-	static const char *const keys[] = {"status", "headers",	"body", "body_file",
-					   "retry_after", "close", "mode", NULL};
+	static const char *const keys[] = {"status",	  "headers", "body", "body_file",
+					   "retry_after", "close",   "mode", NULL};
 	static const enum fn_action owner[] = {FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
 					       FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
 					       FN_ACT_ABORT};
@@ -372,8 +374,8 @@ static bool http_parser_ready(struct ctx *c)
 
 static bool parse_match(struct ctx *c, const config_setting_t *m, struct fn_rule *r)
 {
-	static const char *const keys[] = {"to",      "port",	  "proto", "from_zone",
-					   "to_zone", "method", "path",  "host",      NULL};
+	static const char *const keys[] = {"to",     "port", "proto", "from_zone", "to_zone",
+					   "method", "path", "host",  NULL};
 	char where[FN_NAME_MAX + 32];
 	snprintf(where, sizeof(where), "rule '%s': match", r->name);
 	if (!config_setting_is_group(m))

@@ -8,13 +8,13 @@ static struct fn_hparse lib;
 static const char *failure;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-#define BIND(field, sym)                                                                \
-	do {                                                                            \
-		*(void **)&lib.field = dlsym(h, sym);                                   \
-		if (!lib.field) {                                                       \
-			failure = "libhttp_parser.so.2.9 lacks " sym;                   \
-			return;                                                         \
-		}                                                                       \
+#define BIND(field, sym)                                              \
+	do {                                                          \
+		*(void **)&lib.field = dlsym(h, sym);                 \
+		if (!lib.field) {                                     \
+			failure = "libhttp_parser.so.2.9 lacks " sym; \
+			return;                                       \
+		}                                                     \
 	} while (0)
 
 static void load(void)

@@ -122,9 +122,11 @@ char *fn_http_answer(const struct fn_rule *r, bool head_request, size_t *len)
 	/* No body, and no Content-Length, for the statuses that cannot have
 	 * one (1xx, 204, 304). */
 	bool bodyless = h->status < 200 || h->status == 204 || h->status == 304;
-	int n = snprintf(top, sizeof(top), "HTTP/1.1 %d %s\r\n", h->status, fn_http_reason(h->status));
+	int n =
+	    snprintf(top, sizeof(top), "HTTP/1.1 %d %s\r\n", h->status, fn_http_reason(h->status));
 	char tail[128];
-	int m = bodyless ? snprintf(tail, sizeof(tail), "%s\r\n", h->close ? "Connection: close\r\n" : "")
+	int m = bodyless ? snprintf(tail, sizeof(tail), "%s\r\n",
+				    h->close ? "Connection: close\r\n" : "")
 			 : snprintf(tail, sizeof(tail), "Content-Length: %zu\r\n%s\r\n", h->bodylen,
 				    h->close ? "Connection: close\r\n" : "");
 	size_t hl = h->headers ? strlen(h->headers) : 0, rl = strlen(retry);

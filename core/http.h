@@ -26,10 +26,10 @@ struct fn_http {
 	int nheaders;
 	char *body; /* respond; bodylen bytes (may hold NULs from a file) */
 	size_t bodylen;
-	char *body_file;	 /* where body came from, for describing */
-	int64_t retry_after;	 /* seconds; -1 for none */
-	bool close;		 /* respond: Connection: close, then FIN */
-	int mode;		 /* abort: FN_ABORT_RESET or FN_ABORT_CLOSE */
+	char *body_file;     /* where body came from, for describing */
+	int64_t retry_after; /* seconds; -1 for none */
+	bool close;	     /* respond: Connection: close, then FIN */
+	int mode;	     /* abort: FN_ABORT_RESET or FN_ABORT_CLOSE */
 };
 
 /* A request as far as rules look at it. */

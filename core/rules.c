@@ -10,9 +10,8 @@
 #include "core/http.h"
 
 static const char *const action_names[FN_ACT_COUNT] = {
-    "blackhole", "stall",   "drop",	 "refuse", "reset", "unreachable",
-    "delay",	 "latency", "bandwidth", "drip",   "close",  "respond",
-    "slow",	 "abort"};
+    "blackhole", "stall",     "drop", "refuse", "reset",   "unreachable", "delay",
+    "latency",	 "bandwidth", "drip", "close",	"respond", "slow",	  "abort"};
 
 const char *fn_action_name(enum fn_action a)
 {
@@ -82,7 +81,7 @@ static bool in_zone(const struct fn_policy *p, int zone, const struct fn_endpoin
 }
 
 bool fn_rule_covers(const struct fn_policy *p, const struct fn_rule *r,
-			const struct fn_endpoint *peer, uint8_t proto)
+		    const struct fn_endpoint *peer, uint8_t proto)
 {
 	if (!(r->protos & proto))
 		return false;

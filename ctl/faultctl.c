@@ -177,12 +177,12 @@ static int cmd_query(struct opts *o, const char *verb)
 					     "blackhole", "stall", "drop",  "bytes"};
 	/* HTTP rules add their request counts; requests are listed per
 	 * method, Host and path prefix. */
-	static const char *const hrstats[] = {"pid",	  "name",     "action", "attempts",
-					      "faults",	  "requests", "answered", "status",
-					      "slowed",	  "aborted",  "forwarded"};
-	static const char *const hstats[] = {"pid",	 "method",   "host",	 "path",
-					     "requests", "forwarded", "answered", "slowed",
-					     "aborted"};
+	static const char *const hrstats[] = {"pid",	"name",	    "action",	"attempts",
+					      "faults", "requests", "answered", "status",
+					      "slowed", "aborted",  "forwarded"};
+	static const char *const hstats[] = {"pid",	 "method",   "host",
+					     "path",	 "requests", "forwarded",
+					     "answered", "slowed",   "aborted"};
 	static const char *const events[] = {"pid",  "mono_us", "fd",	"proto",
 					     "rule", "action",	"dest", "outcome"};
 	if (strcmp(verb, "ps") == 0)

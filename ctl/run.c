@@ -74,8 +74,8 @@ static int set_config(const char *file)
 /* Sums "rule", "dest" and "http" records by name across processes. The
  * request counts are those of HTTP rules and of "http" records. */
 #define NCOUNTS 8
-static const char *const counted[NCOUNTS] = {"attempts", "faults",   "bytes",  "requests",
-					     "answered", "slowed",   "aborted", "forwarded"};
+static const char *const counted[NCOUNTS] = {"attempts", "faults", "bytes",   "requests",
+					     "answered", "slowed", "aborted", "forwarded"};
 
 struct total {
 	char type[8], key[400], action[16], proto[8];
@@ -89,7 +89,8 @@ static void record_key(const char *line, const char *type, char *key, size_t len
 	char m[32], h[160], p[160];
 	if (strcmp(type, "http") == 0)
 		snprintf(key, len, "%s %s %s", record_get(line, "method", m, sizeof(m)),
-			 record_get(line, "host", h, sizeof(h)), record_get(line, "path", p, sizeof(p)));
+			 record_get(line, "host", h, sizeof(h)),
+			 record_get(line, "path", p, sizeof(p)));
 	else
 		record_get(line, strcmp(type, "rule") == 0 ? "name" : "dest", key, len);
 }
@@ -130,8 +131,10 @@ static void print_total(FILE *out, const struct total *t, bool json)
 		if (http)
 			sscanf(t->key, "%31s %159s %159s", m, h, p);
 		if (http)
-			fprintf(out, "{\"type\":\"http\",\"method\":\"%s\",\"host\":\"%s\",\"path\":\"%s\"",
-				m, h, p);
+			fprintf(
+			    out,
+			    "{\"type\":\"http\",\"method\":\"%s\",\"host\":\"%s\",\"path\":\"%s\"",
+			    m, h, p);
 		else
 			fprintf(out, "{\"type\":\"%s\",\"%s\":\"%s\"", t->type,
 				strcmp(t->type, "rule") ? "dest" : "name", t->key);

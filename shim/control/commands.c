@@ -327,11 +327,9 @@ static void rules(struct fn_buf *out)
 }
 
 /* An HTTP rule's requests: seen, and what became of them. */
-static void request_counts(struct fn_buf *out, const struct fn_rule *r,
-			   const struct fn_rulestat *s)
+static void request_counts(struct fn_buf *out, const struct fn_rule *r, const struct fn_rulestat *s)
 {
-	fn_buf_printf(out,
-		      " requests=%llu answered=%llu slowed=%llu aborted=%llu forwarded=%llu",
+	fn_buf_printf(out, " requests=%llu answered=%llu slowed=%llu aborted=%llu forwarded=%llu",
 		      (unsigned long long)__atomic_load_n(&s->requests, __ATOMIC_RELAXED),
 		      (unsigned long long)__atomic_load_n(&s->answered, __ATOMIC_RELAXED),
 		      (unsigned long long)__atomic_load_n(&s->slowed, __ATOMIC_RELAXED),

@@ -48,9 +48,8 @@ static const struct fn_rule *decide(const struct fn_policy *p, const struct fn_e
 	/* A connection no connect-time rule takes is relayed when an HTTP
 	 * rule covers its peer, even one switched off for now: enabled later,
 	 * it then sees the requests of connections already open. */
-	const struct fn_rule *http = proto == FN_PROTO_TCP && (!r || fn_rule_http(r))
-					 ? fn_http_covers(p, ep)
-					 : NULL;
+	const struct fn_rule *http =
+	    proto == FN_PROTO_TCP && (!r || fn_rule_http(r)) ? fn_http_covers(p, ep) : NULL;
 	if (http && (!r || r == http || fn_rule_http(r))) {
 		*seen = NULL; /* its requests are counted, not the connect */
 		return http;
@@ -98,9 +97,8 @@ static enum fn_sink_kind sink_for(const struct fn_rule *r, uint8_t proto)
 static const char *fault_outcome(const struct fn_verdict *v)
 {
 	static const char *const names[FN_ACT_COUNT] = {
-	    "blackholed", "stalled", "dropped", "refused", "reset",  "unreachable",
-	    "delayed",	  "relayed", "relayed", "relayed", "relayed", "http",
-	    "http",	  "http"};
+	    "blackholed", "stalled", "dropped", "refused", "reset", "unreachable", "delayed",
+	    "relayed",	  "relayed", "relayed", "relayed", "http",  "http",	   "http"};
 	if (v->proto == FN_PROTO_UDP)
 		return v->rule->action == FN_ACT_DELAY ? "delayed" : "dropped";
 	if (fn_rule_http(v->rule))
@@ -205,8 +203,9 @@ bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const str
 	bool refused = !ok && v->rule->action == FN_ACT_UNREACHABLE;
 	/* An HTTP rule counts the connection's requests, not the connect. */
 	bool http = fn_rule_http(v->rule);
-	int dest = fn_stats_attempt(fd, http ? NULL : v->rule, http ? NULL : v->seen, &v->ep, v->proto,
-				    ok || refused ? fault_outcome(v) : "fault-failed", bytes);
+	int dest =
+	    fn_stats_attempt(fd, http ? NULL : v->rule, http ? NULL : v->seen, &v->ep, v->proto,
+			     ok || refused ? fault_outcome(v) : "fault-failed", bytes);
 	if (ok && connecting && !record(fd, sa, len, v, target, *tlen, dest)) {
 		ok = false;
 		err = ENOBUFS;

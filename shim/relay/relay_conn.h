@@ -74,7 +74,7 @@ struct fn_conn {
 	uint64_t reset_ns;  /* when the reset became due */
 	bool done;
 	struct fn_dir dir[2];
-	bool http_mode;		/* per-request HTTP rules apply (relay_http.h) */
+	bool http_mode;	       /* per-request HTTP rules apply (relay_http.h) */
 	struct fn_hconn *http; /* their state, once established */
 };
 

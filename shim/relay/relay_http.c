@@ -471,7 +471,8 @@ static bool release_forward(struct fn_conn *c, struct hreq *e, uint64_t now)
 			c->reset_pending = true;
 			if (h->up_err)
 				fn_stats_event(NULL, NULL, &h->ep,
-					       h->up_err == ECONNABORTED ? "aborted" : fn_errname(h->up_err));
+					       h->up_err == ECONNABORTED ? "aborted"
+									 : fn_errname(h->up_err));
 		}
 		return false;
 	}

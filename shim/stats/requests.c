@@ -82,7 +82,7 @@ void fn_stats_request(const struct fn_rule *seen, const struct fn_rule *r,
 		snprintf(outcome, sizeof(outcome), "http-%d", r->http->status);
 	else
 		snprintf(outcome, sizeof(outcome), "%s",
-			 fate == FN_REQ_SLOWED ? "slowed"
+			 fate == FN_REQ_SLOWED		   ? "slowed"
 			 : r->http->mode == FN_ABORT_CLOSE ? "aborted-close"
 							   : "aborted-reset");
 	fn_stats_event(r, r, ep, outcome);
@@ -99,8 +99,7 @@ static void dump_key(struct fn_buf *b, const struct reqkey *k, const char *prefi
 	fn_buf_field(b, "path", prefix);
 	fn_buf_printf(b, " requests=%llu forwarded=%llu answered=%llu slowed=%llu aborted=%llu\n",
 		      (unsigned long long)(n[0] + n[1] + n[2] + n[3]), (unsigned long long)n[0],
-		      (unsigned long long)n[1], (unsigned long long)n[2],
-		      (unsigned long long)n[3]);
+		      (unsigned long long)n[1], (unsigned long long)n[2], (unsigned long long)n[3]);
 }
 
 void fn_stats_requests_dump(struct fn_buf *b)

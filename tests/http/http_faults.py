@@ -273,6 +273,20 @@ def test_live():
           first == "first" and ctl.returncode == 0 and res == [200, 500], (first, ctl.stderr, res))
     check("faultctl stats lists requests per method, Host and path prefix of a live process",
           "/live/*" in stats and "GET" in stats, stats)
+    # faultctl add takes the HTTP actions too, in the policy file's syntax.
+    p = subprocess.Popen([PY, os.path.join(HERE, "client.py"), "live", HOST, str(port)],
+                         env=env(conf), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    first = p.stdout.readline().strip()
+    add = subprocess.run([CTL, "-p", str(p.pid), "add", "--first",
+                          '{ name = "teapot"; action = "respond"; status = 418; '
+                          'match = { to = "%s/32"; port = %d; path = "/live/2"; }; }' % (HOST, port)],
+                         env=env(conf), capture_output=True, text=True, timeout=30)
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    res = json.loads(p.stdout.readline())
+    p.wait(timeout=30)
+    check("faultctl add of a respond rule applies to the next request of an open connection",
+          first == "first" and add.returncode == 0 and res == [200, 418], (add.stderr, res))
     o.shutdown()
 
 

@@ -32,19 +32,24 @@ static const char *error_of(const char *text)
 
 static void test_errors(void)
 {
-	EXPECT("action = \"respond\";", "/tmp/t.conf:2: rule 'h': action respond needs status (100 to 599)");
-	EXPECT("action = \"respond\"; status = 99;", "/tmp/t.conf:2: rule 'h': status 99 is not from 100 to 599");
-	EXPECT("action = \"slow\";", "/tmp/t.conf:2: rule 'h': action slow needs delay_ms (more than 0)");
+	EXPECT("action = \"respond\";",
+	       "/tmp/t.conf:2: rule 'h': action respond needs status (100 to 599)");
+	EXPECT("action = \"respond\"; status = 99;",
+	       "/tmp/t.conf:2: rule 'h': status 99 is not from 100 to 599");
+	EXPECT("action = \"slow\";",
+	       "/tmp/t.conf:2: rule 'h': action slow needs delay_ms (more than 0)");
 	EXPECT("action = \"respond\"; status = 503; headers = [\"Bad Header\"];",
 	       "/tmp/t.conf:2: rule 'h': header 'Bad Header' must be \"Name: value\"");
-	EXPECT("action = \"respond\"; status = 503; headers = [\"Content-Length: 5\"];",
-	       "/tmp/t.conf:2: rule 'h': header 'Content-Length: 5' is written by faultnet from the "
-	       "body (Content-Length); leave it out");
+	EXPECT(
+	    "action = \"respond\"; status = 503; headers = [\"Content-Length: 5\"];",
+	    "/tmp/t.conf:2: rule 'h': header 'Content-Length: 5' is written by faultnet from the "
+	    "body (Content-Length); leave it out");
 	EXPECT("action = \"respond\"; status = 503; body = \"x\"; body_file = \"y\";",
 	       "/tmp/t.conf:2: rule 'h': body and body_file: give one");
-	EXPECT("action = \"respond\"; status = 503; body_file = \"no-such-file\";",
-	       "/tmp/t.conf:2: rule 'h': body_file /tmp/no-such-file: cannot read the file (No such "
-	       "file or directory)");
+	EXPECT(
+	    "action = \"respond\"; status = 503; body_file = \"no-such-file\";",
+	    "/tmp/t.conf:2: rule 'h': body_file /tmp/no-such-file: cannot read the file (No such "
+	    "file or directory)");
 	EXPECT("action = \"abort\"; mode = \"explode\";",
 	       "/tmp/t.conf:2: rule 'h': mode 'explode' must be \"reset\" or \"close\"");
 	EXPECT("action = \"abort\"; status = 500;",
@@ -69,8 +74,8 @@ static void test_body_file(void)
 	CU_ASSERT(write(fd, "a\0b", 3) == 3);
 	close(fd);
 	char text[256];
-	snprintf(text, sizeof(text), RULE("action = \"respond\"; status = 500; body_file = \"%s\";"),
-		 path);
+	snprintf(text, sizeof(text),
+		 RULE("action = \"respond\"; status = 500; body_file = \"%s\";"), path);
 	struct fn_policy *p = load(text);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	CU_ASSERT_EQUAL(p->rules[0].http->bodylen, 3);
@@ -81,8 +86,9 @@ static void test_body_file(void)
 
 static void test_match(void)
 {
-	struct fn_policy *p = load(RULE("action = \"respond\"; status = 503; match = { method = "
-					"\"GET\"; path = \"/bucket/*\"; host = \"*.example.com\"; };"));
+	struct fn_policy *p =
+	    load(RULE("action = \"respond\"; status = 503; match = { method = "
+		      "\"GET\"; path = \"/bucket/*\"; host = \"*.example.com\"; };"));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	const struct fn_rule *r = &p->rules[0];
 	struct fn_http_req get = {"GET", "/bucket/key", "s3.Example.com"};
@@ -133,8 +139,9 @@ static void test_answer(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	size_t n;
 	char *a = fn_http_answer(&p->rules[0], false, &n);
-	const char *want = "HTTP/1.1 503 Service Unavailable\r\nx-amz-request-id: 1\r\nRetry-After: "
-			   "30\r\nContent-Length: 8\r\nConnection: close\r\n\r\n<Error/>";
+	const char *want =
+	    "HTTP/1.1 503 Service Unavailable\r\nx-amz-request-id: 1\r\nRetry-After: "
+	    "30\r\nContent-Length: 8\r\nConnection: close\r\n\r\n<Error/>";
 	CU_ASSERT_EQUAL(n, strlen(want));
 	CU_ASSERT(memcmp(a, want, n) == 0);
 	free(a);
