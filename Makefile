@@ -39,7 +39,7 @@ FUZZERS := build/fuzz/fuzz_config build/fuzz/fuzz_rule build/fuzz/fuzz_protocol
 
 .PHONY: all deps test-deps install demo test test-progs check unit integration clients sanitize \
 	check-exports conformance stress bench bench-progs fuzz fresh-check clean format depcheck
-all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl
+all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl $(BUILD)/faultnet-probe
 
 # Installs the Debian packages the build and the tests need when missing.
 deps:
@@ -65,10 +65,16 @@ $(BUILD)/libfaultnet.so: $(call obj,$(SHIM_SRC)) $(CORE_LIB) shim/exports.map
 $(BUILD)/faultctl: $(call obj,$(CTL_SRC)) $(CORE_LIB)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl -Wl,--export-dynamic-symbol=faultnet_ctl_idle
 
+# A scenario's url probes: a program of its own, so that it can run under
+# the shim (faultctl keeps the shim idle in itself).
+$(BUILD)/faultnet-probe: $(call obj,ctl/probe/probe.c)
+	$(CC) $(ALL_CFLAGS) -o $@ $^
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
 	install -m 0644 $(BUILD)/libfaultnet.so $(DESTDIR)$(PREFIX)/lib/libfaultnet.so
 	install -m 0755 $(BUILD)/faultctl $(DESTDIR)$(PREFIX)/bin/faultctl
+	install -m 0755 $(BUILD)/faultnet-probe $(DESTDIR)$(PREFIX)/bin/faultnet-probe
 
 # ---- test programs -------------------------------------------------------
 # The unit tests link core/ and the relay's pure shaping functions.
@@ -194,7 +200,7 @@ demo: deps
 	scripts/demo.sh
 
 format:
-	clang-format -i core/*.[ch] shim/*.c shim/*/*.[ch] ctl/*.[ch] tests/*/*.c tests/*/*.h
+	clang-format -i core/*.[ch] shim/*.c shim/*/*.[ch] ctl/*.[ch] ctl/probe/*.c tests/*/*.c tests/*/*.h
 
 clean:
 	rm -rf build

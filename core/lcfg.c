@@ -33,6 +33,8 @@ const char *fn_lcfg_open(struct fn_lcfg *l)
 	BIND(get_int64, "config_setting_get_int64");
 	BIND(get_float, "config_setting_get_float");
 	BIND(get_bool, "config_setting_get_bool");
+	BIND(remove, "config_setting_remove");
+	BIND(write_file, "config_write_file");
 	return NULL;
 }
 

@@ -21,6 +21,8 @@ struct fn_lcfg {
 	long long (*get_int64)(const config_setting_t *);
 	double (*get_float)(const config_setting_t *);
 	int (*get_bool)(const config_setting_t *);
+	int (*remove)(config_setting_t *, const char *);
+	int (*write_file)(config_t *, const char *);
 };
 
 /* NULL on success, else a message saying what is missing. */

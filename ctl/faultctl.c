@@ -12,13 +12,16 @@
 
 #include "core/config.h"
 #include "core/rundir.h"
+#include "ctl/scenario.h"
 #include "ctl/render.h"
 #include "ctl/run.h"
 #include "ctl/targets.h"
 
 static const char usage[] =
     "usage: faultctl [-p PID]... [-g GROUP] [--json] VERB [ARGS]\n"
-    "  check FILE                      validate a policy file\n"
+    "  check FILE                      validate a policy or scenario file\n"
+    "  scenario FILE [--report DIR] [-- CMD [ARG...]]\n"
+    "                                  run a timed fault plan with probes; report\n"
     "  run [--config FILE] [--zone Z] [-g GROUP] [--stats] [--allow-unreached] -- CMD [ARG...]\n"
     "  ps                              processes under the shim\n"
     "  rules                           rules with their state, faults and attempts\n"
@@ -72,7 +75,18 @@ static int cmd_check(int argc, char **argv)
 {
 	if (argc != 1)
 		return fail_usage("check takes one file");
-	char err[1024];
+	char err[2048];
+	if (sc_is_scenario(argv[0])) {
+		struct scenario *sc = sc_load(argv[0], err, sizeof(err));
+		if (!sc) {
+			fprintf(stderr, "faultctl: %s\n", err);
+			return 1;
+		}
+		printf("%s: ok (scenario: %d steps, %d probes, %d expectations, %lld ms)\n",
+		       argv[0], sc->nsteps, sc->nprobes, sc->nexpects, (long long)sc->duration_ms);
+		sc_free(sc);
+		return 0;
+	}
 	struct fn_policy *p = fn_config_load_file(argv[0], NULL, err, sizeof(err));
 	if (!p) {
 		fprintf(stderr, "faultctl: %s\n", err);
@@ -501,6 +515,17 @@ int main(int argc, char **argv)
 		return cmd_run(argc - v - 1, argv + v + 1, o.sel.group, o.json);
 	if (strcmp(verb, "check") == 0)
 		return cmd_check(argc - v - 1, argv + v + 1);
+	if (strcmp(verb, "scenario") == 0) {
+		char self[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n <= 0)
+			return fail_usage("cannot find faultctl's own path in /proc/self/exe");
+		self[n] = '\0';
+		if (o.sel.group)
+			return fail_usage(
+			    "scenario: the group is the scenario's own (its group key)");
+		return cmd_scenario(argc - v - 1, argv + v + 1, self);
+	}
 	/* The rest take options after the verb too. */
 	char *rest[argc];
 	int nrest = 0;

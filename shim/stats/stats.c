@@ -213,7 +213,7 @@ void fn_stats_dump(struct fn_buf *b)
 
 uint64_t fn_stats_generation(void)
 {
-	return __atomic_load_n(&ring_head, __ATOMIC_RELAXED);
+	return __atomic_load_n(&ring_head, __ATOMIC_RELAXED) + fn_stats_requests_seen();
 }
 
 void fn_events_dump(struct fn_buf *b, uint64_t *since)

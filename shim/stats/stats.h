@@ -64,6 +64,8 @@ enum fn_req_fate { FN_REQ_FORWARDED, FN_REQ_ANSWERED, FN_REQ_SLOWED, FN_REQ_ABOR
 void fn_stats_request(const struct fn_rule *seen, const struct fn_rule *r,
 		      const struct fn_endpoint *ep, const char *method, const char *host,
 		      const char *path, enum fn_req_fate fate);
+/* How many requests were counted: part of fn_stats_generation. */
+uint64_t fn_stats_requests_seen(void);
 /* "http ..." records, one per method, Host and path prefix. */
 void fn_stats_requests_dump(struct fn_buf *b);
 

@@ -30,6 +30,7 @@ ALLOWED = {
     "shim/base": {"core"},
     "core": set(),
     "ctl": {"core"},
+    "ctl/probe": set(),
 }
 HOOKS = "shim/hooks.c"
 

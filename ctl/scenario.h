@@ -1,0 +1,126 @@
+/* scenario.h - faultctl scenario: a timed plan of rule changes on a group,
+ * probes that watch health while it runs, expectations checked at the end,
+ * and the report (JSON, SVG, JUnit, a summary). The model is filled by
+ * scenario_parse.c, run by scenario_run.c and written by scenario_report.c. */
+#ifndef FAULTCTL_SCENARIO_H
+#define FAULTCTL_SCENARIO_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define SC_NAME 64
+
+enum sc_verb { SV_ENABLE, SV_DISABLE, SV_ADD, SV_RM, SV_LOAD, SV_ZONE, SV_COUNT };
+
+struct sc_step {
+	char name[SC_NAME];
+	enum sc_verb verb;
+	char *arg;		  /* rule name, rule text, file or zone */
+	char rule[SC_NAME];	  /* add: the added rule's name, for the undo */
+	char group[SC_NAME];	  /* "" for the scenario's group */
+	int64_t at_ms;		  /* -1 when it follows another step */
+	int after;		  /* index of that step, -1 for none */
+	int64_t after_ms, for_ms; /* for_ms -1: never undone before the end */
+	int line;
+	/* What happened. */
+	int64_t planned_ms, actual_ms, undo_planned_ms, undo_actual_ms; /* -1 when not */
+	int rc, undo_rc;
+	char message[256];
+};
+
+struct sc_sample {
+	int64_t t_ms, took_ms;
+	bool ok;
+};
+
+struct sc_probe {
+	char name[SC_NAME];
+	char *command; /* run with sh -c; exit 0 is healthy */
+	char *url;     /* or an HTTP GET that must answer status */
+	int status;
+	int64_t interval_ms, timeout_ms;
+	bool shim; /* run under the shim, in the scenario's group */
+	int line;
+	struct sc_sample *samples;
+	size_t n, cap;
+	pid_t pid; /* the run in flight, 0 for none */
+	int64_t started_ms, next_ms;
+	int streak; /* failures in a row */
+};
+
+enum sc_expect_kind { EX_HEALTHY_WITHIN, EX_UNHEALTHY_WITHIN, EX_MAX_FAILURES, EX_RULE_MAX };
+
+struct sc_expect {
+	enum sc_expect_kind kind;
+	int probe;     /* index, or -1 for a rule expectation */
+	int after;     /* step index, -1 for the start */
+	bool from_end; /* measured from the step's undo, not its start */
+	int64_t bound;
+	char rule[SC_NAME];
+	char counter[16]; /* attempts, faults, requests, answered, ... */
+	int line;
+	bool held;
+	int64_t measured; /* -1: never happened */
+	char text[256];
+};
+
+struct sc_stop {
+	int probe, failures, after;
+	int64_t time_ms; /* -1 for none */
+	int line;
+};
+
+/* Per-rule totals over time, summed over the group's processes. */
+struct sc_rate {
+	char rule[SC_NAME];
+	uint64_t *attempts, *faults, *requests; /* one per second of the run */
+	uint64_t total[8]; /* attempts faults bytes requests answered slowed aborted forwarded */
+	int len;	   /* entries filled in the series */
+};
+
+struct scenario {
+	char file[PATH_MAX];
+	char policy[PATH_MAX]; /* the file the processes start with */
+	char group[SC_NAME];
+	int64_t duration_ms;
+	struct sc_step *steps;
+	int nsteps;
+	struct sc_probe *probes;
+	int nprobes;
+	struct sc_expect *expects;
+	int nexpects;
+	struct sc_stop *stops;
+	int nstops;
+	/* What happened. */
+	int64_t ended_ms;
+	char end_reason[128];
+	struct sc_rate *rates;
+	int nrates, seconds;
+	int cmd_status; /* -1 while running or without a command */
+	int64_t cmd_exit_ms;
+	bool policy_tmp; /* policy was written from inline rules: removed at the end */
+};
+
+const char *sc_verb_name(enum sc_verb v);
+
+/* Reads and checks a scenario file; NULL with "FILE:LINE: problem" in err. */
+struct scenario *sc_load(const char *path, char *err, size_t errlen);
+void sc_free(struct scenario *s);
+/* True when path looks like a scenario (it has steps or probes), for
+ * faultctl check. */
+bool sc_is_scenario(const char *path);
+
+/* faultctl scenario FILE [--report DIR] [-- CMD...]: the exit status. */
+int cmd_scenario(int argc, char **argv, const char *self);
+
+/* scenario_report.c: evaluates the expectations, then writes report.json,
+ * report.svg and junit.xml into dir (if given) and the summary to out. */
+void sc_evaluate(struct scenario *s);
+bool sc_write_report(const struct scenario *s, const char *dir, char *err, size_t errlen);
+void sc_summary(const struct scenario *s, FILE *out);
+
+#endif

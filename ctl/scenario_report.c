@@ -1,0 +1,367 @@
+/* scenario_report.c - what a scenario run measured: each expectation
+ * checked against the probes' samples and the rules' counters, then the
+ * report: report.json (everything), report.svg (a timeline a person reads
+ * at a glance), junit.xml (one test case per expectation) and a summary. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ctl/scenario.h"
+
+static const char *const kind_names[] = {"healthy_within_ms", "unhealthy_within_ms", "max_failures",
+					 "rule_max"};
+static const char *const total_names[8] = {"attempts", "faults", "bytes",   "requests",
+					   "answered", "slowed", "aborted", "forwarded"};
+
+/* Where an expectation counts from: a step's start or end, or 0. */
+static int64_t reference(const struct scenario *s, const struct sc_expect *e)
+{
+	if (e->after < 0)
+		return 0;
+	const struct sc_step *st = &s->steps[e->after];
+	return e->from_end ? st->undo_actual_ms : st->actual_ms;
+}
+
+static int64_t done_at(const struct sc_sample *x)
+{
+	return x->t_ms + x->took_ms;
+}
+
+/* Time from ref to the first failure known after it; -1 for none. */
+static int64_t to_notice(const struct sc_probe *p, int64_t ref)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (!p->samples[i].ok && done_at(&p->samples[i]) >= ref)
+			return done_at(&p->samples[i]) - ref;
+	return -1;
+}
+
+/* Time from ref until the probe is healthy again after failing at or after
+ * ref; 0 if it never failed, -1 if it never recovered. */
+static int64_t to_recover(const struct sc_probe *p, int64_t ref)
+{
+	size_t i = 0;
+	while (i < p->n && (p->samples[i].ok || done_at(&p->samples[i]) < ref))
+		i++;
+	if (i == p->n)
+		return 0;
+	for (int64_t down = p->samples[i].t_ms; i < p->n; i++)
+		if (p->samples[i].ok && p->samples[i].t_ms > down)
+			return done_at(&p->samples[i]) - ref;
+	return -1;
+}
+
+static const struct sc_rate *rate_of(const struct scenario *s, const char *rule)
+{
+	for (int i = 0; i < s->nrates; i++)
+		if (strcmp(s->rates[i].rule, rule) == 0)
+			return &s->rates[i];
+	return NULL;
+}
+
+static void evaluate_one(struct scenario *s, struct sc_expect *e)
+{
+	int64_t ref = reference(s, e);
+	char from[SC_NAME + 32] = "the start";
+	if (e->after >= 0)
+		snprintf(from, sizeof(from), "%s %s", s->steps[e->after].name,
+			 e->from_end ? "ended" : "began");
+	if (e->kind == EX_RULE_MAX) {
+		const struct sc_rate *rt = rate_of(s, e->rule);
+		int k = 0;
+		while (strcmp(total_names[k], e->counter))
+			k++;
+		e->measured = rt ? (int64_t)rt->total[k] : 0;
+		e->held = e->measured <= e->bound;
+		snprintf(e->text, sizeof(e->text), "rule %s: %s %lld (at most %lld)", e->rule,
+			 e->counter, (long long)e->measured, (long long)e->bound);
+		return;
+	}
+	const struct sc_probe *p = &s->probes[e->probe];
+	if (ref < 0) {
+		e->measured = -1;
+		snprintf(e->text, sizeof(e->text), "probe %s: %s never happened", p->name, from);
+		return;
+	}
+	if (e->kind == EX_MAX_FAILURES) {
+		e->measured = 0;
+		for (size_t i = 0; i < p->n; i++)
+			e->measured += !p->samples[i].ok && p->samples[i].t_ms >= ref;
+		e->held = e->measured <= e->bound;
+		snprintf(e->text, sizeof(e->text),
+			 "probe %s: %lld failures after %s (at most %lld)", p->name,
+			 (long long)e->measured, from, (long long)e->bound);
+		return;
+	}
+	bool notice = e->kind == EX_UNHEALTHY_WITHIN;
+	e->measured = notice ? to_notice(p, ref) : to_recover(p, ref);
+	e->held = e->measured >= 0 && e->measured <= e->bound;
+	if (e->measured < 0)
+		snprintf(e->text, sizeof(e->text), "probe %s: never %s after %s (within %lld ms)",
+			 p->name, notice ? "failed" : "recovered", from, (long long)e->bound);
+	else
+		snprintf(e->text, sizeof(e->text), "probe %s: %s %lld ms after %s (within %lld ms)",
+			 p->name, notice ? "failed" : "healthy again", (long long)e->measured, from,
+			 (long long)e->bound);
+}
+
+void sc_evaluate(struct scenario *s)
+{
+	for (int i = 0; i < s->nexpects; i++)
+		evaluate_one(s, &s->expects[i]);
+}
+
+/* ---- report.json ------------------------------------------------------------ */
+
+static void jstr(FILE *f, const char *v)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)(v ? v : ""); *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static void jseries(FILE *f, const uint64_t *v, int n)
+{
+	fputc('[', f);
+	for (int i = 0; i < n; i++) /* per second: the difference of totals */
+		fprintf(f, "%s%llu", i ? "," : "",
+			(unsigned long long)(i && v[i] >= v[i - 1] ? v[i] - v[i - 1]
+					     : i		   ? 0
+								   : v[0]));
+	fputc(']', f);
+}
+
+static void json_steps(FILE *f, const struct scenario *s)
+{
+	fputs("\"steps\":[", f);
+	for (int i = 0; i < s->nsteps; i++) {
+		const struct sc_step *st = &s->steps[i];
+		fprintf(f, "%s{\"name\":", i ? "," : "");
+		jstr(f, st->name);
+		fprintf(f, ",\"verb\":\"%s\",\"arg\":", sc_verb_name(st->verb));
+		jstr(f, st->arg);
+		fprintf(f,
+			",\"planned_ms\":%lld,\"actual_ms\":%lld,\"late_ms\":%lld,\"exit\":%d,"
+			"\"undo_planned_ms\":%lld,\"undo_actual_ms\":%lld,\"message\":",
+			(long long)st->planned_ms, (long long)st->actual_ms,
+			(long long)(st->actual_ms >= 0 ? st->actual_ms - st->planned_ms : -1),
+			st->rc, (long long)st->undo_planned_ms, (long long)st->undo_actual_ms);
+		jstr(f, st->message);
+		fputc('}', f);
+	}
+	fputs("],\n", f);
+}
+
+static void json_probes(FILE *f, const struct scenario *s)
+{
+	fputs("\"probes\":[", f);
+	for (int i = 0; i < s->nprobes; i++) {
+		const struct sc_probe *p = &s->probes[i];
+		fprintf(f, "%s{\"name\":", i ? "," : "");
+		jstr(f, p->name);
+		fputs(p->url ? ",\"url\":" : ",\"command\":", f);
+		jstr(f, p->url ? p->url : p->command);
+		fprintf(f, ",\"shim\":%s,\"interval_ms\":%lld,\"timeout_ms\":%lld,\"samples\":[",
+			p->shim ? "true" : "false", (long long)p->interval_ms,
+			(long long)p->timeout_ms);
+		for (size_t k = 0; k < p->n; k++)
+			fprintf(f, "%s{\"t_ms\":%lld,\"ok\":%s,\"took_ms\":%lld}", k ? "," : "",
+				(long long)p->samples[k].t_ms, p->samples[k].ok ? "true" : "false",
+				(long long)p->samples[k].took_ms);
+		fputs("]}", f);
+	}
+	fputs("],\n", f);
+}
+
+static void json_rules(FILE *f, const struct scenario *s)
+{
+	fputs("\"rules\":[", f);
+	for (int i = 0; i < s->nrates; i++) {
+		const struct sc_rate *rt = &s->rates[i];
+		fprintf(f, "%s{\"rule\":", i ? "," : "");
+		jstr(f, rt->rule);
+		fputs(",\"attempts_per_s\":", f);
+		jseries(f, rt->attempts, rt->len);
+		fputs(",\"faults_per_s\":", f);
+		jseries(f, rt->faults, rt->len);
+		fputs(",\"requests_per_s\":", f);
+		jseries(f, rt->requests, rt->len);
+		fputs(",\"totals\":{", f);
+		for (int k = 0; k < 8; k++)
+			fprintf(f, "%s\"%s\":%llu", k ? "," : "", total_names[k],
+				(unsigned long long)rt->total[k]);
+		fputs("}}", f);
+	}
+	fputs("],\n", f);
+}
+
+static bool passed(const struct scenario *s)
+{
+	for (int i = 0; i < s->nexpects; i++)
+		if (!s->expects[i].held)
+			return false;
+	return strncmp(s->end_reason, "ran its", 7) == 0;
+}
+
+static void json_report(FILE *f, const struct scenario *s)
+{
+	fputs("{\"scenario\":", f);
+	jstr(f, s->file);
+	fputs(",\"policy\":", f);
+	jstr(f, s->policy);
+	fputs(",\"group\":", f);
+	jstr(f, s->group);
+	fprintf(f, ",\"duration_ms\":%lld,\"ended_ms\":%lld,\"end\":", (long long)s->duration_ms,
+		(long long)s->ended_ms);
+	jstr(f, s->end_reason);
+	fprintf(f, ",\"command_exit\":%d,\"passed\":%s,\n", s->cmd_status,
+		passed(s) ? "true" : "false");
+	json_steps(f, s);
+	json_probes(f, s);
+	json_rules(f, s);
+	fputs("\"expectations\":[", f);
+	for (int i = 0; i < s->nexpects; i++) {
+		const struct sc_expect *e = &s->expects[i];
+		fprintf(f,
+			"%s{\"line\":%d,\"kind\":\"%s\",\"bound\":%lld,\"measured\":%lld,"
+			"\"held\":%s,\"text\":",
+			i ? "," : "", e->line,
+			e->kind == EX_RULE_MAX ? e->counter : kind_names[e->kind],
+			(long long)e->bound, (long long)e->measured, e->held ? "true" : "false");
+		jstr(f, e->text);
+		fputc('}', f);
+	}
+	fputs("]}\n", f);
+}
+
+/* ---- junit.xml ----------------------------------------------------------------- */
+
+static void xml(FILE *f, const char *v)
+{
+	for (const char *p = v; *p; p++) {
+		if (*p == '<')
+			fputs("&lt;", f);
+		else if (*p == '>')
+			fputs("&gt;", f);
+		else if (*p == '&')
+			fputs("&amp;", f);
+		else if (*p == '"')
+			fputs("&quot;", f);
+		else
+			fputc(*p, f);
+	}
+}
+
+static void junit(FILE *f, const struct scenario *s)
+{
+	int failures = 0;
+	for (int i = 0; i < s->nexpects; i++)
+		failures += !s->expects[i].held;
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"");
+	xml(f, s->file);
+	fprintf(f, "\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n", s->nexpects, failures,
+		(double)s->ended_ms / 1000);
+	for (int i = 0; i < s->nexpects; i++) {
+		const struct sc_expect *e = &s->expects[i];
+		fprintf(f,
+			"  <testcase classname=\"faultnet.scenario\" name=\"expect #%d (line %d): ",
+			i + 1, e->line);
+		xml(f, e->text);
+		fputs("\">", f);
+		if (!e->held) {
+			fputs("<failure message=\"", f);
+			xml(f, e->text);
+			fputs("\"/>", f);
+		}
+		fputs("</testcase>\n", f);
+	}
+	fputs("</testsuite>\n", f);
+}
+
+/* ---- the summary ---------------------------------------------------------------- */
+
+void sc_summary(const struct scenario *s, FILE *out)
+{
+	fprintf(out, "scenario %s: %s (group %s)\n", s->file, s->end_reason, s->group);
+	for (int i = 0; i < s->nsteps; i++) {
+		const struct sc_step *st = &s->steps[i];
+		if (st->actual_ms < 0) {
+			fprintf(out, "  step %-16s not reached\n", st->name);
+			continue;
+		}
+		fprintf(out, "  step %-16s %s %s: planned %lld ms, ran at %lld ms (%+lld), exit %d",
+			st->name, sc_verb_name(st->verb), st->verb == SV_ADD ? st->rule : st->arg,
+			(long long)st->planned_ms, (long long)st->actual_ms,
+			(long long)(st->actual_ms - st->planned_ms), st->rc);
+		if (st->undo_actual_ms >= 0)
+			fprintf(out, "; undone at %lld ms", (long long)st->undo_actual_ms);
+		fputc('\n', out);
+	}
+	for (int i = 0; i < s->nprobes; i++) {
+		const struct sc_probe *p = &s->probes[i];
+		size_t bad = 0;
+		for (size_t k = 0; k < p->n; k++)
+			bad += !p->samples[k].ok;
+		fprintf(out, "  probe %-15s %zu samples, %zu unhealthy\n", p->name, p->n, bad);
+	}
+	for (int i = 0; i < s->nrates; i++) {
+		const struct sc_rate *rt = &s->rates[i];
+		fprintf(out, "  rule %-16s attempts %llu, faults %llu", rt->rule,
+			(unsigned long long)rt->total[0], (unsigned long long)rt->total[1]);
+		if (rt->total[3])
+			fprintf(out, ", requests %llu (answered %llu, slowed %llu, aborted %llu)",
+				(unsigned long long)rt->total[3], (unsigned long long)rt->total[4],
+				(unsigned long long)rt->total[5], (unsigned long long)rt->total[6]);
+		fputc('\n', out);
+	}
+	int held = 0;
+	for (int i = 0; i < s->nexpects; i++) {
+		held += s->expects[i].held;
+		fprintf(out, "  %s expect #%d: %s\n", s->expects[i].held ? "ok  " : "FAIL", i + 1,
+			s->expects[i].text);
+	}
+	fprintf(out, "result: %s, %d of %d expectations held\n", passed(s) ? "passed" : "failed",
+		held, s->nexpects);
+}
+
+/* ---- writing ---------------------------------------------------------------- */
+
+void sc_svg(FILE *f, const struct scenario *s);
+
+static bool write_one(const char *dir, const char *name, const struct scenario *s,
+		      void (*fn)(FILE *, const struct scenario *), char *err, size_t errlen)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "we");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return false;
+	}
+	fn(f, s);
+	if (fclose(f) != 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+bool sc_write_report(const struct scenario *s, const char *dir, char *err, size_t errlen)
+{
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "--report %s: %s", dir, strerror(errno));
+		return false;
+	}
+	return write_one(dir, "report.json", s, json_report, err, errlen) &&
+	       write_one(dir, "report.svg", s, sc_svg, err, errlen) &&
+	       write_one(dir, "junit.xml", s, junit, err, errlen);
+}

@@ -1,0 +1,512 @@
+/* scenario_run.c - faultctl scenario: runs a scenario's command under the
+ * shim in the scenario's group, carries out its steps on time (each step is
+ * this faultctl run again as `faultctl -g GROUP VERB ARG`, so that a step
+ * is exactly what a user would type), runs the probes, samples the group's
+ * counters every second, stops early when a stop_if says so, and always
+ * undoes every step at the end, on SIGINT or SIGTERM: `reset` takes the
+ * group back to its policy file and clears the group's journal. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl/render.h"
+#include "ctl/scenario.h"
+
+struct run {
+	struct scenario *s;
+	const char *self; /* this faultctl, for steps and for running under the shim */
+	const char *probe_bin;
+	char statsdir[64];
+	int64_t t0_ns;
+	pid_t cmd;
+	char **argv; /* CMD, NULL for none */
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t now_ms(const struct run *r)
+{
+	return (mono_ns() - r->t0_ns) / 1000000;
+}
+
+static const char *group_of(const struct run *r, const struct sc_step *st)
+{
+	return st->group[0] ? st->group : r->s->group;
+}
+
+/* `faultctl -g GROUP VERB ARG`, waited for; its first line of output goes
+ * to msg. The exit status. */
+static int ctl(const struct run *r, const char *group, const char *verb, const char *arg, char *msg,
+	       size_t len)
+{
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return snprintf(msg, len, "pipe: %s", strerror(errno)), 1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(pipefd[1], 1);
+		dup2(pipefd[1], 2);
+		execl(r->self, "faultctl", "-g", group, verb, arg, (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	char buf[4096];
+	ssize_t n, got = 0;
+	while ((n = read(pipefd[0], buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+		got += n;
+	close(pipefd[0]);
+	buf[got > 0 ? got : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(msg, len, "%s", buf);
+	int st = 0;
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return pid < 0 ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The child's environment for the group, then exec: under the shim (via
+ * `faultctl run`) or as it is. */
+static void exec_in_group(const struct run *r, bool shim, char **argv)
+{
+	setpgid(0, 0);
+	setenv("FAULTNET_STATS_DIR", r->statsdir, 1);
+	if (!shim) {
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	int n = 0;
+	while (argv[n])
+		n++;
+	char **v = calloc((size_t)n + 8, sizeof(char *));
+	int k = 0;
+	v[k++] = (char *)"faultctl";
+	v[k++] = (char *)"run";
+	v[k++] = (char *)"--config";
+	v[k++] = r->s->policy;
+	v[k++] = (char *)"-g";
+	v[k++] = r->s->group;
+	v[k++] = (char *)"--";
+	for (int i = 0; i < n; i++)
+		v[k++] = argv[i];
+	execv(r->self, v);
+	_exit(127);
+}
+
+static void start_cmd(struct run *r)
+{
+	if (!r->argv)
+		return;
+	r->cmd = fork();
+	if (r->cmd == 0)
+		exec_in_group(r, true, r->argv);
+}
+
+/* ---- steps ---------------------------------------------------------------- */
+
+static void do_step(struct run *r, struct sc_step *st)
+{
+	st->actual_ms = now_ms(r);
+	st->rc = ctl(r, group_of(r, st), sc_verb_name(st->verb), st->arg, st->message,
+		     sizeof(st->message));
+	if (st->for_ms >= 0)
+		st->undo_planned_ms = st->actual_ms + st->for_ms;
+}
+
+static void undo_step(struct run *r, struct sc_step *st)
+{
+	static const char *const inverse[] = {"disable", "enable", "rm"};
+	char msg[256];
+	st->undo_actual_ms = now_ms(r);
+	st->undo_rc = ctl(r, group_of(r, st), inverse[st->verb],
+			  st->verb == SV_ADD ? st->rule : st->arg, msg, sizeof(msg));
+}
+
+/* Runs the steps that are due; the time of the next one in *next. */
+static void steps_due(struct run *r, int64_t now, int64_t *next)
+{
+	struct scenario *s = r->s;
+	for (int i = 0; i < s->nsteps; i++) {
+		struct sc_step *st = &s->steps[i];
+		if (st->planned_ms < 0 && st->at_ms >= 0)
+			st->planned_ms = st->at_ms;
+		if (st->planned_ms < 0 && st->after >= 0 && s->steps[st->after].actual_ms >= 0)
+			st->planned_ms = s->steps[st->after].actual_ms + st->after_ms;
+		if (st->actual_ms < 0 && st->planned_ms >= 0) {
+			if (now >= st->planned_ms)
+				do_step(r, st);
+			else if (st->planned_ms < *next)
+				*next = st->planned_ms;
+		}
+		if (st->undo_planned_ms >= 0 && st->undo_actual_ms < 0) {
+			if (now_ms(r) >= st->undo_planned_ms)
+				undo_step(r, st);
+			else if (st->undo_planned_ms < *next)
+				*next = st->undo_planned_ms;
+		}
+	}
+}
+
+/* ---- probes --------------------------------------------------------------- */
+
+static void start_probe(struct run *r, struct sc_probe *p, int64_t now)
+{
+	char status[16], timeout[24];
+	snprintf(status, sizeof(status), "%d", p->status);
+	snprintf(timeout, sizeof(timeout), "%lld", (long long)p->timeout_ms);
+	char *url[] = {(char *)r->probe_bin, p->url, status, timeout, NULL};
+	char *cmd[] = {(char *)"/bin/sh", (char *)"-c", p->command, NULL};
+	p->started_ms = now;
+	p->next_ms = now + p->interval_ms;
+	p->pid = fork();
+	if (p->pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 1);
+		dup2(null, 2);
+		exec_in_group(r, p->shim, p->url ? url : cmd);
+	}
+	if (p->pid < 0)
+		p->pid = 0;
+}
+
+static void add_sample(struct sc_probe *p, int64_t t, int64_t took, bool ok)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 256;
+		struct sc_sample *v = realloc(p->samples, cap * sizeof(*v));
+		if (!v)
+			return;
+		p->samples = v;
+		p->cap = cap;
+	}
+	p->samples[p->n++] = (struct sc_sample){t, took, ok};
+	p->streak = ok ? 0 : p->streak + 1;
+}
+
+/* Collects a finished run, or ends one past its timeout (unhealthy). */
+static void reap_probe(struct run *r, struct sc_probe *p, int64_t now, bool force)
+{
+	int st;
+	if (!p->pid)
+		return;
+	pid_t w = waitpid(p->pid, &st, WNOHANG);
+	if (w == p->pid) {
+		add_sample(p, p->started_ms, now - p->started_ms,
+			   WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+			       now - p->started_ms <= p->timeout_ms);
+		p->pid = 0;
+	} else if (force || now - p->started_ms > p->timeout_ms) {
+		kill(-p->pid, SIGKILL);
+		kill(p->pid, SIGKILL);
+		while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (!force)
+			add_sample(p, p->started_ms, now - p->started_ms, false);
+		p->pid = 0;
+	}
+	(void)r;
+}
+
+static void probes_due(struct run *r, int64_t now, int64_t *next)
+{
+	for (int i = 0; i < r->s->nprobes; i++) {
+		struct sc_probe *p = &r->s->probes[i];
+		reap_probe(r, p, now, false);
+		if (!p->pid && now >= p->next_ms)
+			start_probe(r, p, now);
+		int64_t wake = p->pid ? p->started_ms + p->timeout_ms + 1 : p->next_ms;
+		if (p->pid && now + 2 < wake)
+			wake = now + 2; /* look for its exit soon */
+		if (wake < *next)
+			*next = wake;
+	}
+}
+
+/* ---- counters ------------------------------------------------------------- */
+
+static struct sc_rate *rate_for(struct scenario *s, const char *rule)
+{
+	for (int i = 0; i < s->nrates; i++)
+		if (strcmp(s->rates[i].rule, rule) == 0)
+			return &s->rates[i];
+	struct sc_rate *v = realloc(s->rates, (size_t)(s->nrates + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	s->rates = v;
+	struct sc_rate *rt = &v[s->nrates++];
+	memset(rt, 0, sizeof(*rt));
+	snprintf(rt->rule, SC_NAME, "%s", rule);
+	return rt;
+}
+
+/* The group's per-rule totals, from the files its processes keep in the
+ * stats directory (rewritten as counters change, and at exit). */
+static void read_totals(struct run *r)
+{
+	static const char *const keys[8] = {"attempts", "faults", "bytes",   "requests",
+					    "answered", "slowed", "aborted", "forwarded"};
+	struct scenario *s = r->s;
+	for (int i = 0; i < s->nrates; i++)
+		memset(s->rates[i].total, 0, sizeof(s->rates[i].total));
+	DIR *d = opendir(r->statsdir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[600], *line = NULL, v[64], name[SC_NAME + 8];
+		size_t cap = 0;
+		if (!strstr(e->d_name, ".stats") || e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", r->statsdir, e->d_name);
+		FILE *f = fopen(path, "re");
+		while (f && getline(&line, &cap, f) > 0) {
+			if (strncmp(line, "rule ", 5) != 0)
+				continue;
+			struct sc_rate *rt =
+			    rate_for(s, record_get(line, "name", name, sizeof(name)));
+			for (int k = 0; rt && k < 8; k++)
+				rt->total[k] +=
+				    strtoull(record_get(line, keys[k], v, sizeof(v)), NULL, 10);
+		}
+		free(line);
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Every second: the totals so far, one entry per rule. */
+static void sample_counts(struct run *r)
+{
+	struct scenario *s = r->s;
+	read_totals(r);
+	int k = s->seconds++;
+	for (int i = 0; i < s->nrates; i++) {
+		struct sc_rate *rt = &s->rates[i];
+		uint64_t **series[3] = {&rt->attempts, &rt->faults, &rt->requests};
+		int idx[3] = {0, 1, 3};
+		for (int j = 0; j < 3; j++) {
+			uint64_t *v = realloc(*series[j], (size_t)s->seconds * sizeof(uint64_t));
+			if (!v)
+				return;
+			*series[j] = v;
+			for (int m = rt->len; m < k; m++)
+				v[m] = 0; /* a rule first seen now had nothing before */
+			v[k] = rt->total[idx[j]];
+		}
+		rt->len = s->seconds;
+	}
+}
+
+/* ---- the run -------------------------------------------------------------- */
+
+/* A stop_if that holds: its reason in why. */
+static bool should_stop(const struct run *r, int64_t now, char *why, size_t len)
+{
+	const struct scenario *s = r->s;
+	for (int i = 0; i < s->nstops; i++) {
+		const struct sc_stop *st = &s->stops[i];
+		if (st->time_ms >= 0 && now >= st->time_ms) {
+			snprintf(why, len, "stop_if: time limit of %lld ms",
+				 (long long)st->time_ms);
+			return true;
+		}
+		if (st->probe < 0 || (st->after >= 0 && s->steps[st->after].actual_ms < 0))
+			continue;
+		const struct sc_probe *p = &s->probes[st->probe];
+		if (p->streak >= st->failures) {
+			snprintf(why, len, "stop_if: probe '%s' failed %d times in a row", p->name,
+				 p->streak);
+			return true;
+		}
+	}
+	return false;
+}
+
+static void check_cmd(struct run *r, int64_t now)
+{
+	int st;
+	if (r->cmd > 0 && r->s->cmd_status < 0 && waitpid(r->cmd, &st, WNOHANG) == r->cmd) {
+		r->s->cmd_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		r->s->cmd_exit_ms = now;
+	}
+}
+
+static void sleep_ms(int64_t ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+	nanosleep(&ts, NULL); /* a signal ends it early: the loop looks again */
+}
+
+static void loop(struct run *r)
+{
+	struct scenario *s = r->s;
+	int64_t next_sample = 0;
+	for (;;) {
+		int64_t now = now_ms(r), next = s->duration_ms;
+		if (stop_signal) {
+			snprintf(s->end_reason, sizeof(s->end_reason), "interrupted by %s",
+				 stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+			break;
+		}
+		if (now >= s->duration_ms) {
+			snprintf(s->end_reason, sizeof(s->end_reason), "ran its %lld ms",
+				 (long long)s->duration_ms);
+			break;
+		}
+		steps_due(r, now, &next);
+		probes_due(r, now_ms(r), &next);
+		check_cmd(r, now);
+		if (now >= next_sample) {
+			sample_counts(r);
+			next_sample += 1000;
+		}
+		if (next_sample < next)
+			next = next_sample;
+		if (should_stop(r, now, s->end_reason, sizeof(s->end_reason)))
+			break;
+		int64_t wait = next - now_ms(r);
+		if (wait > 0)
+			sleep_ms(wait > 5 ? 5 : wait);
+	}
+}
+
+/* Every step undone: the timed ones by their inverse, then every group the
+ * scenario touched back to its policy file, journal cleared. The command's
+ * process group is ended last, so that no process of the group outlives
+ * the scenario with a change in force. */
+static void cleanup(struct run *r)
+{
+	struct scenario *s = r->s;
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	for (int i = 0; i < s->nprobes; i++)
+		reap_probe(r, &s->probes[i], now_ms(r), true);
+	for (int i = 0; i < s->nsteps; i++)
+		if (s->steps[i].undo_planned_ms >= 0 && s->steps[i].undo_actual_ms < 0)
+			undo_step(r, &s->steps[i]);
+	char msg[256];
+	ctl(r, s->group, "reset", NULL, msg, sizeof(msg));
+	for (int i = 0; i < s->nsteps; i++)
+		if (s->steps[i].group[0] && strcmp(s->steps[i].group, s->group) != 0)
+			ctl(r, s->steps[i].group, "reset", NULL, msg, sizeof(msg));
+	s->ended_ms = now_ms(r);
+	if (r->cmd > 0 && s->cmd_status < 0) {
+		kill(-r->cmd, SIGTERM);
+		for (int i = 0; i < 300 && s->cmd_status < 0; i++) {
+			sleep_ms(10);
+			check_cmd(r, now_ms(r));
+		}
+		if (s->cmd_status < 0) {
+			kill(-r->cmd, SIGKILL);
+			int st;
+			waitpid(r->cmd, &st, 0);
+		}
+	}
+	sleep_ms(300); /* the last counters reach their files */
+	sample_counts(r);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+static int usage(const char *what)
+{
+	fprintf(stderr,
+		"faultctl scenario: %s\nusage: faultctl scenario FILE [--report DIR] [-- CMD "
+		"[ARG...]]\n",
+		what);
+	return 2;
+}
+
+static void remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[600];
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			unlink(path);
+		}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+int cmd_scenario(int argc, char **argv, const char *self)
+{
+	const char *file = NULL, *report = NULL;
+	int i = 0;
+	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--report") == 0 && i + 1 < argc)
+			report = argv[++i];
+		else if (!file && argv[i][0] != '-')
+			file = argv[i];
+		else
+			return usage("unknown option or extra argument");
+	}
+	if (!file)
+		return usage("no scenario file");
+	char err[2048], probe_bin[PATH_MAX];
+	struct scenario *s = sc_load(file, err, sizeof(err));
+	if (!s) {
+		fprintf(stderr, "faultctl: %s\n", err);
+		return 78;
+	}
+	if (!s->group[0])
+		snprintf(s->group, SC_NAME, "scenario-%d", (int)getpid());
+	snprintf(probe_bin, sizeof(probe_bin), "%.*s/faultnet-probe",
+		 (int)(strrchr(self, '/') ? strrchr(self, '/') - self : 1), self);
+	struct run r = {.s = s,
+			.self = self,
+			.probe_bin = probe_bin,
+			.argv = i + 1 < argc ? argv + i + 1 : NULL};
+	snprintf(r.statsdir, sizeof(r.statsdir), "/tmp/faultctl-scenario-XXXXXX");
+	if (!mkdtemp(r.statsdir)) {
+		perror("faultctl scenario: stats directory");
+		sc_free(s);
+		return 1;
+	}
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	r.t0_ns = mono_ns();
+	start_cmd(&r);
+	loop(&r);
+	cleanup(&r);
+	sc_evaluate(s);
+	bool wrote = !report || sc_write_report(s, report, err, sizeof(err));
+	if (!wrote)
+		fprintf(stderr, "faultctl scenario: %s\n", err);
+	sc_summary(s, stdout);
+	remove_dir(r.statsdir);
+	int rc = stop_signal ? 128 + stop_signal : 0;
+	for (int k = 0; !rc && k < s->nexpects; k++)
+		if (!s->expects[k].held)
+			rc = 1;
+	if (!rc && (strncmp(s->end_reason, "stop_if", 7) == 0 || !wrote))
+		rc = 1;
+	sc_free(s);
+	return rc;
+}
