@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -485,6 +486,13 @@ static int dispatch_change(struct opts *o, const char *verb, int argc, char **ar
 			return fail_usage("a name is 1 to 63 letters, digits or _.:- (no spaces or "
 					  "control characters)");
 		fn_buf_printf(&line, "%s %s", verb, argv[0]);
+		/* A rule's window counts from now in every member, also in
+		 * those that replay the journal later (commands.c). */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		if (strcmp(verb, "enable") == 0)
+			fn_buf_printf(&line, " since=%lld",
+				      (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 	}
 	if (!line.s || !fits_protocol(line.s)) {
 		fn_buf_free(&line);

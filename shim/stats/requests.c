@@ -18,11 +18,11 @@ struct reqkey {
 };
 
 static struct reqkey keys[KEYS + 1];
-static uint64_t seen;
+static uint64_t nrequests;
 
 uint64_t fn_stats_requests_seen(void)
 {
-	return __atomic_load_n(&seen, __ATOMIC_RELAXED);
+	return __atomic_load_n(&nrequests, __ATOMIC_RELAXED);
 }
 
 static struct reqkey *key_for(const char *method, const char *host, const char *prefix)
@@ -79,7 +79,7 @@ void fn_stats_request(const struct fn_rule *seen, const struct fn_rule *r,
 	char prefix[64];
 	fn_http_prefix(path, prefix, sizeof(prefix));
 	struct reqkey *k = key_for(method, host, prefix);
-	__atomic_add_fetch(&seen, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&nrequests, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&k->n[fate], 1, __ATOMIC_RELAXED);
 	count_rule(seen, r, fate);
 	if (!r)

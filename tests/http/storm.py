@@ -5,8 +5,11 @@ failed attempts in a row, fails calls fast for COOLDOWN seconds, then lets
 one trial through). Prints one JSON line: requests sent, 5xx answers met,
 calls that succeeded and failed, and the first success's time.
 
-usage: storm.py HOST PORT SECONDS COOLDOWN breaker|none"""
+usage: storm.py HOST PORT SECONDS COOLDOWN breaker|none [STATUS_FILE]
+With STATUS_FILE, each finished call writes "ok" or "fail" there (for a
+scenario's probe)."""
 import json
+import os
 import sys
 import threading
 import time
@@ -15,9 +18,10 @@ import requests
 
 HOST, PORT, SECONDS, COOLDOWN, MODE = sys.argv[1], sys.argv[2], float(sys.argv[3]), \
     float(sys.argv[4]), sys.argv[5]
+STATUS = sys.argv[6] if len(sys.argv) > 6 else None
 URL = "http://%s:%s/api/work" % (HOST, PORT)
 lock = threading.Lock()
-stats = {"requests": 0, "errors_5xx": 0, "ok_calls": 0, "failed_calls": 0, "fast_fails": 0,
+stats = {"requests": 0, "errors_5xx": 0, "conn_errors": [], "ok_calls": 0, "failed_calls": 0, "fast_fails": 0,
          "first_ok": None}
 breaker = {"failures": 0, "open_until": 0.0, "trial": False}
 t0 = time.monotonic()
@@ -54,7 +58,13 @@ def call(session):
             with lock:
                 stats["fast_fails"] += 1
             return False
-        r = session.get(URL, timeout=5)
+        try:
+            r = session.get(URL, timeout=5)
+        except requests.exceptions.RequestException as e:
+            with lock:  # never expected: the relay must not break a connection
+                stats["conn_errors"].append([round(time.monotonic() - t0, 3), str(e)[:200]])
+            record(False)
+            return False
         with lock:
             stats["requests"] += 1
             stats["errors_5xx"] += r.status_code >= 500
@@ -71,6 +81,10 @@ def worker():
         ok = call(s)
         with lock:
             stats["ok_calls" if ok else "failed_calls"] += 1
+            if STATUS:
+                with open(STATUS + ".tmp", "w") as f:
+                    f.write("ok\n" if ok else "fail\n")
+                os.replace(STATUS + ".tmp", STATUS)
             if ok and stats["first_ok"] is None:
                 stats["first_ok"] = round(time.monotonic() - t0, 3)
         time.sleep(0.05)
