@@ -135,7 +135,7 @@ unit: test-deps
 
 integration: test-deps
 	@$(MAKE) --no-print-directory test-progs
-	tests/run.sh faults cli control hardening policies http reach
+	tests/run.sh faults cli control hardening policies http reach scenarios
 
 clients: test-deps $(CONF_STAMP)
 	@$(MAKE) --no-print-directory all

@@ -167,6 +167,11 @@ s_http_sdk() {
 	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/http/http_sdk.py build
 }
 
+s_scenarios() {
+	echo "=== faultctl scenario: the scenarios of tests/scenarios, their reports (build/scenarios), SIGINT"
+	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/scenarios/scenario_test.py build
+}
+
 s_bench() {
 	echo "=== make bench's harness, in seconds (--smoke)"
 	local smoke
@@ -198,7 +203,7 @@ s_layout() {
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach asan tsan valgrind conformance http_sdk bench fuzz style layout"
+ALL="$PER_BUILD reach asan tsan valgrind conformance http_sdk scenarios bench fuzz style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"

@@ -1,0 +1,281 @@
+"""scenario_test.py - `faultctl scenario` end to end: the three scenarios of
+this folder against real servers on loopback (reports under
+build/scenarios/), the report's parts (report.json's numbers, junit.xml's
+cases, report.svg rendered to PNG by rsvg-convert and looked at pixel by
+pixel), a failing expectation, bad scenario files, and SIGINT at random
+moments always leaving the group as its policy file set it.
+
+usage: scenario_test.py BUILD_DIR"""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "http"))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+import origin  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+CTL = os.path.join(BUILD, "faultctl")
+PY = "/usr/bin/python3"
+OUT = os.path.join(ROOT, "build", "scenarios")
+TMP = tempfile.mkdtemp(prefix="fn-scenario-")
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def env(**extra):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_") or k == "FAULTNET_RUNDIR"}
+    e.pop("LD_PRELOAD", None)
+    e.update(extra)
+    return e
+
+
+def scenario(name, cmd=(), report=None, **extra):
+    report = report or os.path.join(OUT, name)
+    p = subprocess.run([CTL, "scenario", os.path.join(HERE, name + ".scenario"), "--report", report] +
+                       (["--"] + list(cmd) if cmd else []), env=env(**extra), capture_output=True,
+                       text=True, timeout=120)
+    try:
+        rep = json.load(open(os.path.join(report, "report.json")))
+    except (OSError, ValueError):
+        rep = {}
+    return p, rep, report
+
+
+def expectation(rep, i):
+    e = rep.get("expectations", [])
+    return e[i] if i < len(e) else {}
+
+
+# ---- the picture -------------------------------------------------------------------
+
+def pixel(img, x, y):
+    return img.getpixel((int(x), int(y)))[:3]
+
+
+def greenish(c):
+    return c[1] > 120 and c[0] < 100 and c[2] < 120
+
+
+def reddish(c):
+    return c[0] > 170 and c[1] < 90 and c[2] < 90
+
+
+def check_svg(report, title):
+    """Renders report.svg to PNG and finds its parts where the SVG says."""
+    from PIL import Image
+    svg, png = os.path.join(report, "report.svg"), os.path.join(report, "report.png")
+    r = subprocess.run(["rsvg-convert", svg, "-o", png], capture_output=True, text=True)
+    check("%s: report.svg renders with rsvg-convert" % title, r.returncode == 0, r.stderr)
+    if r.returncode:
+        return
+    tree = ET.parse(svg).getroot()
+    img = Image.open(png).convert("RGB")
+    check("%s: the PNG has the SVG's size (%sx%s)" % (title, tree.get("width"), tree.get("height")),
+          img.size == (int(tree.get("width")), int(tree.get("height"))), img.size)
+    rects = tree.findall(SVG + "rect")
+    bands = [x for x in rects if x.get("class") == "step"]
+    samples = [x for x in rects if (x.get("class") or "").startswith("sample")]
+    ok = [x for x in samples if "healthy" == x.get("class").split()[1]]
+    bad = [x for x in samples if "unhealthy" == x.get("class").split()[1]]
+    # A band's colour shows in the space above the first probe row.
+    b = bands[0] if bands else None
+    band_px = pixel(img, float(b.get("x")) + float(b.get("width")) / 2, float(b.get("y")) + 30) if b is not None else None
+    check("%s: the step is a shaded band where its time is" % title,
+          b is not None and band_px != (255, 255, 255) and band_px[2] > band_px[0], band_px)
+
+    def centre(x):
+        return float(x.get("x")) + float(x.get("width")) / 2, float(x.get("y")) + 10
+    check("%s: healthy samples are green in the picture" % title,
+          ok and all(greenish(pixel(img, *centre(x))) for x in ok[:5]),
+          [pixel(img, *centre(x)) for x in ok[:3]])
+    check("%s: unhealthy samples are red in the picture" % title,
+          bad and all(reddish(pixel(img, *centre(x))) for x in bad[:5]),
+          [pixel(img, *centre(x)) for x in bad[:3]])
+    lines = [x for x in tree.findall(SVG + "line") if "marker" in (x.get("class") or "")]
+    labels = [x.text for x in tree.findall(SVG + "text") if x.get("class") == "marker-label"]
+    dark = lines and all(sum(pixel(img, float(x.get("x1")), (float(x.get("y1")) + float(x.get("y2"))) / 2)) < 150
+                         for x in lines)
+    check("%s: the measured times are marked and labelled (%s)" % (title, "; ".join(labels)),
+          bool(lines) and dark and any("noticed" in t for t in labels) and
+          any("recovered" in t for t in labels), labels)
+    plots = [x for x in tree.findall(SVG + "polyline") if x.get("class") == "attempts"]
+    check("%s: attempts per second are plotted" % title,
+          plots and len(plots[0].get("points").split()) >= 3, [x.attrib for x in plots[:1]])
+
+
+# ---- the scenarios -------------------------------------------------------------------
+
+def test_drill():
+    p, rep, out = scenario("region-drill", [PY, os.path.join(HERE, "failover.py"), "2"])
+    notice, recover = expectation(rep, 1).get("measured"), expectation(rep, 2).get("measured")
+    check("region drill: passes (exit 0): time to notice %s ms, to recover %s ms (target 5000)"
+          % (notice, recover), p.returncode == 0 and rep.get("passed") is True, p.stdout + p.stderr)
+    check("region drill: recovery takes at least the 2 s both monitors must fail",
+          recover is not None and 2000 <= recover <= 5000, recover)
+    steps = rep.get("steps", [{}])
+    late = steps[0].get("late_ms")
+    check("region drill: the step ran on time (%s ms late; under 10 ms)" % late,
+          late is not None and 0 <= late < 10, steps)
+    cases = ET.parse(os.path.join(out, "junit.xml")).getroot()
+    check("region drill: junit.xml has one case per expectation, none failed",
+          cases.get("tests") == "4" and cases.get("failures") == "0" and
+          len(cases.findall("testcase")) == 4, ET.tostring(cases)[:300])
+    check_svg(out, "region drill")
+
+
+def test_storm():
+    wasted = {}
+    for mode in ("none", "breaker"):
+        status = os.path.join(TMP, "storm-%s.status" % mode)
+        p, rep, out = scenario("retry-storm", [PY, os.path.join(ROOT, "tests/http/storm.py"),
+                                               "127.85.0.4", "8080", "6", "1.5", mode, status],
+                               report=os.path.join(OUT, "retry-storm-" + mode), STORM_STATUS=status)
+        rules = {r["rule"]: r for r in rep.get("rules", [])}
+        answered = rules.get("degraded", {}).get("totals", {}).get("answered", -1)
+        api_bad = sum(not s["ok"] for s in rep["probes"][0]["samples"]) if rep else 0
+        wasted[mode] = answered - api_bad  # the api probe's own 503s are not the workers'
+        workers = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+        recover = expectation(rep, 2).get("measured")
+        check("retry storm (%s): passes; %d requests wasted on 503s, workers healthy %s ms "
+              "after the outage began" % (mode, wasted[mode], recover),
+              p.returncode == 0 and rep.get("passed") is True, p.stdout[-1500:] + p.stderr)
+        check("retry storm (%s): the report's count is the workers' own (%s)"
+              % (mode, workers[0]["errors_5xx"] if workers else "?"),
+              workers and workers[0]["errors_5xx"] == wasted[mode] and not workers[0]["conn_errors"],
+              (workers, wasted))
+    check("retry storm: the breaker wastes %dx fewer requests (%d vs %d)"
+          % (wasted["none"] // max(wasted["breaker"], 1), wasted["none"], wasted["breaker"]),
+          wasted["breaker"] > 0 and wasted["none"] >= 5 * wasted["breaker"], wasted)
+
+
+def test_egress():
+    p, rep, out = scenario("egress-blackhole")
+    probes = {x["name"]: x for x in rep.get("probes", [])}
+    health = probes.get("health", {}).get("samples", [])
+    real = probes.get("real-call", {}).get("samples", [])
+    check("egress blackhole: passes; the health check stays green (%d samples) while real "
+          "calls fail (%d of %d)" % (len(health), sum(not s["ok"] for s in real), len(real)),
+          p.returncode == 0 and health and all(s["ok"] for s in health) and
+          any(not s["ok"] for s in real), p.stdout + p.stderr)
+    check_svg(out, "egress blackhole")
+
+
+def test_failing_expectation():
+    text = open(os.path.join(HERE, "egress-blackhole.scenario")).read()
+    bad = os.path.join(TMP, "egress-strict.scenario")
+    with open(bad, "w") as f:  # time to notice bound below what a 100 ms probe can do
+        f.write(text.replace("unhealthy_within_ms = 700", "unhealthy_within_ms = 1"))
+    report = os.path.join(TMP, "strict")
+    p = subprocess.run([CTL, "scenario", bad, "--report", report], env=env(),
+                       capture_output=True, text=True, timeout=60)
+    junit = ET.parse(os.path.join(report, "junit.xml")).getroot()
+    check("a failed expectation: exit 1, FAIL in the summary, a <failure> in junit.xml",
+          p.returncode == 1 and "FAIL expect #2" in p.stdout and junit.get("failures") == "1",
+          (p.returncode, p.stdout))
+
+
+def test_bad_files():
+    cases = [
+        ('policy = "x.conf";\nduration_ms = 100;\nsteps = ( { name = "s"; at_ms = 1; enable = "a"; '
+         'disable = "b"; } );', ":3: step 's': give one action"),
+        ('rules = ();\nduration_ms = 100;\nexpect = ( { probe = "nope"; max_failures = 0; } );',
+         ":3: expect #1: no probe 'nope'"),
+        ('rules = ();\nduration_ms = 100;\nsteps = ( { name = "s"; after = "t"; enable = "a"; } );',
+         ":3: step 's': after: no step 't' before it"),
+        ('rules = ();\nsteps = ();', "duration_ms is required"),
+        ('rules = ();\nduration_ms = 100;\nprobes = ( { name = "p"; url = "ftp://x"; } );',
+         ":3: probe 'p': url 'ftp://x' must start with http://"),
+    ]
+    for text, want in cases:
+        path = os.path.join(TMP, "bad.scenario")
+        with open(path, "w") as f:
+            f.write(text + "\n")
+        p = subprocess.run([CTL, "check", path], env=env(), capture_output=True, text=True)
+        check("a bad scenario is refused with file and line: %s" % want,
+              p.returncode == 1 and want in p.stderr, p.stderr)
+
+
+# ---- SIGINT ----------------------------------------------------------------------------
+
+SIGINT_POLICY = """rules = (
+  { name = "a"; action = "blackhole"; enabled = false; match = { to = "127.87.0.1/32"; }; },
+  { name = "b"; action = "refuse"; match = { to = "127.87.0.2/32"; }; },
+  { name = "d"; action = "stall"; enabled = false; match = { to = "127.87.0.4/32"; }; }
+);
+"""
+SIGINT_SCENARIO = """policy = "sigint.conf";
+group = "%s";
+duration_ms = 3000;
+steps = (
+  { name = "s1"; at_ms = 50; enable = "a"; },
+  { name = "s2"; at_ms = 150; disable = "b"; },
+  { name = "s3"; at_ms = 250; add = "{ name = \\"c\\"; action = \\"drop\\"; match = { to = \\"127.87.0.3/32\\"; }; }"; },
+  { name = "s4"; after = "s3"; after_ms = 100; enable = "d"; for_ms = 500; }
+);
+probes = ( { name = "p"; command = "true"; interval_ms = 50; } );
+"""
+
+
+def rules_of(pid):
+    p = subprocess.run([CTL, "-p", str(pid), "--json", "rules"], env=env(), capture_output=True,
+                       text=True, timeout=30)
+    return {r["name"]: r["enabled"] for r in map(json.loads, p.stdout.splitlines())}
+
+
+def test_sigint():
+    group = "sigint-%d" % os.getpid()
+    with open(os.path.join(TMP, "sigint.conf"), "w") as f:
+        f.write(SIGINT_POLICY)
+    path = os.path.join(TMP, "sigint.scenario")
+    with open(path, "w") as f:
+        f.write(SIGINT_SCENARIO % group)
+    agent = subprocess.Popen([CTL, "run", "--config", os.path.join(TMP, "sigint.conf"), "-g", group,
+                              "--", PY, "-c", "import time; time.sleep(600)"], env=env())
+    time.sleep(1)
+    want = {"a": "no", "b": "yes", "d": "no"}
+    rng = random.Random(int(os.environ.get("FAULTNET_SEED", "0") or 0) or None)
+    bad, codes = [], set()
+    journal = os.path.join(os.environ.get("FAULTNET_RUNDIR", ""), group + ".journal")
+    for i in range(20):
+        p = subprocess.Popen([CTL, "scenario", path], env=env(), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.0, 1.2))
+        p.send_signal(signal.SIGINT)
+        codes.add(p.wait(timeout=30))
+        got = rules_of(agent.pid)
+        lines = open(journal).read().splitlines() if os.path.exists(journal) else []
+        left = [x for x in lines if " reset" not in x and not x.endswith("reset")]
+        if got != want or left:
+            bad.append((i, got, left))
+    agent.kill()
+    agent.wait()
+    check("SIGINT at 20 random moments: every rule as the policy file set it, and the group "
+          "journal without the scenario's changes (exit %s)" % sorted(codes),
+          not bad and codes <= {130, 0}, bad[:3])
+
+
+def main():
+    servers = [origin.Origin(8080, h).start() for h in
+               ("127.86.1.1", "127.86.2.1", "127.85.0.4", "127.86.3.1", "127.66.0.1")]
+    os.makedirs(OUT, exist_ok=True)
+    for t in (test_bad_files, test_drill, test_storm, test_egress, test_failing_expectation,
+              test_sigint):
+        t()
+    for s in servers:
+        s.shutdown()
+    subprocess.run(["rm", "-rf", TMP])
+    sys.exit(1 if checks.failed else 0)
+
+
+if __name__ == "__main__":
+    main()
