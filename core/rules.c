@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "core/http.h"
+#include "core/lpm.h"
 
 static const char *const action_names[FN_ACT_COUNT] = {
     "blackhole", "stall",     "drop", "refuse", "reset",   "unreachable", "delay",
@@ -102,30 +103,106 @@ const struct fn_rule *fn_policy_match(const struct fn_policy *p, const struct fn
 	return fn_policy_match_from(p, peer, proto, 0, seen);
 }
 
-const struct fn_rule *fn_policy_match_from(const struct fn_policy *p,
-					   const struct fn_endpoint *peer, uint8_t proto,
-					   size_t from, const struct fn_rule **seen)
+/* fn_rule_covers for a rule the index already found covering peer by its
+ * CIDRs: the rest of its match. */
+static inline __attribute__((always_inline)) bool covers_rest(const struct fn_policy *p,
+							      const struct fn_rule *r,
+							      const struct fn_endpoint *peer,
+							      uint8_t proto)
+{
+	if (!(r->protos & proto))
+		return false;
+	if (r->from_zone >= 0 && r->from_zone != p->self_zone)
+		return false;
+	if (r->nports && !fn_ports_contain(r->ports, r->nports, peer->port))
+		return false;
+	/* Indexed by its to CIDRs: the zone is a second condition. */
+	return !(r->nto && r->to_zone >= 0 && !in_zone(p, r->to_zone, peer));
+}
+
+/* One candidate: true when it decides (returned in *out). */
+static inline __attribute__((always_inline)) bool
+consider(const struct fn_policy *p, const struct fn_rule *r, const struct fn_endpoint *peer,
+	 uint8_t proto, const struct fn_rule **seen, const struct fn_rule **off)
+{
+	if (!r->enabled && (!seen || *off))
+		return false;
+	if (!covers_rest(p, r, peer, proto))
+		return false;
+	if (!r->enabled) {
+		*off = r;
+		return false;
+	}
+	return true;
+}
+
+/* The candidates after the first, or a first that needs the whole check:
+ * kept out of line, so that the common answers stay short. */
+static __attribute__((noinline)) const struct fn_rule *
+walk(const struct fn_policy *p, const uint32_t *a, const struct fn_endpoint *peer, uint8_t proto,
+     size_t from, const struct fn_rule **seen)
 {
 	const struct fn_rule *off = NULL;
-	if (seen)
-		*seen = NULL;
-	if (!p || !((seen ? p->watch_protos : p->active_protos) & proto))
-		return NULL;
-	for (size_t i = from; i < p->nrules; i++) {
-		const struct fn_rule *r = &p->rules[i];
-		if ((!r->enabled && (!seen || off)) || !fn_rule_covers(p, r, peer, proto))
-			continue;
-		if (!r->enabled) {
-			off = r;
-			continue;
+	const uint32_t *b = p->lpm->any;
+	for (;;) {
+		/* Merged in file order with the rules for every address. */
+		uint32_t i = *a < *b ? *a++ : *b++;
+		if (i == FN_LPM_END)
+			break;
+		if (i >= from && consider(p, &p->rules[i], peer, proto, seen, &off)) {
+			if (seen)
+				*seen = &p->rules[i];
+			return &p->rules[i];
 		}
-		if (seen)
-			*seen = r;
-		return r;
 	}
 	if (seen)
 		*seen = off;
 	return NULL;
+}
+
+static const struct fn_rule *scan(const struct fn_policy *p, const struct fn_endpoint *peer,
+				  uint8_t proto, size_t from, const struct fn_rule **seen)
+{
+	const struct fn_rule *off = NULL;
+	for (size_t i = from; i < p->nrules; i++) {
+		const struct fn_rule *r = &p->rules[i];
+		if (fn_rule_covers(p, r, peer, proto) && consider(p, r, peer, proto, seen, &off)) {
+			if (seen)
+				*seen = r;
+			return r;
+		}
+	}
+	if (seen)
+		*seen = off;
+	return NULL;
+}
+
+const struct fn_rule *fn_policy_match_from(const struct fn_policy *p,
+					   const struct fn_endpoint *peer, uint8_t proto,
+					   size_t from, const struct fn_rule **seen)
+{
+	if (seen)
+		*seen = NULL;
+	if (!p || !((seen ? p->watch_protos : p->active_protos) & proto))
+		return NULL;
+	const struct fn_lpm *t = p->lpm;
+	if (!t)
+		return scan(p, peer, proto, from, seen);
+	const uint32_t *a = fn_lpm_lookup(t, peer);
+	uint32_t i = *a;
+	if (t->any[0] == FN_LPM_END) {
+		if (i == FN_LPM_END)
+			return NULL; /* no rule covers the address */
+		/* The usual answer: the first candidate, enabled, its CIDR all
+		 * its match. */
+		uint8_t m = t->simple[i];
+		if ((m & FN_LPM_SIMPLE) && (m & proto) && i >= from && p->rules[i].enabled) {
+			if (seen)
+				*seen = &p->rules[i];
+			return &p->rules[i];
+		}
+	}
+	return walk(p, a, peer, proto, from, seen);
 }
 
 int fn_policy_zone_index(const struct fn_policy *p, const char *name)
@@ -138,6 +215,11 @@ int fn_policy_zone_index(const struct fn_policy *p, const char *name)
 
 void fn_policy_finish(struct fn_policy *p)
 {
+	if (!p->lpm || p->lpm_stale) {
+		fn_lpm_put(p->lpm);
+		p->lpm = fn_lpm_build(p); /* NULL when memory is short: then a scan */
+		p->lpm_stale = false;
+	}
 	p->active_protos = p->watch_protos = 0;
 	for (size_t i = 0; i < p->nrules; i++) {
 		const struct fn_rule *r = &p->rules[i];
@@ -184,6 +266,7 @@ void fn_policy_free(struct fn_policy *p)
 		free(p->zones[i].cidrs);
 	free(p->rules);
 	free(p->zones);
+	fn_lpm_put(p->lpm);
 	free(p);
 }
 
@@ -205,6 +288,8 @@ struct fn_policy *fn_policy_clone(const struct fn_policy *p)
 	if (!c)
 		return NULL;
 	*c = *p;
+	if (c->lpm) /* the same rules and CIDRs: the same index */
+		__atomic_add_fetch(&c->lpm->refs, 1, __ATOMIC_RELAXED);
 	bool ok = true;
 	c->rules = calloc(p->nrules + 1, sizeof(*c->rules));
 	c->zones = calloc(p->nzones + 1, sizeof(*c->zones));
@@ -251,6 +336,7 @@ bool fn_policy_insert(struct fn_policy *p, struct fn_rule *r, bool first)
 	grown[at] = *r;
 	memset(r, 0, sizeof(*r));
 	p->nrules++;
+	p->lpm_stale = true;
 	fn_policy_finish(p);
 	return true;
 }
@@ -260,5 +346,6 @@ void fn_policy_remove(struct fn_policy *p, size_t i)
 	rule_free(&p->rules[i]);
 	memmove(&p->rules[i], &p->rules[i + 1], (p->nrules - i - 1) * sizeof(p->rules[0]));
 	p->nrules--;
+	p->lpm_stale = true;
 	fn_policy_finish(p);
 }

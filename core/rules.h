@@ -94,7 +94,11 @@ struct fn_zone {
 	size_t ncidrs;
 };
 
+struct fn_lpm;
+
 struct fn_policy {
+	struct fn_lpm *lpm; /* the rule index (core/lpm.h); NULL: scan */
+	bool lpm_stale;	    /* rules or their CIDRs changed since it was built */
 	struct fn_zone *zones;
 	size_t nzones;
 	struct fn_rule *rules;

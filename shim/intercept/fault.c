@@ -73,7 +73,13 @@ static bool mapped_on_v6only(int fd, const struct sockaddr *sa)
 bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_verdict *v)
 {
 	const struct fn_policy *p = fn_policy_current();
-	if (!p || !p->watch_protos || !fn_endpoint_from_sockaddr(&v->ep, sa, len))
+	if (!p || !p->watch_protos)
+		return false;
+	/* A socket of a protocol no rule covers (a UDP send while every rule
+	 * is TCP-only) never looks anything up. */
+	unsigned f = fn_fd_get(fd);
+	uint8_t known = f & FDF_TCP ? FN_PROTO_TCP : f & FDF_UDP ? FN_PROTO_UDP : 0;
+	if ((known && !(p->watch_protos & known)) || !fn_endpoint_from_sockaddr(&v->ep, sa, len))
 		return false;
 	fn_policy_match(p, &v->ep, FN_PROTO_ANY, &v->seen);
 	if (!v->seen || mapped_on_v6only(fd, sa))

@@ -1,52 +1,97 @@
-/* lookup.c - rule lookup cost: builds a policy of N CIDR rules (none of
- * which cover the destination but the last) and looks up one destination K
- * times. Run under callgrind with --toggle-collect=fn_policy_match, the
- * instructions divided by K are the cost of one lookup for a matched
- * connect at that rule count.
+/* lookup.c - rule lookup cost and the rule index's size: builds a policy of
+ * N /24 CIDR rules (10.0.0.0/24, 10.0.1.0/24, ...) and looks up one
+ * destination K times: "hit", an address only the last rule covers, or
+ * "miss", one no rule covers. Run under callgrind with
+ * --toggle-collect=fn_policy_match, the instructions divided by K are the
+ * cost of one lookup. "load" times parsing N such rules from policy text.
  *
- *   lookup N K
+ *   lookup N K hit|miss     prints the index's build time and bytes per prefix
+ *   lookup N 0 load         prints the seconds a policy file of N rules takes
  */
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/config.h"
+#include "core/lpm.h"
+#include "core/rules.h"
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void prefix_of(long i, uint8_t ip[4])
+{
+	ip[0] = (uint8_t)(10 + (i >> 16));
+	ip[1] = (uint8_t)((i >> 8) & 255);
+	ip[2] = (uint8_t)(i & 255);
+	ip[3] = 0;
+}
+
+static int load(long n)
+{
+	size_t cap = (size_t)n * 96 + 64, at = 0;
+	char *text = malloc(cap), err[512];
+	at += (size_t)snprintf(text, cap, "rules = (\n");
+	for (long i = 0; i < n; i++) {
+		uint8_t ip[4];
+		prefix_of(i, ip);
+		at += (size_t)snprintf(text + at, cap - at,
+				       "{ name = \"r%ld\"; action = \"refuse\"; match = { to = "
+				       "\"%d.%d.%d.0/24\"; }; }%s\n",
+				       i, ip[0], ip[1], ip[2], i + 1 < n ? "," : "");
+	}
+	snprintf(text + at, cap - at, ");\n");
+	double t0 = now();
+	struct fn_policy *p = fn_config_load_string(text, "lookup", NULL, err, sizeof(err));
+	printf("load %ld rules: %.3f s\n", n, now() - t0);
+	fn_policy_free(p);
+	free(text);
+	return p ? 0 : 1;
+}
 
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 10000, k = argc > 2 ? atol(argv[2]) : 1000;
-	size_t cap = (size_t)n * 96 + 64, at = 0;
-	char *text = malloc(cap);
-	at += (size_t)snprintf(text, cap, "rules = (\n");
+	const char *mode = argc > 3 ? argv[3] : "hit";
+	if (strcmp(mode, "load") == 0)
+		return load(n);
+	struct fn_policy *p = calloc(1, sizeof(*p));
+	p->self_zone = -1;
+	p->nrules = (size_t)n;
+	p->rules = calloc((size_t)n, sizeof(*p->rules));
 	for (long i = 0; i < n; i++) {
-		/* Distinct loopback /32s from 127.100.0.0 up; the last is the target. */
-		at += (size_t)snprintf(text + at, cap - at,
-				       "{ name = \"r%ld\"; action = \"refuse\"; match = { to = "
-				       "\"127.%ld.%ld.%ld/32\"; }; }%s\n",
-				       i, 100 + ((i >> 16) & 255), (i >> 8) & 255, i & 255,
-				       i + 1 < n ? "," : "");
+		struct fn_rule *r = &p->rules[i];
+		snprintf(r->name, sizeof(r->name), "r%ld", i);
+		r->action = FN_ACT_REFUSE;
+		r->enabled = true;
+		r->protos = FN_PROTO_TCP;
+		r->from_zone = r->to_zone = -1;
+		r->nto = 1;
+		r->to = calloc(1, sizeof(*r->to));
+		r->to->v4 = true;
+		r->to->prefix = 24;
+		prefix_of(i, r->to->ip);
 	}
-	snprintf(text + at, cap - at, ");\n");
-	char err[512];
-	struct fn_policy *p = fn_config_load_string(text, "lookup", NULL, err, sizeof(err));
-	if (!p) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(443)};
-	long last = n - 1;
-	char ip[32];
-	snprintf(ip, sizeof(ip), "127.%ld.%ld.%ld", 100 + ((last >> 16) & 255), (last >> 8) & 255,
-		 last & 255);
-	inet_pton(AF_INET, ip, &sa.sin_addr);
-	struct fn_endpoint ep;
-	fn_endpoint_from_sockaddr(&ep, (struct sockaddr *)&sa, sizeof(sa));
+	double t0 = now();
+	fn_policy_finish(p);
+	double built = now() - t0;
+	struct fn_endpoint ep = {.v4 = true, .port = 443};
+	prefix_of(n - 1, ep.ip);
+	ep.ip[3] = 9;
+	if (strcmp(mode, "miss") == 0)
+		ep.ip[0] = 9;
 	long hits = 0;
 	for (long i = 0; i < k; i++)
 		hits += fn_policy_match(p, &ep, FN_PROTO_TCP, NULL) != NULL;
-	printf("%ld rules, %ld lookups, %ld hits\n", n, k, hits);
+	printf("%ld rules: index built in %.3f s, %zu bytes (%.1f per prefix); %ld lookups, %ld "
+	       "hits\n",
+	       n, built, p->lpm ? fn_lpm_bytes(p->lpm) : 0,
+	       p->lpm ? (double)fn_lpm_bytes(p->lpm) / (double)n : 0.0, k, hits);
 	fn_policy_free(p);
-	free(text);
-	return hits == k ? 0 : 1;
+	return hits == (strcmp(mode, "miss") == 0 ? 0 : k) ? 0 : 1;
 }

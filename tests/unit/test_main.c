@@ -8,6 +8,7 @@ void add_config_tests(void);
 void add_action_tests(void);
 void add_shape_tests(void);
 void add_http_tests(void);
+void add_lpm_tests(void);
 
 int main(int argc, char **argv)
 {
@@ -19,5 +20,6 @@ int main(int argc, char **argv)
 	add_action_tests();
 	add_shape_tests();
 	add_http_tests();
+	add_lpm_tests();
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }

@@ -1,0 +1,286 @@
+/* lpm.c - builds the rule index of lpm.h. Rules are inserted in file
+ * order, so each slot's list grows by appending; lists are interned (a
+ * list is its parent list plus one rule), so the many slots that share a
+ * list share one copy, and only the lists the finished trie refers to are
+ * written out. */
+#include "core/lpm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rules.h"
+
+#define CHILD 0x80000000u
+
+/* The build's interned lists: list id -> (parent list, last rule, length);
+ * id 0 is the empty list. */
+struct builder {
+	struct fn_lpm *t;
+	uint32_t *parent, *last, *len;
+	size_t nlists, cap;
+	uint64_t *memo; /* open hash: (parent << 32 | rule) + 1 -> at memo_id */
+	uint32_t *memo_id;
+	size_t memo_mask, memo_used;
+	size_t nodes_cap;
+	bool oom;
+};
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+static bool memo_grow(struct builder *b)
+{
+	size_t size = b->memo_mask ? (b->memo_mask + 1) * 2 : 1024;
+	uint64_t *keys = calloc(size, sizeof(*keys));
+	uint32_t *ids = calloc(size, sizeof(*ids));
+	if (!keys || !ids) {
+		free(keys);
+		free(ids);
+		return false;
+	}
+	for (size_t i = 0; b->memo_mask && i <= b->memo_mask; i++) {
+		if (!b->memo[i])
+			continue;
+		size_t h = mix(b->memo[i]) & (size - 1);
+		while (keys[h])
+			h = (h + 1) & (size - 1);
+		keys[h] = b->memo[i];
+		ids[h] = b->memo_id[i];
+	}
+	free(b->memo);
+	free(b->memo_id);
+	b->memo = keys;
+	b->memo_id = ids;
+	b->memo_mask = size - 1;
+	return true;
+}
+
+static uint32_t new_list(struct builder *b, uint32_t parent, uint32_t rule)
+{
+	if (b->nlists == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 1024;
+		uint32_t *p = realloc(b->parent, cap * 4), *l = realloc(b->last, cap * 4),
+			 *n = realloc(b->len, cap * 4);
+		if (p)
+			b->parent = p;
+		if (l)
+			b->last = l;
+		if (n)
+			b->len = n;
+		if (!p || !l || !n) {
+			b->oom = true;
+			return 0;
+		}
+		b->cap = cap;
+	}
+	uint32_t id = (uint32_t)b->nlists++;
+	b->parent[id] = parent;
+	b->last[id] = rule;
+	b->len[id] = id ? b->len[parent] + 1 : 0;
+	return id;
+}
+
+/* The list L followed by rule r (the same list if r already ends it). */
+static uint32_t append(struct builder *b, uint32_t list, uint32_t rule)
+{
+	if (list && b->last[list] == rule)
+		return list;
+	if ((b->memo_used + 1) * 2 > b->memo_mask + 1 && !memo_grow(b)) {
+		b->oom = true;
+		return list;
+	}
+	uint64_t key = ((uint64_t)list << 32 | rule) + 1;
+	size_t h = mix(key) & b->memo_mask;
+	for (; b->memo[h]; h = (h + 1) & b->memo_mask)
+		if (b->memo[h] == key)
+			return b->memo_id[h];
+	uint32_t id = new_list(b, list, rule);
+	b->memo[h] = key;
+	b->memo_id[h] = id;
+	b->memo_used++;
+	return id;
+}
+
+/* A new node whose 256 slots all hold value; its index with CHILD set. */
+static uint32_t new_node(struct builder *b, uint32_t value)
+{
+	struct fn_lpm *t = b->t;
+	if (t->nnodes == b->nodes_cap) {
+		size_t cap = b->nodes_cap ? b->nodes_cap * 2 : 64;
+		uint32_t *n = realloc(t->nodes, cap * 256 * sizeof(uint32_t));
+		if (!n || cap * 256 >= CHILD) {
+			b->oom = true;
+			return value;
+		}
+		t->nodes = n;
+		b->nodes_cap = cap;
+	}
+	uint32_t *slots = &t->nodes[t->nnodes * 256];
+	for (int i = 0; i < 256; i++)
+		slots[i] = value;
+	return (uint32_t)t->nnodes++ | CHILD;
+}
+
+static uint32_t *slot_of(struct builder *b, uint32_t *root, uint32_t node, unsigned i)
+{
+	return node == CHILD - 1 ? &root[i] : &b->t->nodes[(size_t)node * 256 + i];
+}
+
+/* Child slots name a node by index while building; the lookup wants the
+ * offset of its first slot. */
+static void child_offsets(uint32_t *slots, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (slots[i] & CHILD)
+			slots[i] = CHILD | ((slots[i] & ~CHILD) * 256);
+}
+
+/* Adds rule to the slot and everything under it. */
+static void add_to(struct builder *b, uint32_t *slot, uint32_t rule)
+{
+	if (!(*slot & CHILD)) {
+		*slot = append(b, *slot, rule);
+		return;
+	}
+	uint32_t node = *slot & ~CHILD;
+	for (unsigned i = 0; i < 256; i++)
+		add_to(b, &b->t->nodes[(size_t)node * 256 + i], rule);
+}
+
+/* Inserts rule for the prefix c: down to the level where it ends, then
+ * into every slot it covers there. */
+static void insert(struct builder *b, const struct fn_cidr *c, uint32_t rule)
+{
+	uint32_t *root = c->v4 ? b->t->root4 : b->t->root6;
+	uint32_t node = CHILD - 1; /* the root */
+	for (unsigned level = 0;; level++) {
+		unsigned end = (level + 1) * 8;
+		if (c->prefix <= end) {
+			unsigned span = 1u << (end - c->prefix), first = c->ip[level] & ~(span - 1);
+			for (unsigned s = first; s < first + span && !b->oom; s++)
+				add_to(b, slot_of(b, root, node, s), rule);
+			return;
+		}
+		uint32_t *slot = slot_of(b, root, node, c->ip[level]);
+		if (!(*slot & CHILD)) {
+			uint32_t child = new_node(b, *slot);
+			if (b->oom)
+				return;
+			slot = slot_of(b, root, node, c->ip[level]); /* nodes may have moved */
+			*slot = child;
+		}
+		node = *slot & ~CHILD;
+	}
+}
+
+/* Replaces list ids in slots by offsets (+ 1) into the pool, writing each
+ * list once. */
+static bool finish_slots(struct builder *b, uint32_t *slots, size_t n, uint32_t *offset)
+{
+	struct fn_lpm *t = b->t;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t v = slots[i];
+		if ((v & CHILD) || !v)
+			continue;
+		if (!offset[v]) {
+			size_t need = t->npool + b->len[v] + 1;
+			uint32_t *pool = realloc(t->pool, need * sizeof(uint32_t));
+			if (!pool)
+				return false;
+			t->pool = pool;
+			uint32_t at = (uint32_t)t->npool, k = b->len[v];
+			pool[at + k] = FN_LPM_END;
+			for (uint32_t id = v; id; id = b->parent[id])
+				pool[at + --k] = b->last[id];
+			t->npool = need;
+			offset[v] = at + 1;
+		}
+		slots[i] = offset[v];
+	}
+	return true;
+}
+
+static bool add_rule(struct builder *b, const struct fn_policy *p, size_t i, size_t *nany)
+{
+	const struct fn_rule *r = &p->rules[i];
+	const struct fn_cidr *cidrs = r->to;
+	size_t n = r->nto;
+	if (!n && r->to_zone >= 0) {
+		cidrs = p->zones[r->to_zone].cidrs;
+		n = p->zones[r->to_zone].ncidrs;
+	}
+	if (!n && r->to_zone < 0) {
+		b->t->any[(*nany)++] = (uint32_t)i;
+		return true;
+	}
+	for (size_t k = 0; k < n && !b->oom; k++)
+		insert(b, &cidrs[k], (uint32_t)i);
+	b->t->prefixes += n;
+	return !b->oom;
+}
+
+struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
+{
+	struct builder b = {0};
+	struct fn_lpm *t = calloc(1, sizeof(*t));
+	if (!t || !(t->any = malloc((p->nrules + 1) * sizeof(uint32_t))) ||
+	    !(t->simple = malloc(p->nrules + 1))) {
+		if (t)
+			free(t->any);
+		free(t);
+		return NULL;
+	}
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct fn_rule *r = &p->rules[i];
+		bool simple = !r->nports && r->from_zone < 0 && !(r->nto && r->to_zone >= 0);
+		t->simple[i] = (uint8_t)(r->protos | (simple ? FN_LPM_SIMPLE : 0));
+	}
+	t->refs = 1;
+	b.t = t;
+	new_list(&b, 0, 0); /* id 0: the empty list */
+	size_t nany = 0;
+	for (size_t i = 0; i < p->nrules && !b.oom; i++)
+		add_rule(&b, p, i, &nany);
+	t->any[nany] = FN_LPM_END;
+	uint32_t *offset = b.oom ? NULL : calloc(b.nlists + 1, sizeof(uint32_t));
+	bool ok = offset && finish_slots(&b, t->root4, 256, offset) &&
+		  finish_slots(&b, t->root6, 256, offset) &&
+		  finish_slots(&b, t->nodes, t->nnodes * 256, offset);
+	if (ok) {
+		child_offsets(t->root4, 256);
+		child_offsets(t->root6, 256);
+		child_offsets(t->nodes, t->nnodes * 256);
+	}
+	free(offset);
+	free(b.parent);
+	free(b.last);
+	free(b.len);
+	free(b.memo);
+	free(b.memo_id);
+	if (!ok) {
+		fn_lpm_put(t);
+		return NULL;
+	}
+	return t;
+}
+
+void fn_lpm_put(struct fn_lpm *t)
+{
+	if (!t || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	free(t->nodes);
+	free(t->pool);
+	free(t->any);
+	free(t->simple);
+	free(t);
+}
+
+size_t fn_lpm_bytes(const struct fn_lpm *t)
+{
+	return sizeof(*t) + t->nnodes * 256 * sizeof(uint32_t) + t->npool * sizeof(uint32_t);
+}

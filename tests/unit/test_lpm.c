@@ -1,0 +1,159 @@
+/* test_lpm.c - the rule index against the plain scan it replaces: random
+ * policies (IPv4 and IPv6 prefixes of every length, ports, protocols,
+ * zones, disabled rules, rules with no destination) and random
+ * destinations, biased to fall inside the prefixes; both must give the
+ * same rule, the same "seen" rule and the same answer when starting past
+ * a declined rule. Plus the index's size and a policy of 100,000 rules. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/config.h"
+#include "core/lpm.h"
+#include "core/rules.h"
+
+static uint64_t state = 88172645463325252ull;
+
+static uint32_t rnd(uint32_t n)
+{
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	return (uint32_t)(state % n);
+}
+
+static void random_cidr(struct fn_cidr *c, bool v4)
+{
+	memset(c, 0, sizeof(*c));
+	c->v4 = v4;
+	c->prefix = (uint8_t)rnd(v4 ? 33 : 129);
+	/* Few distinct leading bytes, so that prefixes nest and overlap. */
+	for (int i = 0; i < (v4 ? 4 : 16); i++)
+		c->ip[i] = (uint8_t)(i < 2 ? rnd(3) : rnd(256));
+	for (int b = c->prefix; b < (v4 ? 32 : 128); b++)
+		c->ip[b / 8] &= (uint8_t) ~(0x80u >> (b % 8));
+}
+
+static struct fn_policy *random_policy(size_t nrules)
+{
+	struct fn_policy *p = calloc(1, sizeof(*p));
+	p->self_zone = (int)rnd(3) - 1;
+	p->nzones = 2;
+	p->zones = calloc(2, sizeof(*p->zones));
+	for (int z = 0; z < 2; z++) {
+		p->zones[z].ncidrs = 1 + rnd(3);
+		p->zones[z].cidrs = calloc(p->zones[z].ncidrs, sizeof(struct fn_cidr));
+		for (size_t k = 0; k < p->zones[z].ncidrs; k++)
+			random_cidr(&p->zones[z].cidrs[k], rnd(2));
+	}
+	p->nrules = nrules;
+	p->rules = calloc(nrules, sizeof(*p->rules));
+	for (size_t i = 0; i < nrules; i++) {
+		struct fn_rule *r = &p->rules[i];
+		snprintf(r->name, sizeof(r->name), "r%zu", i);
+		r->enabled = rnd(4) != 0;
+		r->protos = (uint8_t)(1 + rnd(3));
+		r->from_zone = rnd(5) == 0 ? (int)rnd(2) : -1;
+		r->to_zone = rnd(4) == 0 ? (int)rnd(2) : -1;
+		r->nto = rnd(6) == 0 ? 0 : 1 + rnd(3);
+		r->to = r->nto ? calloc(r->nto, sizeof(struct fn_cidr)) : NULL;
+		for (size_t k = 0; k < r->nto; k++)
+			random_cidr(&r->to[k], rnd(3) != 0);
+		if (rnd(3) == 0) {
+			r->nports = 1;
+			r->ports = calloc(1, sizeof(*r->ports));
+			r->ports[0].lo = (uint16_t)rnd(4);
+			r->ports[0].hi = (uint16_t)(r->ports[0].lo + rnd(2));
+		}
+	}
+	fn_policy_finish(p);
+	return p;
+}
+
+static void random_endpoint(const struct fn_policy *p, struct fn_endpoint *ep)
+{
+	memset(ep, 0, sizeof(*ep));
+	const struct fn_rule *r = &p->rules[rnd((uint32_t)p->nrules)];
+	ep->v4 = rnd(3) != 0;
+	for (int i = 0; i < 16; i++)
+		ep->ip[i] = (uint8_t)(i < 2 ? rnd(3) : rnd(256));
+	if (r->nto && rnd(2)) { /* inside one of its prefixes, most of the time */
+		const struct fn_cidr *c = &r->to[rnd((uint32_t)r->nto)];
+		ep->v4 = c->v4;
+		for (int b = 0; b < c->prefix; b++) {
+			uint8_t bit = (uint8_t)(0x80u >> (b % 8));
+			ep->ip[b / 8] = (uint8_t)((ep->ip[b / 8] & ~bit) | (c->ip[b / 8] & bit));
+		}
+	}
+	if (ep->v4)
+		memset(ep->ip + 4, 0, 12);
+	ep->port = (uint16_t)rnd(5);
+}
+
+static void test_same_as_scan(void)
+{
+	int mismatches = 0, hits = 0;
+	for (int round = 0; round < 300; round++) {
+		struct fn_policy *p = random_policy(1 + rnd(40));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p->lpm);
+		for (int k = 0; k < 300; k++) {
+			struct fn_endpoint ep;
+			random_endpoint(p, &ep);
+			uint8_t proto = (uint8_t)(1 + rnd(3));
+			size_t from = rnd(3) == 0 ? rnd((uint32_t)p->nrules) : 0;
+			const struct fn_rule *s1, *s2, *a, *b;
+			a = fn_policy_match_from(p, &ep, proto, from, &s1);
+			struct fn_lpm *lpm = p->lpm;
+			p->lpm = NULL; /* the plain scan */
+			b = fn_policy_match_from(p, &ep, proto, from, &s2);
+			p->lpm = lpm;
+			mismatches += a != b || s1 != s2;
+			hits += a != NULL;
+			mismatches +=
+			    fn_policy_match_from(p, &ep, proto, from, NULL) !=
+			    (p->lpm = NULL, fn_policy_match_from(p, &ep, proto, from, NULL));
+			p->lpm = lpm;
+		}
+		fn_policy_free(p);
+	}
+	CU_ASSERT_EQUAL(mismatches, 0);
+	CU_ASSERT(hits > 1000); /* the destinations did hit rules */
+}
+
+static void test_large(void)
+{
+	size_t n = 100000, cap = n * 96 + 64, at = 0;
+	char *text = malloc(cap), err[256];
+	at += (size_t)snprintf(text, cap, "rules = (\n");
+	for (size_t i = 0; i < n; i++)
+		at += (size_t)snprintf(text + at, cap - at,
+				       "{ name = \"r%zu\"; action = \"refuse\"; match = { to = "
+				       "\"10.%zu.%zu.0/24\"; }; }%s\n",
+				       i, (i >> 8) & 255, i & 255, i + 1 < n ? "," : "");
+	snprintf(text + at, cap - at, ");\n");
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct fn_policy *p = fn_config_load_string(text, "big", NULL, err, sizeof(err));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_PTR_NOT_NULL(p->lpm);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	CU_ASSERT(s < 5); /* generous: make bench reports the real figure */
+	struct fn_endpoint ep = {.v4 = true, .ip = {10, 200, 77, 9}, .port = 443};
+	const struct fn_rule *r = fn_policy_match(p, &ep, FN_PROTO_TCP, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_STRING_EQUAL(r->name, "r51277"); /* 200 * 256 + 77 */
+	ep.ip[0] = 11;
+	CU_ASSERT_PTR_NULL(fn_policy_match(p, &ep, FN_PROTO_TCP, NULL));
+	fn_policy_free(p);
+	free(text);
+}
+
+void add_lpm_tests(void)
+{
+	CU_pSuite s = CU_add_suite("rule index", NULL, NULL);
+	CU_add_test(s, "the same answers as a scan, 90,000 random lookups", test_same_as_scan);
+	CU_add_test(s, "100,000 rules: loaded, found", test_large);
+}
