@@ -28,7 +28,8 @@ ALL_CFLAGS = $(CFLAGS_BASE) $(LTO) $(SANFLAGS) $(CFLAGS)
 # shim's rooms sit on it, top to bottom (see docs/ARCHITECTURE.md).
 room = $(wildcard $(1)/*.c)
 CORE_SRC := $(call room,core)
-SHIM_ROOMS := shim shim/intercept shim/control shim/relay shim/sink shim/stats shim/fd shim/base
+SHIM_ROOMS := shim shim/intercept shim/control shim/relay shim/sink shim/stats shim/dns shim/fd \
+	shim/base
 SHIM_SRC := $(foreach r,$(SHIM_ROOMS),$(call room,$(r)))
 CTL_SRC := $(call room,ctl)
 HEADERS := $(wildcard core/*.h shim/*/*.h ctl/*.h)
@@ -166,8 +167,9 @@ stress: test-deps
 # ---- benchmarks ----------------------------------------------------------
 # make bench writes BENCHMARKS.md from one run (under 10 minutes); make test
 # runs the same harness in seconds (--smoke) so that it cannot rot.
-BENCH_PROGS := $(BUILD)/bench/loop $(BUILD)/bench/stream $(BUILD)/bench/lookup
-$(BUILD)/bench/loop $(BUILD)/bench/stream: $(BUILD)/bench/%: tests/bench/%.c
+BENCH_PROGS := $(BUILD)/bench/loop $(BUILD)/bench/stream $(BUILD)/bench/lookup \
+	$(BUILD)/bench/copyrelay
+$(BUILD)/bench/loop $(BUILD)/bench/stream $(BUILD)/bench/copyrelay: $(BUILD)/bench/%: tests/bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) -o $@ $< -lpthread
 # Without LTO, so that callgrind can count inside fn_policy_match.

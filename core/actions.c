@@ -3,6 +3,7 @@
  * named in the same words. */
 #include "core/actions.h"
 
+#include "core/dns.h"
 #include "core/http.h"
 
 #include <stddef.h>
@@ -14,8 +15,8 @@
 #define DAY_MS 86400000u
 
 static const struct fn_key keys[] = {
-    {"delay_ms", FN_KEY_MS, A(DELAY) | A(RESPOND) | A(SLOW), DAY_MS},
-    {"jitter_ms", FN_KEY_MS, A(DELAY) | A(LATENCY) | A(BANDWIDTH) | A(SLOW), DAY_MS},
+    {"delay_ms", FN_KEY_MS, A(DELAY) | A(RESPOND) | A(SLOW) | A(DNS), DAY_MS},
+    {"jitter_ms", FN_KEY_MS, A(DELAY) | A(LATENCY) | A(BANDWIDTH) | A(SLOW) | A(DNS), DAY_MS},
     /* A slow link: latency and bandwidth together, in either action. */
     {"latency_ms", FN_KEY_MS, A(LATENCY) | A(BANDWIDTH), DAY_MS},
     {"rate", FN_KEY_UINT, A(BANDWIDTH) | A(LATENCY), 1ull << 40},
@@ -132,6 +133,10 @@ static const char *missing(const struct fn_rule *r)
 		return p->delay_ms ? NULL : "delay_ms (more than 0)";
 	case FN_ACT_RESPOND:
 		return r->http && r->http->status ? NULL : "status (100 to 599)";
+	case FN_ACT_DNS:
+		return r->dns && (r->dns->error || r->dns->nanswer || p->delay_ms)
+			   ? NULL
+			   : "error, answer or delay_ms";
 	default:
 		return NULL;
 	}
@@ -151,6 +156,14 @@ const char *fn_rule_params_check(struct fn_rule *r, bool proto_given, char *buf,
 	if (need) {
 		snprintf(buf, len, "action %s needs %s", act, need);
 		return buf;
+	}
+	if (r->action == FN_ACT_DNS) {
+		if (r->dns->error && r->dns->nanswer) {
+			snprintf(buf, len, "action dns takes error or answer, not both");
+			return buf;
+		}
+		r->protos = 0; /* matched by name, never by address */
+		return NULL;
 	}
 	if (r->par.after_bytes >= 0 && r->par.after_ms >= 0) {
 		snprintf(buf, len, "action %s takes after_bytes or after_ms, not both", act);
@@ -202,8 +215,16 @@ void fn_rule_describe(const struct fn_rule *r, char *buf, size_t len)
 		word(buf, len, &at, "%safter_bytes=%llu", (unsigned long long)p->after_bytes);
 	if (p->after_ms >= 0)
 		word(buf, len, &at, "%safter_ms=%llu", (unsigned long long)p->after_ms);
+	if (r->host && at < len)
+		at += (size_t)snprintf(buf + at, len - at, "%shost=%s", at ? " " : "", r->host);
 	if (r->http)
 		fn_http_describe(r, buf, len, &at);
+	if (r->dns && r->dns->error && at < len)
+		at += (size_t)snprintf(buf + at, len - at, "%serror=%s", at ? " " : "",
+				       fn_dns_error_name(r->dns->error));
+	if (r->dns && r->dns->nanswer && at < len)
+		at += (size_t)snprintf(buf + at, len - at, "%sanswer=%d", at ? " " : "",
+				       r->dns->nanswer);
 	if (fn_rule_relayed(r) && r->action != FN_ACT_DELAY && !fn_rule_http(r)) {
 		static const char *const dirs[] = {"", "up", "down", "both"};
 		if (at < len)

@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "core/actions.h"
+#include "core/dns.h"
 #include "core/hparse.h"
 #include "core/http.h"
 #include "core/lcfg.h"
@@ -201,6 +202,22 @@ static bool get_pattern(struct ctx *c, const config_setting_t *s, struct fn_rule
 	return true;
 }
 
+/* match.host: a glob on the Host header for HTTP rules; for the others an
+ * exact name or "*." and a suffix (dns.h). */
+static bool parse_host(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
+{
+	if (r->http)
+		return get_pattern(c, s, r, "host", &r->host);
+	const char *v, *why;
+	char where[FN_NAME_MAX + 32];
+	snprintf(where, sizeof(where), "rule '%s': match.host", r->name);
+	if (!get_string(c, s, where, &v))
+		return false;
+	if (!(r->host = fn_host_pattern(v, &why)))
+		return fail(c, s, "%s '%s' %s", where, v, why);
+	return true;
+}
+
 static bool parse_http_match(struct ctx *c, const config_setting_t *m, struct fn_rule *r)
 {
 	const config_setting_t *s;
@@ -208,8 +225,55 @@ static bool parse_http_match(struct ctx *c, const config_setting_t *m, struct fn
 		return false;
 	if ((s = c->lc.member(m, "path")) && !get_pattern(c, s, r, "path", &r->http->path))
 		return false;
-	if ((s = c->lc.member(m, "host")) && !get_pattern(c, s, r, "host", &r->http->host))
+	if ((s = c->lc.member(m, "host")) && !parse_host(c, s, r))
 		return false;
+	return true;
+}
+
+/* answer = [ "127.66.0.1", "::1" ]: addresses a dns rule resolves to. */
+static bool parse_answer(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
+{
+	bool one = config_setting_type(s) == CONFIG_TYPE_STRING;
+	if (!one && !config_setting_is_array(s) && !config_setting_is_list(s))
+		return fail(c, s, "rule '%s': answer must be a list of addresses", r->name);
+	int n = one ? 1 : c->lc.length(s);
+	if (n < 1 || n > FN_DNS_ANSWERS_MAX)
+		return fail(c, s, "rule '%s': answer holds 1 to %d addresses", r->name,
+			    FN_DNS_ANSWERS_MAX);
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = one ? s : c->lc.elem(s, (unsigned)i);
+		const char *v;
+		struct fn_cidr a;
+		if (!get_string(c, e, "answer", &v))
+			return false;
+		if (strchr(v, '/') || fn_cidr_parse(&a, v) || a.prefix != (a.v4 ? 32 : 128))
+			return fail(c, e, "rule '%s': answer '%s' is not an IPv4 or IPv6 address",
+				    r->name, v);
+		struct fn_endpoint *ep = &r->dns->answer[r->dns->nanswer++];
+		ep->v4 = a.v4;
+		memcpy(ep->ip, a.ip, sizeof(ep->ip));
+	}
+	return true;
+}
+
+/* The dns action's own keys: error and answer; true in *done when key
+ * was one of them. */
+static bool parse_dns_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r,
+			  const char *key, bool *done)
+{
+	*done = r->action == FN_ACT_DNS && (!strcmp(key, "error") || !strcmp(key, "answer"));
+	if (!*done)
+		return true;
+	if (key[0] == 'a')
+		return parse_answer(c, s, r);
+	const char *v;
+	if (!get_string(c, s, "error", &v))
+		return false;
+	if (!(r->dns->error = fn_dns_error_parse(v)))
+		return fail(c, s,
+			    "rule '%s': error '%s' must be \"nxdomain\", \"servfail\", \"nodata\" or "
+			    "\"timeout\"",
+			    r->name, v);
 	return true;
 }
 
@@ -411,8 +475,8 @@ static bool parse_action(struct ctx *c, const config_setting_t *s, struct fn_rul
 		}
 	return fail(c, s,
 		    "rule '%s': unknown action '%s' (expected blackhole, stall, drop, refuse, "
-		    "reset, unreachable, delay, latency, bandwidth, drip, close, respond, slow or "
-		    "abort)",
+		    "reset, unreachable, delay, latency, bandwidth, drip, close, respond, slow, "
+		    "abort or dns)",
 		    r->name, v);
 }
 
@@ -490,10 +554,10 @@ static bool parse_params(struct ctx *c, const config_setting_t *s, struct fn_rul
 			plain = strcmp(base[b], key) == 0;
 		if (plain)
 			continue;
-		bool http = false;
-		if (!parse_http_key(c, m, r, key, &http))
+		bool http = false, dns = false;
+		if (!parse_dns_key(c, m, r, key, &dns) || !parse_http_key(c, m, r, key, &http))
 			return false;
-		if (http)
+		if (http || dns)
 			continue;
 		const struct fn_key *k = fn_key_find(key);
 		if (!k)
@@ -536,6 +600,8 @@ static bool parse_rule(struct ctx *c, const config_setting_t *s, struct fn_rule 
 	if (!parse_action(c, a, r))
 		return false;
 	if (fn_rule_http(r) && !(r->http = fn_http_new()))
+		return fail(c, s, "out of memory");
+	if (r->action == FN_ACT_DNS && !(r->dns = fn_dns_new()))
 		return fail(c, s, "out of memory");
 	if (!parse_params(c, s, r))
 		return false;

@@ -32,7 +32,6 @@ void fn_http_put(struct fn_http *h)
 		return;
 	free(h->method);
 	free(h->path);
-	free(h->host);
 	free(h->headers);
 	free(h->body);
 	free(h->body_file);
@@ -51,7 +50,7 @@ bool fn_http_match(const struct fn_rule *r, const struct fn_http_req *req)
 		return false;
 	/* Methods are case-sensitive (RFC 9110); host names are not. */
 	return glob_ok(h->method, req->method, 0) && glob_ok(h->path, req->path, 0) &&
-	       glob_ok(h->host, req->host, FNM_CASEFOLD);
+	       glob_ok(r->host, req->host, FNM_CASEFOLD);
 }
 
 const struct fn_rule *fn_http_decide(const struct fn_policy *p, const struct fn_endpoint *ep,
@@ -175,8 +174,7 @@ void fn_http_describe(const struct fn_rule *r, char *buf, size_t len, size_t *at
 		put(buf, len, at, "method", h->method);
 	if (h->path)
 		put(buf, len, at, "path", h->path);
-	if (h->host)
-		put(buf, len, at, "host", h->host);
+
 	if (r->action == FN_ACT_RESPOND) {
 		snprintf(num, sizeof(num), "%d", h->status);
 		put(buf, len, at, "status", num);

@@ -20,7 +20,7 @@ enum { FN_ABORT_RESET = 1, FN_ABORT_CLOSE = 2 };
  * a rule share it (refs). */
 struct fn_http {
 	uint64_t refs;
-	char *method, *path, *host; /* match patterns, NULL for any */
+	char *method, *path; /* match patterns, NULL for any (host: the rule's) */
 	int status;		    /* respond */
 	char *headers;		    /* respond: "Name: value\r\n" lines */
 	int nheaders;

@@ -208,6 +208,8 @@ static bool finish_slots(struct builder *b, uint32_t *slots, size_t n, uint32_t 
 static bool add_rule(struct builder *b, const struct fn_policy *p, size_t i, size_t *nany)
 {
 	const struct fn_rule *r = &p->rules[i];
+	if (r->action == FN_ACT_DNS) /* matched by name, never by address */
+		return true;
 	const struct fn_cidr *cidrs = r->to;
 	size_t n = r->nto;
 	if (!n && r->to_zone >= 0) {
@@ -237,7 +239,8 @@ struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 	}
 	for (size_t i = 0; i < p->nrules; i++) {
 		const struct fn_rule *r = &p->rules[i];
-		bool simple = !r->nports && r->from_zone < 0 && !(r->nto && r->to_zone >= 0);
+		bool simple = !r->nports && r->from_zone < 0 && !(r->nto && r->to_zone >= 0) &&
+			      !r->host;
 		t->simple[i] = (uint8_t)(r->protos | (simple ? FN_LPM_SIMPLE : 0));
 	}
 	t->refs = 1;

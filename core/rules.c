@@ -7,12 +7,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/dns.h"
 #include "core/http.h"
 #include "core/lpm.h"
 
 static const char *const action_names[FN_ACT_COUNT] = {
     "blackhole", "stall",     "drop", "refuse", "reset",   "unreachable", "delay",
-    "latency",	 "bandwidth", "drip", "close",	"respond", "slow",	  "abort"};
+    "latency",	 "bandwidth", "drip", "close",	"respond", "slow",	  "abort",   "dns"};
 
 const char *fn_action_name(enum fn_action a)
 {
@@ -81,6 +82,13 @@ static bool in_zone(const struct fn_policy *p, int zone, const struct fn_endpoin
 	return in_any_cidr(z->cidrs, z->ncidrs, ep);
 }
 
+/* match.host on a connect or datagram: a name the process resolved to the
+ * peer's address matches. HTTP rules look at the Host header instead. */
+static bool host_ok(const struct fn_rule *r, const struct fn_endpoint *peer)
+{
+	return fn_rule_http(r) || (fn_host_resolved && fn_host_resolved(peer, r->host));
+}
+
 bool fn_rule_covers(const struct fn_policy *p, const struct fn_rule *r,
 		    const struct fn_endpoint *peer, uint8_t proto)
 {
@@ -94,7 +102,7 @@ bool fn_rule_covers(const struct fn_policy *p, const struct fn_rule *r,
 		return false;
 	if (r->to_zone >= 0 && !in_zone(p, r->to_zone, peer))
 		return false;
-	return true;
+	return !r->host || host_ok(r, peer);
 }
 
 const struct fn_rule *fn_policy_match(const struct fn_policy *p, const struct fn_endpoint *peer,
@@ -117,7 +125,9 @@ static inline __attribute__((always_inline)) bool covers_rest(const struct fn_po
 	if (r->nports && !fn_ports_contain(r->ports, r->nports, peer->port))
 		return false;
 	/* Indexed by its to CIDRs: the zone is a second condition. */
-	return !(r->nto && r->to_zone >= 0 && !in_zone(p, r->to_zone, peer));
+	if (r->nto && r->to_zone >= 0 && !in_zone(p, r->to_zone, peer))
+		return false;
+	return !r->host || host_ok(r, peer);
 }
 
 /* One candidate: true when it decides (returned in *out). */
@@ -221,12 +231,15 @@ void fn_policy_finish(struct fn_policy *p)
 		p->lpm_stale = false;
 	}
 	p->active_protos = p->watch_protos = 0;
+	p->dns_rules = p->host_rules = false;
 	for (size_t i = 0; i < p->nrules; i++) {
 		const struct fn_rule *r = &p->rules[i];
 		/* A from_zone rule for another zone can never match here. */
 		if (r->from_zone >= 0 && r->from_zone != p->self_zone)
 			continue;
 		p->watch_protos |= r->protos;
+		p->dns_rules |= r->action == FN_ACT_DNS;
+		p->host_rules |= r->host && r->action != FN_ACT_DNS && !fn_rule_http(r);
 		if (r->enabled)
 			p->active_protos |= r->protos;
 	}
@@ -254,6 +267,8 @@ static void rule_free(struct fn_rule *r)
 	free(r->ports);
 	rulestat_put(r->stat);
 	fn_http_put(r->http);
+	fn_dns_put(r->dns);
+	free(r->host);
 }
 
 void fn_policy_free(struct fn_policy *p)
@@ -309,6 +324,9 @@ struct fn_policy *fn_policy_clone(const struct fn_policy *p)
 		if (r->stat)
 			__atomic_add_fetch(&r->stat->refs, 1, __ATOMIC_RELAXED);
 		fn_http_get(r->http);
+		fn_dns_get(r->dns);
+		if (r->host && !(r->host = strdup(r->host)))
+			ok = false;
 	}
 	if (!ok) {
 		fn_policy_free(c);

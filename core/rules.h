@@ -25,6 +25,8 @@ enum fn_action {
 	FN_ACT_RESPOND,
 	FN_ACT_SLOW,
 	FN_ACT_ABORT,
+	/* Name lookups (core/dns.h): matched by name, never by address. */
+	FN_ACT_DNS,
 	FN_ACT_COUNT
 };
 
@@ -68,6 +70,7 @@ struct fn_rulestat {
 };
 
 struct fn_http; /* an HTTP rule's match and answer, see core/http.h */
+struct fn_dns;	/* a dns rule's answer, see core/dns.h */
 
 struct fn_rule {
 	char name[FN_NAME_MAX];
@@ -86,6 +89,11 @@ struct fn_rule {
 	int line;      /* where it was defined, for messages */
 	struct fn_rulestat *stat;
 	struct fn_http *http; /* HTTP actions only; shared by copies, refcounted */
+	struct fn_dns *dns;   /* the dns action only; the same */
+	/* match.host: for dns rules the name looked up, for HTTP rules the
+	 * Host header, for the others a name this process resolved to the
+	 * destination's address. NULL for any. */
+	char *host;
 };
 
 struct fn_zone {
@@ -106,6 +114,8 @@ struct fn_policy {
 	int self_zone;	       /* this process's zone index, -1 for none */
 	uint8_t active_protos; /* union of the enabled rules' protocols */
 	uint8_t watch_protos;  /* the same over every rule that can apply here */
+	bool dns_rules;	       /* some rule has the dns action */
+	bool host_rules;       /* some connect rule has match.host: names are remembered */
 };
 
 const char *fn_action_name(enum fn_action a);

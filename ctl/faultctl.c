@@ -195,6 +195,8 @@ static int cmd_query(struct opts *o, const char *verb)
 	static const char *const hrstats[] = {"pid",	"name",	    "action",	"attempts",
 					      "faults", "requests", "answered", "status",
 					      "slowed", "aborted",  "forwarded"};
+	static const char *const nstats[] = {"pid",	 "name",    "lookups", "nxdomain", "servfail",
+					     "nodata",	 "timeout", "delayed", "answered", "connects"};
 	static const char *const hstats[] = {"pid",	 "method",   "host",
 					     "path",	 "requests", "forwarded",
 					     "answered", "slowed",   "aborted"};
@@ -219,6 +221,9 @@ static int cmd_query(struct opts *o, const char *verb)
 			fputc('\n', stdout);
 		if (http)
 			print_records(o, lines, nlines, "http", hstats, 9);
+		if (has_records(lines, nlines, "name") && !o->json)
+			fputc('\n', stdout);
+		print_records(o, lines, nlines, "name", nstats, 10);
 	}
 	for (int i = 0; i < n; i++)
 		fn_buf_free(&replies[i]);

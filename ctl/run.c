@@ -74,8 +74,16 @@ static int set_config(const char *file)
 /* Sums "rule", "dest" and "http" records by name across processes. The
  * request counts are those of HTTP rules and of "http" records. */
 #define NCOUNTS 8
-static const char *const counted[NCOUNTS] = {"attempts", "faults", "bytes",   "requests",
-					     "answered", "slowed", "aborted", "forwarded"};
+static const char *const counted[NCOUNTS] = {"attempts", "faults",   "bytes",  "requests",
+					     "answered", "slowed",   "aborted", "forwarded"};
+/* "name" records (lookups per name) count other things. */
+static const char *const looked[NCOUNTS] = {"lookups", "nxdomain", "servfail", "nodata",
+					    "timeout", "delayed",  "answered", "connects"};
+
+static const char *const *fields_of(const char *type)
+{
+	return strcmp(type, "name") == 0 ? looked : counted;
+}
 
 struct total {
 	char type[8], key[400], action[16], proto[8];
@@ -92,14 +100,15 @@ static void record_key(const char *line, const char *type, char *key, size_t len
 			 record_get(line, "host", h, sizeof(h)),
 			 record_get(line, "path", p, sizeof(p)));
 	else
-		record_get(line, strcmp(type, "rule") == 0 ? "name" : "dest", key, len);
+		record_get(line, strcmp(type, "dest") == 0 ? "dest" : "name", key, len);
 }
 
 static void add_record(struct total **t, int *n, const char *line)
 {
 	char type[8] = "", key[400], action[16], proto[8], v[32];
 	sscanf(line, "%7s", type);
-	if (strcmp(type, "rule") && strcmp(type, "dest") && strcmp(type, "http"))
+	if (strcmp(type, "rule") && strcmp(type, "dest") && strcmp(type, "http") &&
+	    strcmp(type, "name"))
 		return;
 	record_key(line, type, key, sizeof(key));
 	record_get(line, "action", action, sizeof(action));
@@ -117,15 +126,17 @@ static void add_record(struct total **t, int *n, const char *line)
 		snprintf((*t)[i].proto, sizeof((*t)[i].proto), "%s", proto);
 		(*n)++;
 	}
+	const char *const *f = fields_of(type);
 	for (int k = 0; k < NCOUNTS; k++)
-		(*t)[i].n[k] += strtoull(record_get(line, counted[k], v, sizeof(v)), NULL, 10);
+		(*t)[i].n[k] += strtoull(record_get(line, f[k], v, sizeof(v)), NULL, 10);
 	(*t)[i].http |= record_get(line, "requests", v, sizeof(v))[0] != '\0';
 }
 
 static void print_total(FILE *out, const struct total *t, bool json)
 {
-	bool http = strcmp(t->type, "http") == 0;
-	int from = http ? 3 : 0, to = t->http ? NCOUNTS : 3;
+	bool http = strcmp(t->type, "http") == 0, name = strcmp(t->type, "name") == 0;
+	int from = http ? 3 : 0, to = t->http || name ? NCOUNTS : 3;
+	const char *const *f = fields_of(t->type);
 	if (json) {
 		char m[32] = "", h[160] = "", p[160] = "";
 		if (http)
@@ -137,11 +148,11 @@ static void print_total(FILE *out, const struct total *t, bool json)
 			    m, h, p);
 		else
 			fprintf(out, "{\"type\":\"%s\",\"%s\":\"%s\"", t->type,
-				strcmp(t->type, "rule") ? "dest" : "name", t->key);
-		if (!http)
+				strcmp(t->type, "dest") ? "name" : "dest", t->key);
+		if (!http && !name)
 			fprintf(out, ",\"proto\":\"%s\",\"action\":\"%s\"", t->proto, t->action);
 		for (int k = from; k < to; k++)
-			fprintf(out, ",\"%s\":%llu", counted[k], t->n[k]);
+			fprintf(out, ",\"%s\":%llu", f[k], t->n[k]);
 		fputs("}\n", out);
 		return;
 	}
@@ -150,7 +161,7 @@ static void print_total(FILE *out, const struct total *t, bool json)
 	else
 		fprintf(out, "  %s %-24s %-4s", t->type, t->key, t->proto);
 	for (int k = from; k < to; k++)
-		fprintf(out, " %s=%llu", counted[k], t->n[k]);
+		fprintf(out, " %s=%llu", f[k], t->n[k]);
 	fputc('\n', out);
 }
 

@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 
 #include "shim/base/libc.h"
+#include "shim/dns/resolve.h"
 #include "shim/intercept/intercept.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -36,6 +37,36 @@ EXPORT int accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 EXPORT void *dlopen(const char *file, int flags)
 {
 	return fn_dlopen(file, flags);
+}
+
+/* The resolver: dns rules, and the names connect rules with match.host
+ * look for (shim/dns). */
+EXPORT int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+		       struct addrinfo **res)
+{
+	return fn_getaddrinfo(node, service, hints, res);
+}
+
+EXPORT struct hostent *gethostbyname(const char *name)
+{
+	return fn_gethostbyname2(name, AF_INET, false);
+}
+
+EXPORT struct hostent *gethostbyname2(const char *name, int af)
+{
+	return fn_gethostbyname2(name, af, true);
+}
+
+EXPORT int gethostbyname_r(const char *name, struct hostent *ret, char *buf, size_t buflen,
+			   struct hostent **result, int *h_errnop)
+{
+	return fn_gethostbyname2_r(name, AF_INET, ret, buf, buflen, result, h_errnop, false);
+}
+
+EXPORT int gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf,
+			    size_t buflen, struct hostent **result, int *h_errnop)
+{
+	return fn_gethostbyname2_r(name, af, ret, buf, buflen, result, h_errnop, true);
 }
 
 EXPORT int getpeername(int fd, struct sockaddr *sa, socklen_t *len)

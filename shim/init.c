@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "shim/control/control.h"
 #include "shim/base/libc.h"
+#include "shim/dns/names.h"
 #include "shim/base/owner.h"
 #include "shim/intercept/intercept.h"
 #include "shim/base/policy.h"
@@ -124,6 +125,7 @@ __attribute__((constructor)) static void fn_init(void)
 	if (!has_work())
 		return;
 	fn_owner_reset();
+	fn_names_init();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	bool passthrough = passthrough_on_error();
 	const char *why = fn_seed_init();

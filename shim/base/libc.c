@@ -35,6 +35,11 @@ void fn_libc_resolve(void)
 	RESOLVE(recv_chk, "__recv_chk");
 	RESOLVE(recvfrom_chk, "__recvfrom_chk");
 	RESOLVE(dlopen, "dlopen");
+	RESOLVE(getaddrinfo, "getaddrinfo");
+	RESOLVE(gethostbyname, "gethostbyname");
+	RESOLVE(gethostbyname2, "gethostbyname2");
+	RESOLVE(gethostbyname_r, "gethostbyname_r");
+	RESOLVE(gethostbyname2_r, "gethostbyname2_r");
 	/* Older glibc has no fcntl64: plain fcntl already takes 64-bit offsets
 	 * on 64-bit targets. */
 	if (!fn_libc.fcntl64)

@@ -4,6 +4,7 @@
 #ifndef FAULTNET_LIBC_H
 #define FAULTNET_LIBC_H
 
+#include <netdb.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -34,6 +35,13 @@ struct fn_libc {
 	ssize_t (*recv_chk)(int, void *, size_t, size_t, int);
 	void *(*dlopen)(const char *, int);
 	ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
+	int (*getaddrinfo)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
+	struct hostent *(*gethostbyname)(const char *);
+	struct hostent *(*gethostbyname2)(const char *, int);
+	int (*gethostbyname_r)(const char *, struct hostent *, char *, size_t, struct hostent **,
+			       int *);
+	int (*gethostbyname2_r)(const char *, int, struct hostent *, char *, size_t,
+				struct hostent **, int *);
 };
 
 extern struct fn_libc fn_libc;

@@ -399,6 +399,7 @@ void fn_cmd_stats(struct fn_buf *out)
 	}
 	fn_stats_dump(out);
 	fn_stats_requests_dump(out);
+	fn_stats_lookups_dump(out);
 }
 
 /* Verbs that change the policy; false if verb is not one. */

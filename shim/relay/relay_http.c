@@ -7,6 +7,7 @@
 #include "shim/relay/relay_http.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -204,7 +205,13 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 	e->head = p->method == HTTP_HEAD;
 	target_path(h->path);
 	const char *method = h->lib->method_str((enum http_method)p->method);
-	struct fn_http_req rq = {method, h->path, h->host};
+	/* Host patterns name hosts: the header's port is not part of it. */
+	char host[sizeof(h->host)];
+	snprintf(host, sizeof(host), "%s", h->host);
+	char *colon = strrchr(host, ':');
+	if (colon && !strchr(colon, ']'))
+		*colon = '\0';
+	struct fn_http_req rq = {method, h->path, host};
 	const struct fn_rule *seen = NULL, *r = NULL;
 	if (!(p->upgrade || p->method == HTTP_CONNECT))
 		r = fn_http_decide(fn_policy_current(), &h->ep, &rq, &seen);

@@ -69,4 +69,15 @@ uint64_t fn_stats_requests_seen(void);
 /* "http ..." records, one per method, Host and path prefix. */
 void fn_stats_requests_dump(struct fn_buf *b);
 
+/* lookups.c: one name lookup by the resolver hooks; r is the dns rule that
+ * faulted it (NULL when resolved as usual); what is one of the below.
+ * Faulted lookups are also events. */
+enum { FN_LOOKUP_REAL = 0, FN_LOOKUP_NXDOMAIN, FN_LOOKUP_SERVFAIL, FN_LOOKUP_NODATA,
+       FN_LOOKUP_TIMEOUT, FN_LOOKUP_DELAYED, FN_LOOKUP_ANSWERED };
+void fn_stats_lookup(const char *name, const struct fn_rule *r, int what);
+/* A connect to an address name resolved to (fn_names_each's callback). */
+void fn_stats_name_connect(const char *name, void *unused);
+/* "name ..." records, one per name looked up. */
+void fn_stats_lookups_dump(struct fn_buf *b);
+
 #endif

@@ -19,9 +19,11 @@ import sys
 
 # room -> rooms it may use (besides itself).
 ALLOWED = {
-    "shim": {"shim/intercept", "shim/control", "shim/relay", "shim/sink", "shim/stats",
+    "shim": {"shim/intercept", "shim/control", "shim/relay", "shim/sink", "shim/stats", "shim/dns",
              "shim/fd", "shim/base", "core"},
-    "shim/intercept": {"shim/relay", "shim/sink", "shim/stats", "shim/fd", "shim/base", "core"},
+    "shim/intercept": {"shim/relay", "shim/sink", "shim/stats", "shim/dns", "shim/fd", "shim/base",
+                       "core"},
+    "shim/dns": {"shim/stats", "shim/fd", "shim/base", "core"},
     "shim/control": {"shim/stats", "shim/fd", "shim/base", "core"},
     "shim/relay": {"shim/sink", "shim/stats", "shim/fd", "shim/base", "core"},
     "shim/sink": {"shim/fd", "shim/base", "core"},

@@ -1,0 +1,136 @@
+/* dns.c - dns rules and host patterns (see dns.h). */
+#include "core/dns.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/chance.h"
+
+bool (*fn_host_resolved)(const struct fn_endpoint *ep, const char *pattern);
+
+struct fn_dns *fn_dns_new(void)
+{
+	struct fn_dns *d = calloc(1, sizeof(*d));
+	if (d)
+		d->refs = 1;
+	return d;
+}
+
+void fn_dns_get(struct fn_dns *d)
+{
+	if (d)
+		__atomic_add_fetch(&d->refs, 1, __ATOMIC_RELAXED);
+}
+
+void fn_dns_put(struct fn_dns *d)
+{
+	if (d && __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(d);
+}
+
+static const char *const errors[] = {"none", "nxdomain", "servfail", "nodata", "timeout"};
+
+enum fn_dns_error fn_dns_error_parse(const char *word)
+{
+	for (int e = FN_DNS_NXDOMAIN; e <= FN_DNS_TIMEOUT; e++)
+		if (strcmp(word, errors[e]) == 0)
+			return (enum fn_dns_error)e;
+	return FN_DNS_NONE;
+}
+
+const char *fn_dns_error_name(enum fn_dns_error e)
+{
+	return errors[e];
+}
+
+char *fn_host_pattern(const char *text, const char **why)
+{
+	size_t n = strlen(text);
+	if (n && text[n - 1] == '.')
+		n--;
+	const char *name = text;
+	if (n >= 2 && text[0] == '*' && text[1] == '.')
+		name += 2;
+	bool ok = n > 0 && n <= 253 && name < text + n;
+	for (const char *p = name; ok && p < text + n; p++)
+		ok = isalnum((unsigned char)*p) || *p == '-' || *p == '.' || *p == '_';
+	if (!ok) {
+		*why = "must be a host name (letters, digits, - _ .) or *. and a suffix";
+		return NULL;
+	}
+	char *out = malloc(n + 1);
+	for (size_t i = 0; out && i < n; i++)
+		out[i] = (char)tolower((unsigned char)text[i]);
+	if (out)
+		out[n] = '\0';
+	return out;
+}
+
+bool fn_host_match(const char *pattern, const char *name)
+{
+	size_t n = strlen(name), pl = strlen(pattern);
+	if (n && name[n - 1] == '.')
+		n--;
+	if (pattern[0] == '*' && pattern[1] == '.') /* a strict suffix: a.b matches *.b */
+		return n > pl - 1 && strncasecmp(name + n - (pl - 1), pattern + 1, pl - 1) == 0;
+	return n == pl && strncasecmp(name, pattern, n) == 0;
+}
+
+const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
+				    const struct fn_rule **seen)
+{
+	*seen = NULL;
+	for (size_t i = 0; p && i < p->nrules; i++) {
+		const struct fn_rule *r = &p->rules[i];
+		if (r->action != FN_ACT_DNS || !r->enabled || (r->host && !fn_host_match(r->host, name)))
+			continue;
+		if (r->from_zone >= 0 && r->from_zone != p->self_zone)
+			continue;
+		if (!*seen)
+			*seen = r;
+		if (fn_cond_pass(r))
+			return r;
+	}
+	return NULL;
+}
+
+/* res_send's wait for one nameserver: its base timeout shifted by the
+ * server's index, shared among the servers after the first. */
+static unsigned per_server(unsigned timeout, unsigned ns, unsigned count)
+{
+	unsigned s = timeout << ns;
+	if (ns > 0)
+		s /= count;
+	return s ? s : 1;
+}
+
+unsigned fn_resolver_timeout_ms(const char *resolv_conf)
+{
+	unsigned timeout = 5, attempts = 2, servers = 0;
+	FILE *f = fopen(resolv_conf, "re");
+	char line[512];
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "nameserver", 10) == 0 && isspace((unsigned char)line[10]))
+			servers++;
+		if (strncmp(line, "options", 7) != 0)
+			continue;
+		const char *t = strstr(line, "timeout:"), *a = strstr(line, "attempts:");
+		if (t)
+			timeout = (unsigned)atoi(t + 8);
+		if (a)
+			attempts = (unsigned)atoi(a + 9);
+	}
+	if (f)
+		fclose(f);
+	/* glibc's bounds (resolv.h: RES_MAXRETRANS 30, RES_MAXRETRY 5, MAXNS 3). */
+	timeout = timeout < 1 ? 1 : timeout > 30 ? 30 : timeout;
+	attempts = attempts < 1 ? 1 : attempts > 5 ? 5 : attempts;
+	servers = servers < 1 ? 1 : servers > 3 ? 3 : servers;
+	unsigned total = 0;
+	for (unsigned ns = 0; ns < servers; ns++)
+		total += per_server(timeout, ns, servers);
+	return total * attempts * 1000;
+}

@@ -1,0 +1,56 @@
+/* dns.h - names in rules: the dns action (what a lookup of a matching name
+ * returns: an error, the real answer late, or addresses of the rule's own),
+ * host patterns ("api.example.test", "*.example.test"; any case, a trailing
+ * dot ignored), the per-lookup decision, and the resolver's own timeout as
+ * /etc/resolv.conf sets it. Pure: the shim's resolver hooks use it. */
+#ifndef FAULTNET_DNS_H
+#define FAULTNET_DNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/rules.h"
+
+enum fn_dns_error { FN_DNS_NONE, FN_DNS_NXDOMAIN, FN_DNS_SERVFAIL, FN_DNS_NODATA, FN_DNS_TIMEOUT };
+
+#define FN_DNS_ANSWERS_MAX 16
+
+/* A dns rule's own part, shared by copies of the rule (refs). */
+struct fn_dns {
+	uint64_t refs;
+	enum fn_dns_error error;
+	struct fn_endpoint answer[FN_DNS_ANSWERS_MAX]; /* ports unused */
+	int nanswer;
+};
+
+struct fn_dns *fn_dns_new(void);
+void fn_dns_get(struct fn_dns *d);
+void fn_dns_put(struct fn_dns *d);
+
+/* "nxdomain" ... as the enum; FN_DNS_NONE for an unknown word. */
+enum fn_dns_error fn_dns_error_parse(const char *word);
+const char *fn_dns_error_name(enum fn_dns_error e);
+
+/* A pattern as stored: lower case, without a trailing dot. NULL when it is
+ * not an exact name or "*." and a suffix (message in *why). */
+char *fn_host_pattern(const char *text, const char **why);
+/* Whether name (any case, trailing dot or not) matches pattern. */
+bool fn_host_match(const char *pattern, const char *name);
+
+/* The first enabled dns rule whose host pattern matches name and whose
+ * conditions (counted per lookup) let it apply; NULL to resolve as usual.
+ * *seen gets the first dns rule whose pattern matched. */
+const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
+				    const struct fn_rule **seen);
+
+/* How long glibc's resolver waits before giving up on silent nameservers:
+ * per attempt, each nameserver's timeout as res_send computes it, times
+ * attempts, from /etc/resolv.conf (default 5 s, 2 attempts, one server). */
+unsigned fn_resolver_timeout_ms(const char *resolv_conf);
+
+/* Set by the shim: whether any name this process resolved to ep's
+ * address matches pattern (rules with match.host on connects). NULL until
+ * set: such rules then match nothing. */
+extern bool (*fn_host_resolved)(const struct fn_endpoint *ep, const char *pattern);
+
+#endif

@@ -1,0 +1,16 @@
+/* resolve.h - the resolver hooks' internal functions (see resolve.c). */
+#ifndef FAULTNET_RESOLVE_H
+#define FAULTNET_RESOLVE_H
+
+#include <netdb.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+int fn_getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+		   struct addrinfo **res);
+/* has_af: gethostbyname2(_r), else gethostbyname(_r) (af is AF_INET). */
+struct hostent *fn_gethostbyname2(const char *name, int af, bool has_af);
+int fn_gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf, size_t buflen,
+			struct hostent **result, int *h_errnop, bool has_af);
+
+#endif
