@@ -221,9 +221,12 @@ static bool parse_host(struct ctx *c, const config_setting_t *s, struct fn_rule 
 static bool parse_http_match(struct ctx *c, const config_setting_t *m, struct fn_rule *r)
 {
 	const config_setting_t *s;
-	if ((s = c->lc.member(m, "method")) && !get_pattern(c, s, r, "method", &r->http->method))
+	static char *none; /* method and path of a rule that is not HTTP: refused */
+	if ((s = c->lc.member(m, "method")) &&
+	    !get_pattern(c, s, r, "method", r->http ? &r->http->method : &none))
 		return false;
-	if ((s = c->lc.member(m, "path")) && !get_pattern(c, s, r, "path", &r->http->path))
+	if ((s = c->lc.member(m, "path")) &&
+	    !get_pattern(c, s, r, "path", r->http ? &r->http->path : &none))
 		return false;
 	if ((s = c->lc.member(m, "host")) && !parse_host(c, s, r))
 		return false;

@@ -140,7 +140,7 @@ static void test_large(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	CU_ASSERT_PTR_NOT_NULL(p->lpm);
 	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	CU_ASSERT(s < 5); /* generous: make bench reports the real figure */
+	CU_ASSERT(s < 60); /* generous (sanitizers): make bench reports the real figure */
 	struct fn_endpoint ep = {.v4 = true, .ip = {10, 200, 77, 9}, .port = 443};
 	const struct fn_rule *r = fn_policy_match(p, &ep, FN_PROTO_TCP, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
