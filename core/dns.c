@@ -85,7 +85,8 @@ const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
 	*seen = NULL;
 	for (size_t i = 0; p && i < p->nrules; i++) {
 		const struct fn_rule *r = &p->rules[i];
-		if (r->action != FN_ACT_DNS || !r->enabled || (r->host && !fn_host_match(r->host, name)))
+		if (r->action != FN_ACT_DNS || !r->enabled ||
+		    (r->host && !fn_host_match(r->host, name)))
 			continue;
 		if (r->from_zone >= 0 && r->from_zone != p->self_zone)
 			continue;

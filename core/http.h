@@ -21,8 +21,8 @@ enum { FN_ABORT_RESET = 1, FN_ABORT_CLOSE = 2 };
 struct fn_http {
 	uint64_t refs;
 	char *method, *path; /* match patterns, NULL for any (host: the rule's) */
-	int status;		    /* respond */
-	char *headers;		    /* respond: "Name: value\r\n" lines */
+	int status;	     /* respond */
+	char *headers;	     /* respond: "Name: value\r\n" lines */
 	int nheaders;
 	char *body; /* respond; bodylen bytes (may hold NULs from a file) */
 	size_t bodylen;

@@ -239,8 +239,8 @@ struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 	}
 	for (size_t i = 0; i < p->nrules; i++) {
 		const struct fn_rule *r = &p->rules[i];
-		bool simple = !r->nports && r->from_zone < 0 && !(r->nto && r->to_zone >= 0) &&
-			      !r->host;
+		bool simple =
+		    !r->nports && r->from_zone < 0 && !(r->nto && r->to_zone >= 0) && !r->host;
 		t->simple[i] = (uint8_t)(r->protos | (simple ? FN_LPM_SIMPLE : 0));
 	}
 	t->refs = 1;

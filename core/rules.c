@@ -12,8 +12,8 @@
 #include "core/lpm.h"
 
 static const char *const action_names[FN_ACT_COUNT] = {
-    "blackhole", "stall",     "drop", "refuse", "reset",   "unreachable", "delay",
-    "latency",	 "bandwidth", "drip", "close",	"respond", "slow",	  "abort",   "dns"};
+    "blackhole", "stall", "drop",  "refuse",  "reset", "unreachable", "delay", "latency",
+    "bandwidth", "drip",  "close", "respond", "slow",  "abort",	      "dns"};
 
 const char *fn_action_name(enum fn_action a)
 {

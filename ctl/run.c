@@ -74,8 +74,8 @@ static int set_config(const char *file)
 /* Sums "rule", "dest" and "http" records by name across processes. The
  * request counts are those of HTTP rules and of "http" records. */
 #define NCOUNTS 8
-static const char *const counted[NCOUNTS] = {"attempts", "faults",   "bytes",  "requests",
-					     "answered", "slowed",   "aborted", "forwarded"};
+static const char *const counted[NCOUNTS] = {"attempts", "faults", "bytes",   "requests",
+					     "answered", "slowed", "aborted", "forwarded"};
 /* "name" records (lookups per name) count other things. */
 static const char *const looked[NCOUNTS] = {"lookups", "nxdomain", "servfail", "nodata",
 					    "timeout", "delayed",  "answered", "connects"};

@@ -63,8 +63,8 @@ EXPORT int gethostbyname_r(const char *name, struct hostent *ret, char *buf, siz
 	return fn_gethostbyname2_r(name, AF_INET, ret, buf, buflen, result, h_errnop, false);
 }
 
-EXPORT int gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf,
-			    size_t buflen, struct hostent **result, int *h_errnop)
+EXPORT int gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf, size_t buflen,
+			    struct hostent **result, int *h_errnop)
 {
 	return fn_gethostbyname2_r(name, af, ret, buf, buflen, result, h_errnop, true);
 }

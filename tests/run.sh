@@ -103,12 +103,17 @@ s_http() {
 	/usr/bin/python3 -u tests/http/http_faults.py "$1" "$2"
 }
 
+s_dns() {
+	echo "=== $1: dns rules and hostname rules with real clients"
+	/usr/bin/python3 -u tests/dns/dns_test.py "$1" "$2"
+}
+
 s_clients() {
 	echo "=== $1: real clients"
 	ASAN_OPTIONS=detect_leaks=0 tests/clients/clients.sh "$root/$1/libfaultnet.so" $2
 }
 
-PER_BUILD="unit faults hostile cli control hardening policies http clients"
+PER_BUILD="unit faults hostile cli control hardening policies http dns clients"
 
 # ---- sections that stand alone ---------------------------------------------
 s_reach() {

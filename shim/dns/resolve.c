@@ -53,7 +53,8 @@ static const struct fn_rule *decide(const struct fn_policy *p, const char *name)
 	fn_stats_lookup(name, r, what);
 	int64_t wait = (int64_t)r->par.delay_ms;
 	if (r->par.jitter_ms)
-		wait += (int64_t)((fn_random(fn_rule_key(r), fn_now_ns()) * 2 - 1) * r->par.jitter_ms);
+		wait +=
+		    (int64_t)((fn_random(fn_rule_key(r), fn_now_ns()) * 2 - 1) * r->par.jitter_ms);
 	if (d->error == FN_DNS_TIMEOUT)
 		wait += fn_resolver_timeout_ms("/etc/resolv.conf");
 	if (wait > 0)
@@ -122,8 +123,8 @@ static struct addrinfo *entry(const struct fn_endpoint *a, int port, int socktyp
 static int answer_ai(const struct fn_dns *d, const char *name, const char *service,
 		     const struct addrinfo *hints, struct addrinfo **res)
 {
-	static const int types[3][2] = {{SOCK_STREAM, IPPROTO_TCP}, {SOCK_DGRAM, IPPROTO_UDP},
-					{SOCK_RAW, 0}};
+	static const int types[3][2] = {
+	    {SOCK_STREAM, IPPROTO_TCP}, {SOCK_DGRAM, IPPROTO_UDP}, {SOCK_RAW, 0}};
 	int port = service_port(service, hints), family = hints ? hints->ai_family : AF_UNSPEC;
 	if (port < 0)
 		return EAI_SERVICE;

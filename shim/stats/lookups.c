@@ -12,7 +12,17 @@
 
 #define NAMES 256
 
-enum { L_LOOKUPS, L_NXDOMAIN, L_SERVFAIL, L_NODATA, L_TIMEOUT, L_DELAYED, L_ANSWERED, L_CONNECTS, L_N };
+enum {
+	L_LOOKUPS,
+	L_NXDOMAIN,
+	L_SERVFAIL,
+	L_NODATA,
+	L_TIMEOUT,
+	L_DELAYED,
+	L_ANSWERED,
+	L_CONNECTS,
+	L_N
+};
 
 static const char *const names[L_N] = {"lookups", "nxdomain", "servfail", "nodata",
 				       "timeout", "delayed",  "answered", "connects"};
@@ -35,8 +45,8 @@ static struct slot *slot_for(const char *name)
 		int st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 		if (st == 0) {
 			int zero = 0;
-			if (__atomic_compare_exchange_n(&s->state, &zero, 1, false, __ATOMIC_ACQ_REL,
-							__ATOMIC_ACQUIRE)) {
+			if (__atomic_compare_exchange_n(&s->state, &zero, 1, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 				snprintf(s->name, sizeof(s->name), "%s", name);
 				__atomic_store_n(&s->state, 2, __ATOMIC_RELEASE);
 				return s;

@@ -72,8 +72,15 @@ void fn_stats_requests_dump(struct fn_buf *b);
 /* lookups.c: one name lookup by the resolver hooks; r is the dns rule that
  * faulted it (NULL when resolved as usual); what is one of the below.
  * Faulted lookups are also events. */
-enum { FN_LOOKUP_REAL = 0, FN_LOOKUP_NXDOMAIN, FN_LOOKUP_SERVFAIL, FN_LOOKUP_NODATA,
-       FN_LOOKUP_TIMEOUT, FN_LOOKUP_DELAYED, FN_LOOKUP_ANSWERED };
+enum {
+	FN_LOOKUP_REAL = 0,
+	FN_LOOKUP_NXDOMAIN,
+	FN_LOOKUP_SERVFAIL,
+	FN_LOOKUP_NODATA,
+	FN_LOOKUP_TIMEOUT,
+	FN_LOOKUP_DELAYED,
+	FN_LOOKUP_ANSWERED
+};
 void fn_stats_lookup(const char *name, const struct fn_rule *r, int what);
 /* A connect to an address name resolved to (fn_names_each's callback). */
 void fn_stats_name_connect(const char *name, void *unused);

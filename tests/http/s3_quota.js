@@ -38,7 +38,7 @@ async function main() {
       out.outcomes.push('ok');
     } catch (e) {
       out.attempts.push(e.$metadata ? e.$metadata.attempts : -1);
-      out.outcomes.push(e.name);
+      out.outcomes.push(e.name === 'Error' && e.code ? e.code : e.name);
     }
     out.ms.push(Date.now() - t0);
   }

