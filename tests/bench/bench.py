@@ -317,6 +317,51 @@ def throughput():
     return fb / med["direct"][0]
 
 
+# ---- 8. name lookups ------------------------------------------------------
+
+def resolve_cost(env, n):
+    out = os.path.join(TMP, "rs.%d" % n)
+    subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
+                    os.path.join(BIN, "resolve"), str(n), "localhost"], env=env, check=True,
+                   capture_output=True, timeout=600)
+    with open(out) as f:
+        for line in f:
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+    raise RuntimeError("no totals")
+
+
+def per_lookup(env):
+    lo, hi = (20, 120) if SMOKE else (200, 1200)
+    return (resolve_cost(env, hi) - resolve_cost(env, lo)) / (hi - lo)
+
+
+def name_lookups():
+    say("## 8. What a getaddrinfo call costs under dns rules")
+    say("")
+    say("Method: callgrind on `resolve N localhost` (getaddrinfo + freeaddrinfo of a name in"
+        " /etc/hosts), instructions per call from the difference of two values of N, with"
+        " FAULTNET_CONTROL=off; the dns rules name other hosts (r0.example.test, ...), so every"
+        " call is checked against all of them and resolved by glibc.")
+    say("")
+    rules0 = conf("dns0.conf", ['{ name = "tcp"; action = "refuse"; match = { to = "127.100.0.1/32"; }; }'])
+    rules1k = conf("dns1k.conf", ['{ name = "d%d"; action = "dns"; error = "nxdomain";'
+                                  ' match = { host = "r%d.example.test"; }; }' % (i, i)
+                                  for i in range(1000)])
+    base = per_lookup(plain_env())
+    say("| run | instructions per getaddrinfo | added |")
+    say("|---|---|---|")
+    say("| no preload | %.0f | |" % base)
+    for label, c in (("faultnet, no dns rule", rules0), ("faultnet, 1,000 dns rules", rules1k)):
+        v = per_lookup(shim_env(c, {"FAULTNET_CONTROL": "off"}))
+        say("| %s | %.0f | %+.0f |" % (label, v, v - base))
+    say("")
+    say("Names are matched against the dns rules in file order, one comparison per rule:"
+        " the cost grows with the number of dns rules (the address index of section 2 is"
+        " for addresses).")
+    say("")
+
+
 # ---- 4. accuracy ----------------------------------------------------------
 
 def accuracy():
@@ -461,6 +506,7 @@ def main():
         control()
         startup()
         http_cost()
+        name_lookups()
     finally:
         for p in procs:
             if p.poll() is None:
