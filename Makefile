@@ -38,7 +38,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 CORE_LIB := $(BUILD)/libfaultnet-core.a
 FUZZERS := build/fuzz/fuzz_config build/fuzz/fuzz_rule build/fuzz/fuzz_protocol
 
-.PHONY: all deps test-deps install demo test test-progs check unit integration clients sanitize \
+.PHONY: all deps test-deps install man demo test test-progs check unit integration clients sanitize \
 	check-exports conformance stress bench bench-progs fuzz fresh-check clean format depcheck
 all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl $(BUILD)/faultnet-probe
 
@@ -71,8 +71,17 @@ $(BUILD)/faultctl: $(call obj,$(CTL_SRC)) $(CORE_LIB)
 $(BUILD)/faultnet-probe: $(call obj,ctl/probe/probe.c)
 	$(CC) $(ALL_CFLAGS) -o $@ $^
 
-install: all
+# Manual pages, from one scdoc source each (docs/man).
+MAN_PAGES := $(patsubst docs/man/%.scd,$(BUILD)/man/%,$(wildcard docs/man/*.scd))
+$(BUILD)/man/%: docs/man/%.scd
+	@mkdir -p $(dir $@)
+	scdoc <$< >$@
+man: $(MAN_PAGES)
+
+install: all man
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
+	for p in $(MAN_PAGES); do s=$${p##*.}; install -d $(DESTDIR)$(PREFIX)/share/man/man$$s; \
+		install -m 0644 $$p $(DESTDIR)$(PREFIX)/share/man/man$$s/; done
 	install -m 0644 $(BUILD)/libfaultnet.so $(DESTDIR)$(PREFIX)/lib/libfaultnet.so
 	install -m 0755 $(BUILD)/faultctl $(DESTDIR)$(PREFIX)/bin/faultctl
 	install -m 0755 $(BUILD)/faultnet-probe $(DESTDIR)$(PREFIX)/bin/faultnet-probe
@@ -98,7 +107,7 @@ $(BUILD)/tests/%: tests/hostile/%.c tests/integration/*.h
 
 IT_NAMES := $(basename $(notdir $(wildcard tests/integration/it_*.c tests/hostile/it_*.c)))
 IT_PROGS := $(IT_NAMES:%=$(BUILD)/tests/%) $(BUILD)/tests/hammer
-test-progs: all $(BUILD)/tests/unit $(IT_PROGS) $(if $(SAN),,$(FUZZERS))
+test-progs: all $(BUILD)/tests/unit $(IT_PROGS) $(if $(SAN),,$(FUZZERS) man)
 
 # ---- running the tests: tests/run.sh runs any set of sections ------------
 # The conformance suite's clients: Debian packages, and npm packages pinned

@@ -198,6 +198,11 @@ s_fuzz() {
 	tests/fuzz/run.sh 30
 }
 
+s_man() {
+	echo "=== manual pages: rendered without warnings, verbs and actions as faultctl knows them"
+	tests/man/man_test.sh build
+}
+
 s_style() {
 	echo "=== source checks"
 	tests/style.sh
@@ -208,7 +213,7 @@ s_layout() {
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach asan tsan valgrind conformance http_sdk scenarios bench fuzz style layout"
+ALL="$PER_BUILD reach asan tsan valgrind conformance http_sdk scenarios bench fuzz man style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"

@@ -1,0 +1,47 @@
+#!/bin/bash
+# man_test.sh - the manual pages: each renders with groff -ww without a
+# warning, faultctl(1) lists exactly the verbs `faultctl --help` lists, and
+# faultnet.conf(5) describes every action the parser knows.
+# usage: man_test.sh BUILD_DIR
+set -u
+build=$1
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root" || exit 1
+ok() { echo "  ok   - $1"; echo pass >>"${FN_COUNTS:-/dev/null}"; }
+bad() { echo "  FAIL - $1"; echo fail >>"${FN_COUNTS:-/dev/null}"; }
+
+for page in faultctl.1 faultnet.conf.5 libfaultnet.7; do
+	f="$build/man/$page"
+	if [ ! -s "$f" ]; then
+		bad "$page was not built (make man)"
+		continue
+	fi
+	warn=$(groff -ww -man -z "$f" 2>&1)
+	[ -z "$warn" ] && ok "$page renders with groff -ww without a warning" ||
+		bad "$page: groff -ww: $warn"
+done
+
+# Verbs: the first word of each usage line of --help, against the *verb*
+# entries of the VERBS section.
+help=$("$build/faultctl" --help | sed -n 's/^  \([a-z][a-z]*\).*/\1/p' | sort -u)
+help="$help $("$build/faultctl" --help | sed -n 's/.*| \([a-z][a-z]*\) NAME.*/\1/p')"
+help=$(echo $help | tr ' ' '\n' | sort -u | tr '\n' ' ')
+verbs=$(sed -n '/^# VERBS/,/^# ENVIRONMENT/p' docs/man/faultctl.1.scd)
+page=$({
+	echo "$verbs" | sed -n 's/^\*\([a-z][a-z]*\)\*.*/\1/p'
+	echo "$verbs" | sed -n 's/^\*[a-z]*\*[^*]*\*\([a-z][a-z]*\)\*.*/\1/p'
+} | sort -u | tr '\n' ' ')
+[ "$help" = "$page" ] && ok "faultctl(1) lists the verbs of faultctl --help ($help)" ||
+	bad "verbs differ: --help [$help], faultctl(1) [$page]"
+
+# Actions: the parser names them all when given an unknown one.
+tmp=$(mktemp)
+printf 'rules = ( { name = "x"; action = "none-such"; } );\n' >"$tmp"
+actions=$("$build/faultctl" check "$tmp" 2>&1 | sed 's/.*(expected //; s/)$//; s/ or /, /' | tr -d ' ' | tr ',' '\n')
+rm -f "$tmp"
+missing=""
+for a in $actions; do
+	grep -q "^\*$a\*" docs/man/faultnet.conf.5.scd || missing="$missing $a"
+done
+[ -n "$actions" ] && [ -z "$missing" ] && ok "faultnet.conf(5) describes every action ($(echo $actions | wc -w))" ||
+	bad "faultnet.conf(5) lacks actions:$missing"
