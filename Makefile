@@ -82,6 +82,11 @@ install: all man
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
 	for p in $(MAN_PAGES); do s=$${p##*.}; install -d $(DESTDIR)$(PREFIX)/share/man/man$$s; \
 		install -m 0644 $$p $(DESTDIR)$(PREFIX)/share/man/man$$s/; done
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+		$(DESTDIR)$(PREFIX)/share/zsh/vendor-completions
+	install -m 0644 scripts/completion/faultctl.bash \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/faultctl
+	install -m 0644 scripts/completion/_faultctl $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/
 	install -m 0644 $(BUILD)/libfaultnet.so $(DESTDIR)$(PREFIX)/lib/libfaultnet.so
 	install -m 0755 $(BUILD)/faultctl $(DESTDIR)$(PREFIX)/bin/faultctl
 	install -m 0755 $(BUILD)/faultnet-probe $(DESTDIR)$(PREFIX)/bin/faultnet-probe

@@ -199,8 +199,9 @@ s_fuzz() {
 }
 
 s_man() {
-	echo "=== manual pages: rendered without warnings, verbs and actions as faultctl knows them"
+	echo "=== manual pages and shell completion"
 	tests/man/man_test.sh build
+	tests/man/completion_test.sh build
 }
 
 s_style() {
