@@ -198,6 +198,38 @@ s_fuzz() {
 	tests/fuzz/run.sh 30
 }
 
+# A pytest run's results into the counts: "N passed, M failed" from -q.
+pytest_counts() {
+	local log=$1 p f
+	p=$(grep -oE '[0-9]+ passed' "$log" | tail -1 | cut -d' ' -f1)
+	f=$(grep -oE '[0-9]+ (failed|error)' "$log" | awk '{s+=$1} END {print s+0}')
+	tail -30 "$log" | grep -E 'passed|failed|Error|assert' | tail -8
+	for _ in $(seq "${p:-0}"); do echo pass >>"$FN_COUNTS"; done
+	for _ in $(seq "$f"); do echo fail >>"$FN_COUNTS"; done
+	[ -n "$p" ] || { echo "  FAIL - pytest did not run"; echo fail >>"$FN_COUNTS"; }
+}
+
+s_helpers() {
+	echo "=== the Python client and its pytest plugin (installed offline into a venv)"
+	local venv log
+	venv=$(mktemp -d)
+	log=$venv/log
+	if ! /usr/bin/python3 -m venv --system-site-packages "$venv/v" ||
+		! "$venv/v/bin/pip" install -q --no-index --no-build-isolation ./clients/python; then
+		echo "  FAIL - pip install ./clients/python"
+		echo fail >>"$FN_COUNTS"
+		return
+	fi
+	PATH="$root/build:$PATH" "$venv/v/bin/python" -m pytest -q -p no:cacheprovider \
+		clients/python/tests/test_client.py >"$log" 2>&1
+	pytest_counts "$log"
+	printf 'rules = (\n { name = "nat-lost"; action = "blackhole"; enabled = false; match = { to = "127.89.0.1/32"; }; }\n);\n' >"$venv/p.conf"
+	PATH="$root/build:$PATH" build/faultctl run --config "$venv/p.conf" -- "$venv/v/bin/python" -m pytest \
+		-q -p no:cacheprovider clients/python/tests/test_inprocess.py >"$log" 2>&1
+	pytest_counts "$log"
+	rm -rf "$venv"
+}
+
 s_man() {
 	echo "=== manual pages and shell completion"
 	tests/man/man_test.sh build
@@ -214,7 +246,7 @@ s_layout() {
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach asan tsan valgrind conformance http_sdk scenarios bench fuzz man style layout"
+ALL="$PER_BUILD reach asan tsan valgrind conformance http_sdk scenarios helpers bench fuzz man style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"
