@@ -227,6 +227,15 @@ s_helpers() {
 	PATH="$root/build:$PATH" build/faultctl run --config "$venv/p.conf" -- "$venv/v/bin/python" -m pytest \
 		-q -p no:cacheprovider clients/python/tests/test_inprocess.py >"$log" 2>&1
 	pytest_counts "$log"
+	echo "=== the Node.js helper (node:test)"
+	PATH="$root/build:$PATH" node --test clients/node/test/ >"$log" 2>&1
+	local p f
+	p=$(sed -n 's/^# pass //p' "$log")
+	f=$(sed -n 's/^# fail //p' "$log")
+	grep -E '^(not )?ok ' "$log" | sed 's/^/  /'
+	[ "${f:-1}" = 0 ] || grep -A20 '^not ok' "$log" | head -40
+	for _ in $(seq "${p:-0}"); do echo pass >>"$FN_COUNTS"; done
+	for _ in $(seq "${f:-1}"); do echo fail >>"$FN_COUNTS"; done
 	rm -rf "$venv"
 }
 
