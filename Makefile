@@ -38,7 +38,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 CORE_LIB := $(BUILD)/libfaultnet-core.a
 FUZZERS := build/fuzz/fuzz_config build/fuzz/fuzz_rule build/fuzz/fuzz_protocol
 
-.PHONY: all deps test-deps install man demo test test-progs check unit integration clients sanitize \
+.PHONY: all deps test-deps install man deb demo test test-progs check unit integration clients sanitize \
 	check-exports conformance stress bench bench-progs fuzz fresh-check clean format depcheck
 all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl $(BUILD)/faultnet-probe
 
@@ -90,6 +90,17 @@ install: all man
 	install -m 0644 $(BUILD)/libfaultnet.so $(DESTDIR)$(PREFIX)/lib/libfaultnet.so
 	install -m 0755 $(BUILD)/faultctl $(DESTDIR)$(PREFIX)/bin/faultctl
 	install -m 0755 $(BUILD)/faultnet-probe $(DESTDIR)$(PREFIX)/bin/faultnet-probe
+	install -d $(DESTDIR)$(PREFIX)/share/faultnet/policies
+	install -m 0644 policies/*.conf $(DESTDIR)$(PREFIX)/share/faultnet/policies/
+
+# A Debian package from the committed tree (git archive), built apart from
+# the working tree: build/deb/faultnet_VERSION_amd64.deb.
+deb:
+	@scripts/deps.sh deb
+	rm -rf build/deb && mkdir -p build/deb/src
+	git archive HEAD | tar -x -C build/deb/src
+	cd build/deb/src && dpkg-buildpackage -b -us -uc
+	ls build/deb/*.deb
 
 # ---- test programs -------------------------------------------------------
 # The unit tests link core/ and the relay's pure shaping functions.

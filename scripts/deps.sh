@@ -21,6 +21,7 @@ build_pkgs="gcc libc6-dev libconfig-dev libhttp-parser-dev"
 # (libclang-rt-14-dev), and this script installs without recommendations.
 test_pkgs="libcunit1-dev curl python3 node=nodejs clang libclang-rt-14-dev clang-format binutils procps valgrind go=golang-go php=php-cli php-curl nft=nftables ip=iproute2 rsvg-convert=librsvg2-bin python3-pil scdoc groff=groff-base zsh python3-venv python3-pytest python3-setuptools python3-wheel"
 bench_pkgs="valgrind fiu-utils trickle python3 socat"
+deb_pkgs="dpkg-dev debhelper fakeroot lintian scdoc"
 conformance_pkgs="wget python3-requests python3-boto3 python3-httpx python3-aiohttp perl javac=openjdk-17-jdk-headless psql=postgresql-client redis-cli=redis-tools npm=npm"
 
 case "${1:-build}" in
@@ -28,7 +29,8 @@ build) want="$build_pkgs" ;;
 test) want="$build_pkgs $test_pkgs" ;;
 conformance) want="$build_pkgs $test_pkgs $conformance_pkgs" ;;
 bench) want="$build_pkgs $bench_pkgs" ;;
-*) echo "usage: $0 build|test|conformance|bench" >&2; exit 2 ;;
+deb) want="$build_pkgs $deb_pkgs" ;;
+*) echo "usage: $0 build|test|conformance|bench|deb" >&2; exit 2 ;;
 esac
 
 missing=""
