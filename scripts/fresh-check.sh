@@ -82,6 +82,18 @@ chroot "$fr" /usr/bin/env -i HOME=/root TERM=dumb CI="${CI:-}" LANG=C.UTF-8 \
 	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 	bash -c 'cd /work/faultnet && make demo && make test'
 rc=$?
+# The package installs in this fresh root, and works from the installed
+# paths: faultctl finds the library in /usr/lib, the policy in /usr/share.
+if [ $rc = 0 ]; then
+	chroot "$fr" /usr/bin/env -i HOME=/root LANG=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+		bash -c 'cd /work/faultnet && dpkg -i build/deb/faultnet_*_amd64.deb >/dev/null &&
+			faultctl run --config /usr/share/faultnet/policies/egress-blackhole.conf -- \
+				curl -s --connect-timeout 1 http://127.66.0.1:8080/; [ $? = 28 ] &&
+			man -w faultctl >/dev/null 2>&1 || [ -f /usr/share/man/man1/faultctl.1.gz ]'
+	deb=$?
+	echo "fresh-check: the package installed with dpkg -i and ran curl under the installed policy: $([ $deb = 0 ] && echo ok || echo FAIL)"
+	[ $deb = 0 ] || rc=1
+fi
 echo "fresh-check: packages in the root afterwards: $(chroot "$fr" dpkg-query -W | wc -l)"
 echo "fresh-check: $([ $rc = 0 ] && echo ok || echo FAIL) (exit $rc) in $(($(date +%s) - t0)) s"
 exit $rc

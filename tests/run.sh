@@ -245,6 +245,11 @@ s_man() {
 	tests/man/completion_test.sh build
 }
 
+s_deb() {
+	echo "=== the Debian package (make deb)"
+	tests/deb/deb_test.sh
+}
+
 s_style() {
 	echo "=== source checks"
 	tests/style.sh
@@ -255,7 +260,7 @@ s_layout() {
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach asan tsan valgrind conformance http_sdk scenarios helpers bench fuzz man style layout"
+ALL="$PER_BUILD reach asan tsan valgrind conformance http_sdk scenarios helpers bench fuzz man deb style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"

@@ -10,7 +10,7 @@ cd "$root" || exit 1
 ok() { echo "  ok   - $1"; echo pass >>"${FN_COUNTS:-/dev/null}"; }
 bad() { echo "  FAIL - $1"; echo fail >>"${FN_COUNTS:-/dev/null}"; }
 
-for page in faultctl.1 faultnet.conf.5 libfaultnet.7; do
+for page in faultctl.1 faultnet.conf.5 libfaultnet.7 faultnet-probe.1; do
 	f="$build/man/$page"
 	if [ ! -s "$f" ]; then
 		bad "$page was not built (make man)"
