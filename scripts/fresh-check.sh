@@ -86,10 +86,10 @@ rc=$?
 # paths: faultctl finds the library in /usr/lib, the policy in /usr/share.
 if [ $rc = 0 ]; then
 	chroot "$fr" /usr/bin/env -i HOME=/root LANG=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-		bash -c 'cd /work/faultnet && dpkg -i build/deb/faultnet_*_amd64.deb >/dev/null &&
+		bash -c 'cd /work/faultnet && dpkg -i build/deb/faultnet_*_amd64.deb >/dev/null || exit 1
 			faultctl run --config /usr/share/faultnet/policies/egress-blackhole.conf -- \
-				curl -s --connect-timeout 1 http://127.66.0.1:8080/; [ $? = 28 ] &&
-			man -w faultctl >/dev/null 2>&1 || [ -f /usr/share/man/man1/faultctl.1.gz ]'
+				curl -s --connect-timeout 1 http://127.66.251.9:8080/
+			[ $? = 28 ] && [ -f /usr/share/man/man1/faultctl.1.gz ]'
 	deb=$?
 	echo "fresh-check: the package installed with dpkg -i and ran curl under the installed policy: $([ $deb = 0 ] && echo ok || echo FAIL)"
 	[ $deb = 0 ] || rc=1

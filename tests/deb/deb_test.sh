@@ -38,8 +38,8 @@ dpkg -x "$deb" "$tmp"
 # (exit 28) instead of being refused at once (exit 7) as without faultnet.
 FAULTNET_RUNDIR=$tmp/run "$tmp/usr/bin/faultctl" run \
 	--config "$tmp/usr/share/faultnet/policies/egress-blackhole.conf" -- \
-	curl -s --connect-timeout 1 http://127.66.0.1:8080/ >/dev/null 2>&1
+	curl -s --connect-timeout 1 http://127.66.251.9:8080/ >/dev/null 2>&1
 rc=$?
-plain=$(curl -s --connect-timeout 1 http://127.66.0.1:8080/ >/dev/null 2>&1; echo $?)
+plain=$(curl -s --connect-timeout 1 http://127.66.251.9:8080/ >/dev/null 2>&1; echo $?)
 [ "$rc" = 28 ] && [ "$plain" = 7 ] && ok "unpacked: faultctl runs curl under the installed policy (exit 28; 7 without)" ||
 	bad "unpacked faultctl: curl exit $rc (without faultnet: $plain)"
