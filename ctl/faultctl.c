@@ -514,6 +514,30 @@ static int dispatch_change(struct opts *o, const char *verb, int argc, char **ar
  * never joins a group nor targets itself. */
 __attribute__((used, visibility("default"))) const char faultnet_ctl_idle[] = "idle";
 
+/* faultctl VERB --help: the verb's lines of the usage text. */
+static int verb_help(const char *verb)
+{
+	size_t n = strlen(verb);
+	bool printing = false, any = false;
+	for (const char *line = usage; *line;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		const char *w = line + strspn(line, " ");
+		/* A verb's line is indented by two; its description may go on
+		 * in a line indented further. */
+		bool mine = w - line == 2 &&
+			    ((strncmp(w, verb, n) == 0 && (w[n] == ' ' || w[n] == '\n' || !w[n])) ||
+			     (strncmp(w, "enable NAME | disable", 21) == 0 &&
+			      strcmp(verb, "disable") == 0));
+		printing = mine || (printing && w - line > 20);
+		if (printing)
+			printf("%.*s\n", (int)len, line);
+		any |= mine;
+		line += len + (end ? 1 : 0);
+	}
+	return any ? 0 : fail_usage("no such verb");
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {0};
@@ -525,6 +549,11 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
+	for (int i = v + 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--help") == 0) {
+			printf("usage: faultctl [-p PID]... [-g GROUP] [--json] %s ...\n", verb);
+			return verb_help(verb);
+		}
 	if (strcmp(verb, "run") == 0)
 		return cmd_run(argc - v - 1, argv + v + 1, o.sel.group, o.json);
 	if (strcmp(verb, "check") == 0)

@@ -45,3 +45,11 @@ for a in $actions; do
 done
 [ -n "$actions" ] && [ -z "$missing" ] && ok "faultnet.conf(5) describes every action ($(echo $actions | wc -w))" ||
 	bad "faultnet.conf(5) lacks actions:$missing"
+
+# faultctl VERB --help: every verb of the page answers with its own line.
+badverbs=""
+for v in $page; do
+	"$build/faultctl" "$v" --help 2>/dev/null | grep -q "^  .*\b$v\b" || badverbs="$badverbs $v"
+done
+[ -z "$badverbs" ] && ok "faultctl VERB --help answers for every verb of faultctl(1)" ||
+	bad "faultctl VERB --help fails for:$badverbs"
