@@ -214,8 +214,11 @@ s_helpers() {
 	local venv log
 	venv=$(mktemp -d)
 	log=$venv/log
+	# Installed from a copy: a build writes build/ and *.egg-info beside
+	# its sources, and the tree stays as committed.
+	cp -r clients/python "$venv/src"
 	if ! /usr/bin/python3 -m venv --system-site-packages "$venv/v" ||
-		! "$venv/v/bin/pip" install -q --no-index --no-build-isolation ./clients/python; then
+		! "$venv/v/bin/pip" install -q --no-index --no-build-isolation "$venv/src"; then
 		echo "  FAIL - pip install ./clients/python"
 		echo fail >>"$FN_COUNTS"
 		return

