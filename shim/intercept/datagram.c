@@ -77,6 +77,8 @@ static const struct sockaddr *redirect(int fd, const struct sockaddr *sa, sockle
 ssize_t fn_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *sa,
 		  socklen_t len)
 {
+	if (!sa || !fn_fault_possible(fd))
+		return LIBC(sendto)(fd, buf, n, flags, sa, len);
 	struct sockaddr_storage t;
 	socklen_t tlen;
 	bool fail;

@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 
 #include "core/rules.h"
+#include "shim/base/policy.h"
+#include "shim/fd/fdtab.h"
 
 /* What the policy says about one connect or datagram. */
 struct fn_verdict {
@@ -16,6 +18,19 @@ struct fn_verdict {
 	struct fn_endpoint ep;
 	uint8_t proto;
 };
+
+/* False when no rule can cover anything fd sends: no policy, or fd's
+ * protocol (when the socket hook saw it) is one no rule covers. A few loads,
+ * for the send paths to skip everything else. */
+static inline bool fn_fault_possible(int fd)
+{
+	const struct fn_policy *p = fn_policy_current();
+	if (!p || !p->watch_protos)
+		return false;
+	unsigned f = fn_fd_get(fd);
+	uint8_t known = f & FDF_TCP ? FN_PROTO_TCP : f & FDF_UDP ? FN_PROTO_UDP : 0;
+	return !known || (p->watch_protos & known);
+}
 
 /* False when no rule covers the peer (the common case: nothing to do). */
 bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_verdict *v);

@@ -317,6 +317,41 @@ def throughput():
     return fb / med["direct"][0]
 
 
+# ---- 7. HTTP rules --------------------------------------------------------
+
+def http_cost():
+    say("## 7. Per-request cost of an HTTP rule")
+    say("")
+    n = 200 if SMOKE else 5000
+    rounds = 1 if SMOKE else 3
+    relay = conf("http-relay.conf", ['{ name = "relay"; action = "bandwidth"; rate = 1099511627776L;'
+                                     ' match = { to = "%s/32"; }; }' % SERVER_IP])
+    http = conf("http-rule.conf", ['{ name = "never"; action = "respond"; status = 503;'
+                                   ' match = { to = "%s/32"; path = "/never"; }; }' % SERVER_IP])
+    say("Method: `stream http` makes %d keep-alive HTTP/1.1 GETs (64-byte answers) one after"
+        " another on one connection: direct (no preload), relayed as bytes (a `bandwidth` rule"
+        " of 1 TiB/s) and relayed under an HTTP rule that forwards every request (a `respond`"
+        " rule whose path never matches: each request and answer is parsed and the rules are"
+        " consulted); %d rounds, medians of each round's median." % (n, rounds))
+    say("")
+    res = {"direct": [], "relay": [], "http": []}
+    for _ in range(rounds):
+        for name, env in (("direct", plain_env()), ("relay", shim_env(relay)),
+                          ("http", shim_env(http))):
+            v = [float(x) for x in stream(["http", SERVER_IP, str(PORT), str(n)], env) if x]
+            res[name].append(statistics.median(v))
+    d, r, h = (statistics.median(res[k]) for k in ("direct", "relay", "http"))
+    say("| path | µs per request | over direct | over relayed |")
+    say("|---|---|---|---|")
+    say("| direct | %.1f | | |" % d)
+    say("| relayed as bytes | %.1f | %+.1f | |" % (r, r - d))
+    say("| relayed under an HTTP rule that forwards | %.1f | %+.1f | **%+.1f** |" % (h, h - d, h - r))
+    say("")
+    say("The HTTP rule's own cost is the last column: parsing the request and the answer and"
+        " one rule decision per request, on top of the relay.")
+    say("")
+
+
 # ---- 8. name lookups ------------------------------------------------------
 
 def resolve_cost(env, n):
