@@ -19,9 +19,11 @@ enum sc_verb { SV_ENABLE, SV_DISABLE, SV_ADD, SV_RM, SV_LOAD, SV_ZONE, SV_COUNT 
 struct sc_step {
 	char name[SC_NAME];
 	enum sc_verb verb;
-	char *arg;		  /* rule name, rule text, file or zone */
-	char rule[SC_NAME];	  /* add: the added rule's name, for the undo */
-	char group[SC_NAME];	  /* "" for the scenario's group */
+	char *arg;	     /* rule name, rule text, file or zone */
+	char rule[SC_NAME];  /* add: the added rule's name, for the undo */
+	char group[SC_NAME]; /* "" for the scenario's group */
+	int pids[16];	     /* or these processes (faultctl -p) */
+	int npids;
 	int64_t at_ms;		  /* -1 when it follows another step */
 	int after;		  /* index of that step, -1 for none */
 	int64_t after_ms, for_ms; /* for_ms -1: never undone before the end */

@@ -146,11 +146,33 @@ static bool added_rule(struct pctx *c, const config_setting_t *at, struct sc_ste
 	return true;
 }
 
+/* pids = [ 4242, 4243 ]: the step goes to these processes, not a group. */
+static bool step_pids(struct pctx *c, const config_setting_t *g, struct sc_step *st,
+		      const char *where)
+{
+	const config_setting_t *l = c->lc.member(g, "pids");
+	if (!l)
+		return true;
+	if (st->group[0])
+		return fail(c, l, "%s: give group or pids, not both", where);
+	int n = config_setting_is_array(l) || config_setting_is_list(l) ? c->lc.length(l) : -1;
+	if (n < 1 || n > 16)
+		return fail(c, l, "%s: pids must be a list of 1 to 16 process ids", where);
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = c->lc.elem(l, (unsigned)i);
+		long long v = config_setting_type(e) == CONFIG_TYPE_INT ? c->lc.get_int64(e) : 0;
+		if (v < 1 || v > 4194304)
+			return fail(c, e, "%s: pids: %lld is not a process id", where, v);
+		st->pids[st->npids++] = (int)v;
+	}
+	return true;
+}
+
 static bool parse_step(struct pctx *c, const config_setting_t *g, struct sc_step *st)
 {
-	static const char *const keys[] = {"name",  "at_ms",  "after",	 "after_ms", "for_ms",
-					   "group", "enable", "disable", "add",	     "rm",
-					   "load",  "zone",   NULL};
+	static const char *const keys[] = {"name",  "at_ms", "after",  "after_ms", "for_ms",
+					   "group", "pids",  "enable", "disable",  "add",
+					   "rm",    "load",  "zone",   NULL};
 	st->line = config_setting_source_line(g);
 	st->planned_ms = st->actual_ms = st->undo_planned_ms = st->undo_actual_ms = -1;
 	if (!config_setting_is_group(g))
@@ -172,6 +194,8 @@ static bool parse_step(struct pctx *c, const config_setting_t *g, struct sc_step
 	if (st->after_ms < 0)
 		st->after_ms = 0;
 	snprintf(st->group, SC_NAME, "%s", grp ? grp : "");
+	if (!step_pids(c, g, st, where))
+		return false;
 	int found = 0;
 	for (int v = 0; v < SV_COUNT; v++) {
 		const char *a;

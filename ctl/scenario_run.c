@@ -57,8 +57,37 @@ static const char *group_of(const struct run *r, const struct sc_step *st)
 
 /* `faultctl -g GROUP VERB ARG`, waited for; its first line of output goes
  * to msg. The exit status. */
+static int ctl_argv(const struct run *r, char **argv, char *msg, size_t len);
+
 static int ctl(const struct run *r, const char *group, const char *verb, const char *arg, char *msg,
 	       size_t len)
+{
+	char *argv[] = {(char *)"faultctl", (char *)"-g", (char *)group,
+			(char *)verb,	    (char *)arg,  NULL};
+	return ctl_argv(r, argv, msg, len);
+}
+
+/* A step's change: to its group, or with -p to each of its pids. */
+static int ctl_step(const struct run *r, const struct sc_step *st, const char *verb,
+		    const char *arg, char *msg, size_t len)
+{
+	if (!st->npids)
+		return ctl(r, group_of(r, st), verb, arg, msg, len);
+	char *argv[2 * 16 + 4], pids[16][16];
+	int k = 0;
+	argv[k++] = (char *)"faultctl";
+	for (int i = 0; i < st->npids; i++) {
+		snprintf(pids[i], sizeof(pids[i]), "%d", st->pids[i]);
+		argv[k++] = (char *)"-p";
+		argv[k++] = pids[i];
+	}
+	argv[k++] = (char *)verb;
+	argv[k++] = (char *)arg;
+	argv[k] = NULL;
+	return ctl_argv(r, argv, msg, len);
+}
+
+static int ctl_argv(const struct run *r, char **argv, char *msg, size_t len)
 {
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
@@ -67,7 +96,7 @@ static int ctl(const struct run *r, const char *group, const char *verb, const c
 	if (pid == 0) {
 		dup2(pipefd[1], 1);
 		dup2(pipefd[1], 2);
-		execl(r->self, "faultctl", "-g", group, verb, arg, (char *)NULL);
+		execv(r->self, argv);
 		_exit(127);
 	}
 	close(pipefd[1]);
@@ -127,8 +156,7 @@ static void start_cmd(struct run *r)
 static void do_step(struct run *r, struct sc_step *st)
 {
 	st->actual_ms = now_ms(r);
-	st->rc = ctl(r, group_of(r, st), sc_verb_name(st->verb), st->arg, st->message,
-		     sizeof(st->message));
+	st->rc = ctl_step(r, st, sc_verb_name(st->verb), st->arg, st->message, sizeof(st->message));
 	if (st->for_ms >= 0)
 		st->undo_planned_ms = st->actual_ms + st->for_ms;
 }
@@ -138,8 +166,8 @@ static void undo_step(struct run *r, struct sc_step *st)
 	static const char *const inverse[] = {"disable", "enable", "rm"};
 	char msg[256];
 	st->undo_actual_ms = now_ms(r);
-	st->undo_rc = ctl(r, group_of(r, st), inverse[st->verb],
-			  st->verb == SV_ADD ? st->rule : st->arg, msg, sizeof(msg));
+	st->undo_rc = ctl_step(r, st, inverse[st->verb], st->verb == SV_ADD ? st->rule : st->arg,
+			       msg, sizeof(msg));
 }
 
 /* Runs the steps that are due; the time of the next one in *next. */
@@ -410,8 +438,9 @@ static void cleanup(struct run *r)
 	char msg[256];
 	ctl(r, s->group, "reset", NULL, msg, sizeof(msg));
 	for (int i = 0; i < s->nsteps; i++)
-		if (s->steps[i].group[0] && strcmp(s->steps[i].group, s->group) != 0)
-			ctl(r, s->steps[i].group, "reset", NULL, msg, sizeof(msg));
+		if (s->steps[i].npids ||
+		    (s->steps[i].group[0] && strcmp(s->steps[i].group, s->group) != 0))
+			ctl_step(r, &s->steps[i], "reset", NULL, msg, sizeof(msg));
 	s->ended_ms = now_ms(r);
 	if (r->cmd > 0 && s->cmd_status < 0) {
 		kill(-r->cmd, SIGTERM);

@@ -299,7 +299,8 @@ static void give_up_parsing(struct fn_conn *c)
 	struct fn_hconn *h = c->http;
 	/* Not HTTP when its very first line is not a request line (TLS, any
 	 * other protocol) or names another version (HTTP/2's preface). */
-	fn_stats_event(NULL, NULL, &h->ep, h->saw_url && !h->not_http ? "bad-request" : "not-http");
+	fn_stats_unparsed(&h->ep,
+			  h->saw_url && !h->not_http ? FN_UNPARSED_REQUEST : FN_UNPARSED_NOT_HTTP);
 	h->passthrough = true;
 	h->parsing = NULL;
 	ensure_upstream(c);
@@ -413,7 +414,7 @@ static void parse_answers(struct fn_conn *c)
 			answer_parsed(h);
 			h->lib->pause(&h->res, 0);
 		} else if (e != HPE_OK) {
-			fn_stats_event(NULL, NULL, &h->ep, "bad-response");
+			fn_stats_unparsed(&h->ep, FN_UNPARSED_RESPONSE);
 			h->down_raw = true;
 		} else {
 			break;

@@ -18,6 +18,14 @@ struct reqkey {
 };
 
 static struct reqkey keys[KEYS + 1];
+static uint64_t unparsed[3]; /* by enum fn_unparsed */
+
+void fn_stats_unparsed(const struct fn_endpoint *ep, enum fn_unparsed what)
+{
+	static const char *const names[] = {"not-http", "bad-request", "bad-response"};
+	__atomic_add_fetch(&unparsed[what], 1, __ATOMIC_RELAXED);
+	fn_stats_event(NULL, NULL, ep, names[what]);
+}
 static uint64_t nrequests;
 
 uint64_t fn_stats_requests_seen(void)
@@ -111,6 +119,14 @@ static void dump_key(struct fn_buf *b, const struct reqkey *k, const char *prefi
 
 void fn_stats_requests_dump(struct fn_buf *b)
 {
+	uint64_t u[3];
+	for (int i = 0; i < 3; i++)
+		u[i] = __atomic_load_n(&unparsed[i], __ATOMIC_RELAXED);
+	if (u[0] || u[1] || u[2])
+		fn_buf_printf(b,
+			      "unparsed pid=%d not_http=%llu bad_request=%llu bad_response=%llu\n",
+			      (int)getpid(), (unsigned long long)u[0], (unsigned long long)u[1],
+			      (unsigned long long)u[2]);
 	for (int i = 0; i < KEYS; i++)
 		if (__atomic_load_n(&keys[i].state, __ATOMIC_ACQUIRE) == 2)
 			dump_key(b, &keys[i], keys[i].prefix);

@@ -64,6 +64,11 @@ enum fn_req_fate { FN_REQ_FORWARDED, FN_REQ_ANSWERED, FN_REQ_SLOWED, FN_REQ_ABOR
 void fn_stats_request(const struct fn_rule *seen, const struct fn_rule *r,
 		      const struct fn_endpoint *ep, const char *method, const char *host,
 		      const char *path, enum fn_req_fate fate);
+/* A relayed connection the HTTP parser gave up on (relayed untouched from
+ * there): counted, and an event ("not-http", "bad-request", "bad-response"). */
+enum fn_unparsed { FN_UNPARSED_NOT_HTTP, FN_UNPARSED_REQUEST, FN_UNPARSED_RESPONSE };
+void fn_stats_unparsed(const struct fn_endpoint *ep, enum fn_unparsed what);
+
 /* How many requests were counted: part of fn_stats_generation. */
 uint64_t fn_stats_requests_seen(void);
 /* "http ..." records, one per method, Host and path prefix. */

@@ -232,6 +232,13 @@ def test_not_http():
         outcomes = [json.loads(line)["outcome"] for line in f]
     check("...and reported once each in the events: not-http, bad-request",
           outcomes.count("not-http") == 1 and outcomes.count("bad-request") == 1, outcomes)
+    p = subprocess.run([CTL, "run", "--config", conf, "--stats", "--json", "--", PY,
+                        os.path.join(HERE, "client.py"), "not_http", HOST, str(port)],
+                       env=env(conf), capture_output=True, text=True, timeout=60)
+    recs = [json.loads(x) for x in p.stderr.splitlines() if x.startswith("{")]
+    un = [r for r in recs if r.get("type") == "unparsed"]
+    check("...and in the stats: not_http 1 (run --stats)",
+          un and un[0].get("not_http") == 1 and un[0].get("bad_request") == 0, recs)
 
 
 def test_counts():

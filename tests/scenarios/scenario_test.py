@@ -210,7 +210,8 @@ def test_bad_files():
 SIGINT_POLICY = """rules = (
   { name = "a"; action = "blackhole"; enabled = false; match = { to = "127.87.0.1/32"; }; },
   { name = "b"; action = "refuse"; match = { to = "127.87.0.2/32"; }; },
-  { name = "d"; action = "stall"; enabled = false; match = { to = "127.87.0.4/32"; }; }
+  { name = "d"; action = "stall"; enabled = false; match = { to = "127.87.0.4/32"; }; },
+  { name = "e"; action = "drop"; enabled = false; match = { to = "127.87.0.5/32"; }; }
 );
 """
 SIGINT_SCENARIO = """policy = "sigint.conf";
@@ -220,7 +221,8 @@ steps = (
   { name = "s1"; at_ms = 50; enable = "a"; },
   { name = "s2"; at_ms = 150; disable = "b"; },
   { name = "s3"; at_ms = 250; add = "{ name = \\"c\\"; action = \\"drop\\"; match = { to = \\"127.87.0.3/32\\"; }; }"; },
-  { name = "s4"; after = "s3"; after_ms = 100; enable = "d"; for_ms = 500; }
+  { name = "s4"; after = "s3"; after_ms = 100; enable = "d"; for_ms = 500; },
+  { name = "s5"; at_ms = 100; pids = [ %d ]; enable = "e"; }
 );
 probes = ( { name = "p"; command = "true"; interval_ms = 50; } );
 """
@@ -237,12 +239,20 @@ def test_sigint():
     with open(os.path.join(TMP, "sigint.conf"), "w") as f:
         f.write(SIGINT_POLICY)
     path = os.path.join(TMP, "sigint.scenario")
-    with open(path, "w") as f:
-        f.write(SIGINT_SCENARIO % group)
     agent = subprocess.Popen([CTL, "run", "--config", os.path.join(TMP, "sigint.conf"), "-g", group,
                               "--", PY, "-c", "import time; time.sleep(600)"], env=env())
     time.sleep(1)
-    want = {"a": "no", "b": "yes", "d": "no"}
+    with open(path, "w") as f:  # step s5 targets the agent by its pid
+        f.write(SIGINT_SCENARIO % (group, agent.pid))
+    want = {"a": "no", "b": "yes", "d": "no", "e": "no"}
+    p = subprocess.Popen([CTL, "scenario", path], env=env(), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    time.sleep(0.6)
+    during = rules_of(agent.pid)
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=30)
+    check("a step with pids changes those processes (e on in the agent during the run: %s)"
+          % during.get("e"), during.get("e") == "yes" and during.get("a") == "yes", during)
     rng = random.Random(int(os.environ.get("FAULTNET_SEED", "0") or 0) or None)
     bad, codes = [], set()
     journal = os.path.join(os.environ.get("FAULTNET_RUNDIR", ""), group + ".journal")
