@@ -227,9 +227,9 @@ static int cmd_query(struct opts *o, const char *verb)
 		print_records(o, lines, nlines, "name", nstats, 10);
 		static const char *const ustats[] = {"pid", "not_http", "bad_request",
 						     "bad_response"};
-		if (has_records(lines, nlines, "unparsed") && !o->json)
+		if (has_records(lines, nlines, "parser") && !o->json)
 			fputc('\n', stdout);
-		print_records(o, lines, nlines, "unparsed", ustats, 4);
+		print_records(o, lines, nlines, "parser", ustats, 4);
 	}
 	for (int i = 0; i < n; i++)
 		fn_buf_free(&replies[i]);

@@ -80,14 +80,14 @@ static const char *const counted[NCOUNTS] = {"attempts", "faults", "bytes",   "r
 static const char *const looked[NCOUNTS] = {"lookups", "nxdomain", "servfail", "nodata",
 					    "timeout", "delayed",  "answered", "connects"};
 
-/* "unparsed": connections the HTTP parser gave up on. */
+/* "parser": connections the HTTP parser gave up on. */
 static const char *const unparsed[NCOUNTS] = {
     "not_http", "bad_request", "bad_response", "-", "-", "-", "-", "-"};
 
 static const char *const *fields_of(const char *type)
 {
 	return strcmp(type, "name") == 0       ? looked
-	       : strcmp(type, "unparsed") == 0 ? unparsed
+	       : strcmp(type, "parser") == 0 ? unparsed
 					       : counted;
 }
 
@@ -114,7 +114,7 @@ static void add_record(struct total **t, int *n, const char *line)
 	char type[8] = "", key[400], action[16], proto[8], v[32];
 	sscanf(line, "%7s", type);
 	if (strcmp(type, "rule") && strcmp(type, "dest") && strcmp(type, "http") &&
-	    strcmp(type, "name") && strcmp(type, "unparsed"))
+	    strcmp(type, "name") && strcmp(type, "parser"))
 		return;
 	record_key(line, type, key, sizeof(key));
 	record_get(line, "action", action, sizeof(action));
@@ -141,7 +141,7 @@ static void add_record(struct total **t, int *n, const char *line)
 static void print_total(FILE *out, const struct total *t, bool json)
 {
 	bool http = strcmp(t->type, "http") == 0, name = strcmp(t->type, "name") == 0;
-	bool conn = strcmp(t->type, "unparsed") == 0;
+	bool conn = strcmp(t->type, "parser") == 0;
 	int from = http ? 3 : 0, to = t->http || name ? NCOUNTS : 3;
 	name |= conn; /* no proto or action to print */
 	const char *const *f = fields_of(t->type);

@@ -236,7 +236,7 @@ def test_not_http():
                         os.path.join(HERE, "client.py"), "not_http", HOST, str(port)],
                        env=env(conf), capture_output=True, text=True, timeout=60)
     recs = [json.loads(x) for x in p.stderr.splitlines() if x.startswith("{")]
-    un = [r for r in recs if r.get("type") == "unparsed"]
+    un = [r for r in recs if r.get("type") == "parser"]
     check("...and in the stats: not_http 1 (run --stats)",
           un and un[0].get("not_http") == 1 and un[0].get("bad_request") == 0, recs)
 
