@@ -53,3 +53,16 @@ for v in $page; do
 done
 [ -z "$badverbs" ] && ok "faultctl VERB --help answers for every verb of faultctl(1)" ||
 	bad "faultctl VERB --help fails for:$badverbs"
+
+# Rule keys: every key the parser's tables name (core/actions.c's numbers
+# and conditions, config.c's HTTP and dns keys, match keys) is in
+# faultnet.conf(5).
+keys=$(sed -n 's/^    {"\([a-z_]*\)", FN_KEY.*/\1/p' core/actions.c)
+keys="$keys $(sed -n '/keys\[\] = {"status"/,/NULL}/p' core/config.c | grep -o '"[a-z_]*"' | tr -d '"')"
+keys="$keys answer to port proto from_zone to_zone host method path enabled"
+missing=""
+for k in $keys; do
+	grep -q "\b$k\b" docs/man/faultnet.conf.5.scd || missing="$missing $k"
+done
+[ -z "$missing" ] && ok "faultnet.conf(5) names every rule key the parser knows ($(echo $keys | wc -w))" ||
+	bad "faultnet.conf(5) lacks keys:$missing"
