@@ -371,18 +371,25 @@ static char *load_line(const char *file)
 static int send_change(struct target *t, int n, const char *line, bool json)
 {
 	int bad = 0;
+	struct fn_buf *all = calloc((size_t)n + 1, sizeof(*all));
+	if (!all)
+		return n;
+	targets_request_all(t, n, line, all);
 	for (int i = 0; i < n; i++) {
-		struct fn_buf r = {0};
-		bool ok = targets_request(&t[i], line, &r) && strncmp(r.s, "ok", 2) == 0;
+		struct fn_buf *r = &all[i];
+		bool ok = r->s && strncmp(r->s, "ok", 2) == 0;
 		bad += !ok;
-		r.s[strcspn(r.s, "\n")] = '\0';
+		if (!r->s)
+			fn_buf_printf(r, "error out of memory\n");
+		r->s[strcspn(r->s, "\n")] = '\0';
 		if (json)
 			printf("{\"pid\":%d,\"ok\":%s,\"reply\":\"%s\"}\n", (int)t[i].pid,
-			       ok ? "true" : "false", r.s + (ok ? 2 + (r.s[2] == ' ') : 6));
+			       ok ? "true" : "false", r->s + (ok ? 2 + (r->s[2] == ' ') : 6));
 		else
-			fprintf(ok ? stdout : stderr, "%d: %s\n", (int)t[i].pid, r.s);
-		fn_buf_free(&r);
+			fprintf(ok ? stdout : stderr, "%d: %s\n", (int)t[i].pid, r->s);
+		fn_buf_free(r);
 	}
+	free(all);
 	if (bad)
 		fprintf(stderr, "faultctl: %d of %d processes did not apply the change\n", bad, n);
 	return bad;

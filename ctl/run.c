@@ -86,9 +86,9 @@ static const char *const unparsed[NCOUNTS] = {
 
 static const char *const *fields_of(const char *type)
 {
-	return strcmp(type, "name") == 0       ? looked
+	return strcmp(type, "name") == 0     ? looked
 	       : strcmp(type, "parser") == 0 ? unparsed
-					       : counted;
+					     : counted;
 }
 
 struct total {

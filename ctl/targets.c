@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +138,67 @@ bool targets_request(const struct target *t, const char *line, struct fn_buf *re
 		return false;
 	}
 	return true;
+}
+
+/* One request to every target at once: every connection opened and the
+ * line written before any reply is awaited, so that n processes answer in
+ * about the time one does. Replies (or "error ..." lines) land in r[i]. */
+void targets_request_all(const struct target *t, int n, const char *line, struct fn_buf *r)
+{
+	struct pollfd *p = calloc((size_t)n + 1, sizeof(*p));
+	size_t len = strlen(line);
+	char *msg = malloc(len + 2);
+	if (!p || !msg) {
+		for (int i = 0; i < n; i++)
+			targets_request(&t[i], line, &r[i]);
+		free(p);
+		free(msg);
+		return;
+	}
+	memcpy(msg, line, len);
+	msg[len] = '\n';
+	for (int i = 0; i < n; i++) {
+		p[i].fd = connect_to(t[i].path);
+		p[i].events = POLLIN;
+		if (p[i].fd < 0)
+			fn_buf_printf(&r[i], "error cannot connect: %s\n", strerror(errno));
+		else if (send(p[i].fd, msg, len + 1, MSG_NOSIGNAL) != (ssize_t)(len + 1)) {
+			fn_buf_printf(&r[i], "error cannot send: %s\n", strerror(errno));
+			close(p[i].fd);
+			p[i].fd = -1;
+		}
+	}
+	struct timeval t0, now;
+	gettimeofday(&t0, NULL);
+	for (int open = n; open > 0;) {
+		gettimeofday(&now, NULL);
+		long left =
+		    5000 - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_usec - t0.tv_usec) / 1000);
+		if (left <= 0 || poll(p, (nfds_t)n, (int)left) <= 0)
+			break;
+		open = 0;
+		for (int i = 0; i < n; i++) {
+			char buf[65536];
+			ssize_t got;
+			if (p[i].fd >= 0 && p[i].revents &&
+			    ((got = recv(p[i].fd, buf, sizeof(buf), MSG_DONTWAIT)) <= 0 ||
+			     (fn_buf_add(&r[i], buf, (size_t)got), reply_complete(&r[i])))) {
+				close(p[i].fd);
+				p[i].fd = -1;
+			}
+			open += p[i].fd >= 0;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		if (p[i].fd >= 0)
+			close(p[i].fd);
+		if (!reply_complete(&r[i])) {
+			fn_buf_free(&r[i]);
+			fn_buf_printf(&r[i], "error no reply from process %d\n", (int)t[i].pid);
+		}
+	}
+	free(p);
+	free(msg);
 }
 
 int targets_stream(const struct target *t, const char *line)

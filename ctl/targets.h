@@ -31,6 +31,10 @@ int targets_find(const char *dir, const struct selection *sel, struct target **o
  * connection problem (message in reply). */
 bool targets_request(const struct target *t, const char *line, struct fn_buf *reply);
 
+/* The same request to n targets at once; r[i] gets target i's reply, or
+ * an "error ..." line. */
+void targets_request_all(const struct target *t, int n, const char *line, struct fn_buf *r);
+
 /* Appends "SEQ line" to the group's journal under its lock, and returns the
  * lock fd (held until journal_unlock) and the sequence number. reset
  * truncates the journal to its own entry. */

@@ -123,8 +123,7 @@ void fn_stats_requests_dump(struct fn_buf *b)
 	for (int i = 0; i < 3; i++)
 		u[i] = __atomic_load_n(&unparsed[i], __ATOMIC_RELAXED);
 	if (u[0] || u[1] || u[2])
-		fn_buf_printf(b,
-			      "parser pid=%d not_http=%llu bad_request=%llu bad_response=%llu\n",
+		fn_buf_printf(b, "parser pid=%d not_http=%llu bad_request=%llu bad_response=%llu\n",
 			      (int)getpid(), (unsigned long long)u[0], (unsigned long long)u[1],
 			      (unsigned long long)u[2]);
 	for (int i = 0; i < KEYS; i++)
