@@ -126,6 +126,13 @@ unsigned fn_resolver_timeout_ms(const char *resolv_conf)
 	}
 	if (f)
 		fclose(f);
+	/* RES_OPTIONS overrides the file's options, as glibc's res_init does. */
+	const char *env = getenv("RES_OPTIONS");
+	const char *t = env ? strstr(env, "timeout:") : NULL, *a = env ? strstr(env, "attempts:") : NULL;
+	if (t)
+		timeout = (unsigned)atoi(t + 8);
+	if (a)
+		attempts = (unsigned)atoi(a + 9);
 	/* glibc's bounds (resolv.h: RES_MAXRETRANS 30, RES_MAXRETRY 5, MAXNS 3). */
 	timeout = timeout < 1 ? 1 : timeout > 30 ? 30 : timeout;
 	attempts = attempts < 1 ? 1 : attempts > 5 ? 5 : attempts;

@@ -45,7 +45,8 @@ const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
 
 /* How long glibc's resolver waits before giving up on silent nameservers:
  * per attempt, each nameserver's timeout as res_send computes it, times
- * attempts, from /etc/resolv.conf (default 5 s, 2 attempts, one server). */
+ * attempts, from /etc/resolv.conf and RES_OPTIONS (default 5 s, 2
+ * attempts, one server). */
 unsigned fn_resolver_timeout_ms(const char *resolv_conf);
 
 /* Set by the shim: whether any name this process resolved to ep's
