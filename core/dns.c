@@ -128,7 +128,8 @@ unsigned fn_resolver_timeout_ms(const char *resolv_conf)
 		fclose(f);
 	/* RES_OPTIONS overrides the file's options, as glibc's res_init does. */
 	const char *env = getenv("RES_OPTIONS");
-	const char *t = env ? strstr(env, "timeout:") : NULL, *a = env ? strstr(env, "attempts:") : NULL;
+	const char *t = env ? strstr(env, "timeout:") : NULL,
+		   *a = env ? strstr(env, "attempts:") : NULL;
 	if (t)
 		timeout = (unsigned)atoi(t + 8);
 	if (a)
