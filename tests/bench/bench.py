@@ -176,7 +176,7 @@ def lookups():
     say("## 2. Rule lookup for a matched connect, and what a policy's size costs")
     say("")
     say("Method: callgrind, instructions inside `fn_policy_match` per lookup (`lookup N K"
-        " hit|miss`): N rules of one /24 each (10.0.0.0/24, 10.0.1.0/24, ...); \"hit\" is an"
+        " hit|miss`): N rules of one loopback /32 each (127.100.0.0/32, 127.100.0.1/32, ...); \"hit\" is an"
         " address only the last rule covers, \"miss\" one no rule covers. The rule index is a"
         " multibit trie (8-bit strides) whose leaves list the covering rules in file order"
         " (core/lpm.c). Build time and memory from the same program; the load time parses a"

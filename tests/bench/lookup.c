@@ -1,5 +1,5 @@
 /* lookup.c - rule lookup cost and the rule index's size: builds a policy of
- * N /24 CIDR rules (10.0.0.0/24, 10.0.1.0/24, ...) and looks up one
+ * N /32 CIDR rules on loopback (127.100.0.0/32, 127.100.0.1/32, ...) and looks up one
  * destination K times: "hit", an address only the last rule covers, or
  * "miss", one no rule covers. Run under callgrind with
  * --toggle-collect=fn_policy_match, the instructions divided by K are the
@@ -26,10 +26,10 @@ static double now(void)
 
 static void prefix_of(long i, uint8_t ip[4])
 {
-	ip[0] = (uint8_t)(10 + (i >> 16));
-	ip[1] = (uint8_t)((i >> 8) & 255);
-	ip[2] = (uint8_t)(i & 255);
-	ip[3] = 0;
+	ip[0] = 127;
+	ip[1] = (uint8_t)(100 + (i >> 16));
+	ip[2] = (uint8_t)((i >> 8) & 255);
+	ip[3] = (uint8_t)(i & 255);
 }
 
 static int load(long n)
@@ -42,8 +42,8 @@ static int load(long n)
 		prefix_of(i, ip);
 		at += (size_t)snprintf(text + at, cap - at,
 				       "{ name = \"r%ld\"; action = \"refuse\"; match = { to = "
-				       "\"%d.%d.%d.0/24\"; }; }%s\n",
-				       i, ip[0], ip[1], ip[2], i + 1 < n ? "," : "");
+				       "\"%d.%d.%d.%d/32\"; }; }%s\n",
+				       i, ip[0], ip[1], ip[2], ip[3], i + 1 < n ? "," : "");
 	}
 	snprintf(text + at, cap - at, ");\n");
 	double t0 = now();
@@ -74,7 +74,7 @@ int main(int argc, char **argv)
 		r->nto = 1;
 		r->to = calloc(1, sizeof(*r->to));
 		r->to->v4 = true;
-		r->to->prefix = 24;
+		r->to->prefix = 32;
 		prefix_of(i, r->to->ip);
 	}
 	double t0 = now();
@@ -82,9 +82,8 @@ int main(int argc, char **argv)
 	double built = now() - t0;
 	struct fn_endpoint ep = {.v4 = true, .port = 443};
 	prefix_of(n - 1, ep.ip);
-	ep.ip[3] = 9;
 	if (strcmp(mode, "miss") == 0)
-		ep.ip[0] = 9;
+		ep.ip[1] = 99; /* 127.99.x.y: below every rule's prefix */
 	long hits = 0;
 	for (long i = 0; i < k; i++)
 		hits += fn_policy_match(p, &ep, FN_PROTO_TCP, NULL) != NULL;
