@@ -61,10 +61,10 @@ $(CORE_LIB): $(call obj,$(CORE_SRC))
 
 $(BUILD)/libfaultnet.so: $(call obj,$(SHIM_SRC)) $(CORE_LIB) shim/exports.map
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $(call obj,$(SHIM_SRC)) $(CORE_LIB) \
-		-Wl,--version-script=shim/exports.map -Wl,-z,now -ldl -lpthread
+		-Wl,--version-script=shim/exports.map -Wl,-z,now -ldl -lresolv -lpthread
 
 $(BUILD)/faultctl: $(call obj,$(CTL_SRC)) $(CORE_LIB)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl -Wl,--export-dynamic-symbol=faultnet_ctl_idle
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl -lresolv -Wl,--export-dynamic-symbol=faultnet_ctl_idle
 
 # A scenario's url probes: a program of its own, so that it can run under
 # the shim (faultctl keeps the shim idle in itself).
@@ -107,7 +107,7 @@ deb:
 UNIT_LINK := $(CORE_LIB) $(call obj,shim/relay/shape.c)
 $(BUILD)/tests/unit: $(wildcard tests/unit/*.c tests/unit/*.h) $(UNIT_LINK) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $(wildcard tests/unit/*.c) $(UNIT_LINK) -ldl -lcunit
+	$(CC) $(ALL_CFLAGS) -o $@ $(wildcard tests/unit/*.c) $(UNIT_LINK) -ldl -lresolv -lcunit
 
 $(BUILD)/tests/hammer: tests/stress/hammer.c tests/integration/testutil.h
 	@mkdir -p $(dir $@)
@@ -201,7 +201,7 @@ $(BUILD)/bench/loop $(BUILD)/bench/stream $(BUILD)/bench/copyrelay $(BUILD)/benc
 # Without LTO, so that callgrind can count inside fn_policy_match.
 $(BUILD)/bench/lookup: tests/bench/lookup.c $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -o $@ $< $(CORE_SRC) -ldl
+	$(CC) $(CFLAGS_BASE) -o $@ $< $(CORE_SRC) -ldl -lresolv
 bench-progs: all $(BENCH_PROGS)
 bench:
 	@scripts/deps.sh bench
@@ -215,10 +215,10 @@ FUZZ_CMDS := $(CORE_SRC) $(foreach r,shim/control shim/stats shim/fd shim/base,$
 FUZZ_SECONDS ?= 300
 build/fuzz/fuzz_config build/fuzz/fuzz_rule: build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_FLAGS) -o $@ $< $(CORE_SRC) -ldl
+	clang $(FUZZ_FLAGS) -o $@ $< $(CORE_SRC) -ldl -lresolv
 build/fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c $(FUZZ_CMDS) $(HEADERS)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_FLAGS) -o $@ $< $(FUZZ_CMDS) -ldl -lpthread
+	clang $(FUZZ_FLAGS) -o $@ $< $(FUZZ_CMDS) -ldl -lresolv -lpthread
 
 fuzz: test-deps $(FUZZERS)
 	tests/fuzz/run.sh $(FUZZ_SECONDS)

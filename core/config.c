@@ -273,11 +273,10 @@ static bool parse_dns_key(struct ctx *c, const config_setting_t *s, struct fn_ru
 	if (!get_string(c, s, "error", &v))
 		return false;
 	if (!(r->dns->error = fn_dns_error_parse(v)))
-		return fail(
-		    c, s,
-		    "rule '%s': error '%s' must be \"nxdomain\", \"servfail\", \"nodata\" or "
-		    "\"timeout\"",
-		    r->name, v);
+		return fail(c, s,
+			    "rule '%s': error '%s' must be \"nxdomain\", \"servfail\", \"nodata\", "
+			    "\"timeout\" or \"refused\"",
+			    r->name, v);
 	return true;
 }
 

@@ -31,11 +31,12 @@ void fn_dns_put(struct fn_dns *d)
 		free(d);
 }
 
-static const char *const errors[] = {"none", "nxdomain", "servfail", "nodata", "timeout"};
+static const char *const errors[] = {"none",   "nxdomain", "servfail",
+				     "nodata", "timeout",  "refused"};
 
 enum fn_dns_error fn_dns_error_parse(const char *word)
 {
-	for (int e = FN_DNS_NXDOMAIN; e <= FN_DNS_TIMEOUT; e++)
+	for (int e = FN_DNS_NXDOMAIN; e <= FN_DNS_REFUSED; e++)
 		if (strcmp(word, errors[e]) == 0)
 			return (enum fn_dns_error)e;
 	return FN_DNS_NONE;
@@ -93,6 +94,22 @@ const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
 		if (!*seen)
 			*seen = r;
 		if (fn_cond_pass(r))
+			return r;
+	}
+	return NULL;
+}
+
+const struct fn_rule *fn_dns_nameserver(const struct fn_policy *p, const struct fn_endpoint *ep)
+{
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct fn_rule *r = &p->rules[i];
+		if (r->action != FN_ACT_DNS || (r->from_zone >= 0 && r->from_zone != p->self_zone))
+			continue;
+		bool to = !r->nto;
+		for (size_t k = 0; k < r->nto && !to; k++)
+			to = fn_cidr_contains(&r->to[k], ep);
+		if (to &&
+		    (r->nports ? fn_ports_contain(r->ports, r->nports, ep->port) : ep->port == 53))
 			return r;
 	}
 	return NULL;

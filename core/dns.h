@@ -11,7 +11,14 @@
 
 #include "core/rules.h"
 
-enum fn_dns_error { FN_DNS_NONE, FN_DNS_NXDOMAIN, FN_DNS_SERVFAIL, FN_DNS_NODATA, FN_DNS_TIMEOUT };
+enum fn_dns_error {
+	FN_DNS_NONE,
+	FN_DNS_NXDOMAIN,
+	FN_DNS_SERVFAIL,
+	FN_DNS_NODATA,
+	FN_DNS_TIMEOUT,
+	FN_DNS_REFUSED
+};
 
 #define FN_DNS_ANSWERS_MAX 16
 
@@ -42,6 +49,11 @@ bool fn_host_match(const char *pattern, const char *name);
  * *seen gets the first dns rule whose pattern matched. */
 const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
 				    const struct fn_rule **seen);
+
+/* The first dns rule, enabled or not, whose nameservers (match.to, any
+ * address when unset; match.port, 53 when unset) include ep: queries a
+ * process sends there itself go to the shim's responder. NULL for none. */
+const struct fn_rule *fn_dns_nameserver(const struct fn_policy *p, const struct fn_endpoint *ep);
 
 /* How long glibc's resolver waits before giving up on silent nameservers:
  * per attempt, each nameserver's timeout as res_send computes it, times

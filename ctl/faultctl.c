@@ -195,9 +195,9 @@ static int cmd_query(struct opts *o, const char *verb)
 	static const char *const hrstats[] = {"pid",	"name",	    "action",	"attempts",
 					      "faults", "requests", "answered", "status",
 					      "slowed", "aborted",  "forwarded"};
-	static const char *const nstats[] = {"pid",	 "name",    "lookups", "nxdomain",
-					     "servfail", "nodata",  "timeout", "delayed",
-					     "answered", "connects"};
+	static const char *const nstats[] = {"pid",	 "name",     "lookups", "nxdomain",
+					     "servfail", "nodata",   "timeout", "refused",
+					     "delayed",	 "answered", "connects"};
 	static const char *const hstats[] = {"pid",	 "method",   "host",
 					     "path",	 "requests", "forwarded",
 					     "answered", "slowed",   "aborted"};

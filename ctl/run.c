@@ -73,16 +73,16 @@ static int set_config(const char *file)
 
 /* Sums "rule", "dest" and "http" records by name across processes. The
  * request counts are those of HTTP rules and of "http" records. */
-#define NCOUNTS 8
-static const char *const counted[NCOUNTS] = {"attempts", "faults", "bytes",   "requests",
-					     "answered", "slowed", "aborted", "forwarded"};
+#define NCOUNTS 9
+static const char *const counted[NCOUNTS] = {
+    "attempts", "faults", "bytes", "requests", "answered", "slowed", "aborted", "forwarded", "-"};
 /* "name" records (lookups per name) count other things. */
-static const char *const looked[NCOUNTS] = {"lookups", "nxdomain", "servfail", "nodata",
-					    "timeout", "delayed",  "answered", "connects"};
+static const char *const looked[NCOUNTS] = {"lookups", "nxdomain", "servfail", "nodata",  "timeout",
+					    "refused", "delayed",  "answered", "connects"};
 
 /* "parser": connections the HTTP parser gave up on. */
 static const char *const unparsed[NCOUNTS] = {
-    "not_http", "bad_request", "bad_response", "-", "-", "-", "-", "-"};
+    "not_http", "bad_request", "bad_response", "-", "-", "-", "-", "-", "-"};
 
 static const char *const *fields_of(const char *type)
 {
@@ -142,7 +142,7 @@ static void print_total(FILE *out, const struct total *t, bool json)
 {
 	bool http = strcmp(t->type, "http") == 0, name = strcmp(t->type, "name") == 0;
 	bool conn = strcmp(t->type, "parser") == 0;
-	int from = http ? 3 : 0, to = t->http || name ? NCOUNTS : 3;
+	int from = http ? 3 : 0, to = name ? NCOUNTS : t->http ? NCOUNTS - 1 : 3;
 	name |= conn; /* no proto or action to print */
 	const char *const *f = fields_of(t->type);
 	if (json) {

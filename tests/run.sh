@@ -106,6 +106,8 @@ s_http() {
 s_dns() {
 	echo "=== $1: dns rules and hostname rules with real clients"
 	/usr/bin/python3 -u tests/dns/dns_test.py "$1" "$2"
+	echo "=== $1: dns rules on queries sent to a nameserver (UDP and TCP, own namespace)"
+	/usr/bin/python3 -u tests/dns/dns_sockets.py "$1" "$2"
 }
 
 s_clients() {

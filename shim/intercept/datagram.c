@@ -9,12 +9,14 @@
 #include <string.h>
 
 #include "core/chance.h"
+#include "core/rules.h"
 #include "shim/relay/reinject.h"
 #include "shim/relay/relay.h"
 
 #include "shim/fd/fdtab.h"
 #include "shim/base/libc.h"
 #include "shim/base/policy.h"
+#include "shim/dns/responder.h"
 #include "shim/intercept/fault.h"
 #include "shim/intercept/intercept.h"
 #include "shim/stats/stats.h"
@@ -185,7 +187,7 @@ static bool any_named(const struct mmsghdr *vec, unsigned vlen)
 int fn_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 {
 	const struct fn_policy *p = fn_policy_current();
-	if (!p || !p->watch_protos || !vec || !any_named(vec, vlen))
+	if (!p || !(p->watch_protos || p->dns_rules) || !vec || !any_named(vec, vlen))
 		return LIBC(sendmmsg)(fd, vec, vlen, flags);
 	int total = 0;
 	while (vlen > 0) {
@@ -210,7 +212,8 @@ static enum inbound inbound_verdict(int fd, const struct sockaddr *sa, socklen_t
 				    uint64_t *delay)
 {
 	struct fn_verdict v;
-	if (!fn_fault_match(fd, sa, len, &v) || !v.rule || v.proto != FN_PROTO_UDP)
+	if (!fn_fault_match(fd, sa, len, &v) || !v.rule || v.proto != FN_PROTO_UDP ||
+	    v.rule->action == FN_ACT_DNS)
 		return IN_PASS;
 	bool later = v.rule->action == FN_ACT_DELAY;
 	fn_stats_attempt(fd, v.rule, v.seen, &v.ep, v.proto, later ? "delayed-in" : "dropped-in",
@@ -246,6 +249,20 @@ static void discard_head(int fd, int flags)
 	LIBC(recv)(fd, &byte, 0, (flags & ~MSG_PEEK) | MSG_DONTWAIT);
 }
 
+/* Hands the app what the kernel gave m, with the sender own: its share of
+ * the address and the full length, as the kernel would. */
+static ssize_t deliver(struct msghdr *msg, const struct msghdr *m,
+		       const struct sockaddr_storage *own, ssize_t n)
+{
+	if (msg->msg_name)
+		memcpy(msg->msg_name, own,
+		       m->msg_namelen < msg->msg_namelen ? m->msg_namelen : msg->msg_namelen);
+	msg->msg_namelen = msg->msg_name ? m->msg_namelen : 0;
+	msg->msg_controllen = m->msg_controllen;
+	msg->msg_flags = m->msg_flags;
+	return n;
+}
+
 /* recvmsg that never returns a datagram from a faulted peer. A blocking
  * socket waits for the next one; a non-blocking one reports EAGAIN, as after
  * a datagram that failed its checksum. */
@@ -266,6 +283,10 @@ static ssize_t recv_filtered(int fd, struct msghdr *msg, int flags)
 		enum inbound what = IN_PASS;
 		/* A datagram the shim sent again after a delay: put its real
 		 * sender back; otherwise ask the policy. */
+		/* An answer of the shim's nameserver comes from the server
+		 * the app asked. */
+		if (n >= 0 && fn_dns_responder_source(&own, &m.msg_namelen))
+			return deliver(msg, &m, &own, n);
 		if (n >= 0 &&
 		    !fn_reinject_source(fd, &own, &m.msg_namelen, (size_t)n, flags & MSG_PEEK))
 			what =
@@ -278,16 +299,7 @@ static ssize_t recv_filtered(int fd, struct msghdr *msg, int flags)
 				discard_head(fd, flags);
 			continue;
 		}
-		if (n >= 0) {
-			if (msg->msg_name)
-				memcpy(msg->msg_name, &own,
-				       m.msg_namelen < msg->msg_namelen ? m.msg_namelen
-									: msg->msg_namelen);
-			msg->msg_namelen = msg->msg_name ? m.msg_namelen : 0;
-			msg->msg_controllen = m.msg_controllen;
-			msg->msg_flags = m.msg_flags;
-		}
-		return n;
+		return n >= 0 ? deliver(msg, &m, &own, n) : n;
 	}
 }
 
@@ -297,7 +309,7 @@ static bool needs_filter(int fd)
 	if (__builtin_expect(!(fn_fd_get(fd) & FDF_UDP), 1))
 		return false;
 	const struct fn_policy *p = fn_policy_current();
-	return p && (p->active_protos & FN_PROTO_UDP);
+	return p && ((p->active_protos & FN_PROTO_UDP) || fn_dns_responder_active());
 }
 
 ssize_t fn_recvmsg(int fd, struct msghdr *msg, int flags)

@@ -9,11 +9,13 @@
 #include <unistd.h>
 
 #include "core/chance.h"
+#include "core/dns.h"
 #include "core/http.h"
 #include "shim/fd/fdtab.h"
 #include "shim/base/libc.h"
 #include "shim/base/owner.h"
 #include "shim/base/policy.h"
+#include "shim/dns/responder.h"
 #include "shim/intercept/fault.h"
 #include "shim/relay/relay.h"
 #include "shim/sink/sink.h"
@@ -70,10 +72,28 @@ static bool mapped_on_v6only(int fd, const struct sockaddr *sa)
 	return res;
 }
 
-bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_verdict *v)
+/* A query a process sends a nameserver itself, when a dns rule covers the
+ * nameserver and no address rule took the socket first: it goes to the
+ * responder (responder.h), which the rule's conditions count per query. */
+static bool nameserver_match(int fd, const struct fn_policy *p, const struct sockaddr *sa,
+			     socklen_t len, struct fn_verdict *v)
 {
-	const struct fn_policy *p = fn_policy_current();
-	if (!p || !p->watch_protos)
+	const struct fn_rule *r;
+	if (!fn_endpoint_from_sockaddr(&v->ep, sa, len) || !(r = fn_dns_nameserver(p, &v->ep)) ||
+	    mapped_on_v6only(fd, sa))
+		return false;
+	int e = errno;
+	v->proto = socket_proto(fd);
+	errno = e;
+	v->rule = r;
+	v->seen = NULL;
+	return v->proto != 0;
+}
+
+static bool address_match(int fd, const struct fn_policy *p, const struct sockaddr *sa,
+			  socklen_t len, struct fn_verdict *v)
+{
+	if (!p->watch_protos)
 		return false;
 	/* A socket of a protocol no rule covers (a UDP send while every rule
 	 * is TCP-only) never looks anything up. */
@@ -91,6 +111,22 @@ bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_
 	return v->proto && (v->seen || v->rule);
 }
 
+bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_verdict *v)
+{
+	const struct fn_policy *p = fn_policy_current();
+	if (!p)
+		return false;
+	bool hit = address_match(fd, p, sa, len, v);
+	if (__builtin_expect(p->dns_rules, 0) && (!hit || !v->rule)) {
+		struct fn_verdict dns;
+		if (nameserver_match(fd, p, sa, len, &dns)) {
+			*v = dns;
+			return true;
+		}
+	}
+	return hit;
+}
+
 static enum fn_sink_kind sink_for(const struct fn_rule *r, uint8_t proto)
 {
 	if (proto == FN_PROTO_UDP)
@@ -103,8 +139,11 @@ static enum fn_sink_kind sink_for(const struct fn_rule *r, uint8_t proto)
 static const char *fault_outcome(const struct fn_verdict *v)
 {
 	static const char *const names[FN_ACT_COUNT] = {
-	    "blackholed", "stalled", "dropped", "refused", "reset", "unreachable", "delayed",
-	    "relayed",	  "relayed", "relayed", "relayed", "http",  "http",	   "http"};
+	    "blackholed",  "stalled", "dropped", "refused", "reset",
+	    "unreachable", "delayed", "relayed", "relayed", "relayed",
+	    "relayed",	   "http",    "http",	 "http",    "resolver"};
+	if (v->rule->action == FN_ACT_DNS)
+		return "resolver";
 	if (v->proto == FN_PROTO_UDP)
 		return v->rule->action == FN_ACT_DELAY ? "delayed" : "dropped";
 	if (fn_rule_http(v->rule))
@@ -142,6 +181,8 @@ static bool prepare(int fd, const struct sockaddr *sa, socklen_t len, const stru
 		    struct sockaddr_storage *target, socklen_t *tlen)
 {
 	const struct fn_rule *r = v->rule;
+	if (r->action == FN_ACT_DNS)
+		return fn_dns_responder_addr(sa, len, target, tlen);
 	if (v->proto == FN_PROTO_UDP && r->action == FN_ACT_DELAY) {
 		*tlen = 0;
 		return true;
@@ -207,8 +248,9 @@ bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const str
 	bool ok = prepare(fd, sa, len, v, target, tlen);
 	int err = errno;
 	bool refused = !ok && v->rule->action == FN_ACT_UNREACHABLE;
-	/* An HTTP rule counts the connection's requests, not the connect. */
-	bool http = fn_rule_http(v->rule);
+	/* An HTTP rule counts the connection's requests, not the connect; a
+	 * dns rule the queries (the responder counts them). */
+	bool http = fn_rule_http(v->rule) || v->rule->action == FN_ACT_DNS;
 	int dest =
 	    fn_stats_attempt(fd, http ? NULL : v->rule, http ? NULL : v->seen, &v->ep, v->proto,
 			     ok || refused ? fault_outcome(v) : "fault-failed", bytes);

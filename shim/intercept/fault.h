@@ -25,8 +25,10 @@ struct fn_verdict {
 static inline bool fn_fault_possible(int fd)
 {
 	const struct fn_policy *p = fn_policy_current();
-	if (!p || !p->watch_protos)
+	if (!p || !(p->watch_protos || p->dns_rules))
 		return false;
+	if (__builtin_expect(p->dns_rules, 0))
+		return true;
 	unsigned f = fn_fd_get(fd);
 	uint8_t known = f & FDF_TCP ? FN_PROTO_TCP : f & FDF_UDP ? FN_PROTO_UDP : 0;
 	return !known || (p->watch_protos & known);

@@ -9,6 +9,7 @@
 #include <linux/close_range.h>
 #include <netinet/in.h>
 
+#include "shim/dns/responder.h"
 #include "shim/fd/fdtab.h"
 #include "shim/base/libc.h"
 #include "shim/base/owner.h"
@@ -47,6 +48,7 @@ static void internal_lost(int fd)
 	fn_sink_lost(fd);
 	fn_relay_lost(fd);
 	fn_reinject_lost(fd);
+	fn_dns_responder_lost(fd);
 	fn_stats_fd_lost(fd);
 	errno = e;
 }

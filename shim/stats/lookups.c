@@ -18,14 +18,15 @@ enum {
 	L_SERVFAIL,
 	L_NODATA,
 	L_TIMEOUT,
+	L_REFUSED,
 	L_DELAYED,
 	L_ANSWERED,
 	L_CONNECTS,
 	L_N
 };
 
-static const char *const names[L_N] = {"lookups", "nxdomain", "servfail", "nodata",
-				       "timeout", "delayed",  "answered", "connects"};
+static const char *const names[L_N] = {"lookups", "nxdomain", "servfail", "nodata",  "timeout",
+				       "refused", "delayed",  "answered", "connects"};
 
 struct slot {
 	int state; /* 0 free, 1 being claimed, 2 ready */

@@ -256,7 +256,7 @@ def test_counts(conf):
 def test_bad_rules():
     cases = [('{ name = "d"; action = "dns"; }', "action dns needs error, answer or delay_ms"),
              ('{ name = "d"; action = "dns"; error = "lost"; }',
-              "error 'lost' must be \"nxdomain\", \"servfail\", \"nodata\" or \"timeout\""),
+              "error 'lost' must be \"nxdomain\", \"servfail\", \"nodata\", \"timeout\" or \"refused\""),
              ('{ name = "d"; action = "dns"; answer = [ "not-an-ip" ]; }',
               "answer 'not-an-ip' is not an IPv4 or IPv6 address"),
              ('{ name = "d"; action = "dns"; error = "nxdomain"; match = { host = "a b"; }; }',

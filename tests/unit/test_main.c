@@ -9,6 +9,7 @@ void add_action_tests(void);
 void add_shape_tests(void);
 void add_http_tests(void);
 void add_lpm_tests(void);
+void add_dnswire_tests(void);
 
 int main(int argc, char **argv)
 {
@@ -21,5 +22,6 @@ int main(int argc, char **argv)
 	add_shape_tests();
 	add_http_tests();
 	add_lpm_tests();
+	add_dnswire_tests();
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }

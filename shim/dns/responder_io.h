@@ -1,0 +1,52 @@
+/* responder_io.h - what the responder's thread shares with the calls that
+ * make nameservers: the table of servers, and the thread's loop. */
+#ifndef FAULTNET_RESPONDER_IO_H
+#define FAULTNET_RESPONDER_IO_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+
+#include "core/addr.h"
+
+#define FN_DNS_SERVERS 8
+
+/* One of the responder's fds with the identity it had when made: the app
+ * may close the number and reuse it, and the responder must then never
+ * read, write or close it (fn_dns_responder_lost). */
+struct fn_ownfd {
+	int fd; /* -1 for none */
+	dev_t dev;
+	ino_t ino;
+};
+
+void fn_ownfd_set(struct fn_ownfd *o, int fd);
+bool fn_ownfd_ok(const struct fn_ownfd *o);
+void fn_ownfd_close(struct fn_ownfd *o);
+
+struct fn_dns_server {
+	struct fn_endpoint real;  /* the nameserver the app asked for */
+	struct fn_ownfd udp, tcp; /* the responder's sockets, on one port */
+	struct sockaddr_storage at;
+	socklen_t atlen;
+	struct fn_ownfd up; /* connected to the real nameserver, at the first forward */
+	int dead;	    /* the app closed one of its fds: a new one is made */
+};
+
+/* Written under the lock, entries below fn_dns_nservers never change. */
+extern struct fn_dns_server fn_dns_servers[FN_DNS_SERVERS];
+extern int fn_dns_nservers;
+
+/* The thread's loop: never returns. wake is readable when a server was
+ * added. */
+void fn_dns_serve(const struct fn_ownfd *wake);
+
+/* In a fork child: drops the thread's state (its connections, queries
+ * waiting for the real nameserver, answers waiting to be sent). */
+void fn_dns_responder_io_forget(void);
+
+/* ep as a sockaddr, IPv4-mapped when v6 and ep is IPv4. */
+void fn_endpoint_to_sockaddr(const struct fn_endpoint *ep, bool v6, struct sockaddr_storage *ss,
+			     socklen_t *len);
+
+#endif
