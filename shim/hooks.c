@@ -47,6 +47,21 @@ EXPORT int getaddrinfo(const char *node, const char *service, const struct addri
 	return fn_getaddrinfo(node, service, hints, res);
 }
 
+EXPORT int getaddrinfo_a(int mode, struct gaicb *list[], int n, struct sigevent *sevp)
+{
+	return fn_getaddrinfo_a(mode, list, n, sevp);
+}
+
+EXPORT int gai_suspend(const struct gaicb *const list[], int n, const struct timespec *timeout)
+{
+	return fn_gai_suspend(list, n, timeout);
+}
+
+EXPORT int gai_cancel(struct gaicb *req)
+{
+	return fn_gai_cancel(req);
+}
+
 EXPORT struct hostent *gethostbyname(const char *name)
 {
 	return fn_gethostbyname2(name, AF_INET, false);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "shim/dns/resolve.h"
 #include "shim/dns/responder.h"
 #include "shim/control/commands.h"
 #include "core/config.h"
@@ -100,6 +101,7 @@ static void after_fork_child(void)
 	fn_relay_atfork_child();
 	fn_reinject_atfork_child();
 	fn_dns_responder_atfork_child();
+	fn_resolve_async_atfork_child();
 	fn_control_atfork_child();
 }
 

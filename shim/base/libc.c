@@ -36,6 +36,9 @@ void fn_libc_resolve(void)
 	RESOLVE(recvfrom_chk, "__recvfrom_chk");
 	RESOLVE(dlopen, "dlopen");
 	RESOLVE(getaddrinfo, "getaddrinfo");
+	RESOLVE(getaddrinfo_a, "getaddrinfo_a");
+	RESOLVE(gai_suspend, "gai_suspend");
+	RESOLVE(gai_cancel, "gai_cancel");
 	RESOLVE(gethostbyname, "gethostbyname");
 	RESOLVE(gethostbyname2, "gethostbyname2");
 	RESOLVE(gethostbyname_r, "gethostbyname_r");

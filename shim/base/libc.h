@@ -36,6 +36,9 @@ struct fn_libc {
 	void *(*dlopen)(const char *, int);
 	ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
 	int (*getaddrinfo)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
+	int (*getaddrinfo_a)(int, struct gaicb **, int, struct sigevent *);
+	int (*gai_suspend)(const struct gaicb *const *, int, const struct timespec *);
+	int (*gai_cancel)(struct gaicb *);
 	struct hostent *(*gethostbyname)(const char *);
 	struct hostent *(*gethostbyname2)(const char *, int);
 	int (*gethostbyname_r)(const char *, struct hostent *, char *, size_t, struct hostent **,

@@ -117,7 +117,7 @@ static void deliver(const struct dest *d, const uint8_t *m, size_t n)
 		const struct fn_ownfd *u = &fn_dns_servers[d->server].udp;
 		if (fn_ownfd_ok(u))
 			LIBC(sendto)
-			(u->fd, m, n, MSG_DONTWAIT, (const struct sockaddr *)&d->to, d->tolen);
+		(u->fd, m, n, MSG_DONTWAIT, (const struct sockaddr *)&d->to, d->tolen);
 		return;
 	}
 	const struct conn *c = &conns[d->conn];

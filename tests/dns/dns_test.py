@@ -253,6 +253,33 @@ def test_counts(conf):
     o.shutdown()
 
 
+def test_gai_a(conf):
+    exe = os.path.join(TMP, "gai_a")
+    b = subprocess.run(["gcc", "-O2", "-Wall", "-o", exe, os.path.join(HERE, "gai_a.c")],
+                       capture_output=True, text=True, env={k: v for k, v in os.environ.items()
+                                                            if k != "LD_PRELOAD"})
+    if b.returncode:
+        check("gai_a.c builds", False, b.stderr[-400:])
+        return
+    names = ["broken.test", "localhost", "storage.example.test", "late.example.test"]
+    want = [[-3, ""], [0, "127.0.0.1"], [0, "127.88.0.1"], [0, "127.88.0.1"]]
+    for mode in ("wait", "nowait"):
+        p = run(conf, [exe, mode] + names)
+        try:
+            got = json.loads(p.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            got = {"stderr": p.stderr[-400:]}
+        check("getaddrinfo_a (%s): servfail -3, localhost from glibc, the answer rule's address, "
+              "the late one after 600 ms" % mode,
+              got.get("rc") == 0 and got.get("results") == want and got.get("done_ms", 0) >= 550, got)
+        if mode == "nowait":
+            check("getaddrinfo_a (nowait): one notification, when the last request is done",
+                  got.get("notices") == 1 and got.get("notice_ms", 0) >= 550, got)
+    p = run(conf, [exe, "nowait", "localhost"])
+    check("getaddrinfo_a: a call no rule takes goes to glibc whole (result and notification)",
+          '"notices": 1' in p.stdout and '[0, "127.0.0.1"]' in p.stdout, p.stdout + p.stderr[-300:])
+
+
 def test_bad_rules():
     cases = [('{ name = "d"; action = "dns"; }', "action dns needs error, answer or delay_ms"),
              ('{ name = "d"; action = "dns"; error = "lost"; }',
@@ -275,7 +302,7 @@ def main():
     with open(conf, "w") as f:
         f.write(POLICY)
     for t in (test_errors, test_timeout, test_answer, test_s3, test_scoped, test_gethostbyname,
-              test_counts):
+              test_counts, test_gai_a):
         t(conf)
     test_bad_rules()
     subprocess.run(["rm", "-rf", TMP])
