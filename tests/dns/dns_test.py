@@ -280,6 +280,26 @@ def test_gai_a(conf):
           '"notices": 1' in p.stdout and '[0, "127.0.0.1"]' in p.stdout, p.stdout + p.stderr[-300:])
 
 
+def test_go(conf):
+    if FIRST:
+        return  # the Go runtime and libasan do not start together
+    tmp = os.path.join(TMP, "go")
+    goenv = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    goenv.update(GOCACHE=tmp + "/cache", GOPATH=tmp + "/path", GO111MODULE="off", CGO_ENABLED="1")
+    exe = os.path.join(TMP, "golookup")
+    b = subprocess.run(["go", "build", "-o", exe, os.path.join(HERE, "golookup.go")], env=goenv,
+                       capture_output=True, text=True, timeout=300)
+    if b.returncode:
+        check("golookup.go builds with cgo", False, b.stderr[-400:])
+        return
+    r = run(conf, [exe, "www.missing.test"], GODEBUG="netdns=cgo")
+    check("Go with cgo (netdns=cgo): NXDOMAIN is 'no such host'", r.stdout.strip() == "no such host",
+          r.stdout + r.stderr[-300:])
+    r = run(conf, [exe, "storage.example.test"], GODEBUG="netdns=cgo")
+    check("Go with cgo (netdns=cgo): an answer rule's address", r.stdout.strip() == "127.88.0.1",
+          r.stdout + r.stderr[-300:])
+
+
 def test_bad_rules():
     cases = [('{ name = "d"; action = "dns"; }', "action dns needs error, answer or delay_ms"),
              ('{ name = "d"; action = "dns"; error = "lost"; }',
@@ -302,7 +322,7 @@ def main():
     with open(conf, "w") as f:
         f.write(POLICY)
     for t in (test_errors, test_timeout, test_answer, test_s3, test_scoped, test_gethostbyname,
-              test_counts, test_gai_a):
+              test_counts, test_gai_a, test_go):
         t(conf)
     test_bad_rules()
     subprocess.run(["rm", "-rf", TMP])
