@@ -165,6 +165,17 @@ const char *fn_rule_params_check(struct fn_rule *r, bool proto_given, char *buf,
 		r->protos = 0; /* matched by name, never by address */
 		return NULL;
 	}
+	if (r->established && !fn_rule_follows(r)) {
+		snprintf(buf, len,
+			 "established applies to blackhole, drop, stall, reset, latency, bandwidth "
+			 "and drip, not %s",
+			 act);
+		return buf;
+	}
+	if (r->established && proto_given && !(r->protos & FN_PROTO_TCP)) {
+		snprintf(buf, len, "established applies to TCP connections, not proto \"udp\"");
+		return buf;
+	}
 	if (r->par.after_bytes >= 0 && r->par.after_ms >= 0) {
 		snprintf(buf, len, "action %s takes after_bytes or after_ms, not both", act);
 		return buf;
@@ -231,6 +242,8 @@ void fn_rule_describe(const struct fn_rule *r, char *buf, size_t len)
 			at += (size_t)snprintf(buf + at, len - at, "%sdirection=%s", at ? " " : "",
 					       dirs[p->direction & 3]);
 	}
+	if (r->established && at < len)
+		at += (size_t)snprintf(buf + at, len - at, "%sestablished", at ? " " : "");
 	if (r->action == FN_ACT_UNREACHABLE && at < len)
 		at += (size_t)snprintf(buf + at, len - at, "%serror=%s", at ? " " : "",
 				       p->net_unreachable ? "net" : "host");

@@ -547,13 +547,13 @@ static bool parse_key(struct ctx *c, const config_setting_t *s, struct fn_rule *
  * action takes or a condition. */
 static bool parse_params(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
 {
-	static const char *const base[] = {"name", "action", "match", "enabled"};
+	static const char *const base[] = {"name", "action", "match", "enabled", "established"};
 	int n = c->lc.length(s);
 	for (int i = 0; i < n; i++) {
 		const config_setting_t *m = c->lc.elem(s, (unsigned)i);
 		const char *key = config_setting_name(m);
 		bool plain = false;
-		for (size_t b = 0; b < 4 && !plain; b++)
+		for (size_t b = 0; b < 5 && !plain; b++)
 			plain = strcmp(base[b], key) == 0;
 		if (plain)
 			continue;
@@ -614,6 +614,11 @@ static bool parse_rule(struct ctx *c, const config_setting_t *s, struct fn_rule 
 		if (config_setting_type(e) != CONFIG_TYPE_BOOL)
 			return fail(c, e, "rule '%s': enabled must be true or false", r->name);
 		r->enabled = c->lc.get_bool(e) != 0;
+	}
+	if ((e = c->lc.member(s, "established"))) {
+		if (config_setting_type(e) != CONFIG_TYPE_BOOL)
+			return fail(c, e, "rule '%s': established must be true or false", r->name);
+		r->established = c->lc.get_bool(e) != 0;
 	}
 	return check_params(c, a, r, m && c->lc.member(m, "proto"));
 }

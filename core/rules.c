@@ -25,6 +25,22 @@ bool fn_rule_http(const struct fn_rule *r)
 	return r->action == FN_ACT_RESPOND || r->action == FN_ACT_SLOW || r->action == FN_ACT_ABORT;
 }
 
+bool fn_rule_follows(const struct fn_rule *r)
+{
+	switch (r->action) {
+	case FN_ACT_BLACKHOLE:
+	case FN_ACT_DROP:
+	case FN_ACT_STALL:
+	case FN_ACT_RESET:
+	case FN_ACT_LATENCY:
+	case FN_ACT_BANDWIDTH:
+	case FN_ACT_DRIP:
+		return true;
+	default:
+		return false;
+	}
+}
+
 bool fn_rule_relayed(const struct fn_rule *r)
 {
 	switch (r->action) {
@@ -215,6 +231,14 @@ const struct fn_rule *fn_policy_match_from(const struct fn_policy *p,
 	return walk(p, a, peer, proto, from, seen);
 }
 
+const struct fn_rule *fn_established_covers(const struct fn_policy *p, const struct fn_endpoint *ep)
+{
+	for (size_t i = 0; p && p->established_rules && i < p->nrules; i++)
+		if (p->rules[i].established && fn_rule_covers(p, &p->rules[i], ep, FN_PROTO_TCP))
+			return &p->rules[i];
+	return NULL;
+}
+
 int fn_policy_zone_index(const struct fn_policy *p, const char *name)
 {
 	for (size_t i = 0; i < p->nzones; i++)
@@ -231,7 +255,7 @@ void fn_policy_finish(struct fn_policy *p)
 		p->lpm_stale = false;
 	}
 	p->active_protos = p->watch_protos = 0;
-	p->dns_rules = p->host_rules = false;
+	p->dns_rules = p->host_rules = p->established_rules = false;
 	for (size_t i = 0; i < p->nrules; i++) {
 		const struct fn_rule *r = &p->rules[i];
 		/* A from_zone rule for another zone can never match here. */
@@ -239,6 +263,7 @@ void fn_policy_finish(struct fn_policy *p)
 			continue;
 		p->watch_protos |= r->protos;
 		p->dns_rules |= r->action == FN_ACT_DNS;
+		p->established_rules |= r->established;
 		p->host_rules |= r->host && r->action != FN_ACT_DNS && !fn_rule_http(r);
 		if (r->enabled)
 			p->active_protos |= r->protos;

@@ -94,6 +94,10 @@ struct fn_rule {
 	 * Host header, for the others a name this process resolved to the
 	 * destination's address. NULL for any. */
 	char *host;
+	/* established = true: TCP connections to the rule's destinations are
+	 * relayed from their first byte even while it is off, so that an
+	 * enable reaches connections already open (shim/relay/relay_follow.c). */
+	bool established;
 };
 
 struct fn_zone {
@@ -111,11 +115,12 @@ struct fn_policy {
 	size_t nzones;
 	struct fn_rule *rules;
 	size_t nrules;
-	int self_zone;	       /* this process's zone index, -1 for none */
-	uint8_t active_protos; /* union of the enabled rules' protocols */
-	uint8_t watch_protos;  /* the same over every rule that can apply here */
-	bool dns_rules;	       /* some rule has the dns action */
-	bool host_rules;       /* some connect rule has match.host: names are remembered */
+	int self_zone;		/* this process's zone index, -1 for none */
+	uint8_t active_protos;	/* union of the enabled rules' protocols */
+	uint8_t watch_protos;	/* the same over every rule that can apply here */
+	bool dns_rules;		/* some rule has the dns action */
+	bool host_rules;	/* some connect rule has match.host: names are remembered */
+	bool established_rules; /* some rule has established = true */
 };
 
 const char *fn_action_name(enum fn_action a);
@@ -123,8 +128,17 @@ const char *fn_action_name(enum fn_action a);
 /* True for respond, slow and abort: the relay applies them per request. */
 bool fn_rule_http(const struct fn_rule *r);
 
+/* True for the actions established = true may be given: those a live
+ * route or ACL change does to open connections. */
+bool fn_rule_follows(const struct fn_rule *r);
+
 /* True for the actions the relay carries out on an established stream. */
 bool fn_rule_relayed(const struct fn_rule *r);
+
+/* The first rule with established = true, enabled or not, that covers a
+ * TCP connection to ep; NULL for none. */
+const struct fn_rule *fn_established_covers(const struct fn_policy *p,
+					    const struct fn_endpoint *ep);
 
 /* Restarts a rule's condition counters and time window. */
 void fn_rulestat_restart(struct fn_rulestat *s);

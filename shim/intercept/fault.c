@@ -56,7 +56,11 @@ static const struct fn_rule *decide(const struct fn_policy *p, const struct fn_e
 		*seen = NULL; /* its requests are counted, not the connect */
 		return http;
 	}
-	return r;
+	/* So is one an established rule covers while it is off: enabled
+	 * later, it reaches the open connection (relay_follow.c). */
+	const struct fn_rule *open =
+	    !r && proto == FN_PROTO_TCP ? fn_established_covers(p, ep) : NULL;
+	return open && !open->enabled ? open : r;
 }
 
 /* An IPv4-mapped destination on an IPV6_V6ONLY socket: the kernel itself
@@ -187,6 +191,8 @@ static bool prepare(int fd, const struct sockaddr *sa, socklen_t len, const stru
 		*tlen = 0;
 		return true;
 	}
+	if (v->proto == FN_PROTO_TCP && r->established && !r->enabled)
+		return fn_relay_start(fd, sa, len, r, target, tlen);
 	if (v->proto == FN_PROTO_TCP && r->action == FN_ACT_UNREACHABLE) {
 		errno = r->par.net_unreachable ? ENETUNREACH : EHOSTUNREACH;
 		return false;
@@ -251,9 +257,14 @@ bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const str
 	/* An HTTP rule counts the connection's requests, not the connect; a
 	 * dns rule the queries (the responder counts them). */
 	bool http = fn_rule_http(v->rule) || v->rule->action == FN_ACT_DNS;
-	int dest =
-	    fn_stats_attempt(fd, http ? NULL : v->rule, http ? NULL : v->seen, &v->ep, v->proto,
-			     ok || refused ? fault_outcome(v) : "fault-failed", bytes);
+	/* A connection relayed for an established rule that is off passes. */
+	bool open = v->rule->established && !v->rule->enabled;
+	int dest = fn_stats_attempt(fd, http || open ? NULL : v->rule, http ? NULL : v->seen,
+				    &v->ep, v->proto,
+				    open && ok	    ? "passed"
+				    : ok || refused ? fault_outcome(v)
+						    : "fault-failed",
+				    bytes);
 	if (ok && connecting && !record(fd, sa, len, v, target, *tlen, dest)) {
 		ok = false;
 		err = ENOBUFS;

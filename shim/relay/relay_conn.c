@@ -19,6 +19,7 @@
 #include "core/chance.h"
 #include "shim/fd/fdtab.h"
 #include "shim/base/libc.h"
+#include "shim/base/policy.h"
 #include "shim/relay/relay_http.h"
 
 #define BUF_START (64 * 1024)
@@ -56,6 +57,16 @@ struct fn_conn *fn_conn_new(int appfd, const struct fn_rule *r, const struct soc
 	c->http_mode = fn_rule_http(r);
 	for (int d = 0; d < 2; d++)
 		c->dir[d].faulted = r->par.direction & (d ? FN_DIR_DOWN : FN_DIR_UP);
+	if ((c->follows = r->established)) {
+		/* Off for now: carried as it is until the rule is enabled. */
+		c->follow.on = r->enabled;
+		c->follow.policy = fn_policy_current();
+		if (r->enabled)
+			strcpy(c->follow.rule, r->name);
+		fn_endpoint_from_sockaddr(&c->follow.peer, dest, destlen);
+		c->dir[0].faulted &= r->enabled;
+		c->dir[1].faulted &= r->enabled;
+	}
 	return c;
 }
 

@@ -47,6 +47,19 @@ struct fn_dir {
 	bool shut;    /* the destination was told so */
 	bool stopped; /* stall or close: nothing more goes this way */
 	bool blocked; /* the destination's buffer was full */
+	/* Bytes of the shim's own (go_dark's filler) in the source's stream,
+	 * from raw offset skip_from: thrown away if the stream is read again. */
+	uint64_t raw_in, skip_from, skip_len;
+};
+
+/* An established rule's hold on a connection (relay_follow.c). */
+struct fn_follow {
+	bool on;		 /* a rule was in force at the last look */
+	char rule[FN_NAME_MAX];	 /* which one, by name: policies are swapped */
+	struct fn_endpoint peer; /* the destination the rules are matched on */
+	const void *policy;	 /* the policy of the last look */
+	bool dark;		 /* blackholed by go_dark, which may be undone */
+	int rcvbuf;		 /* the app end's receive buffer before it */
 };
 
 struct fn_hconn;
@@ -74,7 +87,9 @@ struct fn_conn {
 	uint64_t reset_ns;  /* when the reset became due */
 	bool done;
 	struct fn_dir dir[2];
-	bool http_mode;	       /* per-request HTTP rules apply (relay_http.h) */
+	bool http_mode; /* per-request HTTP rules apply (relay_http.h) */
+	bool follows;	/* an established rule covers it (follow below) */
+	struct fn_follow follow;
 	struct fn_hconn *http; /* their state, once established */
 };
 
@@ -105,6 +120,11 @@ void fn_conn_step(struct fn_conn *c, uint64_t now);
 void fn_conn_free(struct fn_conn *c);
 /* relay_pump.c: carries and shapes c's bytes once it is established. */
 void fn_conn_pump(struct fn_conn *c, uint64_t now);
+/* relay_pump.c: nothing more either way, as on a dead route. */
+void fn_conn_go_dark(struct fn_conn *c);
+/* relay_follow.c: applies or undoes the established rule of a connection
+ * it covers, when the policy changed since the last look. */
+void fn_conn_follow(struct fn_conn *c, uint64_t now);
 /* relay_conn.c: bytes waiting unread in the app's own socket; false when
  * the app's fd no longer is that socket. */
 bool fn_conn_app_unread(const struct fn_conn *c, int *unread);

@@ -58,6 +58,19 @@ static void grow(const struct fn_conn *c, struct fn_dir *dr)
 	}
 }
 
+/* Takes go_dark's filler out of the n bytes just read at buf + hi. */
+static size_t skip_filler(struct fn_dir *dr, size_t n)
+{
+	uint64_t a = dr->raw_in, b = a + n, s = dr->skip_from, e = s + dr->skip_len;
+	dr->raw_in = b;
+	if (!dr->skip_len || e <= a || s >= b)
+		return n;
+	uint64_t cs = s > a ? s : a, ce = e < b ? e : b;
+	char *at = dr->buf + dr->hi;
+	memmove(at + (cs - a), at + (ce - a), b - ce);
+	return n - (size_t)(ce - cs);
+}
+
 /* Reads what the buffer has room for. False on a fatal error. */
 static bool fill(struct fn_conn *c, int d)
 {
@@ -86,6 +99,7 @@ static bool fill(struct fn_conn *c, int d)
 		}
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR;
+		n = (ssize_t)skip_filler(dr, (size_t)n);
 		dr->hi += (size_t)n;
 		dr->in += (uint64_t)n;
 		if (latency)
@@ -129,21 +143,30 @@ static bool flush(struct fn_conn *c, int d, uint64_t now)
  * drops them): the window closes, the app's next bytes wait behind it, and
  * the kernel's zero-window probes, which TCP_USER_TIMEOUT also bounds, end
  * the connection with ETIMEDOUT. */
-static void go_dark(struct fn_conn *c)
+void fn_conn_go_dark(struct fn_conn *c)
 {
 	static const char filler[65536];
-	int small = 1; /* the kernel rounds it up to its minimum */
+	int small = 1, unread = 0; /* the kernel rounds it up to its minimum */
+	socklen_t len = sizeof(c->follow.rcvbuf);
+	getsockopt(c->app, SOL_SOCKET, SO_RCVBUF, &c->follow.rcvbuf, &len);
 	setsockopt(c->app, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
 	c->dir[0].stopped = c->dir[1].stopped = true;
+	/* Where the filler starts in the stream the relay reads from the app,
+	 * so that it can be thrown away if the route comes back. */
+	ioctl(c->app, SIOCINQ, &unread);
+	c->dir[0].skip_from = c->dir[0].raw_in + (uint64_t)(unread > 0 ? unread : 0);
+	c->dir[0].skip_len = 0;
 	int queued = 0;
 	for (int i = 0; i < 256 && fn_conn_app_unread(c, &queued); i++) {
 		/* On loopback a send is delivered and acknowledged before it
 		 * returns; bytes left queued mean the window has closed. */
 		if (ioctl(c->appfd, SIOCOUTQ, &queued) < 0 || queued > 0)
 			break;
-		if (LIBC(sendto)(c->appfd, filler, sizeof(filler), MSG_DONTWAIT | MSG_NOSIGNAL,
-				 NULL, 0) <= 0)
+		ssize_t n = LIBC(sendto)(c->appfd, filler, sizeof(filler),
+					 MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+		if (n <= 0)
 			break;
+		c->dir[0].skip_len += (uint64_t)n;
 	}
 }
 
@@ -170,7 +193,7 @@ static void trigger(struct fn_conn *c, int d, uint64_t now)
 		return;
 	}
 	if (c->action == FN_ACT_BLACKHOLE)
-		return go_dark(c);
+		return fn_conn_go_dark(c);
 	dr->stopped = true;
 	if (c->action == FN_ACT_CLOSE && !dr->shut) {
 		shutdown(dst_fd(c, d), SHUT_WR);
@@ -241,6 +264,10 @@ static void watch(struct fn_conn *c)
 
 void fn_conn_pump(struct fn_conn *c, uint64_t now)
 {
+	if (c->follows)
+		fn_conn_follow(c, now);
+	if (c->done)
+		return;
 	for (int d = 0; d < 2; d++) {
 		struct fn_dir *dr = &c->dir[d];
 		notice_close(c, d);

@@ -1,0 +1,292 @@
+"""established.py - a live fault that reaches connections already open
+(rules with established = true), with pooled clients that call every 200 ms
+over one keep-alive connection: requests.Session, httpx.Client and Node.js
+fetch. An enable of an established blackhole makes the next call fail with
+the client's own timeout; a disable lets the calls after it succeed. Also
+reset, stall and latency on an open connection, TCP_USER_TIMEOUT ending a
+connection whose route died, and connections no established rule covers
+never relayed. Loopback only.
+
+usage: established.py BUILD_DIR"""
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "http"))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+import origin  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+CTL = os.path.join(BUILD, "faultctl")
+PY = "/usr/bin/python3"
+TMP = tempfile.mkdtemp(prefix="fn-est-")
+HTTP_PORT, ECHO_PORT, OTHER_PORT = 18310, 18311, 18312
+
+POLICY = """rules = (
+  { name = "route"; action = "blackhole"; established = true; enabled = false;
+    match = { to = "127.0.0.1/32"; port = "%(h)d,%(e)d"; }; },
+  { name = "rst"; action = "reset"; established = true; enabled = false;
+    match = { to = "127.0.0.1/32"; port = "%(h)d"; }; },
+  { name = "hang"; action = "stall"; established = true; enabled = false;
+    match = { to = "127.0.0.1/32"; port = "%(h)d"; }; },
+  { name = "slow"; action = "latency"; latency_ms = 400; established = true; enabled = false;
+    match = { to = "127.0.0.1/32"; port = "%(h)d"; }; }
+);
+""" % {"h": HTTP_PORT, "e": ECHO_PORT}
+
+CLIENTS = {
+    "requests.Session": [PY, "-u", "-c", r"""
+import json, sys, time, requests
+s = requests.Session()
+while True:
+    t = time.monotonic()
+    try:
+        r = s.get(sys.argv[1], timeout=1); out = {"ok": r.status_code}
+    except Exception as e:
+        out = {"err": type(e).__name__}
+    out["t"] = round(time.monotonic() - t, 2)
+    print(json.dumps(out), flush=True)
+    time.sleep(0.2)
+"""],
+    "httpx.Client": [PY, "-u", "-c", r"""
+import json, sys, time, httpx
+s = httpx.Client(timeout=1)
+while True:
+    t = time.monotonic()
+    try:
+        r = s.get(sys.argv[1]); out = {"ok": r.status_code}
+    except Exception as e:
+        out = {"err": type(e).__name__}
+    out["t"] = round(time.monotonic() - t, 2)
+    print(json.dumps(out), flush=True)
+    time.sleep(0.2)
+"""],
+    "Node.js fetch": ["NODE", "-e", r"""
+(async () => {
+  for (;;) {
+    const t = Date.now();
+    let out;
+    try {
+      const r = await fetch(process.argv[1], { signal: AbortSignal.timeout(1000) });
+      await r.arrayBuffer();
+      out = { ok: r.status };
+    } catch (e) { out = { err: e.name }; }
+    out.t = (Date.now() - t) / 1000;
+    console.log(JSON.stringify(out));
+    await new Promise((r) => setTimeout(r, 200));
+  }
+})();
+"""],
+}
+
+TIMEOUTS = {"ReadTimeout", "TimeoutError", "ConnectTimeout"}
+
+
+def ctl(group, *args):
+    return subprocess.run([CTL, "-g", group] + list(args), capture_output=True, text=True, timeout=30)
+
+
+class Client:
+    """A pooled client calling every 200 ms under faultctl run."""
+
+    def __init__(self, conf, group, argv, url):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_")}
+        self.p = subprocess.Popen([CTL, "run", "--config", conf, "-g", group, "--"] + argv + [url],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self.lines = []
+
+    def next(self, timeout=10):
+        r, _, _ = select.select([self.p.stdout], [], [], timeout)
+        line = self.p.stdout.readline() if r else ""
+        try:
+            out = json.loads(line)
+        except ValueError:
+            out = {"none": line[-200:]}
+        self.lines.append(out)
+        return out
+
+    def wait_ok(self, n, limit=30):
+        got = 0
+        for _ in range(limit):
+            if "ok" in self.next():
+                got += 1
+                if got == n:
+                    return True
+        return False
+
+    def stop(self):
+        self.p.kill()
+        self.p.wait()
+
+
+def node():
+    return checks.node_bin(ROOT)
+
+
+def test_pooled(conf, name, argv, o):
+    group = "est%d" % os.getpid()
+    ctl(group, "reset")
+    url = "http://127.0.0.1:%d/pooled" % HTTP_PORT
+    before = len(o.requests)
+    c = Client(conf, group, argv, url)
+    try:
+        warm = c.wait_ok(3)
+        e = ctl(group, "enable", "route")
+        c.next()  # a call may have been on its way when the rule came in
+        hit = c.next()
+        failed = [x for x in c.lines[-2:] if "err" in x]
+        check("%s: calls succeed over the pooled connection before the enable" % name, warm,
+              c.lines)
+        check("%s: after `enable` of an established blackhole a call fails with the client's own "
+              "timeout (~1 s)" % name,
+              e.returncode == 0 and failed and failed[-1]["err"] in TIMEOUTS and
+              0.8 <= failed[-1]["t"] <= 3, (e.stderr, c.lines[-4:], hit))
+        d = ctl(group, "disable", "route")
+        back = c.wait_ok(1, limit=6)
+        check("%s: after `disable` the following calls succeed again" % name,
+              d.returncode == 0 and back, c.lines[-4:])
+        check("%s: the server saw the calls (%d)" % (name, len(o.requests) - before),
+              len(o.requests) - before >= 4)
+    finally:
+        c.stop()
+        ctl(group, "reset")
+
+
+def test_actions(conf):
+    argv = CLIENTS["requests.Session"]
+    url = "http://127.0.0.1:%d/actions" % HTTP_PORT
+    group = "esta%d" % os.getpid()
+    ctl(group, "reset")
+    c = Client(conf, group, argv, url)
+    try:
+        c.wait_ok(2)
+        fast = max(x["t"] for x in c.lines if "ok" in x)
+        ctl(group, "enable", "slow")
+        c.next()
+        slow = c.next()
+        check("latency on an open connection: a call took %.2f s, under 0.2 s before" % slow.get("t", 0),
+              "ok" in slow and slow["t"] >= 0.38 and fast < 0.2, c.lines[-4:])
+        ctl(group, "disable", "slow")
+        c.next()
+        quick = c.next()
+        check("latency disabled: calls fast again", "ok" in quick and quick["t"] < 0.3, c.lines[-3:])
+        ctl(group, "enable", "hang")
+        c.next()
+        hung = c.next()
+        check("stall on an open connection: the call times out (ReadTimeout)",
+              hung.get("err") == "ReadTimeout" or c.lines[-2].get("err") == "ReadTimeout", c.lines[-3:])
+        ctl(group, "disable", "hang")
+        check("stall disabled: calls succeed again", c.wait_ok(1, limit=6), c.lines[-3:])
+        ctl(group, "enable", "rst")
+        c.next()
+        rst = [x.get("err") for x in c.lines[-1:] + [c.next()]]
+        check("reset on an open connection: the call fails with ConnectionError at once",
+              "ConnectionError" in rst, c.lines[-3:])
+        ctl(group, "disable", "rst")
+        check("reset disabled: a new connection succeeds", c.wait_ok(1, limit=6), c.lines[-3:])
+    finally:
+        c.stop()
+        ctl(group, "reset")
+
+
+def echo_server(port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen(8)
+
+    def serve(c):
+        with c:
+            c.sendall(b"%d\n" % c.getpeername()[1])
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    return
+                c.sendall(d)
+
+    def loop():
+        while True:
+            c, _ = s.accept()
+            threading.Thread(target=serve, args=(c,), daemon=True).start()
+    threading.Thread(target=loop, daemon=True).start()
+
+
+# Connects, tells whether the server saw its own port (not relayed), then
+# sends a little every 100 ms with TCP_USER_TIMEOUT 1000 ms until an error.
+RAW = r"""
+import json, socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 1000)
+seen = int(s.makefile().readline())
+print(json.dumps({"direct": seen == s.getsockname()[1]}), flush=True)
+if sys.argv[2] == "hold":
+    sys.stdin.readline()
+    t = time.monotonic()
+    try:
+        for i in range(200):
+            s.send(b"x" * 1000)
+            time.sleep(0.1)
+        print(json.dumps({"err": None}), flush=True)
+    except OSError as e:
+        print(json.dumps({"err": e.errno, "t": round(time.monotonic() - t, 1)}), flush=True)
+"""
+
+
+def test_raw(conf):
+    echo_server(ECHO_PORT)
+    echo_server(OTHER_PORT)
+    group = "estr%d" % os.getpid()
+    ctl(group, "reset")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_")}
+    other = subprocess.run([CTL, "run", "--config", conf, "-g", group, "--", PY, "-c", RAW,
+                            str(OTHER_PORT), "once"], capture_output=True, text=True, env=env, timeout=30)
+    check("a connection no established rule covers is not relayed (the server sees the app's port)",
+          '"direct": true' in other.stdout, other.stdout + other.stderr[-300:])
+    p = subprocess.Popen([CTL, "run", "--config", conf, "-g", group, "--", PY, "-u", "-c", RAW,
+                          str(ECHO_PORT), "hold"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    first = p.stdout.readline()
+    check("a connection an established rule covers is relayed while the rule is off",
+          '"direct": false' in first, first)
+    ctl(group, "enable", "route")
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    r, _, _ = select.select([p.stdout], [], [], 25)
+    last = json.loads(p.stdout.readline() or "{}") if r else {}
+    p.kill()
+    ctl(group, "reset")
+    check("established blackhole: TCP_USER_TIMEOUT ends the open connection with ETIMEDOUT",
+          last.get("err") == 110 and last.get("t", 99) < 15, last)
+
+
+def main():
+    conf = os.path.join(TMP, "est.conf")
+    with open(conf, "w") as f:
+        f.write(POLICY)
+    o = origin.Origin(HTTP_PORT).start()
+    for name, argv in CLIENTS.items():
+        if argv[0] == "NODE":
+            if not node():
+                check("Node.js is installed", False)
+                continue
+            argv = [node()] + argv[1:]
+        test_pooled(conf, name, argv, o)
+    test_actions(conf)
+    test_raw(conf)
+    o.shutdown()
+    subprocess.run(["rm", "-rf", TMP])
+    sys.exit(1 if checks.failed else 0)
+
+
+if __name__ == "__main__":
+    main()
