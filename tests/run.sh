@@ -121,6 +121,8 @@ PER_BUILD="unit faults hostile cli control hardening policies http dns clients"
 s_reach() {
 	echo "=== programs the shim cannot reach: refused with the reason"
 	tests/reach/reach.sh build
+	echo "=== a live fault on connections already open (established = true)"
+	/usr/bin/python3 -u tests/reach/established.py build
 }
 
 s_asan() {

@@ -277,19 +277,26 @@ def throughput():
     say("")
     relay = conf("relay.conf", ['{ name = "relay"; action = "bandwidth"; rate = 1099511627776L;'
                                 ' match = { to = "%s/32"; }; }' % SERVER_IP])
+    # What established = true costs while its rule is off: the connection
+    # is relayed untouched, so that an enable can reach it.
+    held = conf("established.conf", ['{ name = "route"; action = "blackhole"; established = true;'
+                                     ' enabled = false; match = { to = "%s/32"; }; }' % SERVER_IP])
     mib = 16 if SMOKE else 1024
     rounds = 1 if SMOKE else 3
     n_rr = 200 if SMOKE else 5000
     peers = peer_relays()
     say("Method: `stream bulk` sends %d MiB to a loopback sink, `stream rr` makes %d round"
         " trips of 64 bytes: direct (no preload), through faultnet's relay (a `bandwidth`"
-        " rule of 1 TiB/s, i.e. relayed with no delay), and through the peers, each a relay"
+        " rule of 1 TiB/s, i.e. relayed with no delay), under an `established = true`"
+        " blackhole that is off (relayed untouched so that an enable reaches it), and"
+        " through the peers, each a relay"
         " process between the same client and server: %s. %d rounds, alternating, medians;"
         " %d CPUs." % (mib, n_rr, ", ".join(x[0] for x in peers) or "none installed", rounds,
                        os.cpu_count() or 0))
     say("")
-    rows = [("direct", SERVER_IP, PORT, plain_env()), ("faultnet relay", SERVER_IP, PORT,
-                                                       shim_env(relay))]
+    rows = [("direct", SERVER_IP, PORT, plain_env()),
+            ("faultnet relay", SERVER_IP, PORT, shim_env(relay)),
+            ("faultnet, established blackhole off", SERVER_IP, PORT, shim_env(held))]
     rows += [(label, ip, port, plain_env()) for label, ip, port in peers]
     got = {label: ([], []) for label, _, _, _ in rows}
     for _ in range(rounds):

@@ -55,6 +55,14 @@ static void test_bad_values(void)
 	       "t.conf:1: rule 'a': match.proto 'icmp' must be \"tcp\" or \"udp\"");
 	EXPECT("rules = ( { name = \"a\"; action = \"drop\"; enabled = \"no\"; } );",
 	       "t.conf:1: rule 'a': enabled must be true or false");
+	EXPECT("rules = ( { name = \"a\"; action = \"drop\"; established = 1; } );",
+	       "t.conf:1: rule 'a': established must be true or false");
+	EXPECT("rules = ( { name = \"a\"; action = \"refuse\"; established = true; } );",
+	       "t.conf:1: rule 'a': established applies to blackhole, drop, stall, reset, latency, "
+	       "bandwidth and drip, not refuse");
+	EXPECT("rules = ( { name = \"a\"; action = \"drop\"; established = true;\n"
+	       " match = { proto = \"udp\"; }; } );",
+	       "t.conf:1: rule 'a': established applies to TCP connections, not proto \"udp\"");
 	EXPECT("rules = ( { name = \"a\"; action = \"stall\"; match = { proto = \"udp\"; }; } );",
 	       "t.conf:1: rule 'a': action stall applies to TCP only, not proto \"udp\"");
 	EXPECT("rules = ( { name = \"a\"; action = \"drop\"; match = 1; } );",
