@@ -13,4 +13,9 @@
 void fn_signals_block(sigset_t *old);
 void fn_signals_restore(const sigset_t *old);
 
+/* Starts fn(arg) in a detached thread of the shim's, which inherits a mask
+ * with every signal blocked: the app's handlers never run on it. 0 or the
+ * error number. */
+int fn_thread_start(void *(*fn)(void *), void *arg);
+
 #endif

@@ -21,6 +21,7 @@
 #include "core/dns.h"
 #include "shim/base/libc.h"
 #include "shim/base/policy.h"
+#include "shim/base/signals.h"
 
 #define OURS_MAX 256
 
@@ -171,17 +172,7 @@ static int start_call(struct call *c, const struct sigevent *sevp)
 	c->notify = sevp && sevp->sigev_notify != SIGEV_NONE;
 	if (c->notify)
 		c->ev = *sevp;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	int e = pthread_create(&t, &at, run_call, c);
-	pthread_attr_destroy(&at);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return e;
+	return fn_thread_start(run_call, c);
 }
 
 int fn_getaddrinfo_a(int mode, struct gaicb *list[], int n, struct sigevent *sevp)

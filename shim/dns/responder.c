@@ -112,16 +112,7 @@ static bool start(void)
 		fn_ownfd_set(&wake_r, fn_fd_move_high(w[0], FN_RANGE_SINK));
 		fn_ownfd_set(&wake_w, fn_fd_move_high(w[1], FN_RANGE_SINK));
 	}
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_t t;
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	int e = pthread_create(&t, &at, serve, NULL);
-	pthread_attr_destroy(&at);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int e = fn_thread_start(serve, NULL);
 	if (e)
 		errno = e;
 	return (running = e == 0);

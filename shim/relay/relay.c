@@ -97,16 +97,7 @@ static bool start_thread(void)
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 		epoll_ctl(epfd, EPOLL_CTL_ADD, wakefd, &ev);
 	}
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_t t;
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	int e = pthread_create(&t, &at, loop, NULL);
-	pthread_attr_destroy(&at);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int e = fn_thread_start(loop, NULL);
 	if (e) {
 		errno = e;
 		return false;

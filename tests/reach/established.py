@@ -92,15 +92,23 @@ while True:
 TIMEOUTS = {"ReadTimeout", "TimeoutError", "ConnectTimeout"}
 
 
+def plain_env():
+    """The environment of every faultctl and client here: none of the
+    caller's FAULTNET_ settings but its run directory, the same for all."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("FAULTNET_") or k == "FAULTNET_RUNDIR"}
+
+
 def ctl(group, *args):
-    return subprocess.run([CTL, "-g", group] + list(args), capture_output=True, text=True, timeout=30)
+    return subprocess.run([CTL, "-g", group] + list(args), capture_output=True, text=True, timeout=30,
+                          env=plain_env())
 
 
 class Client:
     """A pooled client calling every 200 ms under faultctl run."""
 
     def __init__(self, conf, group, argv, url):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_")}
+        env = plain_env()
         self.p = subprocess.Popen([CTL, "run", "--config", conf, "-g", group, "--"] + argv + [url],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self.lines = []
@@ -247,7 +255,7 @@ def test_raw(conf):
     echo_server(OTHER_PORT)
     group = "estr%d" % os.getpid()
     ctl(group, "reset")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_")}
+    env = plain_env()
     other = subprocess.run([CTL, "run", "--config", conf, "-g", group, "--", PY, "-c", RAW,
                             str(OTHER_PORT), "once"], capture_output=True, text=True, env=env, timeout=30)
     check("a connection no established rule covers is not relayed (the server sees the app's port)",
