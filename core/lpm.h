@@ -44,9 +44,22 @@ void fn_lpm_put(struct fn_lpm *t);
 static inline const uint32_t *fn_lpm_lookup(const struct fn_lpm *t, const struct fn_endpoint *ep)
 {
 	static const uint32_t none = FN_LPM_END;
-	uint32_t v = ep->v4 ? t->root4[ep->ip[0]] : t->root6[ep->ip[0]];
-	for (int k = 1; v & 0x80000000u; k++)
-		v = t->nodes[(v & 0x7fffffffu) + ep->ip[k]];
+	uint32_t v;
+	if (ep->v4) { /* at most four steps: unrolled */
+		v = t->root4[ep->ip[0]];
+		if (v & 0x80000000u) {
+			v = t->nodes[(v & 0x7fffffffu) + ep->ip[1]];
+			if (v & 0x80000000u) {
+				v = t->nodes[(v & 0x7fffffffu) + ep->ip[2]];
+				if (v & 0x80000000u)
+					v = t->nodes[(v & 0x7fffffffu) + ep->ip[3]];
+			}
+		}
+	} else {
+		v = t->root6[ep->ip[0]];
+		for (int k = 1; v & 0x80000000u; k++)
+			v = t->nodes[(v & 0x7fffffffu) + ep->ip[k]];
+	}
 	return v ? &t->pool[v - 1] : &none;
 }
 

@@ -121,12 +121,6 @@ bool fn_rule_covers(const struct fn_policy *p, const struct fn_rule *r,
 	return !r->host || host_ok(r, peer);
 }
 
-const struct fn_rule *fn_policy_match(const struct fn_policy *p, const struct fn_endpoint *peer,
-				      uint8_t proto, const struct fn_rule **seen)
-{
-	return fn_policy_match_from(p, peer, proto, 0, seen);
-}
-
 /* fn_rule_covers for a rule the index already found covering peer by its
  * CIDRs: the rest of its match. */
 static inline __attribute__((always_inline)) bool covers_rest(const struct fn_policy *p,
@@ -186,8 +180,12 @@ walk(const struct fn_policy *p, const uint32_t *a, const struct fn_endpoint *pee
 	return NULL;
 }
 
-static const struct fn_rule *scan(const struct fn_policy *p, const struct fn_endpoint *peer,
-				  uint8_t proto, size_t from, const struct fn_rule **seen)
+/* Without an index (memory was short when the policy was built). Out of
+ * line too: inlined, its loop would make the common path save registers. */
+static __attribute__((noinline)) const struct fn_rule *scan(const struct fn_policy *p,
+							    const struct fn_endpoint *peer,
+							    uint8_t proto, size_t from,
+							    const struct fn_rule **seen)
 {
 	const struct fn_rule *off = NULL;
 	for (size_t i = from; i < p->nrules; i++) {
@@ -203,24 +201,25 @@ static const struct fn_rule *scan(const struct fn_policy *p, const struct fn_end
 	return NULL;
 }
 
-const struct fn_rule *fn_policy_match_from(const struct fn_policy *p,
-					   const struct fn_endpoint *peer, uint8_t proto,
-					   size_t from, const struct fn_rule **seen)
+/* The common answers in few instructions: no rule covers the address, or
+ * the first candidate is enabled and its CIDR is all its match; the rest
+ * goes to walk() or scan(), as tail calls. */
+static inline __attribute__((always_inline)) const struct fn_rule *
+match_from(const struct fn_policy *p, const struct fn_endpoint *peer, uint8_t proto, size_t from,
+	   const struct fn_rule **seen)
 {
 	if (seen)
 		*seen = NULL;
 	if (!p || !((seen ? p->watch_protos : p->active_protos) & proto))
 		return NULL;
 	const struct fn_lpm *t = p->lpm;
-	if (!t)
+	if (__builtin_expect(!t, 0))
 		return scan(p, peer, proto, from, seen);
 	const uint32_t *a = fn_lpm_lookup(t, peer);
 	uint32_t i = *a;
 	if (t->any[0] == FN_LPM_END) {
 		if (i == FN_LPM_END)
 			return NULL; /* no rule covers the address */
-		/* The usual answer: the first candidate, enabled, its CIDR all
-		 * its match. */
 		uint8_t m = t->simple[i];
 		if ((m & FN_LPM_SIMPLE) && (m & proto) && i >= from && p->rules[i].enabled) {
 			if (seen)
@@ -231,12 +230,17 @@ const struct fn_rule *fn_policy_match_from(const struct fn_policy *p,
 	return walk(p, a, peer, proto, from, seen);
 }
 
-const struct fn_rule *fn_established_covers(const struct fn_policy *p, const struct fn_endpoint *ep)
+const struct fn_rule *fn_policy_match_from(const struct fn_policy *p,
+					   const struct fn_endpoint *peer, uint8_t proto,
+					   size_t from, const struct fn_rule **seen)
 {
-	for (size_t i = 0; p && p->established_rules && i < p->nrules; i++)
-		if (p->rules[i].established && fn_rule_covers(p, &p->rules[i], ep, FN_PROTO_TCP))
-			return &p->rules[i];
-	return NULL;
+	return match_from(p, peer, proto, from, seen);
+}
+
+const struct fn_rule *fn_policy_match(const struct fn_policy *p, const struct fn_endpoint *peer,
+				      uint8_t proto, const struct fn_rule **seen)
+{
+	return match_from(p, peer, proto, 0, seen);
 }
 
 int fn_policy_zone_index(const struct fn_policy *p, const char *name)
