@@ -61,7 +61,7 @@ $(CORE_LIB): $(call obj,$(CORE_SRC))
 
 $(BUILD)/libfaultnet.so: $(call obj,$(SHIM_SRC)) $(CORE_LIB) shim/exports.map
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $(call obj,$(SHIM_SRC)) $(CORE_LIB) \
-		-Wl,--version-script=shim/exports.map -Wl,-z,now -ldl -lresolv -lpthread
+		-Wl,--version-script=shim/exports.map -Wl,-z,now -Wl,-z,defs -ldl -lresolv -lpthread
 
 $(BUILD)/faultctl: $(call obj,$(CTL_SRC)) $(CORE_LIB)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl -lresolv -Wl,--export-dynamic-symbol=faultnet_ctl_idle

@@ -164,14 +164,13 @@ static bool app_done_connecting(struct fn_conn *c, uint64_t now)
  * set before the handshake so that the window it advertises is small from
  * the start: the sender's buffers then fill as behind a slow link (see
  * ahead_limit() in relay_pump.c). d is the direction the socket reads. */
-/* Above a rate the kernel's own buffers cannot hold up (a second's worth
- * of 64 MiB), a small window would only cap the link far below the rate. */
-#define SMALL_WINDOW_RATE (64ull << 20)
+/* Above FN_KERNEL_RATE a small window would only cap the link far below
+ * the rate. */
 
 static void small_window(const struct fn_conn *c, int fd, int d)
 {
 	int small = 4096;
-	if (fd >= 0 && c->dir[d].faulted && c->par.rate && c->par.rate < SMALL_WINDOW_RATE)
+	if (fd >= 0 && c->dir[d].faulted && c->par.rate && c->par.rate < FN_KERNEL_RATE)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
 }
 

@@ -21,6 +21,11 @@ enum fn_conn_state {
 
 #define FN_WATCH_NONE 0xffffffffu
 
+/* Above this rate (a second's worth of 64 MiB) the kernel's own buffers
+ * cannot hold a bandwidth rule up: no small window, and the relay's
+ * buffers grow as without a rule. */
+#define FN_KERNEL_RATE (64ull << 20)
+
 /* Release points a direction can hold: a latency rule stops reading when
  * they are all in use, which bounds what the relay buffers ahead. */
 #define FN_MARKS 4096

@@ -36,7 +36,7 @@ static int dst_fd(const struct fn_conn *c, int d)
 
 /* Bandwidth gives backpressure as a slow link does: the relay holds no
  * more than a tenth of a second's worth ahead of the rate (at least 4 KiB,
- * at most its first buffer), and its socket's receive buffer is small (see
+ * at most its first buffer below FN_KERNEL_RATE), and its socket's receive buffer is small (see
  * relay_conn.c), so the app's own send buffer fills and its writes block
  * or time out. Without a rate, a direction takes what its buffer holds. */
 static size_t ahead_limit(const struct fn_conn *c, const struct fn_dir *dr)
@@ -49,7 +49,10 @@ static size_t ahead_limit(const struct fn_conn *c, const struct fn_dir *dr)
 
 static void grow(const struct fn_conn *c, struct fn_dir *dr)
 {
-	if (dr->hi < dr->cap || dr->lo > 0 || dr->cap >= BUF_MAX || ahead_limit(c, dr) != SIZE_MAX)
+	/* A rate the kernel's buffers cannot shape (see small_window() in
+	 * relay_conn.c) is carried like no rate: the buffer grows. */
+	bool shaped = ahead_limit(c, dr) != SIZE_MAX && c->par.rate < FN_KERNEL_RATE;
+	if (dr->hi < dr->cap || dr->lo > 0 || dr->cap >= BUF_MAX || shaped)
 		return;
 	char *bigger = realloc(dr->buf, dr->cap * 2);
 	if (bigger) {
