@@ -476,12 +476,16 @@ def control():
     say("## 5. Control: `faultctl enable` until it exits")
     say("")
     runs = 3 if SMOKE else 20
+    fiu = shutil.which("fiu-run") and shutil.which("fiu-ctrl")
     say("Method: N `sleep` processes under the shim in one group; `faultctl -g G enable`"
         " and `disable` alternately, %d times, wall time of each faultctl run. faultctl"
-        " writes the change to every member at once and then collects the replies." % runs)
+        " writes the change to every member at once and then collects the replies. Beside"
+        " it, %s" % (runs, "libfiu's `fiu-ctrl -c 'enable name=posix/io/net/connect' PID...`"
+                     " (and disable) on N `fiu-run -x sleep` processes, the same way."
+                     if fiu else "nothing: fiu-utils is not installed."))
     say("")
-    say("| processes | median | worst |")
-    say("|---|---|---|")
+    say("| processes | faultctl median | worst | fiu-ctrl median | worst |")
+    say("|---|---|---|---|---|")
     cfg = conf("ctl.conf", ['{ name = "x"; action = "blackhole"; match = { to = '
                             '"127.99.1.2/32"; }; enabled = false; }'])
     for n in (1, 8, 32) if SMOKE else (1, 8, 32, 256):
@@ -493,18 +497,48 @@ def control():
             if len([f for f in os.listdir(RUNDIR) if f.startswith(group + ".")]) >= n:
                 break
             time.sleep(0.05)
-        times = []
         e = dict(os.environ, FAULTNET_RUNDIR=RUNDIR)
-        for i in range(runs):
-            t0 = time.monotonic()
-            subprocess.run([CTL, "-g", group, "enable" if i % 2 == 0 else "disable", "x"],
-                           env=e, check=True, capture_output=True)
-            times.append((time.monotonic() - t0) * 1000)
-        say("| %d | %.1f ms | %.1f ms |" % (n, statistics.median(times), max(times)))
+        ours = timed(runs, lambda i: [CTL, "-g", group, "enable" if i % 2 == 0 else "disable",
+                                      "x"], e)
         for p in ps:
             p.kill()
             p.wait()
+        theirs = fiu_flips(n, runs) if fiu else None
+        say("| %d | %.1f ms | %.1f ms | %s |" % (
+            n, statistics.median(ours), max(ours),
+            "%.1f ms | %.1f ms" % (statistics.median(theirs), max(theirs)) if theirs else "- | -"))
     say("")
+
+
+def timed(runs, argv_of, env):
+    """Wall times in ms of runs commands argv_of(i), each checked."""
+    times = []
+    for i in range(runs):
+        t0 = time.monotonic()
+        subprocess.run(argv_of(i), env=env, check=True, capture_output=True)
+        times.append((time.monotonic() - t0) * 1000)
+    return times
+
+
+def fiu_flips(n, runs):
+    """fiu-ctrl's flips on n `fiu-run -x sleep` processes, their control
+    pipes in the bench's own directory."""
+    base = os.path.join(TMP, "fiu")
+    ps = [subprocess.Popen(["fiu-run", "-x", "-f", base, "sleep", "600"], env=plain_env())
+          for _ in range(n)]
+    procs.extend(ps)
+    pids = [str(p.pid) for p in ps]
+    for _ in range(400):
+        if all(os.path.exists("%s-%s.in" % (base, pid)) for pid in pids):
+            break
+        time.sleep(0.05)
+    times = timed(runs, lambda i: ["fiu-ctrl", "-f", base, "-c", "%s name=posix/io/net/connect"
+                                   % ("enable" if i % 2 == 0 else "disable")] + pids,
+                  plain_env())
+    for p in ps:
+        p.terminate()
+        p.wait()
+    return times
 
 
 # ---- 6. start-up ----------------------------------------------------------
