@@ -243,8 +243,7 @@ const struct fn_rule *fn_policy_match(const struct fn_policy *p, const struct fn
 	return match_from(p, peer, proto, 0, seen);
 }
 
-const struct fn_rule *fn_established_covers(const struct fn_policy *p,
-					    const struct fn_endpoint *ep)
+const struct fn_rule *fn_established_covers(const struct fn_policy *p, const struct fn_endpoint *ep)
 {
 	for (size_t i = 0; p && p->established_rules && i < p->nrules; i++)
 		if (p->rules[i].established && fn_rule_covers(p, &p->rules[i], ep, FN_PROTO_TCP))
