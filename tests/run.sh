@@ -280,20 +280,29 @@ for section in "$@"; do
 	fi
 done
 for section in "$@"; do
-	case " $PER_BUILD " in
-	*" $section "*) "s_$section" build "" ;;
-	*)
-		case " $ALL " in
-		*" $section "*) "s_$section" ;;
-		*) echo "run.sh: no section '$section' (run.sh --list)" >&2; exit 2 ;;
-		esac
-		;;
+	case " $PER_BUILD $ALL " in
+	*" $section "*) ;;
+	*) echo "run.sh: no section '$section' (run.sh --list)" >&2; exit 2 ;;
 	esac
 done
+# The whole run is also kept in a log, so that the closing lines can name
+# what failed: a long run's first failure may be far above its end.
+FN_LOG=$(mktemp)
+trap 'rm -rf "$FN_COUNTS" "$FAULTNET_RUNDIR" "$FN_LOG"' EXIT
+for section in "$@"; do
+	case " $PER_BUILD " in
+	*" $section "*) "s_$section" build "" ;;
+	*) "s_$section" ;;
+	esac
+done 2>&1 | tee "$FN_LOG"
 
 p=$(grep -c '^pass$' "$FN_COUNTS")
 f=$(grep -c '^fail$' "$FN_COUNTS")
 s=$(grep -c '^skip$' "$FN_COUNTS")
 echo
+if [ "$f" != 0 ]; then
+	echo "what failed:"
+	grep -E '^\s+FAIL - |Test: .*FAILED|^FAILED |^ERROR ' "$FN_LOG" | cut -c1-300
+fi
 echo "$p passed, $f failed, $s skipped"
 [ "$f" = 0 ]
