@@ -47,6 +47,21 @@ under() {
 		LD_PRELOAD="${first:+$first:}$root/$build/libfaultnet.so" "$build/tests/$prog"
 }
 
+# Runs a Python test script; one that ends in error without a failed check
+# of its own (a traceback before its first check, a server that could not
+# bind) counts as a failure, never as nothing.
+pyscript() {
+	local before rc
+	before=$(grep -c '^fail' "$FN_COUNTS")
+	/usr/bin/python3 -u "$@"
+	rc=$?
+	if [ "$rc" != 0 ] && [ "$(grep -c '^fail' "$FN_COUNTS")" = "$before" ]; then
+		echo "  FAIL - $1 exited $rc without a failed check"
+		echo fail >>"$FN_COUNTS"
+	fi
+	return "$rc"
+}
+
 # ---- sections, each for a build (build, or build/asan with its runtime) ----
 s_unit() {
 	echo "=== $1: unit tests"
@@ -67,10 +82,10 @@ s_faults() {
 s_hostile() {
 	echo "=== $1: hostile app"
 	under "$1" "$2" ../hostile/hostile.conf it_hostile_app
-	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/hostile/hostile_app.py "$1" "$2"
+	ASAN_OPTIONS=detect_leaks=0 pyscript tests/hostile/hostile_app.py "$1" "$2"
 	if [ -z "$2" ]; then
 		echo "=== $1: hostile user"
-		/usr/bin/python3 -u tests/hostile/hostile_user.py "$1"
+		pyscript tests/hostile/hostile_user.py "$1"
 	fi
 }
 
@@ -83,31 +98,31 @@ s_cli() {
 # design; leaks are checked on the project's own programs.
 s_control() {
 	echo "=== $1: faultctl and live control"
-	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/integration/control_test.py "$1" "$2"
+	ASAN_OPTIONS=detect_leaks=0 pyscript tests/integration/control_test.py "$1" "$2"
 }
 
 s_hardening() {
 	echo "=== $1: the shim never harms its host"
 	under "$1" "$2" hardening.conf it_hardening
 	tests/stress/stress.sh "$1" 20 1000 0 $2
-	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/stress/procs.py "$1" "$2"
+	ASAN_OPTIONS=detect_leaks=0 pyscript tests/stress/procs.py "$1" "$2"
 }
 
 s_policies() {
 	echo "=== $1: the policies in policies/"
-	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/policies/policy_test.py "$1" "$2"
+	ASAN_OPTIONS=detect_leaks=0 pyscript tests/policies/policy_test.py "$1" "$2"
 }
 
 s_http() {
 	echo "=== $1: HTTP faults in front of a real server, per request"
-	/usr/bin/python3 -u tests/http/http_faults.py "$1" "$2"
+	pyscript tests/http/http_faults.py "$1" "$2"
 }
 
 s_dns() {
 	echo "=== $1: dns rules and hostname rules with real clients"
-	/usr/bin/python3 -u tests/dns/dns_test.py "$1" "$2"
+	pyscript tests/dns/dns_test.py "$1" "$2"
 	echo "=== $1: dns rules on queries sent to a nameserver (UDP and TCP, own namespace)"
-	/usr/bin/python3 -u tests/dns/dns_sockets.py "$1" "$2"
+	pyscript tests/dns/dns_sockets.py "$1" "$2"
 }
 
 s_clients() {
@@ -122,7 +137,7 @@ s_reach() {
 	echo "=== programs the shim cannot reach: refused with the reason"
 	tests/reach/reach.sh build
 	echo "=== a live fault on connections already open (established = true)"
-	/usr/bin/python3 -u tests/reach/established.py build
+	pyscript tests/reach/established.py build
 }
 
 s_asan() {
@@ -168,17 +183,17 @@ s_valgrind() {
 
 s_conformance() {
 	echo "=== conformance: real clients against each fault, and the stories"
-	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/conformance/conformance.py build CONFORMANCE.md
+	ASAN_OPTIONS=detect_leaks=0 pyscript tests/conformance/conformance.py build CONFORMANCE.md
 }
 
 s_http_sdk() {
 	echo "=== HTTP faults and real SDKs: the S3 retry quota, boto3, a retry storm, the HTTP policies"
-	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/http/http_sdk.py build
+	ASAN_OPTIONS=detect_leaks=0 pyscript tests/http/http_sdk.py build
 }
 
 s_scenarios() {
 	echo "=== faultctl scenario: the scenarios of tests/scenarios, their reports (build/scenarios), SIGINT"
-	ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 -u tests/scenarios/scenario_test.py build
+	ASAN_OPTIONS=detect_leaks=0 pyscript tests/scenarios/scenario_test.py build
 }
 
 s_bench() {
