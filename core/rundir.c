@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -83,4 +84,21 @@ bool fn_sock_path(char *out, size_t len, const char *dir, const char *group, pid
 void fn_group_file(char *out, size_t len, const char *dir, const char *group, const char *ext)
 {
 	snprintf(out, len, "%s/%s.%s", dir, group, ext);
+}
+
+uint64_t *fn_seq_map(int fd, bool writable)
+{
+	struct stat sb;
+	if (fstat(fd, &sb) < 0)
+		return NULL;
+	if (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & 077)) {
+		errno = EPERM;
+		return NULL;
+	}
+	/* Only ever grown: a reader of the first page must never meet its end. */
+	if (sb.st_size < FN_SEQ_FILE_SIZE && ftruncate(fd, FN_SEQ_FILE_SIZE) < 0)
+		return NULL;
+	void *m = mmap(NULL, FN_SEQ_FILE_SIZE, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED,
+		       fd, 0);
+	return m == MAP_FAILED ? NULL : m;
 }

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define FN_GROUP_DEFAULT "default"
@@ -22,5 +23,17 @@ bool fn_group_valid(const char *g);
  * the path does not fit a Unix socket address. */
 bool fn_sock_path(char *out, size_t len, const char *dir, const char *group, pid_t pid);
 void fn_group_file(char *out, size_t len, const char *dir, const char *group, const char *ext);
+
+/* The group's change counter, "DIR/GROUP.seq": the sequence number of the
+ * last change faultctl journaled for the group, in the first 8 bytes of a
+ * one-page file that faultctl and every member map shared. faultctl stores
+ * it (release) after the journal line is written; a member compares it
+ * with what it has applied on each covered call (acquire), so a change is
+ * in force in every member when faultctl returns, with no message to any.
+ * fd is the file, open read-write (O_NOFOLLOW); it must be a regular file
+ * of this user. Returns the word, or NULL with errno set (EPERM for a file
+ * that is not ours); the caller closes fd either way. */
+#define FN_SEQ_FILE_SIZE 4096
+uint64_t *fn_seq_map(int fd, bool writable);
 
 #endif

@@ -395,6 +395,73 @@ static int send_change(struct target *t, int n, const char *line, bool json)
 	return bad;
 }
 
+/* The member that checks a group change: the first that answers among
+ * those not stopped (a stopped one would answer only when resumed). Its
+ * reply lands in r; -1 when no member answered. */
+static int checker(struct target *t, int n, const char *sequenced, struct fn_buf *r)
+{
+	for (int i = 0, tried = 0; i < n && tried < 3; i++) {
+		if (targets_stopped(t[i].pid))
+			continue;
+		tried++;
+		if (targets_request(&t[i], sequenced, r))
+			return i;
+		fn_buf_free(r);
+	}
+	return -1;
+}
+
+static void print_group_reply(const struct opts *o, const char *group, int n, bool ok,
+			      const char *reply)
+{
+	if (o->json)
+		printf("{\"group\":\"%s\",\"processes\":%d,\"ok\":%s,\"reply\":\"%s\"}\n", group, n,
+		       ok ? "true" : "false", reply);
+	else
+		fprintf(ok ? stdout : stderr, "group %s (%d process%s): %s%s\n", group, n,
+			n == 1 ? "" : "es", ok ? "ok " : "error ", reply);
+}
+
+/* A group change, journaled (lock held): one member checks it (its reply
+ * is the group's), then the group's change counter moves, and every other
+ * member applies it from the journal at its next covered call. So a flip
+ * costs the same for 1 and 4,096 processes, and a stopped member applies
+ * it when it resumes without faultctl waiting for it. */
+static int group_change(struct opts *o, struct target *t, int n, const char *group,
+			unsigned long long seq, const char *sequenced)
+{
+	struct fn_buf r = {0};
+	int c = n ? checker(t, n, sequenced, &r) : -1;
+	if (c >= 0 && strncmp(r.s, "ok", 2) != 0) {
+		r.s[strcspn(r.s, "\n")] = '\0';
+		print_group_reply(o, group, n, false, r.s + 6);
+		fprintf(stderr, "faultctl: process %d of group '%s' refused the change%s\n",
+			(int)t[c].pid, group,
+			journal_drop(rundir(), group, seq) ? "; it is not kept in the journal"
+							   : "");
+		fn_buf_free(&r);
+		return 1;
+	}
+	char err[4300];
+	if (!targets_seq_store(rundir(), group, seq, err, sizeof(err))) {
+		/* No counter to move: tell every member instead. */
+		fprintf(stderr, "faultctl: %s; sending the change to each process\n", err);
+		fn_buf_free(&r);
+		return n > 0 && send_change(t, n, sequenced, o->json) > 0;
+	}
+	if (n > 0 && c < 0)
+		fprintf(stderr,
+			"faultctl: no process of group '%s' answered (stopped or busy); the change "
+			"is journaled and each applies it at its next call\n",
+			group);
+	if (c >= 0) {
+		r.s[strcspn(r.s, "\n")] = '\0';
+		print_group_reply(o, group, n, true, r.s + 2 + (r.s[2] == ' '));
+	}
+	fn_buf_free(&r);
+	return 0;
+}
+
 static int cmd_change(struct opts *o, const char *line)
 {
 	struct target *t = NULL;
@@ -420,6 +487,7 @@ static int cmd_change(struct opts *o, const char *line)
 		return 1;
 	}
 	o->sel.group = group;
+	o->sel.quick = true;
 	int n = find(o, &t);
 	struct fn_buf sequenced = {0};
 	fn_buf_printf(&sequenced, "@%llu %s", seq, line);
@@ -428,16 +496,7 @@ static int cmd_change(struct opts *o, const char *line)
 			"faultctl: no process of group '%s' is running; processes that join it "
 			"will apply the change\n",
 			group);
-	int bad = n < 0 ? 0 : send_change(t, n, sequenced.s, o->json);
-	rc = n < 0 || bad > 0;
-	if (n > 0 && bad == n) {
-		/* Every member refused it: later ones would refuse it too, or
-		 * worse, apply what the others refused. */
-		if (journal_drop(rundir(), group, seq))
-			fprintf(stderr,
-				"faultctl: the change is not kept in group '%s''s journal\n",
-				group);
-	}
+	rc = n < 0 ? 1 : group_change(o, t, n, group, seq, sequenced.s);
 	journal_unlock(lock);
 	fn_buf_free(&sequenced);
 	free(t);

@@ -1,6 +1,8 @@
 /* targets.c - discovery, requests and the group journal. */
 #include "ctl/targets.h"
 
+#include "core/rundir.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -75,6 +78,17 @@ static bool alive(const struct target *t)
 	return false;
 }
 
+/* Liveness without a connect: a group of thousands is listed in a few
+ * milliseconds. A pid reused by a process outside the shim counts until
+ * its socket is next probed. */
+static bool exists(const struct target *t)
+{
+	if (kill(t->pid, 0) == 0 || errno == EPERM)
+		return true;
+	unlink(t->path);
+	return false;
+}
+
 int targets_find(const char *dir, const struct selection *sel, struct target **out, char *err,
 		 size_t errlen)
 {
@@ -91,7 +105,7 @@ int targets_find(const char *dir, const struct selection *sel, struct target **o
 		if (!parse_name(e->d_name, &t) || !selected(sel, &t))
 			continue;
 		snprintf(t.path, sizeof(t.path), "%s/%s", dir, e->d_name);
-		if (!alive(&t))
+		if (sel->quick ? !exists(&t) : !alive(&t))
 			continue;
 		struct target *grown = realloc(v, (size_t)(n + 1) * sizeof(*v));
 		if (!grown)
@@ -314,4 +328,37 @@ void journal_unlock(int lockfd)
 {
 	if (lockfd >= 0)
 		close(lockfd);
+}
+
+bool targets_seq_store(const char *dir, const char *group, unsigned long long seq, char *err,
+		       size_t errlen)
+{
+	char path[4200];
+	fn_group_file(path, sizeof(path), dir, group, "seq");
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	uint64_t *w = fd >= 0 ? fn_seq_map(fd, true) : NULL;
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (!w) {
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		return false;
+	}
+	__atomic_store_n(w, (uint64_t)seq, __ATOMIC_RELEASE);
+	munmap(w, FN_SEQ_FILE_SIZE);
+	return true;
+}
+
+bool targets_stopped(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	/* "PID (COMM) STATE ...": COMM may hold anything, so the last ')'. */
+	const char *p = strrchr(buf, ')');
+	return p && (p[2] == 'T' || p[2] == 't');
 }

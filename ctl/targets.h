@@ -19,7 +19,8 @@ struct selection {
 	const char *group; /* -g, NULL for none */
 	pid_t pids[64];	   /* -p, repeatable */
 	int npids;
-	bool all; /* no -g and no -p: ps lists everyone */
+	bool all;   /* no -g and no -p: ps lists everyone */
+	bool quick; /* liveness by the pid alone, no connect to each socket */
 };
 
 /* Live targets in the run directory matching sel; removes sockets left by
@@ -43,6 +44,16 @@ int journal_append(const char *dir, const char *group, const char *line, unsigne
 void journal_unlock(int lockfd);
 /* Takes entry seq, the last one, back out of the journal (lock held). */
 bool journal_drop(const char *dir, const char *group, unsigned long long seq);
+
+/* Stores seq in the group's change counter (core/rundir.h) with release
+ * order: every member's next covered call applies the journal up to it.
+ * False with a message in err. */
+bool targets_seq_store(const char *dir, const char *group, unsigned long long seq, char *err,
+		       size_t errlen);
+
+/* True when the process is stopped (SIGSTOP, a debugger): it would not
+ * answer a request until resumed. */
+bool targets_stopped(pid_t pid);
 
 /* Connects for streaming (events --follow): the socket fd, or -1. */
 int targets_stream(const struct target *t, const char *line);

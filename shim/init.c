@@ -11,6 +11,7 @@
 
 #include "shim/dns/resolve.h"
 #include "shim/dns/responder.h"
+#include "shim/base/groupseq.h"
 #include "shim/control/commands.h"
 #include "core/config.h"
 #include "shim/control/control.h"
@@ -95,6 +96,7 @@ static void load_policy(bool passthrough)
 
 static void after_fork_child(void)
 {
+	fn_groupseq_atfork_child();
 	fn_owner_reset();
 	fn_stats_atfork_child();
 	fn_sink_atfork_child();
@@ -130,7 +132,7 @@ __attribute__((constructor)) static void fn_init(void)
 		return;
 	fn_owner_reset();
 	fn_names_init();
-	pthread_atfork(NULL, NULL, after_fork_child);
+	pthread_atfork(fn_groupseq_atfork_prepare, fn_groupseq_atfork_parent, after_fork_child);
 	bool passthrough = passthrough_on_error();
 	const char *why = fn_seed_init();
 	if (why) {

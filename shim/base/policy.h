@@ -5,6 +5,7 @@
 #define FAULTNET_POLICY_H
 
 #include "core/rules.h"
+#include "shim/base/groupseq.h"
 
 /* NULL when the process runs without a policy. */
 extern struct fn_policy *fn_policy_now;
@@ -12,6 +13,15 @@ extern struct fn_policy *fn_policy_now;
 static inline const struct fn_policy *fn_policy_current(void)
 {
 	return __atomic_load_n(&fn_policy_now, __ATOMIC_ACQUIRE);
+}
+
+/* The policy for a call the app makes (or a relayed connection it owns):
+ * first brought up to the group's last change, if faultctl made one since
+ * this process last looked. */
+static inline const struct fn_policy *fn_policy_fresh(void)
+{
+	fn_groupseq_check();
+	return fn_policy_current();
 }
 
 /* Puts p in force; returns the policy it replaced, which the caller

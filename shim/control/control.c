@@ -21,6 +21,7 @@
 
 #include "shim/control/commands.h"
 #include "shim/fd/fdtab.h"
+#include "shim/base/groupseq.h"
 #include "shim/base/libc.h"
 #include "shim/base/say.h"
 #include "core/rundir.h"
@@ -143,7 +144,11 @@ static void run_lines(struct client *c)
 			fn_buf_add(&c->out, "error binary data in request\n", 29);
 			c->closing = true;
 		} else {
+			/* A query answers for the group's last change too. */
+			fn_groupseq_check();
+			fn_change_lock();
 			fn_cmd_run(c->in, &c->out, &c->follow, &c->since);
+			fn_change_unlock();
 		}
 		size_t used = (size_t)(nl - c->in) + 1;
 		memmove(c->in, nl + 1, c->inlen - used);
@@ -408,6 +413,29 @@ static void begin(bool fresh)
 	started = start_thread();
 }
 
+static void catch_up_live(void)
+{
+	fn_cmd_catch_up(false);
+}
+
+/* Maps the group's change counter: from now on every covered call of this
+ * process follows the group's changes, thread or no thread. */
+static void attach_seq(void)
+{
+	char path[4200];
+	fn_group_file(path, sizeof(path), rundir, group, "seq");
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	const uint64_t *w = fd >= 0 ? fn_seq_map(fd, false) : NULL;
+	if (fd >= 0)
+		LIBC(close)(fd);
+	if (w)
+		fn_groupseq_attach(w, catch_up_live);
+	else
+		fn_say("faultnet: %s: %m: this process follows the group's changes only "
+		       "when faultctl sends them",
+		       path);
+}
+
 const char *fn_control_start(void)
 {
 	const char *g = secure_getenv("FAULTNET_GROUP");
@@ -422,6 +450,7 @@ const char *fn_control_start(void)
 	char journal[4200];
 	fn_group_file(journal, sizeof(journal), rundir, group, "journal");
 	fn_cmd_set_group(group, journal);
+	attach_seq();
 	/* FAULTNET_CONTROL=off: the group's state at start, but no thread.
 	 * Any second thread switches glibc's syscall wrappers to their
 	 * multi-threaded path (about 30 more instructions per cancellable call

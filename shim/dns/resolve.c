@@ -156,7 +156,7 @@ static int answer_ai(const struct fn_dns *d, const char *name, const char *servi
 int fn_getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
 		   struct addrinfo **res)
 {
-	const struct fn_policy *p = fn_policy_current();
+	const struct fn_policy *p = fn_policy_fresh();
 	const struct fn_rule *r = decide(p, node);
 	if (r && r->dns->error)
 		return ai_error(r->dns->error);
@@ -228,7 +228,7 @@ static void remember_hostent(const struct fn_policy *p, const char *name, const 
 int fn_gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf, size_t buflen,
 			struct hostent **result, int *h_errnop, bool has_af)
 {
-	const struct fn_policy *p = fn_policy_current();
+	const struct fn_policy *p = fn_policy_fresh();
 	const struct fn_rule *r = decide(p, name);
 	*result = NULL;
 	if (r && r->dns->error) {
@@ -257,7 +257,7 @@ int fn_gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf
 
 struct hostent *fn_gethostbyname2(const char *name, int af, bool has_af)
 {
-	const struct fn_policy *p = fn_policy_current();
+	const struct fn_policy *p = fn_policy_fresh();
 	if (!p || (!p->dns_rules && !p->host_rules))
 		return has_af ? LIBC(gethostbyname2)(name, af) : LIBC(gethostbyname)(name);
 	/* glibc's own are not thread-safe either: one static result. */

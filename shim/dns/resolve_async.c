@@ -177,7 +177,7 @@ static int start_call(struct call *c, const struct sigevent *sevp)
 
 int fn_getaddrinfo_a(int mode, struct gaicb *list[], int n, struct sigevent *sevp)
 {
-	const struct fn_policy *p = fn_policy_current();
+	const struct fn_policy *p = fn_policy_fresh();
 	struct call *c =
 	    p && p->dns_rules && list && n > 0 && (mode == GAI_WAIT || mode == GAI_NOWAIT)
 		? split(p, list, n)

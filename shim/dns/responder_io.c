@@ -231,7 +231,7 @@ static void query(const struct dest *d, const uint8_t *m, size_t n)
 		forward(d, m, n, 0);
 		return;
 	}
-	const struct fn_policy *p = fn_policy_current();
+	const struct fn_policy *p = fn_policy_fresh();
 	const struct fn_rule *seen, *r = p && p->dns_rules ? fn_dns_decide(p, q.name, &seen) : NULL;
 	fn_stats_lookup(q.name, r, r ? lookup_kind(r->dns) : FN_LOOKUP_REAL);
 	if (!r) {

@@ -61,7 +61,7 @@ int fn_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	if (__builtin_expect(fn_fd_get(fd) & FDF_FAULT, 0))
 		return connect_again(fd, sa, len);
 	struct fn_verdict v;
-	const struct fn_policy *p = fn_policy_current();
+	const struct fn_policy *p = fn_policy_fresh();
 	if (p && (p->dns_rules || p->host_rules))
 		fn_names_connect(sa, len); /* "connects" per name, for stats */
 	if (!fn_fault_match(fd, sa, len, &v))

@@ -186,7 +186,7 @@ static bool any_named(const struct mmsghdr *vec, unsigned vlen)
 
 int fn_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 {
-	const struct fn_policy *p = fn_policy_current();
+	const struct fn_policy *p = fn_policy_fresh();
 	if (!p || !(p->watch_protos || p->dns_rules) || !vec || !any_named(vec, vlen))
 		return LIBC(sendmmsg)(fd, vec, vlen, flags);
 	int total = 0;
@@ -308,7 +308,7 @@ static bool needs_filter(int fd)
 {
 	if (__builtin_expect(!(fn_fd_get(fd) & FDF_UDP), 1))
 		return false;
-	const struct fn_policy *p = fn_policy_current();
+	const struct fn_policy *p = fn_policy_fresh();
 	return p && ((p->active_protos & FN_PROTO_UDP) || fn_dns_responder_active());
 }
 

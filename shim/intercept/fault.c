@@ -117,7 +117,7 @@ static bool address_match(int fd, const struct fn_policy *p, const struct sockad
 
 bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_verdict *v)
 {
-	const struct fn_policy *p = fn_policy_current();
+	const struct fn_policy *p = fn_policy_fresh();
 	if (!p)
 		return false;
 	bool hit = address_match(fd, p, sa, len, v);

@@ -93,7 +93,7 @@ static void undo(struct fn_conn *c)
 
 void fn_conn_follow(struct fn_conn *c, uint64_t now)
 {
-	const struct fn_policy *p = fn_policy_current();
+	const struct fn_policy *p = fn_policy_fresh();
 	if (c->follow.on)
 		fn_shape_wake(c, now + 100 * MS);
 	if ((const void *)p == c->follow.policy || c->reset_pending)

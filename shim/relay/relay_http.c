@@ -214,7 +214,7 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 	struct fn_http_req rq = {method, h->path, host};
 	const struct fn_rule *seen = NULL, *r = NULL;
 	if (!(p->upgrade || p->method == HTTP_CONNECT))
-		r = fn_http_decide(fn_policy_current(), &h->ep, &rq, &seen);
+		r = fn_http_decide(fn_policy_fresh(), &h->ep, &rq, &seen);
 	else
 		h->upgrading = true; /* after it, bytes go through untouched */
 	enum fn_req_fate fate = FN_REQ_FORWARDED;

@@ -10,6 +10,7 @@ void add_shape_tests(void);
 void add_http_tests(void);
 void add_lpm_tests(void);
 void add_dnswire_tests(void);
+void add_rundir_tests(void);
 
 int main(int argc, char **argv)
 {
@@ -23,5 +24,6 @@ int main(int argc, char **argv)
 	add_http_tests();
 	add_lpm_tests();
 	add_dnswire_tests();
+	add_rundir_tests();
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }

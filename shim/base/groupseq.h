@@ -1,0 +1,46 @@
+/* groupseq.h - live control without a message: the group's change counter
+ * (core/rundir.h, GROUP.seq) mapped into this process, and the catch-up a
+ * covered call runs when the counter has moved past what this process has
+ * applied. The check is one acquire load and a compare; the catch-up (the
+ * journal read and applied by the control commands) runs under the change
+ * lock, which every change to the policy takes, on the calling thread. */
+#ifndef FAULTNET_GROUPSEQ_H
+#define FAULTNET_GROUPSEQ_H
+
+#include <stdint.h>
+
+/* The mapped counter (NULL when the process has no group state) and the
+ * last value this process caught up with. */
+extern const uint64_t *fn_groupseq_word;
+extern uint64_t fn_groupseq_seen;
+
+/* Maps the counter and names what applies the journal (the control
+ * commands, which live above this room). Called once at start, before
+ * any other thread of the shim's exists. */
+void fn_groupseq_attach(const uint64_t *word, void (*apply)(void));
+
+/* Brings this process up to seq: out of line, since it is rare. */
+void fn_groupseq_catch_up(uint64_t seq);
+
+static inline void fn_groupseq_check(void)
+{
+	const uint64_t *w = fn_groupseq_word;
+	if (!w)
+		return;
+	uint64_t s = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(s != __atomic_load_n(&fn_groupseq_seen, __ATOMIC_RELAXED), 0))
+		fn_groupseq_catch_up(s);
+}
+
+/* The change lock: held by whoever changes the policy (a catch-up, the
+ * control thread running a command), with every signal blocked and
+ * cancellation off, never across a blocking call but the journal's read. */
+void fn_change_lock(void);
+void fn_change_unlock(void);
+
+/* Fork: the child's lock is free again (only the forking thread exists). */
+void fn_groupseq_atfork_prepare(void);
+void fn_groupseq_atfork_parent(void);
+void fn_groupseq_atfork_child(void);
+
+#endif
