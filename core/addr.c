@@ -208,3 +208,46 @@ void fn_endpoint_format(const struct fn_endpoint *ep, char *buf, size_t len)
 	inet_ntop(ep->v4 ? AF_INET : AF_INET6, ep->ip, ip, sizeof(ip));
 	snprintf(buf, len, ep->v4 ? "%s:%u" : "[%s]:%u", ip, ep->port);
 }
+
+void fn_endpoint_to_sockaddr(const struct fn_endpoint *ep, bool v6, struct sockaddr_storage *ss,
+			     socklen_t *len)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (ep->v4) {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+		a->sin_family = AF_INET;
+		a->sin_port = htons(ep->port);
+		memcpy(&a->sin_addr, ep->ip, 4);
+		*len = sizeof(*a);
+		if (v6)
+			fn_sockaddr_map_v4(ss, len);
+		return;
+	}
+	struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+	a->sin6_family = AF_INET6;
+	a->sin6_port = htons(ep->port);
+	memcpy(&a->sin6_addr, ep->ip, 16);
+	*len = sizeof(*a);
+}
+
+void fn_sockaddr_map_v4(struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct sockaddr_in in = *(const struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+	memset(ss, 0, sizeof(*ss));
+	a->sin6_family = AF_INET6;
+	a->sin6_port = in.sin_port;
+	a->sin6_addr.s6_addr[10] = a->sin6_addr.s6_addr[11] = 0xff;
+	memcpy(&a->sin6_addr.s6_addr[12], &in.sin_addr, 4);
+	*len = sizeof(*a);
+}
+
+void fn_sockaddr_loopback(int family, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct fn_endpoint ep = {.v4 = family == AF_INET, .port = port};
+	if (ep.v4)
+		ep.ip[0] = 127, ep.ip[3] = 1;
+	else
+		ep.ip[15] = 1;
+	fn_endpoint_to_sockaddr(&ep, false, ss, len);
+}

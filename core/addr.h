@@ -30,6 +30,17 @@ struct fn_portrange {
  * (AF_UNIX, AF_UNSPEC, a short length). */
 bool fn_endpoint_from_sockaddr(struct fn_endpoint *ep, const struct sockaddr *sa, socklen_t len);
 
+/* ep as a sockaddr, IPv4-mapped (::ffff:a.b.c.d) when v6 and ep is IPv4. */
+void fn_endpoint_to_sockaddr(const struct fn_endpoint *ep, bool v6, struct sockaddr_storage *ss,
+			     socklen_t *len);
+
+/* The loopback address of family (127.0.0.1 or ::1) with port (host order). */
+void fn_sockaddr_loopback(int family, uint16_t port, struct sockaddr_storage *ss, socklen_t *len);
+
+/* The IPv4 address in *ss (AF_INET) rewritten in place as its IPv4-mapped
+ * IPv6 address, port kept: how an AF_INET6 socket reaches an IPv4 endpoint. */
+void fn_sockaddr_map_v4(struct sockaddr_storage *ss, socklen_t *len);
+
 bool fn_cidr_contains(const struct fn_cidr *c, const struct fn_endpoint *ep);
 
 /* Parsers return NULL on success or a static message describing the problem. */

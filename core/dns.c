@@ -80,16 +80,20 @@ bool fn_host_match(const char *pattern, const char *name)
 	return n == pl && strncasecmp(name, pattern, n) == 0;
 }
 
+bool fn_dns_rule_covers(const struct fn_policy *p, const struct fn_rule *r, const char *name)
+{
+	return r->action == FN_ACT_DNS && r->enabled &&
+	       (!r->host || fn_host_match(r->host, name)) &&
+	       (r->from_zone < 0 || r->from_zone == p->self_zone);
+}
+
 const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
 				    const struct fn_rule **seen)
 {
 	*seen = NULL;
 	for (size_t i = 0; p && i < p->nrules; i++) {
 		const struct fn_rule *r = &p->rules[i];
-		if (r->action != FN_ACT_DNS || !r->enabled ||
-		    (r->host && !fn_host_match(r->host, name)))
-			continue;
-		if (r->from_zone >= 0 && r->from_zone != p->self_zone)
+		if (!fn_dns_rule_covers(p, r, name))
 			continue;
 		if (!*seen)
 			*seen = r;

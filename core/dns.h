@@ -44,6 +44,10 @@ char *fn_host_pattern(const char *text, const char **why);
 /* Whether name (any case, trailing dot or not) matches pattern. */
 bool fn_host_match(const char *pattern, const char *name);
 
+/* Whether r is an enabled dns rule of this process's zone whose host
+ * pattern (if any) matches name; its conditions are not drawn. */
+bool fn_dns_rule_covers(const struct fn_policy *p, const struct fn_rule *r, const char *name);
+
 /* The first enabled dns rule whose host pattern matches name and whose
  * conditions (counted per lookup) let it apply; NULL to resolve as usual.
  * *seen gets the first dns rule whose pattern matched. */

@@ -317,7 +317,7 @@ s=$(grep -c '^skip$' "$FN_COUNTS")
 echo
 if [ "$f" != 0 ]; then
 	echo "what failed:"
-	grep -E '^\s+FAIL - |Test: .*FAILED|^FAILED |^ERROR ' "$FN_LOG" | cut -c1-300
+	grep -E '^\s+FAIL - |Test: .*FAILED|^FAILED |^ERROR |^not ok ' "$FN_LOG" | cut -c1-300
 fi
 echo "$p passed, $f failed, $s skipped"
 [ "$f" = 0 ]

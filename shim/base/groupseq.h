@@ -19,6 +19,14 @@ extern uint64_t fn_groupseq_seen;
  * any other thread of the shim's exists. */
 void fn_groupseq_attach(const uint64_t *word, void (*apply)(void));
 
+/* Makes the next covered call run the catch-up whatever the counter says
+ * (a fork child starts its control there). No sequence number faultctl
+ * writes is ever UINT64_MAX. */
+static inline void fn_groupseq_defer(void)
+{
+	__atomic_store_n(&fn_groupseq_seen, UINT64_MAX, __ATOMIC_RELAXED);
+}
+
 /* Brings this process up to seq: out of line, since it is rare. */
 void fn_groupseq_catch_up(uint64_t seq);
 

@@ -35,7 +35,9 @@ struct client {
 	int fd;
 	dev_t dev;
 	ino_t ino;
-	char in[FN_LINE_MAX + 1];
+	char *in; /* FN_LINE_MAX + 1 bytes while connected: kept out of the
+		   * array, so that a fork child resets 32 small entries rather
+		   * than writing to 2 MiB of copied pages */
 	size_t inlen;
 	struct fn_buf out;
 	size_t sent;
@@ -63,10 +65,12 @@ static bool open_listener(void)
 	int fd = LIBC(socket)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return false;
-	unlink(sock_path);	  /* ours: left by this pid's image before an exec */
-	mode_t old = umask(0177); /* the socket is 0600 */
-	int ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(fd, 64) == 0;
-	umask(old);
+	unlink(sock_path); /* ours: left by this pid's image before an exec */
+	/* 0600 by chmod, not umask: the umask is the whole process's, and a
+	 * fork child binds while the app's threads may be creating files. The
+	 * directory is 0700, so nobody else reaches the socket meanwhile. */
+	int ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && chmod(sock_path, 0600) == 0 &&
+		 listen(fd, 64) == 0;
 	if (!ok) {
 		LIBC(close)(fd);
 		return false;
@@ -84,6 +88,7 @@ static void drop_client(struct client *c)
 		LIBC(close)(c->fd);
 	}
 	fn_buf_free(&c->out);
+	free(c->in);
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 }
@@ -112,15 +117,19 @@ static void accept_clients(void)
 		for (int i = 0; i < CLIENTS && !c; i++)
 			if (clients[i].fd < 0)
 				c = &clients[i];
+		char *in = c ? malloc(FN_LINE_MAX + 1) : NULL;
 		const char *refuse = !peer_allowed(fd) ? "error permission denied\n"
 				     : !c	       ? "error too many clients\n"
+				     : !in	       ? "error out of memory\n"
 						       : NULL;
 		if (refuse) {
 			ssize_t w = send(fd, refuse, strlen(refuse), MSG_NOSIGNAL | MSG_DONTWAIT);
 			(void)w;
 			LIBC(close)(fd);
+			free(in);
 			continue;
 		}
+		c->in = in;
 		c->fd = fn_fd_move_high(fd, FN_RANGE_CONTROL);
 		fn_fd_identify(c->fd, &c->dev, &c->ino);
 		c->last = time(NULL);
@@ -366,8 +375,11 @@ static void *serve(void *arg)
 		for (int i = 0; i < CLIENTS; i++)
 			p[i + 1] = (struct pollfd){
 			    .fd = clients[i].fd,
-			    .events = (memchr(clients[i].in, '\n', clients[i].inlen) ? 0 : POLLIN) |
-				      (clients[i].out.len ? POLLOUT : 0)};
+			    .events =
+				(clients[i].inlen && memchr(clients[i].in, '\n', clients[i].inlen)
+				     ? 0
+				     : POLLIN) |
+				(clients[i].out.len ? POLLOUT : 0)};
 		if (poll(p, CLIENTS + 1, 200) < 0 && errno != EINTR)
 			continue;
 		end_if_alone();
@@ -398,8 +410,9 @@ static bool start_thread(void)
 	return r == 0;
 }
 
-/* Binds, catches up with the group, serves. */
-static void begin(bool fresh)
+/* Binds, catches up with the group, serves. alone: no other thread runs
+ * (at start, or in a fork child right after fork). */
+static void begin(bool fresh, bool alone)
 {
 	for (int i = 0; i < CLIENTS; i++)
 		clients[i].fd = -1;
@@ -409,12 +422,24 @@ static void begin(bool fresh)
 	}
 	if (fresh)
 		sweep_dead_sockets();
-	fn_cmd_catch_up(true); /* at start or in a fork child: no other thread */
+	fn_cmd_catch_up(alone);
 	started = start_thread();
 }
 
+/* A fork child serves faultctl from its first covered call on, not from
+ * fork: a child that only execs or _exits (a shell, a prefork pool's idle
+ * worker) costs no socket, no thread and no file in the run directory. */
+static bool child_pending;
+
+/* Runs under the change lock, at a covered call that found the group's
+ * counter moved (or the fork child's deferral: fn_groupseq_defer). */
 static void catch_up_live(void)
 {
+	if (child_pending) {
+		child_pending = false;
+		begin(false, false);
+		return;
+	}
 	fn_cmd_catch_up(false);
 }
 
@@ -462,7 +487,7 @@ const char *fn_control_start(void)
 	}
 	if (ctl && *ctl && strcmp(ctl, "on") != 0)
 		return "FAULTNET_CONTROL: must be on or off";
-	begin(true);
+	begin(true, true);
 	return NULL;
 }
 
@@ -483,14 +508,22 @@ void fn_control_atfork_child(void)
 		LIBC(close)(leader_fd);
 	}
 	leader_fd = -1;
-	for (int i = 0; i < CLIENTS; i++)
+	for (int i = 0; i < CLIENTS; i++) {
 		if (clients[i].fd >= 0 &&
 		    fn_fd_same_file(clients[i].fd, clients[i].dev, clients[i].ino)) {
 			fn_fd_set(clients[i].fd, 0);
 			LIBC(close)(clients[i].fd);
 		}
+		free(clients[i].in); /* the parent's, copied */
+		fn_buf_free(&clients[i].out);
+	}
 	memset(clients, 0, sizeof(clients));
-	begin(false);
+	if (fn_groupseq_word) {
+		child_pending = true;
+		fn_groupseq_defer();
+		return;
+	}
+	begin(false, true);
 }
 
 __attribute__((destructor)) static void fn_control_stop(void)

@@ -41,12 +41,9 @@ struct call {
  * the shim's. Counts nothing (fn_getaddrinfo counts it when it runs). */
 static bool taken(const struct fn_policy *p, const char *name)
 {
-	for (size_t i = 0; name && i < p->nrules; i++) {
-		const struct fn_rule *r = &p->rules[i];
-		if (r->action == FN_ACT_DNS && r->enabled &&
-		    (!r->host || fn_host_match(r->host, name)))
+	for (size_t i = 0; name && i < p->nrules; i++)
+		if (fn_dns_rule_covers(p, &p->rules[i], name))
 			return true;
-	}
 	return false;
 }
 

@@ -36,24 +36,6 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fn_ownfd wake_r = {-1, 0, 0}, wake_w = {-1, 0, 0};
 static bool running;
 
-static void loopback(struct sockaddr_storage *ss, socklen_t *len, bool v6, uint16_t port)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (v6) {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
-		a->sin6_family = AF_INET6;
-		a->sin6_addr = in6addr_loopback;
-		a->sin6_port = port;
-		*len = sizeof(*a);
-	} else {
-		struct sockaddr_in *a = (struct sockaddr_in *)ss;
-		a->sin_family = AF_INET;
-		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		a->sin_port = port;
-		*len = sizeof(*a);
-	}
-}
-
 static int own_socket(bool v6, int type)
 {
 	int fd = LIBC(socket)(v6 ? AF_INET6 : AF_INET, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -68,7 +50,7 @@ static bool open_pair(struct fn_dns_server *s)
 	for (int tries = 0; tries < 16; tries++) {
 		struct sockaddr_storage ss;
 		socklen_t len;
-		loopback(&ss, &len, v6, 0);
+		fn_sockaddr_loopback(v6 ? AF_INET6 : AF_INET, 0, &ss, &len);
 		int u = own_socket(v6, SOCK_DGRAM), t = own_socket(v6, SOCK_STREAM);
 		if (u >= 0 && t >= 0 && bind(u, (struct sockaddr *)&ss, len) == 0 &&
 		    getsockname(u, (struct sockaddr *)&ss, &len) == 0 &&
@@ -161,19 +143,10 @@ bool fn_dns_responder_addr(const struct sockaddr *sa, socklen_t len,
 	fn_signals_restore(&old);
 	if (!s)
 		return false;
-	if (sa->sa_family == AF_INET6 && ep.v4) { /* ::ffff:127.0.0.1 */
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)target;
-		memset(target, 0, sizeof(*target));
-		a->sin6_family = AF_INET6;
-		a->sin6_port = ((const struct sockaddr_in *)&s->at)->sin_port;
-		a->sin6_addr.s6_addr[10] = a->sin6_addr.s6_addr[11] = 0xff;
-		memcpy(&a->sin6_addr.s6_addr[12], &((const struct sockaddr_in *)&s->at)->sin_addr,
-		       4);
-		*tlen = sizeof(*a);
-		return true;
-	}
 	memcpy(target, &s->at, s->atlen);
 	*tlen = s->atlen;
+	if (sa->sa_family == AF_INET6 && ep.v4) /* ::ffff:127.0.0.1 */
+		fn_sockaddr_map_v4(target, tlen);
 	return true;
 }
 

@@ -87,30 +87,6 @@ void fn_ownfd_close(struct fn_ownfd *o)
 	o->fd = -1;
 }
 
-void fn_endpoint_to_sockaddr(const struct fn_endpoint *ep, bool v6, struct sockaddr_storage *ss,
-			     socklen_t *len)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (ep->v4 && !v6) {
-		struct sockaddr_in *a = (struct sockaddr_in *)ss;
-		a->sin_family = AF_INET;
-		a->sin_port = htons(ep->port);
-		memcpy(&a->sin_addr, ep->ip, 4);
-		*len = sizeof(*a);
-		return;
-	}
-	struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
-	a->sin6_family = AF_INET6;
-	a->sin6_port = htons(ep->port);
-	if (ep->v4) {
-		a->sin6_addr.s6_addr[10] = a->sin6_addr.s6_addr[11] = 0xff;
-		memcpy(&a->sin6_addr.s6_addr[12], ep->ip, 4);
-	} else {
-		memcpy(&a->sin6_addr, ep->ip, 16);
-	}
-	*len = sizeof(*a);
-}
-
 static void deliver(const struct dest *d, const uint8_t *m, size_t n)
 {
 	if (d->conn < 0) {

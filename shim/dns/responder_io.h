@@ -45,8 +45,4 @@ void fn_dns_serve(const struct fn_ownfd *wake);
  * waiting for the real nameserver, answers waiting to be sent). */
 void fn_dns_responder_io_forget(void);
 
-/* ep as a sockaddr, IPv4-mapped when v6 and ep is IPv4. */
-void fn_endpoint_to_sockaddr(const struct fn_endpoint *ep, bool v6, struct sockaddr_storage *ss,
-			     socklen_t *len);
-
 #endif

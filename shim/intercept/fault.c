@@ -162,18 +162,9 @@ static const char *fault_outcome(const struct fn_verdict *v)
  * would for the real peer, not ::1. */
 static bool mapped_sink(enum fn_sink_kind kind, struct sockaddr_storage *target, socklen_t *tlen)
 {
-	struct sockaddr_storage v4;
-	socklen_t l4;
-	if (!fn_sink_addr(kind, AF_INET, &v4, &l4))
+	if (!fn_sink_addr(kind, AF_INET, target, tlen))
 		return false;
-	const struct sockaddr_in *in = (const struct sockaddr_in *)&v4;
-	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)target;
-	memset(target, 0, sizeof(*target));
-	in6->sin6_family = AF_INET6;
-	in6->sin6_port = in->sin_port;
-	in6->sin6_addr.s6_addr[10] = in6->sin6_addr.s6_addr[11] = 0xff;
-	memcpy(&in6->sin6_addr.s6_addr[12], &in->sin_addr, 4);
-	*tlen = sizeof(*in6);
+	fn_sockaddr_map_v4(target, tlen);
 	return true;
 }
 

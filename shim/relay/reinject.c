@@ -43,13 +43,8 @@ static int helper_fd(int family)
 		return helper[f];
 	int fd = LIBC(socket)(family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	struct sockaddr_storage ss;
-	memset(&ss, 0, sizeof(ss));
-	ss.ss_family = (sa_family_t)family;
-	socklen_t len = f ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-	if (f)
-		((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
-	else
-		((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len;
+	fn_sockaddr_loopback(family, 0, &ss, &len);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
 		if (fd >= 0)

@@ -54,24 +54,6 @@ static struct {
 static int nretired;
 static pthread_mutex_t stall_lock = PTHREAD_MUTEX_INITIALIZER; /* live, retired */
 
-static void fill_loopback(int family, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (family == AF_INET) {
-		struct sockaddr_in *in = (struct sockaddr_in *)ss;
-		in->sin_family = AF_INET;
-		in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		in->sin_port = htons(port);
-		*len = sizeof(*in);
-	} else {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-		in6->sin6_family = AF_INET6;
-		in6->sin6_addr = in6addr_loopback;
-		in6->sin6_port = htons(port);
-		*len = sizeof(*in6);
-	}
-}
-
 static void close_quietly(int fd)
 {
 	if (fd >= 0) {
@@ -103,7 +85,7 @@ static int park_connection(int family, uint16_t port)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	fill_loopback(family, port, &ss, &len);
+	fn_sockaddr_loopback(family, port, &ss, &len);
 	int fd = open_socket(family, SOCK_STREAM, false);
 	if (fd < 0)
 		return -1;
@@ -125,7 +107,7 @@ static int bind_listen(struct sink *s, enum fn_sink_kind kind, int family, uint1
 		return -1;
 	struct sockaddr_storage ss;
 	socklen_t len;
-	fill_loopback(family, port, &ss, &len);
+	fn_sockaddr_loopback(family, port, &ss, &len);
 	int small = 1; /* the kernel rounds it up to its minimum */
 	int one = 1;
 	if (kind == FN_SINK_UDP)
@@ -301,26 +283,18 @@ bool fn_sink_addr(enum fn_sink_kind kind, int family, struct sockaddr_storage *a
 {
 	int e = errno;
 	if (family == AF_INET6 && ensure(&sinks[kind][1], kind, AF_INET6)) {
-		fill_loopback(AF_INET6, sinks[kind][1].port, addr, len);
+		fn_sockaddr_loopback(AF_INET6, sinks[kind][1].port, addr, len);
 		stall_serves(kind, AF_INET6);
 		errno = e;
 		return true;
 	}
 	if (!ensure(&sinks[kind][0], kind, AF_INET))
 		return false;
-	fill_loopback(AF_INET, sinks[kind][0].port, addr, len);
+	fn_sockaddr_loopback(AF_INET, sinks[kind][0].port, addr, len);
 	stall_serves(kind, AF_INET);
 	if (family == AF_INET6) {
 		/* No IPv6 loopback here: reach the IPv4 sink as ::ffff:127.0.0.1. */
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)addr;
-		uint16_t port = ((struct sockaddr_in *)addr)->sin_port;
-		memset(addr, 0, sizeof(*addr));
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = port;
-		in6->sin6_addr.s6_addr[10] = in6->sin6_addr.s6_addr[11] = 0xff;
-		in6->sin6_addr.s6_addr[12] = 127;
-		in6->sin6_addr.s6_addr[15] = 1;
-		*len = sizeof(*in6);
+		fn_sockaddr_map_v4(addr, len);
 	}
 	errno = e;
 	return true;

@@ -264,13 +264,40 @@ def test_16_stall_frees_closed():
 
 
 FORKS = r"""
-import os
+import os, time
+t0 = time.monotonic()
 for i in range(200):
     pid = os.fork()
     if pid == 0:
         os._exit(0)
     os.waitpid(pid, 0)
+print((time.monotonic() - t0) / 200 * 1e6)
 """
+
+
+def test_17_fork_is_cheap():
+    """17 (the cost half): fork + _exit took 9 times as long under the shim,
+    each child starting a control socket and thread at fork. A child now
+    serves faultctl from its first covered call: one that only _exits
+    leaves no socket file and costs about what it costs without the shim."""
+    rundir = tempfile.mkdtemp(prefix="fn-forkcost-")
+    env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=rundir)
+    plain, shim = [], []
+    for _ in range(3):  # side by side, best of three each
+        plain.append(float(subprocess.run([PY, "-c", FORKS], env=clean_env(), capture_output=True,
+                                          text=True, timeout=120).stdout))
+        out = subprocess.run([PY, "-c", FORKS], env=env, capture_output=True, text=True, timeout=120)
+        shim.append(float(out.stdout))
+        socks = [f for f in os.listdir(rundir) if f.endswith(".sock")]
+        if socks:
+            break
+    check("17: 200 children that only _exit create no socket file (%d found)" % len(socks),
+          socks == [], socks[:5])
+    print("  figure: fork + _exit %.0f us under the shim, %.0f us without (best of 3)"
+          % (min(shim), min(plain)))
+    check("17: fork + _exit under the shim within 3 times its cost without (%.0f us vs %.0f us)"
+          % (min(shim), min(plain)), min(shim) < 3 * min(plain) + 200)
+    subprocess.run(["rm", "-rf", rundir])
 
 
 def test_17_no_stale_sockets():
@@ -279,7 +306,7 @@ def test_17_no_stale_sockets():
     those of processes that are gone."""
     rundir = tempfile.mkdtemp(prefix="fn-stale-")
     env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=rundir)
-    subprocess.run([PY, "-c", FORKS], env=env, timeout=120)
+    subprocess.run([PY, "-c", FORKS], env=env, timeout=120, capture_output=True)
     p = subprocess.Popen(["sleep", "5"], env=env)
     time.sleep(1)
     left = [f for f in os.listdir(rundir) if f.endswith(".sock")]
@@ -293,6 +320,7 @@ def test_17_no_stale_sockets():
 def main():
     print("hostile app, process level (%s)" % BUILD)
     test_18_idle_without_policy()
+    test_17_fork_is_cheap()
     test_6_no_spin_at_fd_limit()
     test_15_ports_like_plain_connects()
     test_19_inherited_udp_socket()

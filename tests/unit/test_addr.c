@@ -118,6 +118,49 @@ static void test_endpoint_rejects_non_inet(void)
 	CU_ASSERT_STRING_EQUAL(buf, "[::1]:8443");
 }
 
+static void test_endpoint_to_sockaddr(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char text[64];
+	struct fn_endpoint a = ep4("127.66.0.1", 443), b = ep6("::1", 8443), back;
+	fn_endpoint_to_sockaddr(&a, false, &ss, &len);
+	CU_ASSERT_EQUAL(ss.ss_family, AF_INET);
+	CU_ASSERT_EQUAL(len, sizeof(struct sockaddr_in));
+	/* On an AF_INET6 socket, an IPv4 endpoint is IPv4-mapped, port kept. */
+	fn_endpoint_to_sockaddr(&a, true, &ss, &len);
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+	CU_ASSERT_EQUAL(ss.ss_family, AF_INET6);
+	CU_ASSERT_EQUAL(len, sizeof(struct sockaddr_in6));
+	CU_ASSERT_EQUAL(ntohs(in6->sin6_port), 443);
+	inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+	CU_ASSERT_STRING_EQUAL(text, "::ffff:127.66.0.1");
+	/* ... and reads back as the same IPv4 endpoint. */
+	CU_ASSERT_TRUE(fn_endpoint_from_sockaddr(&back, (struct sockaddr *)&ss, len));
+	CU_ASSERT_TRUE(back.v4 && back.port == 443 && memcmp(back.ip, a.ip, 4) == 0);
+	fn_endpoint_to_sockaddr(&b, true, &ss, &len);
+	inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+	CU_ASSERT_STRING_EQUAL(text, "::1");
+	/* In place, as the sinks use it. */
+	struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+	memset(&ss, 0, sizeof(ss));
+	in->sin_family = AF_INET;
+	in->sin_port = htons(9);
+	in->sin_addr.s_addr = htonl(0x7f000001);
+	len = sizeof(*in);
+	fn_sockaddr_map_v4(&ss, &len);
+	inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+	CU_ASSERT_STRING_EQUAL(text, "::ffff:127.0.0.1");
+	CU_ASSERT_EQUAL(ntohs(in6->sin6_port), 9);
+	CU_ASSERT_EQUAL(len, sizeof(struct sockaddr_in6));
+	fn_sockaddr_loopback(AF_INET, 7, &ss, &len);
+	CU_ASSERT_TRUE(len == sizeof(*in) && in->sin_addr.s_addr == htonl(INADDR_LOOPBACK) &&
+		       ntohs(in->sin_port) == 7);
+	fn_sockaddr_loopback(AF_INET6, 8, &ss, &len);
+	CU_ASSERT_TRUE(len == sizeof(*in6) && IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) &&
+		       ntohs(in6->sin6_port) == 8);
+}
+
 void add_addr_tests(void)
 {
 	CU_pSuite s = CU_add_suite("addr", NULL, NULL);
@@ -126,4 +169,5 @@ void add_addr_tests(void)
 	CU_add_test(s, "CIDR errors", test_cidr_errors);
 	CU_add_test(s, "port sets", test_ports);
 	CU_add_test(s, "non-inet endpoints and formatting", test_endpoint_rejects_non_inet);
+	CU_add_test(s, "endpoints as sockaddrs, IPv4-mapped", test_endpoint_to_sockaddr);
 }
