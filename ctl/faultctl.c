@@ -366,7 +366,15 @@ static char *load_line(const char *file)
 	return line.s;
 }
 
-/* Sends a change to each target; prints what each said. */
+/* One change's outcome as a JSON line: who ("pid":N or the group's
+ * fields), ok, and the reply, escaped (a reply may quote the rule text). */
+static void print_json_reply(const char *who, bool ok, const char *reply)
+{
+	printf("{%s,\"ok\":%s,\"reply\":", who, ok ? "true" : "false");
+	render_json_string(stdout, reply);
+	puts("}");
+}
+
 /* Sends a change to every target; returns how many did not apply it. */
 static int send_change(struct target *t, int n, const char *line, bool json)
 {
@@ -382,10 +390,11 @@ static int send_change(struct target *t, int n, const char *line, bool json)
 		if (!r->s)
 			fn_buf_printf(r, "error out of memory\n");
 		r->s[strcspn(r->s, "\n")] = '\0';
-		if (json)
-			printf("{\"pid\":%d,\"ok\":%s,\"reply\":\"%s\"}\n", (int)t[i].pid,
-			       ok ? "true" : "false", r->s + (ok ? 2 + (r->s[2] == ' ') : 6));
-		else
+		if (json) {
+			char who[32];
+			snprintf(who, sizeof(who), "\"pid\":%d", (int)t[i].pid);
+			print_json_reply(who, ok, r->s + (ok ? 2 + (r->s[2] == ' ') : 6));
+		} else
 			fprintf(ok ? stdout : stderr, "%d: %s\n", (int)t[i].pid, r->s);
 		fn_buf_free(r);
 	}
@@ -414,10 +423,11 @@ static int checker(struct target *t, int n, const char *sequenced, struct fn_buf
 static void print_group_reply(const struct opts *o, const char *group, int n, bool ok,
 			      const char *reply)
 {
-	if (o->json)
-		printf("{\"group\":\"%s\",\"processes\":%d,\"ok\":%s,\"reply\":\"%s\"}\n", group, n,
-		       ok ? "true" : "false", reply);
-	else
+	if (o->json) {
+		char who[128];
+		snprintf(who, sizeof(who), "\"group\":\"%s\",\"processes\":%d", group, n);
+		print_json_reply(who, ok, reply);
+	} else
 		fprintf(ok ? stdout : stderr, "group %s (%d process%s): %s%s\n", group, n,
 			n == 1 ? "" : "es", ok ? "ok " : "error ", reply);
 }

@@ -8,7 +8,7 @@
 
 #define FIELDS 32
 
-static void json_string(FILE *out, const char *s)
+void render_json_string(FILE *out, const char *s)
 {
 	fputc('"', out);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -40,16 +40,16 @@ void render_json_record(FILE *out, const char *line)
 	if (sp)
 		*sp = '\0';
 	fputs("{\"type\":", out);
-	json_string(out, copy);
+	render_json_string(out, copy);
 	if (sp && fn_record_parse(sp + 1, keys, values, FIELDS, &n))
 		for (int i = 0; i < n; i++) {
 			fputc(',', out);
-			json_string(out, keys[i]);
+			render_json_string(out, keys[i]);
 			fputc(':', out);
 			if (is_number(values[i]))
 				fputs(values[i], out);
 			else
-				json_string(out, values[i]);
+				render_json_string(out, values[i]);
 		}
 	fputs("}", out);
 	free(copy);

@@ -6,6 +6,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+/* s as a JSON string, quoted, with quotes, backslashes and control bytes
+ * escaped. */
+void render_json_string(FILE *out, const char *s);
+
 /* Prints one record line ("type key=value ...") as a JSON object. */
 void render_json_record(FILE *out, const char *line);
 

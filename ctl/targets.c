@@ -311,10 +311,15 @@ bool journal_drop(const char *dir, const char *group, unsigned long long seq)
 	bool found = false;
 	while (f && getline(&line, &cap, f) > 0) {
 		unsigned long long s;
-		if (sscanf(line, "%llu ", &s) == 1 && s == seq)
+		if (sscanf(line, "%llu ", &s) == 1 && s == seq) {
+			/* The number stays, as a change no process applies: a
+			 * number used again would be "already applied" wherever
+			 * the refused change had been seen. */
+			fn_buf_printf(&keep, "%llu refused\n", s);
 			found = true;
-		else
+		} else {
 			fn_buf_add(&keep, line, strlen(line));
+		}
 	}
 	free(line);
 	if (f)

@@ -42,7 +42,9 @@ void targets_request_all(const struct target *t, int n, const char *line, struct
 int journal_append(const char *dir, const char *group, const char *line, unsigned long long *seq,
 		   char *err, size_t errlen);
 void journal_unlock(int lockfd);
-/* Takes entry seq, the last one, back out of the journal (lock held). */
+/* Takes the change of entry seq, the last one, back out of the journal
+ * (lock held): the entry becomes "SEQ refused", which every process skips,
+ * so that the number is never used again. */
 bool journal_drop(const char *dir, const char *group, unsigned long long seq);
 
 /* Stores seq in the group's change counter (core/rundir.h) with release

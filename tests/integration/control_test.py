@@ -498,6 +498,22 @@ def test_stopped_and_threadless():
         x.stop()
 
 
+def test_refused_then_next():
+    """A refused group change takes its sequence number with it: the next
+    change got the same number, and the member that had refused the first
+    answered "already applied" and never applied the second."""
+    a = Agent.start(group="refused")
+    r = ctl("-g", "refused", "add", '{ name = "x"; action = "nope"; match = { to = "127.66.9.9/32"; }; }')
+    check("a change the member refuses: exit 1, with its reason",
+          r.returncode == 1 and "unknown action 'nope'" in r.stderr, r.stderr)
+    r = ctl("-g", "refused", "enable", "bh")
+    check("the next change is applied, not 'already applied' (%s)" % r.stdout.strip(),
+          r.returncode == 0 and "ok bh enabled" in r.stdout, r.stdout + r.stderr)
+    check("... and in force", a.ask("try 127.66.0.1 8443") == "blackholed")
+    ctl("-g", "refused", "reset")
+    a.stop()
+
+
 def test_timing_32():
     agents = [Agent.start(group="g32") for _ in range(32)]
     times = []
@@ -531,6 +547,7 @@ def main():
         test_verbs()
         test_run_group_and_stats()
         test_stopped_and_threadless()
+        test_refused_then_next()
         test_timing_32()
     finally:
         echo.kill()

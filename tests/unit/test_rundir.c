@@ -22,6 +22,16 @@ static int open_seq(const char *dir, const char *name, mode_t mode)
 	return fd;
 }
 
+/* fd is not a counter to trust: no mapping, EPERM. Closes fd. */
+static void refused(int fd)
+{
+	CU_ASSERT_TRUE_FATAL(fd >= 0);
+	errno = 0;
+	CU_ASSERT_PTR_NULL(fn_seq_map(fd, false));
+	CU_ASSERT_EQUAL(errno, EPERM);
+	close(fd);
+}
+
 static void test_seq_shared(void)
 {
 	char dir[] = "/tmp/fn-seq-XXXXXX";
@@ -47,20 +57,12 @@ static void test_seq_shared(void)
 	close(wfd);
 	close(rfd);
 	/* Readable by others: not ours to trust. */
-	int open_fd = open_seq(dir, "open.seq", 0644);
-	errno = 0;
-	CU_ASSERT_PTR_NULL(fn_seq_map(open_fd, false));
-	CU_ASSERT_EQUAL(errno, EPERM);
-	close(open_fd);
+	refused(open_seq(dir, "open.seq", 0644));
 	/* A directory is not a counter. */
 	char sub[300];
 	snprintf(sub, sizeof(sub), "%s/d.seq", dir);
 	mkdir(sub, 0700);
-	int dfd = open(sub, O_RDONLY | O_DIRECTORY);
-	errno = 0;
-	CU_ASSERT_PTR_NULL(fn_seq_map(dfd, false));
-	CU_ASSERT_EQUAL(errno, EPERM);
-	close(dfd);
+	refused(open(sub, O_RDONLY | O_DIRECTORY));
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	CU_ASSERT_EQUAL(system(cmd), 0);
