@@ -1,7 +1,8 @@
 /* control.c - the control thread. It runs with every signal blocked, takes
  * no lock the app's socket calls need, never blocks on a client (sockets
- * are non-blocking, replies are buffered), and notices when the app closes
- * its fds. Clients whose uid is neither ours nor root are refused. */
+ * are non-blocking, replies are buffered), and keeps its fds in a table of
+ * its own (unshare(CLONE_FILES)), so that the app never sees or closes
+ * them. Clients whose uid is neither ours nor root are refused. */
 #include "shim/control/control.h"
 
 #include <dirent.h>
@@ -9,6 +10,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +59,45 @@ static pid_t owner_pid;
 static struct client clients[CLIENTS];
 static bool started;
 
+/* Set in the control thread once its fds live in a table of its own: then
+ * its fd numbers mean nothing in the app's table, and are neither marked
+ * there nor closed from an app thread. Without it (unshare refused, by a
+ * seccomp filter say) they live high in the app's table, marked ours. */
+static bool private_fds;
+
+static int own_fd(int fd)
+{
+	return private_fds ? fd : fn_fd_move_high(fd, FN_RANGE_CONTROL);
+}
+
+/* Gives the thread a table of its own, a copy of the app's, and closes
+ * the copies at once: a copy would keep the app's sockets open after the
+ * app closes them (its locks stay: POSIX locks belong to the app's table).
+ * False when the copies cannot be closed: the thread must then end. */
+static bool unshare_fds(bool *unshared)
+{
+	*unshared = unshare(CLONE_FILES) == 0;
+	if (!*unshared)
+		return true; /* shared, as threads are by default */
+	if (!fn_libc.close_range)
+		fn_libc_resolve();
+	bool closed = fn_libc.close_range && fn_libc.close_range(0, ~0u, 0) == 0;
+	DIR *d = closed ? NULL : opendir("/proc/thread-self/fd");
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d))
+			LIBC(close)(atoi(e->d_name));
+	if (d)
+		closedir(d);
+	if (!closed && !d)
+		return false;
+	/* 0, 1 and 2 to /dev/null: the thread prints nothing, and whatever
+	 * might (glibc's last words) must not write into a client's socket. */
+	for (int i = 0; i < 3; i++)
+		open("/dev/null", O_RDWR | O_CLOEXEC);
+	return true;
+}
+
 static bool open_listener(void)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -75,7 +117,7 @@ static bool open_listener(void)
 		LIBC(close)(fd);
 		return false;
 	}
-	listen_fd = fn_fd_move_high(fd, FN_RANGE_CONTROL);
+	listen_fd = own_fd(fd);
 	fn_fd_identify(listen_fd, &listen_dev, &listen_ino);
 	owner_pid = getpid();
 	return true;
@@ -84,7 +126,8 @@ static bool open_listener(void)
 static void drop_client(struct client *c)
 {
 	if (fn_fd_same_file(c->fd, c->dev, c->ino)) {
-		fn_fd_set(c->fd, 0);
+		if (!private_fds)
+			fn_fd_set(c->fd, 0);
 		LIBC(close)(c->fd);
 	}
 	fn_buf_free(&c->out);
@@ -130,7 +173,7 @@ static void accept_clients(void)
 			continue;
 		}
 		c->in = in;
-		c->fd = fn_fd_move_high(fd, FN_RANGE_CONTROL);
+		c->fd = own_fd(fd);
 		fn_fd_identify(c->fd, &c->dev, &c->ino);
 		c->last = time(NULL);
 	}
@@ -292,7 +335,7 @@ static bool leader_exited(void)
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return false;
-		leader_fd = fn_fd_move_high(fd, FN_RANGE_CONTROL);
+		leader_fd = own_fd(fd);
 		fn_fd_identify(leader_fd, &leader_dev, &leader_ino);
 	}
 	char line[256];
@@ -360,10 +403,22 @@ static void sweep_dead_sockets(void)
 		closedir(d);
 }
 
+/* What the starting app thread waits for: the listener bound (or not). */
+static sem_t bound;
+static bool bound_ok;
+
 static void *serve(void *arg)
 {
 	(void)arg;
 	pthread_setname_np(pthread_self(), "faultnet-ctl");
+	bool unshared;
+	bound_ok = unshare_fds(&unshared);
+	private_fds = unshared && bound_ok;
+	bound_ok = bound_ok && open_listener();
+	bool ok = bound_ok;
+	sem_post(&bound); /* bound_ok is the starter's from here on */
+	if (!ok)
+		return NULL; /* a private table goes with the thread */
 	struct pollfd p[CLIENTS + 1];
 	for (;;) {
 		if (!fn_fd_same_file(listen_fd, listen_dev, listen_ino) && !open_listener()) {
@@ -404,10 +459,17 @@ static bool start_thread(void)
 	pthread_attr_setstacksize(&attr, 256 << 10);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_t t;
+	sem_init(&bound, 0, 0);
 	int r = pthread_create(&t, &attr, serve, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
-	return r == 0;
+	/* The socket file exists when the shim's start returns (faultctl finds
+	 * the process from then on). sem_wait is a cancellation point: the
+	 * caller has cancellation off (constructor, or the change lock). */
+	while (r == 0 && sem_wait(&bound) != 0)
+		;
+	sem_destroy(&bound);
+	return r == 0 && bound_ok;
 }
 
 /* Binds, catches up with the group, serves. alone: no other thread runs
@@ -416,14 +478,12 @@ static void begin(bool fresh, bool alone)
 {
 	for (int i = 0; i < CLIENTS; i++)
 		clients[i].fd = -1;
-	if (!open_listener()) {
-		fn_say("faultnet: control disabled: cannot serve a socket in %s", rundir);
-		return;
-	}
 	if (fresh)
 		sweep_dead_sockets();
 	fn_cmd_catch_up(alone);
 	started = start_thread();
+	if (!started)
+		fn_say("faultnet: control disabled: cannot serve a socket in %s", rundir);
 }
 
 /* A fork child serves faultctl from its first covered call on, not from
@@ -496,6 +556,14 @@ void fn_control_atfork_child(void)
 	if (!started)
 		return;
 	started = false;
+	if (private_fds) {
+		/* The parent's control fds were in its control thread's table,
+		 * which the child has not got: only the memory stays to reset. */
+		private_fds = false;
+		listen_fd = leader_fd = -1;
+		for (int i = 0; i < CLIENTS; i++)
+			clients[i].fd = -1;
+	}
 	/* The parent's listener and clients are the parent's business; our
 	 * copies of their fds must go. */
 	if (fn_fd_same_file(listen_fd, listen_dev, listen_ino)) {

@@ -51,6 +51,41 @@ def test_18_idle_without_policy():
     subprocess.run(["rm", "-rf", rundir])
 
 
+CLOSE_ALL = r"""
+import os, sys, time
+print(sorted(os.listdir("/proc/self/fd")), flush=True)
+os.closerange(3, 1 << 20)  # what a daemon or a subprocess child does
+print("closed", flush=True)
+time.sleep(10)
+"""
+
+
+def test_27_no_visible_fd():
+    """27: the control socket (fd 1064) was an fd of the app's own, so a
+    program listing its fds met one it had not opened (CPython's
+    test_subprocess failed on it), and one closing every fd closed it. The
+    control thread keeps its fds in a table of its own."""
+    rundir = tempfile.mkdtemp(prefix="fn-fds-")
+    bare = footprint(clean_env())[1]
+    env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=rundir)
+    shim = footprint(env)[1]
+    socks = [f for f in os.listdir(rundir) if f.endswith(".sock")]
+    check("27: a process under a policy holds the fds it would hold without the shim (%s vs %s)"
+          % (shim, bare), shim == bare and socks != [], (shim, bare, socks))
+    p = subprocess.Popen([PY, "-c", CLOSE_ALL], env=env, stdout=subprocess.PIPE, text=True)
+    seen = p.stdout.readline().strip()
+    p.stdout.readline()
+    r = subprocess.run([CTL, "-p", str(p.pid), "ps"], env=clean_env(FAULTNET_RUNDIR=rundir),
+                       capture_output=True, text=True, timeout=10)
+    p.kill()
+    p.wait()
+    check("27: the app lists only its own fds (%s) and closing them all leaves faultctl its "
+          "socket (exit %d)" % (seen, r.returncode),
+          seen == "['0', '1', '2', '3']" and r.returncode == 0 and str(p.pid) in r.stdout,
+          (seen, r.stdout, r.stderr))
+    subprocess.run(["rm", "-rf", rundir])
+
+
 CPU_HOG = r"""
 import os, resource, sys, time
 resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
@@ -323,6 +358,7 @@ def test_17_no_stale_sockets():
 def main():
     print("hostile app, process level (%s)" % BUILD)
     test_18_idle_without_policy()
+    test_27_no_visible_fd()
     test_17_fork_is_cheap()
     test_6_no_spin_at_fd_limit()
     test_15_ports_like_plain_connects()
