@@ -186,6 +186,11 @@ s_conformance() {
 	ASAN_OPTIONS=detect_leaks=0 pyscript tests/conformance/conformance.py build CONFORMANCE.md
 }
 
+s_cpython() {
+	echo "=== CPython's own test suite (15 modules) with and without the shim: no outcome may change"
+	pyscript tests/cpython/compare.py build
+}
+
 s_http_sdk() {
 	echo "=== HTTP faults and real SDKs: the S3 retry quota, boto3, a retry storm, the HTTP policies"
 	ASAN_OPTIONS=detect_leaks=0 pyscript tests/http/http_sdk.py build
@@ -282,7 +287,7 @@ s_layout() {
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach asan tsan valgrind conformance http_sdk scenarios helpers bench fuzz man deb style layout"
+ALL="$PER_BUILD reach asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man deb style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"
