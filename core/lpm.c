@@ -152,6 +152,29 @@ static void add_to(struct builder *b, uint32_t *slot, uint32_t rule)
 		add_to(b, &b->t->nodes[(size_t)node * 256 + i], rule);
 }
 
+/* The strides: IPv4 takes its first 16 bits in one step (the root is
+ * 65,536 slots), then 8 and 8; IPv6 takes 8 bits a step. Level k of a
+ * prefix ends at bit end_of(), and key_of() is its slot at that level. */
+static unsigned end_of(const struct fn_cidr *c, unsigned level)
+{
+	return c->v4 ? 16 + level * 8 : (level + 1) * 8;
+}
+
+static unsigned key_of(const struct fn_cidr *c, unsigned level)
+{
+	if (!c->v4)
+		return c->ip[level];
+	return level ? c->ip[level + 1] : (unsigned)c->ip[0] << 8 | c->ip[1];
+}
+
+/* The slot of key at a level: IPv4's root is indexed by its two bytes in
+ * little-endian order (ip[0] | ip[1] << 8), which the lookup reads in one
+ * load on the machines we run on; the others by the key. */
+static unsigned slot_index(const struct fn_cidr *c, unsigned level, unsigned key)
+{
+	return c->v4 && !level ? (key >> 8) | (key & 255) << 8 : key;
+}
+
 /* Inserts rule for the prefix c: down to the level where it ends, then
  * into every slot it covers there. */
 static void insert(struct builder *b, const struct fn_cidr *c, uint32_t rule)
@@ -159,27 +182,28 @@ static void insert(struct builder *b, const struct fn_cidr *c, uint32_t rule)
 	uint32_t *root = c->v4 ? b->t->root4 : b->t->root6;
 	uint32_t node = CHILD - 1; /* the root */
 	for (unsigned level = 0;; level++) {
-		unsigned end = (level + 1) * 8;
+		unsigned end = end_of(c, level), key = key_of(c, level);
 		if (c->prefix <= end) {
-			unsigned span = 1u << (end - c->prefix), first = c->ip[level] & ~(span - 1);
+			unsigned span = 1u << (end - c->prefix), first = key & ~(span - 1);
 			for (unsigned s = first; s < first + span && !b->oom; s++)
-				add_to(b, slot_of(b, root, node, s), rule);
+				add_to(b, slot_of(b, root, node, slot_index(c, level, s)), rule);
 			return;
 		}
-		uint32_t *slot = slot_of(b, root, node, c->ip[level]);
+		unsigned at = slot_index(c, level, key);
+		uint32_t *slot = slot_of(b, root, node, at);
 		if (!(*slot & CHILD)) {
 			uint32_t child = new_node(b, *slot);
 			if (b->oom)
 				return;
-			slot = slot_of(b, root, node, c->ip[level]); /* nodes may have moved */
+			slot = slot_of(b, root, node, at); /* nodes may have moved */
 			*slot = child;
 		}
 		node = *slot & ~CHILD;
 	}
 }
 
-/* Replaces list ids in slots by offsets (+ 1) into the pool, writing each
- * list once. */
+/* Replaces list ids in slots by offsets into the pool, writing each list
+ * once; the empty list is offset 0, written first. */
 static bool finish_slots(struct builder *b, uint32_t *slots, size_t n, uint32_t *offset)
 {
 	struct fn_lpm *t = b->t;
@@ -194,18 +218,18 @@ static bool finish_slots(struct builder *b, uint32_t *slots, size_t n, uint32_t 
 				return false;
 			t->pool = pool;
 			uint32_t at = (uint32_t)t->npool, k = b->len[v];
-			pool[at + k] = FN_LPM_END;
+			pool[at + k] = t->end;
 			for (uint32_t id = v; id; id = b->parent[id])
 				pool[at + --k] = b->last[id];
 			t->npool = need;
-			offset[v] = at + 1;
+			offset[v] = at;
 		}
 		slots[i] = offset[v];
 	}
 	return true;
 }
 
-static bool add_rule(struct builder *b, const struct fn_policy *p, size_t i, size_t *nany)
+static bool add_rule(struct builder *b, const struct fn_policy *p, size_t i)
 {
 	const struct fn_rule *r = &p->rules[i];
 	if (r->action == FN_ACT_DNS) /* matched by name, never by address */
@@ -217,12 +241,16 @@ static bool add_rule(struct builder *b, const struct fn_policy *p, size_t i, siz
 		n = p->zones[r->to_zone].ncidrs;
 	}
 	if (!n && r->to_zone < 0) {
-		b->t->any[(*nany)++] = (uint32_t)i;
-		return true;
+		/* Every destination: in every slot of both families, so that a
+		 * lookup has one list to read, already in file order. */
+		static const struct fn_cidr all[2] = {{.v4 = true}, {.v4 = false}};
+		cidrs = all;
+		n = 2;
+	} else {
+		b->t->prefixes += n;
 	}
 	for (size_t k = 0; k < n && !b->oom; k++)
 		insert(b, &cidrs[k], (uint32_t)i);
-	b->t->prefixes += n;
 	return !b->oom;
 }
 
@@ -230,13 +258,20 @@ struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 {
 	struct builder b = {0};
 	struct fn_lpm *t = calloc(1, sizeof(*t));
-	if (!t || !(t->any = malloc((p->nrules + 1) * sizeof(uint32_t))) ||
-	    !(t->simple = malloc(p->nrules + 1))) {
-		if (t)
-			free(t->any);
+	/* calloc: the root's untouched pages stay unwritten, and 0 is the
+	 * empty list. */
+	if (!t || !(t->root4 = calloc(FN_LPM_ROOT4, sizeof(uint32_t))) ||
+	    !(t->pool = malloc(sizeof(uint32_t))) || !(t->simple = malloc(p->nrules + 1))) {
+		if (t) {
+			free(t->root4);
+			free(t->pool);
+		}
 		free(t);
 		return NULL;
 	}
+	t->end = (uint32_t)p->nrules;
+	t->pool[0] = t->end; /* the empty list, at offset 0: what a slot starts as */
+	t->npool = 1;
 	for (size_t i = 0; i < p->nrules; i++) {
 		const struct fn_rule *r = &p->rules[i];
 		bool simple =
@@ -246,16 +281,14 @@ struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 	t->refs = 1;
 	b.t = t;
 	new_list(&b, 0, 0); /* id 0: the empty list */
-	size_t nany = 0;
 	for (size_t i = 0; i < p->nrules && !b.oom; i++)
-		add_rule(&b, p, i, &nany);
-	t->any[nany] = FN_LPM_END;
+		add_rule(&b, p, i);
 	uint32_t *offset = b.oom ? NULL : calloc(b.nlists + 1, sizeof(uint32_t));
-	bool ok = offset && finish_slots(&b, t->root4, 256, offset) &&
+	bool ok = offset && finish_slots(&b, t->root4, FN_LPM_ROOT4, offset) &&
 		  finish_slots(&b, t->root6, 256, offset) &&
 		  finish_slots(&b, t->nodes, t->nnodes * 256, offset);
 	if (ok) {
-		child_offsets(t->root4, 256);
+		child_offsets(t->root4, FN_LPM_ROOT4);
 		child_offsets(t->root6, 256);
 		child_offsets(t->nodes, t->nnodes * 256);
 	}
@@ -276,14 +309,14 @@ void fn_lpm_put(struct fn_lpm *t)
 {
 	if (!t || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
+	free(t->root4);
 	free(t->nodes);
 	free(t->pool);
-	free(t->any);
 	free(t->simple);
 	free(t);
 }
 
 size_t fn_lpm_bytes(const struct fn_lpm *t)
 {
-	return sizeof(*t) + t->nnodes * 256 * sizeof(uint32_t) + t->npool * sizeof(uint32_t);
+	return sizeof(*t) + (FN_LPM_ROOT4 + t->nnodes * 256 + t->npool) * sizeof(uint32_t);
 }

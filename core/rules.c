@@ -163,12 +163,7 @@ walk(const struct fn_policy *p, const uint32_t *a, const struct fn_endpoint *pee
      size_t from, const struct fn_rule **seen)
 {
 	const struct fn_rule *off = NULL;
-	const uint32_t *b = p->lpm->any;
-	for (;;) {
-		/* Merged in file order with the rules for every address. */
-		uint32_t i = *a < *b ? *a++ : *b++;
-		if (i == FN_LPM_END)
-			break;
+	for (uint32_t i; (i = *a++) != p->lpm->end;) {
 		if (i >= from && consider(p, &p->rules[i], peer, proto, seen, &off)) {
 			if (seen)
 				*seen = &p->rules[i];
@@ -217,16 +212,13 @@ match_from(const struct fn_policy *p, const struct fn_endpoint *peer, uint8_t pr
 		return scan(p, peer, proto, from, seen);
 	const uint32_t *a = fn_lpm_lookup(t, peer);
 	uint32_t i = *a;
-	if (t->any[0] == FN_LPM_END) {
-		if (i == FN_LPM_END)
-			return NULL; /* no rule covers the address */
-		uint8_t m = t->simple[i];
-		if ((m & FN_LPM_SIMPLE) && (m & proto) && i >= from && p->rules[i].enabled) {
-			if (seen)
-				*seen = &p->rules[i];
-			return &p->rules[i];
-		}
+	if ((p->quick[i] & proto) && i >= from) {
+		if (seen)
+			*seen = &p->rules[i];
+		return &p->rules[i];
 	}
+	if (i == t->end)
+		return NULL; /* no rule covers the address */
 	return walk(p, a, peer, proto, from, seen);
 }
 
@@ -237,10 +229,22 @@ const struct fn_rule *fn_policy_match_from(const struct fn_policy *p,
 	return match_from(p, peer, proto, from, seen);
 }
 
+/* The copy that reports the rule seen, apart: the common call (seen NULL)
+ * then carries none of its tests. */
+static __attribute__((noinline)) const struct fn_rule *match_seen(const struct fn_policy *p,
+								  const struct fn_endpoint *peer,
+								  uint8_t proto,
+								  const struct fn_rule **seen)
+{
+	return match_from(p, peer, proto, 0, seen);
+}
+
 const struct fn_rule *fn_policy_match(const struct fn_policy *p, const struct fn_endpoint *peer,
 				      uint8_t proto, const struct fn_rule **seen)
 {
-	return match_from(p, peer, proto, 0, seen);
+	if (seen)
+		return match_seen(p, peer, proto, seen);
+	return match_from(p, peer, proto, 0, NULL);
 }
 
 const struct fn_rule *fn_established_covers(const struct fn_policy *p, const struct fn_endpoint *ep)
@@ -266,6 +270,20 @@ void fn_policy_finish(struct fn_policy *p)
 		p->lpm = fn_lpm_build(p); /* NULL when memory is short: then a scan */
 		p->lpm_stale = false;
 	}
+	uint8_t *q = p->lpm ? realloc(p->quick, p->nrules + 1) : NULL;
+	if (!q && p->lpm) { /* the scan needs no quick array */
+		fn_lpm_put(p->lpm);
+		p->lpm = NULL;
+	}
+	if (!q)
+		free(p->quick);
+	p->quick = q;
+	for (size_t i = 0; q && i < p->nrules; i++) {
+		uint8_t m = p->lpm->simple[i];
+		q[i] = (m & FN_LPM_SIMPLE) && p->rules[i].enabled ? m & FN_PROTO_ANY : 0;
+	}
+	if (q)
+		q[p->nrules] = 0;
 	p->active_protos = p->watch_protos = 0;
 	p->dns_rules = p->host_rules = p->established_rules = false;
 	for (size_t i = 0; i < p->nrules; i++) {
@@ -319,6 +337,7 @@ void fn_policy_free(struct fn_policy *p)
 	free(p->rules);
 	free(p->zones);
 	fn_lpm_put(p->lpm);
+	free(p->quick);
 	free(p);
 }
 
@@ -343,6 +362,7 @@ struct fn_policy *fn_policy_clone(const struct fn_policy *p)
 	if (c->lpm) /* the same rules and CIDRs: the same index */
 		__atomic_add_fetch(&c->lpm->refs, 1, __ATOMIC_RELAXED);
 	bool ok = true;
+	c->quick = p->quick ? dup_array(p->quick, p->nrules + 1, 1, &ok) : NULL;
 	c->rules = calloc(p->nrules + 1, sizeof(*c->rules));
 	c->zones = calloc(p->nzones + 1, sizeof(*c->zones));
 	c->nrules = c->nzones = 0;

@@ -111,6 +111,10 @@ struct fn_lpm;
 struct fn_policy {
 	struct fn_lpm *lpm; /* the rule index (core/lpm.h); NULL: scan */
 	bool lpm_stale;	    /* rules or their CIDRs changed since it was built */
+	uint8_t *quick;	    /* per rule, by fn_policy_finish: its protocols when it
+			       is enabled and its CIDR is all its match, else 0;
+			       and 0 for index nrules (a list's end). A lookup's
+			       first candidate is judged with one load. */
 	struct fn_zone *zones;
 	size_t nzones;
 	struct fn_rule *rules;

@@ -6,6 +6,7 @@
  * cost of one lookup. "load" times parsing N such rules from policy text.
  *
  *   lookup N K hit|miss     prints the index's build time and bytes per prefix
+ *   lookup N K hit6|miss6   the same with N IPv6 /128 rules (fd00:91::I)
  *   lookup N 0 load         prints the seconds a policy file of N rules takes
  */
 #include <stdio.h>
@@ -30,6 +31,18 @@ static void prefix_of(long i, uint8_t ip[4])
 	ip[1] = (uint8_t)(100 + (i >> 16));
 	ip[2] = (uint8_t)((i >> 8) & 255);
 	ip[3] = (uint8_t)(i & 255);
+}
+
+/* The IPv6 rules: fd00:91::I/128, never an address anything is sent to
+ * (the program only looks up). */
+static void prefix6_of(long i, uint8_t ip[16])
+{
+	memset(ip, 0, 16);
+	ip[0] = 0xfd;
+	ip[3] = 0x91;
+	ip[13] = (uint8_t)(i >> 16);
+	ip[14] = (uint8_t)((i >> 8) & 255);
+	ip[15] = (uint8_t)(i & 255);
 }
 
 static int load(long n)
@@ -60,6 +73,8 @@ int main(int argc, char **argv)
 	const char *mode = argc > 3 ? argv[3] : "hit";
 	if (strcmp(mode, "load") == 0)
 		return load(n);
+	bool v6 = strncmp(mode, "hit6", 4) == 0 || strcmp(mode, "miss6") == 0,
+	     miss = strncmp(mode, "miss", 4) == 0;
 	struct fn_policy *p = calloc(1, sizeof(*p));
 	p->self_zone = -1;
 	p->nrules = (size_t)n;
@@ -73,17 +88,25 @@ int main(int argc, char **argv)
 		r->from_zone = r->to_zone = -1;
 		r->nto = 1;
 		r->to = calloc(1, sizeof(*r->to));
-		r->to->v4 = true;
-		r->to->prefix = 32;
-		prefix_of(i, r->to->ip);
+		r->to->v4 = !v6;
+		r->to->prefix = v6 ? 128 : 32;
+		if (v6)
+			prefix6_of(i, r->to->ip);
+		else
+			prefix_of(i, r->to->ip);
 	}
 	double t0 = now();
 	fn_policy_finish(p);
 	double built = now() - t0;
-	struct fn_endpoint ep = {.v4 = true, .port = 443};
-	prefix_of(n - 1, ep.ip);
-	if (strcmp(mode, "miss") == 0)
+	struct fn_endpoint ep = {.v4 = !v6, .port = 443};
+	if (v6)
+		prefix6_of(n - 1, ep.ip);
+	else
+		prefix_of(n - 1, ep.ip);
+	if (miss && !v6)
 		ep.ip[1] = 99; /* 127.99.x.y: below every rule's prefix */
+	if (miss && v6)
+		ep.ip[12] = 1; /* fd00:91::1:..: beside every rule's prefix, as deep */
 	long hits = 0;
 	for (long i = 0; i < k; i++)
 		hits += fn_policy_match(p, &ep, FN_PROTO_TCP, NULL) != NULL;
@@ -92,5 +115,5 @@ int main(int argc, char **argv)
 	       n, built, p->lpm ? fn_lpm_bytes(p->lpm) : 0,
 	       p->lpm ? (double)fn_lpm_bytes(p->lpm) / (double)n : 0.0, k, hits);
 	fn_policy_free(p);
-	return hits == (strcmp(mode, "miss") == 0 ? 0 : k) ? 0 : 1;
+	return hits == (miss ? 0 : k) ? 0 : 1;
 }
