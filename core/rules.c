@@ -249,9 +249,22 @@ const struct fn_rule *fn_policy_match(const struct fn_policy *p, const struct fn
 
 const struct fn_rule *fn_established_covers(const struct fn_policy *p, const struct fn_endpoint *ep)
 {
-	for (size_t i = 0; p && p->established_rules && i < p->nrules; i++)
-		if (p->rules[i].established && fn_rule_covers(p, &p->rules[i], ep, FN_PROTO_TCP))
-			return &p->rules[i];
+	if (!p || !p->established_rules)
+		return NULL;
+	if (!p->lpm) { /* memory was short when the index was built */
+		for (size_t i = 0; i < p->nrules; i++)
+			if (p->rules[i].established &&
+			    fn_rule_covers(p, &p->rules[i], ep, FN_PROTO_TCP))
+				return &p->rules[i];
+		return NULL;
+	}
+	/* Only the rules whose destinations cover ep, from the index: every
+	 * uncovered connect asks, so this must not grow with the policy. */
+	for (const uint32_t *a = fn_lpm_lookup(p->lpm, ep); *a != p->lpm->end; a++) {
+		const struct fn_rule *r = &p->rules[*a];
+		if (r->established && covers_rest(p, r, ep, FN_PROTO_TCP))
+			return r;
+	}
 	return NULL;
 }
 
