@@ -112,8 +112,11 @@ static uint32_t new_node(struct builder *b, uint32_t value)
 	struct fn_lpm *t = b->t;
 	if (t->nnodes == b->nodes_cap) {
 		size_t cap = b->nodes_cap ? b->nodes_cap * 2 : 64;
-		uint32_t *n = realloc(t->nodes, cap * 256 * sizeof(uint32_t));
-		if (!n || cap * 256 >= CHILD) {
+		/* Offsets must stay below the child mark (fn_lpm_step); checked
+		 * before realloc, which may move the nodes. */
+		uint32_t *n =
+		    cap * 256 < CHILD ? realloc(t->nodes, cap * 256 * sizeof(uint32_t)) : NULL;
+		if (!n) {
 			b->oom = true;
 			return value;
 		}
@@ -291,6 +294,7 @@ struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 		child_offsets(t->root4, FN_LPM_ROOT4);
 		child_offsets(t->root6, 256);
 		child_offsets(t->nodes, t->nnodes * 256);
+		t->nodes_biased = (uintptr_t)t->nodes - ((uintptr_t)CHILD << 2);
 	}
 	free(offset);
 	free(b.parent);

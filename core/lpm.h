@@ -22,9 +22,11 @@ struct fn_lpm {
 	uint32_t root6[256];
 	uint32_t *nodes; /* 256 slots per node */
 	size_t nnodes;
-	uint32_t *pool; /* candidate lists, each ended by end; the empty list at
-			   offset 0 */
-	uint32_t end;	/* the number of rules: the index no rule has */
+	uintptr_t nodes_biased; /* nodes minus the child mark's worth of slots:
+				   a child slot indexes it as it is */
+	uint32_t *pool;		/* candidate lists, each ended by end; the empty list at
+				   offset 0 */
+	uint32_t end;		/* the number of rules: the index no rule has */
 	size_t npool;
 	uint8_t *simple; /* per rule: its protocols, and FN_LPM_SIMPLE when the CIDR
 			    is all its match (no ports, no zones): checked in a load */
@@ -40,24 +42,31 @@ struct fn_policy;
 struct fn_lpm *fn_lpm_build(const struct fn_policy *p);
 void fn_lpm_put(struct fn_lpm *t);
 
-/* The rules whose destinations cover ep, in file order, ended by
- * t->end (never NULL). A child slot holds CHILD | the child's first
- * slot's offset in nodes, so a step is a mask, an add and a load; a leaf
- * slot holds its list's offset in the pool. */
+/* One step down: v is a child slot (the child mark | the child's first
+ * slot's offset in nodes), b the address's byte. The mark is not masked
+ * off: nodes_biased is nodes moved back by as many slots (offsets stay
+ * below 2^31 - 256: fn_lpm_build). */
+static inline uint32_t fn_lpm_step(const struct fn_lpm *t, uint32_t v, uint8_t b)
+{
+	return *(const uint32_t *)(t->nodes_biased + (((uintptr_t)v + b) << 2));
+}
+
+/* The rules whose destinations cover ep, in file order, ended by t->end
+ * (never NULL). A leaf slot holds its list's offset in the pool. */
 static inline const uint32_t *fn_lpm_lookup(const struct fn_lpm *t, const struct fn_endpoint *ep)
 {
 	uint32_t v;
 	if (ep->v4) { /* at most three steps: unrolled */
 		v = t->root4[ep->ip[0] | (unsigned)ep->ip[1] << 8]; /* one load */
 		if (v & 0x80000000u) {
-			v = t->nodes[(v & 0x7fffffffu) + ep->ip[2]];
+			v = fn_lpm_step(t, v, ep->ip[2]);
 			if (v & 0x80000000u)
-				v = t->nodes[(v & 0x7fffffffu) + ep->ip[3]];
+				v = fn_lpm_step(t, v, ep->ip[3]);
 		}
 	} else {
 		v = t->root6[ep->ip[0]];
 		for (int k = 1; v & 0x80000000u; k++)
-			v = t->nodes[(v & 0x7fffffffu) + ep->ip[k]];
+			v = fn_lpm_step(t, v, ep->ip[k]);
 	}
 	return &t->pool[v];
 }

@@ -158,12 +158,16 @@ consider(const struct fn_policy *p, const struct fn_rule *r, const struct fn_end
 
 /* The candidates after the first, or a first that needs the whole check:
  * kept out of line, so that the common answers stay short. */
-static __attribute__((noinline)) const struct fn_rule *
-walk(const struct fn_policy *p, const uint32_t *a, const struct fn_endpoint *peer, uint8_t proto,
-     size_t from, const struct fn_rule **seen)
+static __attribute__((noinline)) const struct fn_rule *walk(const struct fn_policy *p,
+							    const struct fn_endpoint *peer,
+							    uint8_t proto, size_t from,
+							    const struct fn_rule **seen)
 {
 	const struct fn_rule *off = NULL;
-	for (uint32_t i; (i = *a++) != p->lpm->end;) {
+	/* Looked up again: keeping the list across the quick test would cost
+	 * the common path a saved register. */
+	for (const uint32_t *a = fn_lpm_lookup(p->lpm, peer); *a != p->lpm->end; a++) {
+		uint32_t i = *a;
 		if (i >= from && consider(p, &p->rules[i], peer, proto, seen, &off)) {
 			if (seen)
 				*seen = &p->rules[i];
@@ -210,16 +214,16 @@ match_from(const struct fn_policy *p, const struct fn_endpoint *peer, uint8_t pr
 	const struct fn_lpm *t = p->lpm;
 	if (__builtin_expect(!t, 0))
 		return scan(p, peer, proto, from, seen);
-	const uint32_t *a = fn_lpm_lookup(t, peer);
-	uint32_t i = *a;
+	uint32_t i = *fn_lpm_lookup(t, peer);
 	if ((p->quick[i] & proto) && i >= from) {
+		const struct fn_rule *r = &p->rules[i];
 		if (seen)
-			*seen = &p->rules[i];
-		return &p->rules[i];
+			*seen = r;
+		return r;
 	}
-	if (i == t->end)
-		return NULL; /* no rule covers the address */
-	return walk(p, a, peer, proto, from, seen);
+	if (i == p->nrules) /* the index's end: no rule covers the address */
+		return NULL;
+	return walk(p, peer, proto, from, seen);
 }
 
 const struct fn_rule *fn_policy_match_from(const struct fn_policy *p,
@@ -229,22 +233,20 @@ const struct fn_rule *fn_policy_match_from(const struct fn_policy *p,
 	return match_from(p, peer, proto, from, seen);
 }
 
-/* The copy that reports the rule seen, apart: the common call (seen NULL)
- * then carries none of its tests. */
-static __attribute__((noinline)) const struct fn_rule *match_seen(const struct fn_policy *p,
-								  const struct fn_endpoint *peer,
-								  uint8_t proto,
-								  const struct fn_rule **seen)
+/* The copy for callers that want no report of the rule seen, apart: the
+ * shim's calls (seen given) then carry no test of it. */
+static __attribute__((noinline)) const struct fn_rule *
+match_unseen(const struct fn_policy *p, const struct fn_endpoint *peer, uint8_t proto)
 {
-	return match_from(p, peer, proto, 0, seen);
+	return match_from(p, peer, proto, 0, NULL);
 }
 
 const struct fn_rule *fn_policy_match(const struct fn_policy *p, const struct fn_endpoint *peer,
 				      uint8_t proto, const struct fn_rule **seen)
 {
-	if (seen)
-		return match_seen(p, peer, proto, seen);
-	return match_from(p, peer, proto, 0, NULL);
+	if (__builtin_expect(!seen, 0))
+		return match_unseen(p, peer, proto);
+	return match_from(p, peer, proto, 0, seen);
 }
 
 const struct fn_rule *fn_established_covers(const struct fn_policy *p, const struct fn_endpoint *ep)

@@ -179,12 +179,14 @@ def lookup_cost(n, k, mode):
 def lookups():
     say("## 2. Rule lookup for a matched connect, and what a policy's size costs")
     say("")
-    say("Method: callgrind, instructions inside `fn_policy_match` per lookup (`lookup N K"
+    say("Method: callgrind, instructions inside `fn_policy_match` per lookup, called as the shim"
+        " calls it on a connect or an addressed send (with the rule seen reported; `lookup N K"
         " hit|miss|hit6|miss6`): N rules of one loopback /32 each (127.100.0.0/32, 127.100.0.1/32,"
         " ...), or of one IPv6 /128 each (fd00:91::I, only looked up); \"hit\" is an address only the"
         " last rule covers, \"miss\" one no rule covers. The rule index is a multibit trie (IPv4:"
         " strides of 16, 8 and 8 bits; IPv6: 8 bits) whose leaves list the covering rules in file"
-        " order (core/lpm.c); the first candidate is judged from one byte per rule. Build time"
+        " order (core/lpm.c); a step down is an add and a load, and the first candidate is judged"
+        " from one byte per rule. Build time"
         " (under callgrind, so slow) and memory from the same program; the load time parses a"
         " policy file of N IPv4 rules natively (`lookup N 0 load`). The IPv4 root is 65,536"
         " slots (256 KiB allocated, only the pages a prefix touches written), which is most of a"

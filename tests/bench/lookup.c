@@ -108,8 +108,10 @@ int main(int argc, char **argv)
 	if (miss && v6)
 		ep.ip[12] = 1; /* fd00:91::1:..: beside every rule's prefix, as deep */
 	long hits = 0;
-	for (long i = 0; i < k; i++)
-		hits += fn_policy_match(p, &ep, FN_PROTO_TCP, NULL) != NULL;
+	for (long i = 0; i < k; i++) { /* as the shim calls it: with the rule seen */
+		const struct fn_rule *seen;
+		hits += fn_policy_match(p, &ep, FN_PROTO_TCP, &seen) != NULL;
+	}
 	printf("%ld rules: index built in %.3f s, %zu bytes (%.1f per prefix); %ld lookups, %ld "
 	       "hits\n",
 	       n, built, p->lpm ? fn_lpm_bytes(p->lpm) : 0,
