@@ -2,6 +2,8 @@
  * change lock that serializes every change to this process's policy. */
 #include "shim/base/groupseq.h"
 
+#include <errno.h>
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -48,6 +50,7 @@ void fn_change_unlock(void)
 
 __attribute__((noinline, cold)) void fn_groupseq_catch_up(uint64_t seq)
 {
+	int e = errno; /* the app's call must find it as it left it */
 	fn_change_lock();
 	/* Another thread may have caught up while this one waited. */
 	if (__atomic_load_n(&fn_groupseq_seen, __ATOMIC_RELAXED) != seq) {
@@ -58,6 +61,7 @@ __attribute__((noinline, cold)) void fn_groupseq_catch_up(uint64_t seq)
 		__atomic_store_n(&fn_groupseq_seen, seq, __ATOMIC_RELEASE);
 	}
 	fn_change_unlock();
+	errno = e;
 }
 
 void fn_groupseq_atfork_prepare(void)

@@ -67,7 +67,9 @@ static bool private_fds;
 
 static int own_fd(int fd)
 {
-	return private_fds ? fd : fn_fd_move_high(fd, FN_RANGE_CONTROL);
+	return __atomic_load_n(&private_fds, __ATOMIC_RELAXED)
+		   ? fd
+		   : fn_fd_move_high(fd, FN_RANGE_CONTROL);
 }
 
 /* Gives the thread a table of its own, a copy of the app's, and closes
@@ -411,20 +413,20 @@ static void sweep_dead_sockets(void)
 		closedir(d);
 }
 
-/* What the starting app thread waits for: the listener bound (or not). */
+/* What the starting app thread waits for, a while: 1 once the listener is
+ * bound, 0 if it cannot be, -1 before. */
 static sem_t bound;
-static bool bound_ok;
+static int bound_state;
 
 static void *serve(void *arg)
 {
 	(void)arg;
 	pthread_setname_np(pthread_self(), "faultnet-ctl");
-	bool unshared;
-	bound_ok = unshare_fds(&unshared);
-	private_fds = unshared && bound_ok;
-	bound_ok = bound_ok && open_listener();
-	bool ok = bound_ok;
-	sem_post(&bound); /* bound_ok is the starter's from here on */
+	bool unshared, ok = unshare_fds(&unshared);
+	__atomic_store_n(&private_fds, unshared && ok, __ATOMIC_RELAXED);
+	ok = ok && open_listener();
+	__atomic_store_n(&bound_state, ok, __ATOMIC_RELEASE);
+	sem_post(&bound);
 	if (!ok)
 		return NULL; /* a private table goes with the thread */
 	struct pollfd p[CLIENTS + 1];
@@ -467,17 +469,28 @@ static bool start_thread(void)
 	pthread_attr_setstacksize(&attr, 256 << 10);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_t t;
-	sem_init(&bound, 0, 0);
+	__atomic_store_n(&bound_state, -1, __ATOMIC_RELAXED);
+	sem_init(&bound, 0, 0); /* never destroyed: a late thread still posts */
 	int r = pthread_create(&t, &attr, serve, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
-	/* The socket file exists when the shim's start returns (faultctl finds
-	 * the process from then on). sem_wait is a cancellation point: the
-	 * caller has cancellation off (constructor, or the change lock). */
-	while (r == 0 && sem_wait(&bound) != 0)
+	if (r != 0)
+		return false;
+	/* The socket file normally exists when the shim's start returns
+	 * (faultctl finds the process from then on). The wait is bounded: in
+	 * a fork child the new thread can block on a lock another thread held
+	 * at fork (seen with ASan's allocator), and the caller has signals
+	 * blocked; the thread then binds when it can. sem_clockwait is a
+	 * cancellation point: the caller has cancellation off (constructor,
+	 * or the change lock). */
+	int e = errno;
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += 1;
+	while (sem_clockwait(&bound, CLOCK_MONOTONIC, &until) != 0 && errno == EINTR)
 		;
-	sem_destroy(&bound);
-	return r == 0 && bound_ok;
+	errno = e;
+	return __atomic_load_n(&bound_state, __ATOMIC_ACQUIRE) != 0;
 }
 
 /* Binds, catches up with the group, serves. alone: no other thread runs

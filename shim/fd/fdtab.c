@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "shim/base/libc.h"
@@ -58,14 +59,20 @@ struct fn_fdstate *fn_fdstate(int fd, bool create)
 	struct fn_fdstate **slot = &chunks[fd / CHUNK];
 	struct fn_fdstate *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	if (!c && create) {
-		struct fn_fdstate *fresh = calloc(CHUNK, sizeof(*fresh));
-		if (!fresh)
+		/* From the kernel, not malloc: a fork child's first faulted
+		 * socket must not wait on an allocator lock that another of the
+		 * parent's threads held at fork (seen with ASan's allocator,
+		 * which has no fork handlers). */
+		struct fn_fdstate *fresh =
+		    mmap(NULL, CHUNK * sizeof(*fresh), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (fresh == MAP_FAILED)
 			return NULL;
 		if (__atomic_compare_exchange_n(slot, &c, fresh, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE))
 			c = fresh;
 		else
-			free(fresh);
+			munmap(fresh, CHUNK * sizeof(*fresh));
 	}
 	if (c)
 		note_high(fd);
