@@ -264,7 +264,7 @@ struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 	/* calloc: the root's untouched pages stay unwritten, and 0 is the
 	 * empty list. */
 	if (!t || !(t->root4 = calloc(FN_LPM_ROOT4, sizeof(uint32_t))) ||
-	    !(t->pool = malloc(sizeof(uint32_t))) || !(t->simple = malloc(p->nrules + 1))) {
+	    !(t->pool = malloc(sizeof(uint32_t)))) {
 		if (t) {
 			free(t->root4);
 			free(t->pool);
@@ -275,12 +275,6 @@ struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 	t->end = (uint32_t)p->nrules;
 	t->pool[0] = t->end; /* the empty list, at offset 0: what a slot starts as */
 	t->npool = 1;
-	for (size_t i = 0; i < p->nrules; i++) {
-		const struct fn_rule *r = &p->rules[i];
-		bool simple =
-		    !r->nports && r->from_zone < 0 && !(r->nto && r->to_zone >= 0) && !r->host;
-		t->simple[i] = (uint8_t)(r->protos | (simple ? FN_LPM_SIMPLE : 0));
-	}
 	t->refs = 1;
 	b.t = t;
 	new_list(&b, 0, 0); /* id 0: the empty list */
@@ -316,7 +310,6 @@ void fn_lpm_put(struct fn_lpm *t)
 	free(t->root4);
 	free(t->nodes);
 	free(t->pool);
-	free(t->simple);
 	free(t);
 }
 

@@ -28,12 +28,8 @@ struct fn_lpm {
 				   offset 0 */
 	uint32_t end;		/* the number of rules: the index no rule has */
 	size_t npool;
-	uint8_t *simple; /* per rule: its protocols, and FN_LPM_SIMPLE when the CIDR
-			    is all its match (no ports, no zones): checked in a load */
 	size_t prefixes;
 };
-
-#define FN_LPM_SIMPLE 0x80
 
 struct fn_policy;
 

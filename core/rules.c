@@ -294,8 +294,11 @@ void fn_policy_finish(struct fn_policy *p)
 		free(p->quick);
 	p->quick = q;
 	for (size_t i = 0; q && i < p->nrules; i++) {
-		uint8_t m = p->lpm->simple[i];
-		q[i] = (m & FN_LPM_SIMPLE) && p->rules[i].enabled ? m & FN_PROTO_ANY : 0;
+		const struct fn_rule *r = &p->rules[i];
+		/* Its CIDRs (which the index matched) are all its match. */
+		bool simple =
+		    !r->nports && r->from_zone < 0 && !(r->nto && r->to_zone >= 0) && !r->host;
+		q[i] = simple && r->enabled ? r->protos & FN_PROTO_ANY : 0;
 	}
 	if (q)
 		q[p->nrules] = 0;
