@@ -32,7 +32,16 @@ SHIM_ROOMS := shim shim/intercept shim/control shim/relay shim/sink shim/stats s
 	shim/base
 SHIM_SRC := $(foreach r,$(SHIM_ROOMS),$(call room,$(r)))
 CTL_SRC := $(call room,ctl)
-HEADERS := $(wildcard core/*.h shim/*/*.h ctl/*.h)
+HEADERS := $(wildcard core/*.h shim/*/*.h ctl/*.h bpf/*.h)
+
+# The kernel-side backend (bpf/): its programs are built with clang
+# (-target bpf) and bpftool's skeleton, and faultctl links libbpf. Without
+# libbpf-dev, bpftool or clang, faultctl is built without it and says so.
+BPFTOOL := $(or $(shell command -v bpftool 2>/dev/null),$(wildcard /usr/sbin/bpftool))
+HAVE_BPF := $(if $(and $(BPFTOOL),$(wildcard /usr/include/bpf/libbpf.h),$(shell command -v clang 2>/dev/null)),1)
+MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
+BPF_SRC := bpf/compile.c $(if $(HAVE_BPF),bpf/backend.c)
+BPF_LIBS := $(if $(HAVE_BPF),-lbpf -lelf -lz)
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 CORE_LIB := $(BUILD)/libfaultnet-core.a
@@ -63,8 +72,19 @@ $(BUILD)/libfaultnet.so: $(call obj,$(SHIM_SRC)) $(CORE_LIB) shim/exports.map
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $(call obj,$(SHIM_SRC)) $(CORE_LIB) \
 		-Wl,--version-script=shim/exports.map -Wl,-z,now -Wl,-z,defs -ldl -lresolv -lpthread
 
-$(BUILD)/faultctl: $(call obj,$(CTL_SRC)) $(CORE_LIB)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl -lresolv -Wl,--export-dynamic-symbol=faultnet_ctl_idle
+$(BUILD)/faultctl: $(call obj,$(CTL_SRC) $(BPF_SRC)) $(CORE_LIB)
+	$(if $(HAVE_BPF),,@echo "faultnet: libbpf-dev, bpftool or clang missing: faultctl is built without the kernel-side backend (--backend=bpf)")
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl -lresolv $(BPF_LIBS) -Wl,--export-dynamic-symbol=faultnet_ctl_idle
+
+# The BPF programs, and the skeleton that embeds them in faultctl.
+$(BUILD)/bpf/faultnet.bpf.o: bpf/faultnet.bpf.c bpf/shared.h
+	@mkdir -p $(dir $@)
+	clang -O2 -g -target bpf -I. -I/usr/include/$(MULTIARCH) -Wall -Werror -c -o $@ $<
+$(BUILD)/bpf/faultnet.skel.h: $(BUILD)/bpf/faultnet.bpf.o
+	$(BPFTOOL) gen skeleton $< name faultnet_bpf >$@.tmp && mv $@.tmp $@
+$(BUILD)/obj/bpf/backend.o: $(BUILD)/bpf/faultnet.skel.h
+$(BUILD)/obj/bpf/backend.o: CFLAGS += -I$(BUILD)
+$(BUILD)/obj/ctl/run.o: CFLAGS += $(if $(HAVE_BPF),-DFAULTNET_BPF)
 
 # A scenario's url probes: a program of its own, so that it can run under
 # the shim (faultctl keeps the shim idle in itself).
@@ -103,8 +123,9 @@ deb:
 	ls build/deb/*.deb
 
 # ---- test programs -------------------------------------------------------
-# The unit tests link core/ and the relay's pure shaping functions.
-UNIT_LINK := $(CORE_LIB) $(call obj,shim/relay/shape.c)
+# The unit tests link core/, the relay's pure shaping functions and the
+# kernel-side backend's policy compiler.
+UNIT_LINK := $(CORE_LIB) $(call obj,shim/relay/shape.c bpf/compile.c)
 $(BUILD)/tests/unit: $(wildcard tests/unit/*.c tests/unit/*.h) $(UNIT_LINK) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(wildcard tests/unit/*.c) $(UNIT_LINK) -ldl -lresolv -lcunit
@@ -228,7 +249,7 @@ demo: deps
 	scripts/demo.sh
 
 format:
-	clang-format -i core/*.[ch] shim/*.c shim/*/*.[ch] ctl/*.[ch] ctl/probe/*.c tests/*/*.c tests/*/*.h
+	clang-format -i core/*.[ch] shim/*.c shim/*/*.[ch] ctl/*.[ch] bpf/*.[ch] ctl/probe/*.c tests/*/*.c tests/*/*.h
 
 clean:
 	rm -rf build

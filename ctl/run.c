@@ -15,6 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifdef FAULTNET_BPF
+#include "bpf/backend.h"
+#endif
 #include "core/config.h"
 #include "core/rundir.h"
 #include "core/wire.h"
@@ -217,17 +220,51 @@ static int wait_and_report(pid_t pid, const char *dir, bool json)
 
 static int usage_error(const char *what)
 {
-	fprintf(stderr,
-		"faultctl run: %s\nusage: faultctl run [--config FILE] [--zone ZONE] "
-		"[-g GROUP] [--stats] [--allow-unreached] -- CMD [ARG...]\n",
-		what);
+	fprintf(
+	    stderr,
+	    "faultctl run: %s\nusage: faultctl run [--config FILE] [--zone ZONE] "
+	    "[-g GROUP] [--stats] [--allow-unreached] [--backend=shim|bpf|auto] -- CMD [ARG...]\n",
+	    what);
 	return 2;
+}
+
+/* --backend=bpf: the policy carried out in the kernel (bpf/backend.c). */
+static int run_bpf(const char *config, const char *group, char **argv, bool stats, bool json)
+{
+	if (group) {
+		fprintf(stderr, "faultctl run --backend=bpf: -g: live control of a kernel-side "
+				"run is not there yet; its policy is fixed for the run\n");
+		return 2;
+	}
+#ifdef FAULTNET_BPF
+	char err[1024], abs[PATH_MAX];
+	struct fn_policy *p = NULL;
+	if (config && !realpath(config, abs)) {
+		fprintf(stderr, "faultctl: --config %s: %s\n", config, strerror(errno));
+		return FN_EXIT_CONFIG;
+	}
+	p = config ? fn_config_load_file(abs, getenv("FAULTNET_ZONE"), err, sizeof(err))
+		   : fn_config_load_string("rules = ();", "(none)", getenv("FAULTNET_ZONE"), err,
+					   sizeof(err));
+	if (!p) {
+		fprintf(stderr, "faultctl: %s\n", err);
+		return FN_EXIT_CONFIG;
+	}
+	int rc = fnb_run(p, argv, stats, json);
+	fn_policy_free(p);
+	return rc;
+#else
+	(void)config, (void)argv, (void)stats, (void)json;
+	fprintf(stderr, "faultctl run --backend=bpf: this faultctl was built without the "
+			"kernel-side backend (libbpf-dev, bpftool or clang was missing)\n");
+	return 2;
+#endif
 }
 
 int cmd_run(int argc, char **argv, const char *group, bool json)
 {
 	int i = 0;
-	const char *config = NULL;
+	const char *config = NULL, *backend = "shim";
 	bool stats = false, allow_unreached = false;
 	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
@@ -242,6 +279,8 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 			json = true;
 		else if (strcmp(argv[i], "--allow-unreached") == 0)
 			allow_unreached = true;
+		else if (strncmp(argv[i], "--backend=", 10) == 0)
+			backend = argv[i] + 10;
 		else {
 			char msg[300];
 			snprintf(msg, sizeof(msg), "unknown option '%.200s'", argv[i]);
@@ -250,8 +289,15 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 	}
 	if (i + 1 >= argc)
 		return usage_error("no command after --");
+	if (strcmp(backend, "shim") && strcmp(backend, "bpf") && strcmp(backend, "auto"))
+		return usage_error("--backend: shim, bpf or auto");
 	char why[PATH_MAX + 300];
-	if (fn_unreached(argv[i + 1], why, sizeof(why))) {
+	bool unreached = fn_unreached(argv[i + 1], why, sizeof(why));
+	/* auto: the kernel for what the shim cannot reach, when we may. */
+	if (strcmp(backend, "bpf") == 0 ||
+	    (strcmp(backend, "auto") == 0 && unreached && geteuid() == 0 && !allow_unreached))
+		return run_bpf(config, group, argv + i + 1, stats, json);
+	if (unreached) {
 		fprintf(stderr, "faultctl run: %s\n", why);
 		if (!allow_unreached)
 			return 2;

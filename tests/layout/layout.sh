@@ -21,7 +21,7 @@ extra=$(nm -D --defined-only "$root/$build/libfaultnet.so" | awk '{print $3}' | 
 check "libfaultnet.so exports only what exports.map names${extra:+ (extra: $extra)}" [ -z "$extra" ]
 
 missing=""
-for f in "$root"/core/*.[ch] "$root"/shim/*.c "$root"/shim/*/*.[ch] "$root"/ctl/*.[ch]; do
+for f in "$root"/core/*.[ch] "$root"/shim/*.c "$root"/shim/*/*.[ch] "$root"/ctl/*.[ch] "$root"/bpf/*.[ch]; do
 	head -c 2 "$f" | grep -q '^/\*' || missing="$missing ${f#"$root"/}"
 done
 check "every source opens with a comment saying what it is for${missing:+ (not:$missing)}" [ -z "$missing" ]

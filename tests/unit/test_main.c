@@ -11,6 +11,7 @@ void add_http_tests(void);
 void add_lpm_tests(void);
 void add_dnswire_tests(void);
 void add_rundir_tests(void);
+void add_bpfplan_tests(void);
 
 int main(int argc, char **argv)
 {
@@ -25,5 +26,6 @@ int main(int argc, char **argv)
 	add_lpm_tests();
 	add_dnswire_tests();
 	add_rundir_tests();
+	add_bpfplan_tests();
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }

@@ -1,0 +1,330 @@
+/* backend.c - `faultctl run --backend=bpf`: runs a command in a cgroup of
+ * its own with the programs of faultnet.bpf.c attached, the policy
+ * compiled into their maps (compile.c), and the refuse endpoints held by
+ * this process. What is left behind, and when:
+ *  - the programs are attached through bpf links this process alone holds,
+ *    so the kernel detaches them when it exits, however it exits;
+ *  - the cgroup is removed once the command has exited (processes it left
+ *    running are moved back to the cgroup faultctl runs in first); a
+ *    cgroup a killed faultctl could not remove is removed by the next
+ *    run, which removes every faultnet-bpf-PID cgroup whose PID is gone. */
+#include "bpf/backend.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "bpf/compile.h"
+#include "bpf/faultnet.skel.h"
+#include "core/rules.h"
+
+#define FAIL 2 /* what is missing is the machine's: exit 2, as unreachable */
+
+/* The cgroup v2 directory this process is in, from /proc/self/mounts and
+ * /proc/self/cgroup; false with the reason. */
+static bool own_cgroup(char *out, size_t len, char *err, size_t errlen)
+{
+	char mnt[PATH_MAX] = "", line[PATH_MAX + 200], rel[PATH_MAX] = "";
+	FILE *f = fopen("/proc/self/mounts", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %4095s cgroup2", mnt) == 1 && strstr(line, " cgroup2 "))
+			break;
+		else
+			mnt[0] = '\0';
+	if (f)
+		fclose(f);
+	if (!mnt[0]) {
+		snprintf(err, errlen,
+			 "no cgroup v2 hierarchy is mounted "
+			 "(mount -t cgroup2 none /sys/fs/cgroup)");
+		return false;
+	}
+	f = fopen("/proc/self/cgroup", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "0::", 3) == 0 && sscanf(line + 3, "%4095s", rel) == 1)
+			break;
+	if (f)
+		fclose(f);
+	snprintf(out, len, "%s%s", mnt, strcmp(rel, "/") ? rel : "");
+	return true;
+}
+
+/* Removes the cgroups of earlier runs whose faultctl is gone. */
+static void sweep(const char *parent)
+{
+	DIR *d = opendir(parent);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		int pid;
+		char path[PATH_MAX + 300];
+		if (sscanf(e->d_name, "faultnet-bpf-%d", &pid) != 1 || kill(pid, 0) == 0 ||
+		    errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", parent, e->d_name);
+		rmdir(path);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Moves every process left in cg to parent, then removes cg. */
+static void remove_cgroup(const char *cg, const char *parent)
+{
+	char path[PATH_MAX + 32], line[32];
+	for (int round = 0; round < 10 && rmdir(cg) < 0 && errno == EBUSY; round++) {
+		snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+		FILE *in = fopen(path, "re");
+		snprintf(path, sizeof(path), "%s/cgroup.procs", parent);
+		while (in && fgets(line, sizeof(line), in)) {
+			int fd = open(path, O_WRONLY | O_CLOEXEC);
+			if (fd >= 0) {
+				(void)!write(fd, line, strlen(line));
+				close(fd);
+			}
+		}
+		if (in)
+			fclose(in);
+	}
+}
+
+/* A TCP socket bound to loopback and never listening: a connect sent
+ * there is answered with a reset. Bound without SO_REUSEADDR, so that no
+ * other account can take the port while it is held. */
+static int refuse_endpoint(int family, uint16_t *port)
+{
+	struct sockaddr_storage ss = {0};
+	socklen_t len =
+	    family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	ss.ss_family = (sa_family_t)family;
+	if (family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else
+		((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+		if (fd >= 0)
+			close(fd);
+		*port = 0;
+		return -1;
+	}
+	*port = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+					: ((struct sockaddr_in6 *)&ss)->sin6_port);
+	return fd;
+}
+
+static int fill_maps(struct faultnet_bpf *s, const struct fnb_plan *pl)
+{
+	for (uint32_t i = 0; i < pl->policy->nrules; i++)
+		if (bpf_map__update_elem(s->maps.rules, &i, sizeof(i), &pl->rules[i],
+					 sizeof(pl->rules[i]), BPF_ANY))
+			return -1;
+	for (size_t i = 0; i < pl->n; i++) {
+		const struct fnb_prefix *e = &pl->e[i];
+		int rc;
+		if (e->v4) {
+			struct fnb_key4 k = {.prefixlen = e->len};
+			memcpy(&k.addr, e->addr, 4);
+			rc = bpf_map__update_elem(s->maps.dst4, &k, sizeof(k), &e->cands,
+						  sizeof(e->cands), BPF_ANY);
+		} else {
+			struct fnb_key6 k = {.prefixlen = e->len};
+			memcpy(k.addr, e->addr, 16);
+			rc = bpf_map__update_elem(s->maps.dst6, &k, sizeof(k), &e->cands,
+						  sizeof(e->cands), BPF_ANY);
+		}
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+static uint32_t at_least_one(size_t n)
+{
+	return n ? (uint32_t)n : 1;
+}
+
+/* Opens, sizes, loads and fills the programs; NULL with the reason. */
+static struct faultnet_bpf *load(const struct fnb_plan *pl, uint16_t port4, uint16_t port6,
+				 char *err, size_t errlen)
+{
+	struct faultnet_bpf *s = faultnet_bpf__open();
+	if (!s) {
+		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
+		return NULL;
+	}
+	bpf_map__set_max_entries(s->maps.dst4, at_least_one(pl->n4));
+	bpf_map__set_max_entries(s->maps.dst6, at_least_one(pl->n6));
+	bpf_map__set_max_entries(s->maps.rules, at_least_one(pl->policy->nrules));
+	bpf_map__set_max_entries(s->maps.counts, at_least_one(pl->policy->nrules));
+	s->rodata->refuse_port4 = port4;
+	s->rodata->refuse_port6 = port6;
+	if (faultnet_bpf__load(s)) {
+		int e = errno;
+		snprintf(err, errlen, "the kernel refused the BPF programs (%s)%s", strerror(e),
+			 e == EPERM ? ": it needs root, or CAP_BPF and CAP_NET_ADMIN" : "");
+		faultnet_bpf__destroy(s);
+		return NULL;
+	}
+	if (fill_maps(s, pl)) {
+		snprintf(err, errlen, "cannot fill the BPF maps: %s", strerror(errno));
+		faultnet_bpf__destroy(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Attaches every program to the cgroup; false naming the hook refused. */
+static bool attach(struct faultnet_bpf *s, int cgfd, char *err, size_t errlen)
+{
+	struct {
+		struct bpf_program *prog;
+		struct bpf_link **link;
+		const char *hook;
+	} all[] = {
+	    {s->progs.fn_egress, &s->links.fn_egress, "cgroup_skb/egress"},
+	    {s->progs.fn_ingress, &s->links.fn_ingress, "cgroup_skb/ingress"},
+	    {s->progs.fn_connect4, &s->links.fn_connect4, "cgroup/connect4"},
+	    {s->progs.fn_connect6, &s->links.fn_connect6, "cgroup/connect6"},
+	};
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		*all[i].link = bpf_program__attach_cgroup(all[i].prog, cgfd);
+		if (!*all[i].link) {
+			snprintf(err, errlen, "the kernel refused to attach %s: %s", all[i].hook,
+				 strerror(errno));
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Whether a rule refuses: then the refuse endpoints must exist. */
+static bool pl_refuses(const struct fnb_plan *pl)
+{
+	for (size_t i = 0; i < pl->policy->nrules; i++)
+		if (pl->rules[i].action == FNB_REFUSE)
+			return true;
+	return false;
+}
+
+static pid_t child;
+
+static void forward(int sig)
+{
+	if (child > 0)
+		kill(child, sig);
+}
+
+/* The command, in the cgroup: it moves itself there before exec. */
+static pid_t start(const char *cg, char **argv)
+{
+	char procs[PATH_MAX + 32];
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	int fd = open(procs, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "0", 1) != 1) {
+		fprintf(stderr, "faultctl run: cannot enter %s: %s\n", cg, strerror(errno));
+		_exit(FAIL);
+	}
+	close(fd);
+	execvp(argv[0], argv);
+	fprintf(stderr, "faultctl run: %s: %s\n", argv[0], strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+static void print_stats(const struct faultnet_bpf *s, const struct fn_policy *p, bool json)
+{
+	if (!json)
+		fprintf(stderr, "faultctl: stats of the kernel-side backend:\n");
+	for (uint32_t i = 0; i < p->nrules; i++) {
+		struct fnb_count c = {0};
+		bpf_map__lookup_elem(s->maps.counts, &i, sizeof(i), &c, sizeof(c), 0);
+		const struct fn_rule *r = &p->rules[i];
+		const char *proto = r->protos == FN_PROTO_UDP ? "udp" : "tcp";
+		if (json)
+			fprintf(stderr,
+				"{\"type\":\"rule\",\"name\":\"%s\",\"proto\":\"%s\",\"action\":"
+				"\"%s\",\"attempts\":%llu,\"faults\":%llu,\"bytes\":0}\n",
+				r->name, proto, fn_action_name(r->action),
+				(unsigned long long)c.attempts, (unsigned long long)c.faults);
+		else
+			fprintf(stderr, "  rule %-24s %-4s attempts=%llu faults=%llu bytes=0\n",
+				r->name, proto, (unsigned long long)c.attempts,
+				(unsigned long long)c.faults);
+	}
+}
+
+static int wait_child(void)
+{
+	int st = 0;
+	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int fnb_run(const struct fn_policy *p, char **argv, bool stats, bool json)
+{
+	char err[1024] = "", parent[PATH_MAX], cg[PATH_MAX + 64];
+	struct fnb_plan pl;
+	if (!fnb_plan_build(&pl, p, err, sizeof(err))) {
+		fprintf(stderr, "faultctl run --backend=bpf: %s\n", err);
+		return FAIL;
+	}
+	if (!own_cgroup(parent, sizeof(parent), err, sizeof(err))) {
+		fprintf(stderr, "faultctl run --backend=bpf: %s\n", err);
+		fnb_plan_free(&pl);
+		return FAIL;
+	}
+	sweep(parent);
+	uint16_t port4, port6;
+	int r4 = refuse_endpoint(AF_INET, &port4), r6 = refuse_endpoint(AF_INET6, &port6);
+	libbpf_set_print(NULL);
+	struct faultnet_bpf *s = load(&pl, port4, port6, err, sizeof(err));
+	int rc = FAIL, cgfd = -1;
+	bool made = false;
+	snprintf(cg, sizeof(cg), "%s/faultnet-bpf-%d", parent, (int)getpid());
+	if (s && !(made = mkdir(cg, 0755) == 0))
+		snprintf(err, sizeof(err), "cannot make the cgroup %s: %s", cg, strerror(errno));
+	else if (s && (cgfd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		snprintf(err, sizeof(err), "cannot open the cgroup %s: %s", cg, strerror(errno));
+	else if (s && pl_refuses(&pl) && (r4 < 0 || r6 < 0))
+		snprintf(err, sizeof(err), "cannot bind the refuse endpoints on loopback: %s",
+			 strerror(errno));
+	if (cgfd >= 0 && !err[0] && attach(s, cgfd, err, sizeof(err))) {
+		signal(SIGINT, forward);
+		signal(SIGTERM, forward);
+		child = start(cg, argv);
+		rc = child < 0 ? 1 : wait_child();
+		if (stats)
+			print_stats(s, p, json);
+		err[0] = '\0';
+	}
+	if (err[0])
+		fprintf(stderr, "faultctl run --backend=bpf: %s\n", err);
+	if (s)
+		faultnet_bpf__destroy(s); /* detaches: the links go */
+	if (cgfd >= 0)
+		close(cgfd);
+	if (made)
+		remove_cgroup(cg, parent);
+	if (r4 >= 0)
+		close(r4);
+	if (r6 >= 0)
+		close(r6);
+	fnb_plan_free(&pl);
+	return rc;
+}

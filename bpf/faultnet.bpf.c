@@ -1,0 +1,233 @@
+/* faultnet.bpf.c - the kernel-side backend's programs, attached to the
+ * cgroup that `faultctl run --backend=bpf` puts a program in. They make
+ * faults out of the kernel's own behaviour, as the shim does, for programs
+ * the shim cannot reach (Go, static binaries, raw syscalls, io_uring):
+ *  - cgroup_skb egress/ingress: a covered packet under blackhole or drop is
+ *    dropped. Egress drops with a congestion notice (return 2), which TCP
+ *    and UDP take as "sent": a SYN is retransmitted until the app's own
+ *    timeout, a datagram is gone, exactly as on a dead route.
+ *  - cgroup/connect4 and connect6: a covered TCP connect under refuse is
+ *    sent to a port faultctl holds bound and not listening, so the kernel
+ *    answers with a reset (ECONNREFUSED).
+ * The rules are found as the shim finds them: a longest-prefix trie per
+ * family gives, for a destination, the rules covering it in file order;
+ * the first enabled one whose protocol and ports match decides.
+ * Only UAPI context structures are read (struct __sk_buff, struct
+ * bpf_sock_addr), so the object needs no BTF of the running kernel. */
+#include <linux/bpf.h>
+#include <linux/in.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "bpf/shared.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1); /* set by the loader */
+	__type(key, struct fnb_key4);
+	__type(value, struct fnb_cands);
+} dst4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, struct fnb_key6);
+	__type(value, struct fnb_cands);
+} dst6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fnb_rule);
+} rules SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fnb_count);
+} counts SEC(".maps");
+
+/* The refuse endpoints (port 0: none), filled in before load. */
+const volatile __u16 refuse_port4 = 0;
+const volatile __u16 refuse_port6 = 0;
+
+static __always_inline int port_ok(const struct fnb_rule *r, __u16 port)
+{
+	if (!r->nports)
+		return 1;
+	for (int i = 0; i < FNB_PORTS; i++)
+		if (i < r->nports && port >= r->port_lo[i] && port <= r->port_hi[i])
+			return 1;
+	return 0;
+}
+
+/* The deciding rule's index for a destination, or -1. */
+static __always_inline int decide(const struct fnb_cands *c, __u8 proto, __u16 port)
+{
+	if (!c)
+		return -1;
+	for (int i = 0; i < FNB_CANDS; i++) {
+		if (i >= c->n)
+			break;
+		__u32 idx = c->rule[i];
+		const struct fnb_rule *r = bpf_map_lookup_elem(&rules, &idx);
+		if (r && r->on && (r->protos & proto) && port_ok(r, port))
+			return (int)idx;
+	}
+	return -1;
+}
+
+static __always_inline const struct fnb_cands *find4(__u32 addr)
+{
+	struct fnb_key4 k = {.prefixlen = 32, .addr = addr};
+	return bpf_map_lookup_elem(&dst4, &k);
+}
+
+static __always_inline const struct fnb_cands *find6(const __u32 *addr)
+{
+	struct fnb_key6 k = {.prefixlen = 128};
+	__builtin_memcpy(k.addr, addr, 16);
+	return bpf_map_lookup_elem(&dst6, &k);
+}
+
+static __always_inline void count(int idx, int fault)
+{
+	__u32 i = (__u32)idx;
+	struct fnb_count *n = bpf_map_lookup_elem(&counts, &i);
+	if (!n)
+		return;
+	__sync_fetch_and_add(&n->attempts, 1);
+	if (fault)
+		__sync_fetch_and_add(&n->faults, 1);
+}
+
+static __always_inline __u8 proto_bit(__u8 ipproto)
+{
+	return ipproto == IPPROTO_TCP ? FNB_TCP : ipproto == IPPROTO_UDP ? FNB_UDP : 0;
+}
+
+/* The rule a packet meets: peer is its destination (egress) or source
+ * (ingress); port the peer's port. -1 for none. */
+static __always_inline int packet_rule(struct __sk_buff *skb, int egress, __u8 *proto)
+{
+	__u8 ipproto;
+	__u32 off;
+	const struct fnb_cands *c;
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr ip;
+		if (bpf_skb_load_bytes(skb, 0, &ip, sizeof(ip)))
+			return -1;
+		if (ip.frag_off & bpf_htons(0x1fff)) /* a later fragment: no ports */
+			return -1;
+		ipproto = ip.protocol;
+		off = ip.ihl * 4;
+		c = find4(egress ? ip.daddr : ip.saddr);
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr ip6;
+		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)))
+			return -1;
+		ipproto = ip6.nexthdr;
+		off = sizeof(ip6);
+		c = find6(egress ? ip6.daddr.in6_u.u6_addr32 : ip6.saddr.in6_u.u6_addr32);
+	} else {
+		return -1;
+	}
+	*proto = proto_bit(ipproto);
+	if (!c || !*proto)
+		return -1;
+	__u16 ports[2]; /* source, destination */
+	if (bpf_skb_load_bytes(skb, off, ports, sizeof(ports)))
+		return -1;
+	return decide(c, *proto, bpf_ntohs(ports[egress ? 1 : 0]));
+}
+
+static __always_inline int drops(int idx)
+{
+	__u32 i = (__u32)idx;
+	const struct fnb_rule *r = bpf_map_lookup_elem(&rules, &i);
+	return r && (r->action == FNB_BLACKHOLE || r->action == FNB_DROP);
+}
+
+SEC("cgroup_skb/egress")
+int fn_egress(struct __sk_buff *skb)
+{
+	__u8 proto = 0;
+	int idx = packet_rule(skb, 1, &proto);
+	if (idx < 0 || !drops(idx))
+		return 1;
+	if (proto == FNB_UDP) /* TCP is counted per connect, not per segment */
+		count(idx, 1);
+	return 2; /* dropped, with a congestion notice: the sender sees success */
+}
+
+SEC("cgroup_skb/ingress")
+int fn_ingress(struct __sk_buff *skb)
+{
+	__u8 proto = 0;
+	int idx = packet_rule(skb, 0, &proto);
+	return idx >= 0 && drops(idx) ? 0 : 1;
+}
+
+enum { AS_V4, AS_V6, AS_MAPPED }; /* how a connect's address is written */
+
+/* A connect's rule: counted once per connect, and a refused TCP connect
+ * sent to the refuse endpoint. */
+static __always_inline int on_connect(struct bpf_sock_addr *ctx, const struct fnb_cands *c, int as)
+{
+	__u8 proto = proto_bit((__u8)ctx->protocol);
+	if (!c || !proto)
+		return 1;
+	int idx = decide(c, proto, bpf_ntohs((__u16)ctx->user_port));
+	if (idx < 0)
+		return 1;
+	__u32 i = (__u32)idx;
+	const struct fnb_rule *r = bpf_map_lookup_elem(&rules, &i);
+	if (!r)
+		return 1;
+	int refuse = r->action == FNB_REFUSE && proto == FNB_TCP;
+	if (proto == FNB_TCP)
+		count(idx, 1);
+	if (!refuse)
+		return 1;
+	if (as != AS_V4) {
+		__u16 port = as == AS_V6 ? refuse_port6 : refuse_port4;
+		if (!port)
+			return 1;
+		ctx->user_ip6[0] = 0;
+		ctx->user_ip6[1] = 0;
+		ctx->user_ip6[2] = as == AS_V6 ? 0 : bpf_htonl(0xffff);
+		ctx->user_ip6[3] = as == AS_V6 ? bpf_htonl(1) : bpf_htonl(0x7f000001);
+		ctx->user_port = bpf_htons(port);
+	} else {
+		if (!refuse_port4)
+			return 1;
+		ctx->user_ip4 = bpf_htonl(0x7f000001);
+		ctx->user_port = bpf_htons(refuse_port4);
+	}
+	return 1;
+}
+
+SEC("cgroup/connect4")
+int fn_connect4(struct bpf_sock_addr *ctx)
+{
+	return on_connect(ctx, find4(ctx->user_ip4), AS_V4);
+}
+
+SEC("cgroup/connect6")
+int fn_connect6(struct bpf_sock_addr *ctx)
+{
+	__u32 a[4] = {ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3]};
+	/* An IPv4-mapped destination is an IPv4 one on the wire. */
+	if (!a[0] && !a[1] && a[2] == bpf_htonl(0xffff))
+		return on_connect(ctx, find4(a[3]), AS_MAPPED);
+	return on_connect(ctx, find6(a), AS_V6);
+}

@@ -1,0 +1,186 @@
+/* test_bpfplan.c - the kernel-side backend's map contents (bpf/compile.c)
+ * against the shim's own matcher: for random policies of the actions the
+ * backend carries out and random destinations, the longest prefix entry's
+ * first enabled candidate whose protocol and ports match (what the BPF
+ * programs do) must be the rule fn_policy_match picks. Plus the messages
+ * for what the backend refuses. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf/compile.h"
+#include "core/config.h"
+#include "core/rules.h"
+
+static uint64_t seed = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(uint32_t n)
+{
+	seed ^= seed << 13;
+	seed ^= seed >> 7;
+	seed ^= seed << 17;
+	return (uint32_t)(seed % n);
+}
+
+static void some_cidr(struct fn_cidr *c, bool v4)
+{
+	memset(c, 0, sizeof(*c));
+	c->v4 = v4;
+	c->prefix = (uint8_t)rnd(v4 ? 33 : 129);
+	for (int i = 0; i < (v4 ? 4 : 16); i++)
+		c->ip[i] = (uint8_t)(i < 2 ? rnd(2) : rnd(256));
+	for (int b = c->prefix; b < (v4 ? 32 : 128); b++)
+		c->ip[b / 8] &= (uint8_t) ~(0x80u >> (b % 8));
+}
+
+static struct fn_policy *some_policy(void)
+{
+	static const enum fn_action acts[] = {FN_ACT_BLACKHOLE, FN_ACT_DROP, FN_ACT_REFUSE};
+	struct fn_policy *p = calloc(1, sizeof(*p));
+	p->self_zone = 0;
+	p->nzones = 1;
+	p->zones = calloc(1, sizeof(*p->zones));
+	p->zones[0].ncidrs = 1;
+	p->zones[0].cidrs = calloc(1, sizeof(struct fn_cidr));
+	some_cidr(p->zones[0].cidrs, true);
+	p->nrules = 1 + rnd(6); /* at most 8 rules may cover one prefix */
+	p->rules = calloc(p->nrules, sizeof(*p->rules));
+	for (size_t i = 0; i < p->nrules; i++) {
+		struct fn_rule *r = &p->rules[i];
+		snprintf(r->name, sizeof(r->name), "r%zu", i);
+		r->action = acts[rnd(3)];
+		r->enabled = rnd(4) != 0;
+		r->protos = (uint8_t)(1 + rnd(3));
+		r->from_zone = rnd(4) == 0 ? 0 : -1;
+		r->to_zone = rnd(5) == 0 ? 0 : -1;
+		r->nto = rnd(6) == 0 ? 0 : 1 + rnd(2);
+		r->to = r->nto ? calloc(r->nto, sizeof(struct fn_cidr)) : NULL;
+		for (size_t k = 0; k < r->nto; k++)
+			some_cidr(&r->to[k], rnd(3) != 0);
+		if (rnd(3) == 0) {
+			r->nports = 1 + rnd(2);
+			r->ports = calloc(r->nports, sizeof(*r->ports));
+			for (size_t k = 0; k < r->nports; k++) {
+				r->ports[k].lo = (uint16_t)rnd(4);
+				r->ports[k].hi = (uint16_t)(r->ports[k].lo + rnd(2));
+			}
+		}
+	}
+	fn_policy_finish(p);
+	return p;
+}
+
+static bool inside(const struct fnb_prefix *e, const struct fn_endpoint *ep)
+{
+	if (e->v4 != ep->v4)
+		return false;
+	for (unsigned b = 0; b < e->len; b++) {
+		uint8_t bit = (uint8_t)(0x80u >> (b % 8));
+		if ((e->addr[b / 8] & bit) != (ep->ip[b / 8] & bit))
+			return false;
+	}
+	return true;
+}
+
+/* What the programs decide: the longest entry, then its candidates. */
+static int kernel_decides(const struct fnb_plan *pl, const struct fn_endpoint *ep, uint8_t proto)
+{
+	const struct fnb_prefix *best = NULL;
+	for (size_t i = 0; i < pl->n; i++)
+		if (inside(&pl->e[i], ep) && (!best || pl->e[i].len > best->len))
+			best = &pl->e[i];
+	for (uint32_t k = 0; best && k < best->cands.n; k++) {
+		const struct fnb_rule *r = &pl->rules[best->cands.rule[k]];
+		bool port = !r->nports;
+		for (int j = 0; j < r->nports; j++)
+			port |= ep->port >= r->port_lo[j] && ep->port <= r->port_hi[j];
+		if (r->on && (r->protos & proto) && port)
+			return (int)best->cands.rule[k];
+	}
+	return -1;
+}
+
+static void some_endpoint(const struct fn_policy *p, struct fn_endpoint *ep)
+{
+	memset(ep, 0, sizeof(*ep));
+	const struct fn_rule *r = &p->rules[rnd((uint32_t)p->nrules)];
+	ep->v4 = rnd(3) != 0;
+	for (int i = 0; i < 16; i++)
+		ep->ip[i] = (uint8_t)(i < 2 ? rnd(2) : rnd(256));
+	if (r->nto && rnd(3)) {
+		const struct fn_cidr *c = &r->to[rnd((uint32_t)r->nto)];
+		ep->v4 = c->v4;
+		memcpy(ep->ip, c->ip, 16);
+		for (int b = c->prefix + (int)rnd(3); b < 128; b++)
+			if (rnd(2))
+				ep->ip[b / 8] ^= (uint8_t)(0x80u >> (b % 8));
+	}
+	if (ep->v4)
+		memset(ep->ip + 4, 0, 12);
+	ep->port = (uint16_t)rnd(5);
+}
+
+static void test_same_as_matcher(void)
+{
+	int wrong = 0, hits = 0;
+	for (int round = 0; round < 400; round++) {
+		struct fn_policy *p = some_policy();
+		struct fnb_plan pl;
+		char err[256];
+		CU_ASSERT_FATAL(fnb_plan_build(&pl, p, err, sizeof(err)));
+		for (int k = 0; k < 200; k++) {
+			struct fn_endpoint ep;
+			some_endpoint(p, &ep);
+			uint8_t proto = (uint8_t)(1 + rnd(2));
+			const struct fn_rule *want = fn_policy_match(p, &ep, proto, NULL);
+			int got = kernel_decides(&pl, &ep, proto);
+			wrong += got != (want ? (int)(want - p->rules) : -1);
+			hits += got >= 0;
+		}
+		fnb_plan_free(&pl);
+		fn_policy_free(p);
+	}
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT(hits > 2000); /* the comparison covered matches, not only misses */
+}
+
+static void expect_refused(const char *text, const char *part)
+{
+	char err[512];
+	struct fn_policy *p = fn_config_load_string(text, "t.conf", NULL, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	struct fnb_plan pl;
+	bool ok = fnb_plan_build(&pl, p, err, sizeof(err));
+	CU_ASSERT_FALSE(ok);
+	if (!ok && !strstr(err, part))
+		fprintf(stderr, "\nmessage: %s\nwanted: %s\n", err, part);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, part));
+	fnb_plan_free(&pl);
+	fn_policy_free(p);
+}
+
+static void test_refusals(void)
+{
+	expect_refused("rules = ( { name = \"ok\"; action = \"blackhole\"; },\n"
+		       "  { name = \"lat\"; action = \"latency\"; latency_ms = 5; } );",
+		       "rule 'lat' (line 2, latency): its action is not one");
+	expect_refused("rules = ( { name = \"half\"; action = \"drop\"; probability = 0.5; } );",
+		       "rule 'half' (line 1, drop): it has a condition");
+	char many[2048] = "rules = (";
+	for (int i = 0; i < 9; i++)
+		snprintf(
+		    many + strlen(many), sizeof(many) - strlen(many),
+		    "%s{ name = \"r%d\"; action = \"drop\"; match = { to = \"10.%d.0.0/16\"; }; }, "
+		    "{ name = \"w%d\"; action = \"drop\"; match = { to = \"10.0.0.0/8\"; }; }",
+		    i ? ", " : "", i, i, i);
+	strcat(many, " );");
+	expect_refused(many, "more than 8 rules cover the same destinations");
+}
+
+void add_bpfplan_tests(void)
+{
+	CU_pSuite s = CU_add_suite("bpfplan", NULL, NULL);
+	CU_add_test(s, "the backend's maps decide as the shim's matcher", test_same_as_matcher);
+	CU_add_test(s, "what the backend cannot carry out is refused, named", test_refusals);
+}
