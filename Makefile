@@ -85,6 +85,12 @@ $(BUILD)/bpf/faultnet.skel.h: $(BUILD)/bpf/faultnet.bpf.o
 $(BUILD)/obj/bpf/backend.o: $(BUILD)/bpf/faultnet.skel.h
 $(BUILD)/obj/bpf/backend.o: CFLAGS += -I$(BUILD)
 $(BUILD)/obj/ctl/run.o: CFLAGS += $(if $(HAVE_BPF),-DFAULTNET_BPF)
+# run.o is rebuilt when the backend comes or goes (make demo may build
+# before make test installs libbpf-dev): the stamp's name says which.
+BPF_STAMP := $(BUILD)/.bpf-$(if $(HAVE_BPF),on,off)
+$(BPF_STAMP):
+	@mkdir -p $(BUILD) && rm -f $(BUILD)/.bpf-on $(BUILD)/.bpf-off && touch $@
+$(BUILD)/obj/ctl/run.o: $(BPF_STAMP)
 
 # A scenario's url probes: a program of its own, so that it can run under
 # the shim (faultctl keeps the shim idle in itself).

@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define WAY_FORWARD                                                                       \
-	"; faultnet's kernel-side backend is the way to fault it, and --allow-unreached " \
-	"runs it anyway"
+#define WAY_FORWARD                                                                   \
+	"; --backend=bpf (as root) faults it from the kernel, and --allow-unreached " \
+	"runs it without faults"
 
 /* cmd's path as execvp would find it; false when it is not found. */
 static bool locate(const char *cmd, char *out, size_t len)

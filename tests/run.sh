@@ -140,6 +140,16 @@ s_reach() {
 	pyscript tests/reach/established.py build
 }
 
+s_bpf() {
+	echo "=== the kernel-side backend (--backend=bpf) on Go programs, against real outages"
+	local before
+	before=$(grep -c '^fail' "$FN_COUNTS")
+	if ! tests/bpf/bpf.sh build && [ "$(grep -c '^fail' "$FN_COUNTS")" = "$before" ]; then
+		echo "  FAIL - tests/bpf/bpf.sh ended without a failed check"
+		echo fail >>"$FN_COUNTS"
+	fi
+}
+
 s_asan() {
 	for s in $PER_BUILD; do "s_$s" build/asan "$asan"; done
 }
@@ -287,7 +297,7 @@ s_layout() {
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man deb style layout"
+ALL="$PER_BUILD reach bpf asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man deb style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"

@@ -1,0 +1,174 @@
+#!/bin/bash
+# bpf.sh - the kernel-side backend (faultctl run --backend=bpf) on Go
+# programs, static and cgo, which the shim cannot reach: each fault against
+# the real outage built in the same private network namespace (nftables
+# drops, a port with nothing listening), compared by the client's own error
+# and timing; the counters; --backend=auto; what it refuses (a rule it
+# cannot carry out, an account without the privileges) and that nothing
+# stays attached or created after a run, even one whose faultctl was
+# killed. Needs root (CAP_BPF, CAP_NET_ADMIN) and cgroup v2.
+# usage: bpf.sh BUILD_DIR
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -z "${FN_BPF_NETNS:-}" ]; then # its own loopback: nothing leaves it
+	FN_BPF_NETNS=1 exec unshare -n "$0" "$@"
+fi
+. "$here/../lib.sh"
+build=$(cd "$1" && pwd)
+ctl="$build/faultctl"
+tmp=$(mktemp -d)
+chmod 755 "$tmp"
+trap 'cleanup_servers; rm -rf "$tmp"' EXIT
+echo "the kernel-side backend ($build)"
+ip link set lo up
+ip addr add fd00:86::1/128 dev lo
+ip addr add fd00:86::2/128 dev lo
+
+export GOCACHE="$tmp/gocache" GOPATH="$tmp/gopath" GO111MODULE=off
+(cd "$here" && CGO_ENABLED=0 go build -o "$tmp/go-static" godial.go) &&
+	(cd "$here" && CGO_ENABLED=1 go build -o "$tmp/go-cgo" godial.go)
+check "the Go clients build (static and cgo)" [ -x "$tmp/go-static" ] && [ -x "$tmp/go-cgo" ]
+
+# Servers: TCP on 127.86.0.1-2 and fd00:86::1-2, a UDP echo on 127.86.0.3.
+serve_tcp() {
+	/usr/bin/python3 -c '
+import socket, sys
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+s = socket.socket(fam); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(64)
+n = 0
+while True:
+    c, _ = s.accept(); n += 1
+    open(sys.argv[3], "w").write(str(n)); c.close()' "$1" "$2" "$3" &
+	FN_PIDS="${FN_PIDS:-} $!"
+}
+serve_tcp 127.86.0.1 8091 "$tmp/n1"
+serve_tcp 127.86.0.2 8092 "$tmp/n2"
+serve_tcp fd00:86::1 8091 "$tmp/n6"
+/usr/bin/python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.86.0.3", 8093))
+while True:
+    d, a = s.recvfrom(64); s.sendto(b"pong", a)' &
+FN_PIDS="${FN_PIDS:-} $!"
+sleep 0.5
+
+cat >"$tmp/p.conf" <<'CONF'
+rules = (
+  { name = "bh"; action = "blackhole"; match = { to = "127.86.0.1/32"; }; },
+  { name = "ref"; action = "refuse"; match = { to = "127.86.0.2/32"; port = 8092; }; },
+  { name = "udpdrop"; action = "drop"; match = { to = "127.86.0.3/32"; proto = "udp"; }; },
+  { name = "bh6"; action = "blackhole"; match = { to = "fd00:86::1/128"; }; },
+  { name = "off"; action = "blackhole"; enabled = false; match = { to = "127.86.0.9/32"; }; }
+);
+CONF
+
+# The real outages: packets to the address lost on the way (dropped where
+# they would arrive, so the sender sees them leave), or nothing listening.
+real() { # KIND CLIENT ARGS... (runs CLIENT with the outage of KIND in place)
+	local kind=$1
+	shift
+	nft add table inet fnreal
+	nft add chain inet fnreal in '{ type filter hook input priority 0; }'
+	case $kind in
+	blackhole) nft add rule inet fnreal in ip daddr 127.86.0.1 drop ;;
+	blackhole6) nft add rule inet fnreal in ip6 daddr fd00:86::1 drop ;;
+	udpdrop) nft add rule inet fnreal in ip daddr 127.86.0.3 udp dport 8093 drop ;;
+	esac
+	"$@"
+	nft delete table inet fnreal
+}
+
+strip_ms() { sed -E 's/ \([0-9]+ ms\)$//; s/:[0-9]+->/:PORT->/'; } # and the source port
+ms_of() { sed -n 's/.*(\([0-9]*\) ms)$/\1/p' | head -1; }
+
+for kind in static cgo; do
+	go="$tmp/go-$kind"
+	under() { "$ctl" run --backend=bpf --config "$tmp/p.conf" -- "$@" 2>>"$tmp/err"; }
+
+	want=$(real blackhole "$go" tcp 127.86.0.1:8091 1000 1)
+	got=$(under "$go" tcp 127.86.0.1:8091 1000 1)
+	check "Go ($kind) blackhole: the error the real outage gives ($(echo "$got" | strip_ms))" \
+		[ "$(echo "$got" | strip_ms)" = "$(echo "$want" | strip_ms)" ]
+	check "Go ($kind) blackhole: at the client's own 1 s timeout ($(echo "$got" | ms_of) ms; real $(echo "$want" | ms_of) ms)" \
+		between 950 1600 "$(echo "$got" | ms_of)"
+
+	want=$(real blackhole6 "$go" tcp '[fd00:86::1]:8091' 700 1)
+	got=$(under "$go" tcp '[fd00:86::1]:8091' 700 1)
+	check "Go ($kind) IPv6 blackhole: as the real outage ($(echo "$got" | strip_ms))" \
+		[ "$(echo "$got" | strip_ms)" = "$(echo "$want" | strip_ms)" ] &&
+		between 650 1300 "$(echo "$got" | ms_of)"
+
+	# The real refusal: the same port with nothing listening there.
+	want=$("$go" tcp 127.86.0.2:8099 1000 1)
+	got=$(under "$go" tcp 127.86.0.2:8092 1000 1)
+	check "Go ($kind) refuse: connection refused at once, as from a closed port ($(echo "$got" | strip_ms))" \
+		[ "$(echo "$got" | strip_ms)" = "$(echo "$want" | strip_ms | sed 's/8099/8092/')" ] &&
+		between 0 300 "$(echo "$got" | ms_of)"
+
+	got=$(under "$go" tcp 127.86.0.2:8093 1000 1)
+	want=$("$go" tcp 127.86.0.2:8093 1000 1)
+	check "Go ($kind) refuse: another port of the address is untouched" \
+		[ "$(echo "$got" | strip_ms)" = "$(echo "$want" | strip_ms)" ]
+
+	got=$(under "$go" tcp 127.86.0.9:8091 500 1)
+	check "Go ($kind) a disabled rule does nothing (connection refused by the real, empty address)" \
+		contains "$got" "connect: connection refused"
+
+	want=$(real udpdrop "$go" udp 127.86.0.3:8093 600 1)
+	got=$(under "$go" udp 127.86.0.3:8093 600 1)
+	check "Go ($kind) UDP drop: the datagram is gone, the read times out as on the real drop ($(echo "$got" | strip_ms))" \
+		[ "$(echo "$got" | strip_ms)" = "$(echo "$want" | strip_ms)" ] && contains "$got" "i/o timeout"
+	check "Go ($kind) UDP without the backend: answered" \
+		contains "$("$go" udp 127.86.0.3:8093 600 1)" "ok pong"
+
+	got=$(under "$go" tcp '[fd00:86::2]:8091' 500 1)
+	check "Go ($kind) an address no rule covers: untouched (refused by nothing listening)" \
+		contains "$got" "connect: connection refused"
+done
+
+# Counters: refused connects counted against the rule; the server saw none.
+rm -f "$tmp/n2"
+"$ctl" run --backend=bpf --config "$tmp/p.conf" --stats --json -- \
+	"$tmp/go-static" tcp 127.86.0.2:8092 500 5 >"$tmp/out" 2>"$tmp/stats"
+att=$(grep '"name":"ref"' "$tmp/stats" | sed 's/.*"attempts":\([0-9]*\).*/\1/')
+check "--stats: 5 refused connects counted against 'ref' (${att:-none}); the server saw $(cat "$tmp/n2" 2>/dev/null || echo 0)" \
+	[ "${att:-}" = 5 ] && [ ! -e "$tmp/n2" ]
+
+# --backend=auto: the kernel for what the shim cannot reach.
+run "$ctl" run --backend=auto --config "$tmp/p.conf" -- "$tmp/go-static" tcp 127.86.0.1:8091 500 1
+check "--backend=auto faults a static Go program through the kernel (${out})" contains "$out" "i/o timeout"
+run "$ctl" run --config "$tmp/p.conf" -- "$tmp/go-static" tcp 127.86.0.1:8091 500 1
+check "without it, the shim still refuses the Go program (exit 2)" [ "$rc" = 2 ]
+
+# What it refuses, and says why.
+echo 'rules = ( { name = "slow"; action = "latency"; latency_ms = 50; } );' >"$tmp/lat.conf"
+run "$ctl" run --backend=bpf --config "$tmp/lat.conf" -- true
+check "a rule it cannot carry out: exit 2, naming it ($err)" \
+	[ "$rc" = 2 ] && contains "$err" "rule 'slow' (line 1, latency)"
+run setpriv --reuid=65534 --regid=65534 --clear-groups "$ctl" run --backend=bpf --config "$tmp/p.conf" -- true
+check "an account without CAP_BPF: exit 2, saying what it needs ($err)" \
+	[ "$rc" = 2 ] && contains "$err" "it needs root, or CAP_BPF and CAP_NET_ADMIN"
+
+# Nothing stays behind: no cgroup of ours, no program of ours loaded.
+cgroot=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+cgself=$(sed -n 's/^0:://p' /proc/self/cgroup)
+cgdir="$cgroot${cgself%/}"
+ours() { ls -d "$cgdir"/faultnet-bpf-* 2>/dev/null | wc -l; }
+progs() { bpftool prog show 2>/dev/null | grep -c 'fn_egress\|fn_connect4' || true; }
+check "after the runs: no faultnet cgroup left ($(ours)) and no program loaded ($(progs))" \
+	[ "$(ours)" = 0 ] && [ "$(progs)" = 0 ]
+"$ctl" run --backend=bpf --config "$tmp/p.conf" -- sleep 30 &
+fpid=$!
+for _ in $(seq 50); do [ "$(progs)" -gt 0 ] && break; sleep 0.1; done
+check "while it runs: its programs are loaded and its cgroup exists" [ "$(progs)" -gt 0 ] && [ "$(ours)" = 1 ]
+spid=$(cat "$cgdir"/faultnet-bpf-*/cgroup.procs 2>/dev/null | head -1)
+kill -9 "$fpid" ${spid:+"$spid"}
+wait "$fpid" 2>/dev/null
+for _ in $(seq 50); do [ "$(progs)" = 0 ] && break; sleep 0.1; done
+check "faultctl killed with SIGKILL: the kernel detached its programs ($(progs) left)" [ "$(progs)" = 0 ]
+"$ctl" run --backend=bpf -- true
+check "...and the next run removed the cgroup it left ($(ours) left)" [ "$(ours)" = 0 ]
+
+[ -s "$tmp/err" ] && sed 's/^/    stderr: /' "$tmp/err" | head -5
+exit 0
