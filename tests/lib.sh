@@ -25,6 +25,10 @@ check() {
 	if "$@"; then pass "$name"; else fail "$name" "$*"; fi
 }
 
+# holds 'A && B': a whole condition for check, evaluated when checked.
+# Written bare, `check NAME A && B` checks A only, and B's answer is lost.
+holds() { eval "$1"; }
+
 # between LOW HIGH VALUE (integers, milliseconds)
 between() { [ "$3" -ge "$1" ] && [ "$3" -le "$2" ]; }
 

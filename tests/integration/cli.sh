@@ -26,20 +26,24 @@ check "bad config: stopped before main" [ -z "$out" ]
 check "bad config: names file, line and problem" [ "$err" = "faultnet: $want" ]
 
 run env FAULTNET_CONFIG="$tmp/bad.conf" FAULTNET_ON_ERROR=passthrough LD_PRELOAD="$preload" /bin/echo main-ran
-check "passthrough: the app runs" [ "$rc" = 0 ] && [ "$out" = main-ran ]
+check "passthrough: the app runs" holds '[ "$rc" = 0 ] && [ "$out" = main-ran ]'
 check "passthrough: says so on stderr" contains "$err" "FAULTNET_ON_ERROR=passthrough: running with no faults"
 
 run env FAULTNET_CONFIG="$tmp/bad.conf" FAULTNET_ON_ERROR=ignore LD_PRELOAD="$preload" /bin/echo main-ran
-check "bad FAULTNET_ON_ERROR: exit 78, names the variable" [ "$rc" = 78 ] && contains "$err" "FAULTNET_ON_ERROR: 'ignore' is not one of exit, passthrough"
+ok=false
+[ "$rc" = 78 ] && contains "$err" "FAULTNET_ON_ERROR: 'ignore' is not one of exit, passthrough" && ok=true
+check "bad FAULTNET_ON_ERROR: exit 78, names the variable" $ok
 
 run env FAULTNET_CONFIG="$root/tests/integration/it.conf" FAULTNET_ZONE=9z LD_PRELOAD="$preload" /bin/echo main-ran
-check "undefined FAULTNET_ZONE: exit 78, names the variable" [ "$rc" = 78 ] && contains "$err" "FAULTNET_ZONE: zone '9z' is not defined in zones"
+ok=false
+[ "$rc" = 78 ] && contains "$err" "FAULTNET_ZONE: zone '9z' is not defined in zones" && ok=true
+check "undefined FAULTNET_ZONE: exit 78, names the variable" $ok
 
 run env FAULTNET_ZONE=1a LD_PRELOAD="$preload" /bin/echo main-ran
-check "FAULTNET_ZONE without a config: exit 78" [ "$rc" = 78 ] && contains "$err" "FAULTNET_CONFIG is not"
+check "FAULTNET_ZONE without a config: exit 78" holds '[ "$rc" = 78 ] && contains "$err" "FAULTNET_CONFIG is not"'
 
 run env FAULTNET_CONFIG="$tmp/missing.conf" LD_PRELOAD="$preload" /bin/echo main-ran
-check "missing config file: exit 78" [ "$rc" = 78 ] && contains "$err" "missing.conf: cannot read the file"
+check "missing config file: exit 78" holds '[ "$rc" = 78 ] && contains "$err" "missing.conf: cannot read the file"'
 
 if [ "$(id -u)" = 0 ]; then
 	# A setuid program: the loader drops LD_PRELOAD, and the shim (whose
@@ -49,34 +53,34 @@ if [ "$(id -u)" = 0 ]; then
 	chown 65534 "$tmp/suid-env"
 	chmod 4755 "$tmp/suid-env"
 	run env FAULTNET_CONFIG="$tmp/bad.conf" LD_PRELOAD="$preload" "$tmp/suid-env" /bin/echo main-ran
-	check "a setuid program is left alone" [ "$rc" = 0 ] && [ "$out" = main-ran ] && [ -z "$err" ]
+	check "a setuid program is left alone" holds '[ "$rc" = 0 ] && [ "$out" = main-ran ] && [ -z "$err" ]'
 fi
 
 run env LD_PRELOAD="$preload" /bin/echo main-ran
-check "no config: the app runs untouched" [ "$rc" = 0 ] && [ "$out" = main-ran ] && [ -z "$err" ]
+check "no config: the app runs untouched" holds '[ "$rc" = 0 ] && [ "$out" = main-ran ] && [ -z "$err" ]'
 
 # The run directory: anything but a 0700 directory of ours is refused.
 mkdir -m 755 "$tmp/open"
-run env FAULTNET_RUNDIR="$tmp/open" LD_PRELOAD="$preload" /bin/echo main-ran
-check "run directory open to others: control refused, app runs" [ "$out" = main-ran ] && contains "$err" "control disabled: run directory $tmp/open is open to other users"
+run env FAULTNET_RUNDIR="$tmp/open" FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" /bin/echo main-ran
+check "run directory open to others: control refused, app runs" holds '[ "$out" = main-ran ] && contains "$err" "control disabled: run directory $tmp/open is open to other users"'
 mkdir -m 700 "$tmp/real"
 ln -s "$tmp/real" "$tmp/link"
-run env FAULTNET_RUNDIR="$tmp/link" LD_PRELOAD="$preload" /bin/echo main-ran
-check "run directory behind a symlink: refused" [ "$out" = main-ran ] && contains "$err" "is a symbolic link"
+run env FAULTNET_RUNDIR="$tmp/link" FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" /bin/echo main-ran
+check "run directory behind a symlink: refused" holds '[ "$out" = main-ran ] && contains "$err" "is a symbolic link"'
 if [ "$(id -u)" = 0 ]; then
 	mkdir -m 700 "$tmp/theirs"
 	chown 65534 "$tmp/theirs"
-	run env FAULTNET_RUNDIR="$tmp/theirs" LD_PRELOAD="$preload" /bin/echo main-ran
-	check "run directory owned by another user: refused" [ "$out" = main-ran ] && contains "$err" "is owned by another user"
+	run env FAULTNET_RUNDIR="$tmp/theirs" FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" /bin/echo main-ran
+	check "run directory owned by another user: refused" holds '[ "$out" = main-ran ] && contains "$err" "is owned by another user"'
 fi
 run env FAULTNET_RUNDIR="$tmp/real" FAULTNET_GROUP="bad group" LD_PRELOAD="$preload" /bin/echo main-ran
-check "bad FAULTNET_GROUP: exit 78, names the variable" [ "$rc" = 78 ] && contains "$err" "FAULTNET_GROUP:"
+check "bad FAULTNET_GROUP: exit 78, names the variable" holds '[ "$rc" = 78 ] && contains "$err" "FAULTNET_GROUP:"'
 run env FAULTNET_RUNDIR="$tmp/real" FAULTNET_CONFIG="$root/tests/integration/it.conf" FAULTNET_CONTROL=maybe LD_PRELOAD="$preload" /bin/echo main-ran
-check "bad FAULTNET_CONTROL: exit 78, names the variable" [ "$rc" = 78 ] && contains "$err" "FAULTNET_CONTROL: must be on or off"
+check "bad FAULTNET_CONTROL: exit 78, names the variable" holds '[ "$rc" = 78 ] && contains "$err" "FAULTNET_CONTROL: must be on or off"'
 env FAULTNET_RUNDIR="$tmp/real" FAULTNET_CONFIG="$root/tests/integration/it.conf" FAULTNET_CONTROL=off LD_PRELOAD="$preload" sleep 2 &
 off=$!
 sleep 0.5
-check "FAULTNET_CONTROL=off: no control socket, no thread" [ ! -e "$tmp/real/default.$off.sock" ] && [ "$(ls /proc/$off/task | wc -l)" = 1 ]
+check "FAULTNET_CONTROL=off: no control socket, no thread" holds '[ ! -e "$tmp/real/default.$off.sock" ] && [ "$(ls /proc/$off/task | wc -l)" = 1 ]'
 wait $off
 env FAULTNET_RUNDIR="$tmp/real" FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" sleep 3 &
 sl=$!
@@ -91,7 +95,7 @@ check "the control thread blocks every signal (SigBlk $blk)" [ "$blk" = fffffffe
 kill $sl 2>/dev/null
 
 run "$ctl" check "$tmp/bad.conf"
-check "faultctl check: exit 1 with the shim's message" [ "$rc" = 1 ] && [ "$err" = "faultctl: $want" ]
+check "faultctl check: exit 1 with the shim's message" holds '[ "$rc" = 1 ] && [ "$err" = "faultctl: $want" ]'
 for f in "$root"/policies/*.conf "$root"/tests/*/*.conf; do
 	run "$ctl" check "$f"
 	check "faultctl check $(basename "$f")" [ "$rc" = 0 ]
@@ -102,9 +106,11 @@ check "faultctl run: exits with the command's status" [ "$rc" = 7 ]
 run "$ctl" run -- /nonexistent/cmd
 check "faultctl run: 127 for a missing command" [ "$rc" = 127 ]
 run "$ctl" run --config "$tmp/bad.conf" -- /bin/echo main-ran
-check "faultctl run: refuses a bad config with exit 78" [ "$rc" = 78 ] && [ -z "$out" ]
+check "faultctl run: refuses a bad config with exit 78" holds '[ "$rc" = 78 ] && [ -z "$out" ]'
 run "$ctl" run --bogus -- true
-check "faultctl run: unknown option is an error" [ "$rc" = 2 ] && contains "$err" "unknown option '--bogus'"
+ok=false
+[ "$rc" = 2 ] && contains "$err" "unknown option '--bogus'" && ok=true
+check "faultctl run: unknown option is an error" $ok
 
 it="$build/tests/it_faults"
 if [ -z "${2:-}" ]; then
@@ -166,7 +172,7 @@ env -u LD_PRELOAD gcc -shared -fPIC -o "$tmp/plug/libfnplug.so" "$tmp/plug/p.c" 
 # the caller libc sees, whatever the shim does.)
 if [ -z "${2:-}" ]; then
 	run env FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" "$tmp/dlmain"
-	check "dlopen under the shim: a bare name is found through the app's RUNPATH" [ "$rc" = 0 ] && [ "$out" = 42 ]
+	check "dlopen under the shim: a bare name is found through the app's RUNPATH" holds '[ "$rc" = 0 ] && [ "$out" = 42 ]'
 fi
 
 [ "$failed" = 0 ]

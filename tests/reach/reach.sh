@@ -30,10 +30,10 @@ check "static binary: --allow-unreached runs it, with a warning" \
 
 cp /bin/true "$tmp/suid" && chmod u+s "$tmp/suid"
 run "$ctl" run -- "$tmp/suid"
-check "setuid file: refused, the loader drops LD_PRELOAD" [ "$rc" = 2 ] && contains "$err" "is setuid"
+check "setuid file: refused, the loader drops LD_PRELOAD" holds '[ "$rc" = 2 ] && contains "$err" "is setuid"'
 printf '#!%s\n' "$tmp/static" >"$tmp/script" && chmod +x "$tmp/script"
 run "$ctl" run -- "$tmp/script"
-check "a script is judged by its interpreter" [ "$rc" = 2 ] && contains "$err" "static binary"
+check "a script is judged by its interpreter" holds '[ "$rc" = 2 ] && contains "$err" "static binary"'
 run "$ctl" run -- sh -c true
 check "a dynamic program runs" [ "$rc" = 0 ]
 
@@ -41,7 +41,7 @@ check "a dynamic program runs" [ "$rc" = 0 ]
 export GOCACHE="$tmp/gocache" GOPATH="$tmp/gopath" GOFLAGS=-mod=mod GO111MODULE=off
 (cd "$here" && env -u LD_PRELOAD CGO_ENABLED=0 go build -o "$tmp/go-static" goclient.go) &&
 	(cd "$here" && env -u LD_PRELOAD CGO_ENABLED=1 go build -o "$tmp/go-cgo" goclient.go)
-check "the Go clients build (static and cgo)" [ -x "$tmp/go-static" ] && [ -x "$tmp/go-cgo" ]
+check "the Go clients build (static and cgo)" holds '[ -x "$tmp/go-static" ] && [ -x "$tmp/go-cgo" ]'
 check "the cgo build is dynamic" sh -c "readelf -l '$tmp/go-cgo' | grep -q 'program interpreter'"
 conf="$tmp/bh.conf"
 echo 'rules = ( { name = "bh"; action = "blackhole"; match = { to = "127.67.0.1/32"; }; } );' >"$conf"
