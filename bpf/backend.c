@@ -27,6 +27,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/compile.h"
+#include "bpf/control.h"
 #include "bpf/faultnet.skel.h"
 #include "core/rules.h"
 
@@ -276,8 +277,49 @@ static int wait_child(void)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-int fnb_run(const struct fn_policy *p, char **argv, bool stats, bool json)
+/* argv as one line, for faultctl ps. */
+static void command_line(char **argv, char *out, size_t len)
 {
+	size_t at = 0;
+	out[0] = '\0';
+	for (int i = 0; argv[i] && at + 1 < len; i++)
+		at += (size_t)snprintf(out + at, len - at, "%s%s", i ? " " : "", argv[i]);
+}
+
+/* -g GROUP: this process joins the group as its member (control.c). */
+static bool join(struct fnb_ctl *c, struct faultnet_bpf *s, struct fnb_plan *pl, const char *group,
+		 char **argv, char *err, size_t errlen)
+{
+	static char cmd[512];
+	const struct fn_policy *p = pl->policy;
+	bool *flags = calloc(2 * (p->nrules + 1), sizeof(bool));
+	if (!flags) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	for (size_t i = 0; i < p->nrules; i++) {
+		flags[i] = p->rules[i].from_zone < 0 || p->rules[i].from_zone == p->self_zone;
+		flags[p->nrules + 1 + i] = p->rules[i].enabled;
+	}
+	command_line(argv, cmd, sizeof(cmd));
+	*c = (struct fnb_ctl){.p = p,
+			      .group = group,
+			      .cmd = cmd,
+			      .rules = pl->rules,
+			      .applies = flags,
+			      .enabled = flags + p->nrules + 1,
+			      .rules_map = s->maps.rules,
+			      .counts_map = s->maps.counts};
+	if (fnb_ctl_start(c, err, errlen))
+		return true;
+	free(flags);
+	c->applies = NULL;
+	return false;
+}
+
+int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stats, bool json)
+{
+	struct fnb_ctl ctl = {0};
 	char err[1024] = "", parent[PATH_MAX], cg[PATH_MAX + 64];
 	struct fnb_plan pl;
 	if (!fnb_plan_build(&pl, p, err, sizeof(err))) {
@@ -304,6 +346,9 @@ int fnb_run(const struct fn_policy *p, char **argv, bool stats, bool json)
 	else if (s && pl_refuses(&pl) && (r4 < 0 || r6 < 0))
 		snprintf(err, sizeof(err), "cannot bind the refuse endpoints on loopback: %s",
 			 strerror(errno));
+	char why[4400];
+	if (cgfd >= 0 && !err[0] && !join(&ctl, s, &pl, group, argv, why, sizeof(why)))
+		fprintf(stderr, "faultctl run --backend=bpf: live control disabled: %s\n", why);
 	if (cgfd >= 0 && !err[0] && attach(s, cgfd, err, sizeof(err))) {
 		signal(SIGINT, forward);
 		signal(SIGTERM, forward);
@@ -315,6 +360,10 @@ int fnb_run(const struct fn_policy *p, char **argv, bool stats, bool json)
 	}
 	if (err[0])
 		fprintf(stderr, "faultctl run --backend=bpf: %s\n", err);
+	if (ctl.applies) {
+		fnb_ctl_stop(&ctl);
+		free((void *)ctl.applies);
+	}
 	if (s)
 		faultnet_bpf__destroy(s); /* detaches: the links go */
 	if (cgfd >= 0)

@@ -9,8 +9,10 @@ struct fn_policy;
 /* Runs argv in a new cgroup v2 child of faultctl's own, with the policy
  * carried out by BPF programs attached to it; returns the command's exit
  * status, or 2 with a message naming what is missing (a rule the backend
- * cannot carry out, privileges, cgroup v2, a kernel hook). With stats,
- * prints the rules' counters as `faultctl run --stats` does. */
-int fnb_run(const struct fn_policy *p, char **argv, bool stats, bool json);
+ * cannot carry out, privileges, cgroup v2, a kernel hook). With a group,
+ * faultctl joins it as a member that faultctl enable, disable, reset, ps,
+ * rules and stats reach (control.c). With stats, prints the rules'
+ * counters as `faultctl run --stats` does. */
+int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stats, bool json);
 
 #endif

@@ -231,11 +231,6 @@ static int usage_error(const char *what)
 /* --backend=bpf: the policy carried out in the kernel (bpf/backend.c). */
 static int run_bpf(const char *config, const char *group, char **argv, bool stats, bool json)
 {
-	if (group) {
-		fprintf(stderr, "faultctl run --backend=bpf: -g: live control of a kernel-side "
-				"run is not there yet; its policy is fixed for the run\n");
-		return 2;
-	}
 #ifdef FAULTNET_BPF
 	char err[1024], abs[PATH_MAX];
 	struct fn_policy *p = NULL;
@@ -250,11 +245,12 @@ static int run_bpf(const char *config, const char *group, char **argv, bool stat
 		fprintf(stderr, "faultctl: %s\n", err);
 		return FN_EXIT_CONFIG;
 	}
-	int rc = fnb_run(p, argv, stats, json);
+	const char *g = group ? group : getenv("FAULTNET_GROUP");
+	int rc = fnb_run(p, g && *g ? g : FN_GROUP_DEFAULT, argv, stats, json);
 	fn_policy_free(p);
 	return rc;
 #else
-	(void)config, (void)argv, (void)stats, (void)json;
+	(void)config, (void)group, (void)argv, (void)stats, (void)json;
 	fprintf(stderr, "faultctl run --backend=bpf: this faultctl was built without the "
 			"kernel-side backend (libbpf-dev, bpftool or clang was missing)\n");
 	return 2;
@@ -291,6 +287,8 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 		return usage_error("no command after --");
 	if (strcmp(backend, "shim") && strcmp(backend, "bpf") && strcmp(backend, "auto"))
 		return usage_error("--backend: shim, bpf or auto");
+	if (group && !fn_group_valid(group))
+		return usage_error("-g: a group name is 1 to 63 letters, digits or _.:-");
 	char why[PATH_MAX + 300];
 	bool unreached = fn_unreached(argv[i + 1], why, sizeof(why));
 	/* auto: the kernel for what the shim cannot reach, when we may. */
@@ -303,8 +301,6 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 			return 2;
 		fprintf(stderr, "faultctl run: --allow-unreached: running it without faults\n");
 	}
-	if (group && !fn_group_valid(group))
-		return usage_error("-g: a group name is 1 to 63 letters, digits or _.:-");
 	if (group)
 		setenv("FAULTNET_GROUP", group, 1);
 	if (config && set_config(config) < 0)

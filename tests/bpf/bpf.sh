@@ -27,7 +27,7 @@ ip addr add fd00:86::2/128 dev lo
 export GOCACHE="$tmp/gocache" GOPATH="$tmp/gopath" GO111MODULE=off
 (cd "$here" && CGO_ENABLED=0 go build -o "$tmp/go-static" godial.go) &&
 	(cd "$here" && CGO_ENABLED=1 go build -o "$tmp/go-cgo" godial.go)
-check "the Go clients build (static and cgo)" [ -x "$tmp/go-static" ] && [ -x "$tmp/go-cgo" ]
+check "the Go clients build (static and cgo)" holds '[ -x "$tmp/go-static" ] && [ -x "$tmp/go-cgo" ]'
 
 # Servers: TCP on 127.86.0.1-2 and fd00:86::1-2, a UDP echo on 127.86.0.3.
 serve_tcp() {
@@ -86,39 +86,37 @@ for kind in static cgo; do
 	go="$tmp/go-$kind"
 	under() { "$ctl" run --backend=bpf --config "$tmp/p.conf" -- "$@" 2>>"$tmp/err"; }
 
-	want=$(real blackhole "$go" tcp 127.86.0.1:8091 1000 1)
-	got=$(under "$go" tcp 127.86.0.1:8091 1000 1)
-	check "Go ($kind) blackhole: the error the real outage gives ($(echo "$got" | strip_ms))" \
-		[ "$(echo "$got" | strip_ms)" = "$(echo "$want" | strip_ms)" ]
-	check "Go ($kind) blackhole: at the client's own 1 s timeout ($(echo "$got" | ms_of) ms; real $(echo "$want" | ms_of) ms)" \
-		between 950 1600 "$(echo "$got" | ms_of)"
+	# against: WANT GOT (client lines) -> g and w without times, gms the time
+	against() {
+		w=$(echo "$1" | strip_ms)
+		g=$(echo "$2" | strip_ms)
+		gms=$(echo "$2" | ms_of)
+		wms=$(echo "$1" | ms_of)
+	}
+	against "$(real blackhole "$go" tcp 127.86.0.1:8091 1000 1)" "$(under "$go" tcp 127.86.0.1:8091 1000 1)"
+	check "Go ($kind) blackhole: the real outage's error ($g), at the client's own 1 s timeout ($gms ms; real $wms ms)" \
+		holds '[ "$g" = "$w" ] && contains "$g" "i/o timeout" && between 950 1600 "$gms"'
 
-	want=$(real blackhole6 "$go" tcp '[fd00:86::1]:8091' 700 1)
-	got=$(under "$go" tcp '[fd00:86::1]:8091' 700 1)
-	check "Go ($kind) IPv6 blackhole: as the real outage ($(echo "$got" | strip_ms))" \
-		[ "$(echo "$got" | strip_ms)" = "$(echo "$want" | strip_ms)" ] &&
-		between 650 1300 "$(echo "$got" | ms_of)"
+	against "$(real blackhole6 "$go" tcp '[fd00:86::1]:8091' 700 1)" "$(under "$go" tcp '[fd00:86::1]:8091' 700 1)"
+	check "Go ($kind) IPv6 blackhole: the real outage's error ($g) at 0.7 s ($gms ms)" \
+		holds '[ "$g" = "$w" ] && contains "$g" "i/o timeout" && between 650 1300 "$gms"'
 
-	# The real refusal: the same port with nothing listening there.
-	want=$("$go" tcp 127.86.0.2:8099 1000 1)
-	got=$(under "$go" tcp 127.86.0.2:8092 1000 1)
-	check "Go ($kind) refuse: connection refused at once, as from a closed port ($(echo "$got" | strip_ms))" \
-		[ "$(echo "$got" | strip_ms)" = "$(echo "$want" | strip_ms | sed 's/8099/8092/')" ] &&
-		between 0 300 "$(echo "$got" | ms_of)"
+	# The real refusal: the same address and port with nothing listening.
+	against "$(real none "$go" tcp 127.86.0.7:8092 1000 1 | sed 's/127\.86\.0\.7/127.86.0.2/')" \
+		"$(under "$go" tcp 127.86.0.2:8092 1000 1)"
+	check "Go ($kind) refuse: a closed port's error ($g), at once ($gms ms)" \
+		holds '[ "$g" = "$w" ] && contains "$g" "connection refused" && between 0 300 "$gms"'
 
-	got=$(under "$go" tcp 127.86.0.2:8093 1000 1)
-	want=$("$go" tcp 127.86.0.2:8093 1000 1)
-	check "Go ($kind) refuse: another port of the address is untouched" \
-		[ "$(echo "$got" | strip_ms)" = "$(echo "$want" | strip_ms)" ]
+	against "$("$go" tcp 127.86.0.2:8093 1000 1)" "$(under "$go" tcp 127.86.0.2:8093 1000 1)"
+	check "Go ($kind) refuse: another port of the address is untouched ($g)" holds '[ "$g" = "$w" ]'
 
 	got=$(under "$go" tcp 127.86.0.9:8091 500 1)
-	check "Go ($kind) a disabled rule does nothing (connection refused by the real, empty address)" \
+	check "Go ($kind) a disabled rule does nothing (refused by the real, empty address)" \
 		contains "$got" "connect: connection refused"
 
-	want=$(real udpdrop "$go" udp 127.86.0.3:8093 600 1)
-	got=$(under "$go" udp 127.86.0.3:8093 600 1)
-	check "Go ($kind) UDP drop: the datagram is gone, the read times out as on the real drop ($(echo "$got" | strip_ms))" \
-		[ "$(echo "$got" | strip_ms)" = "$(echo "$want" | strip_ms)" ] && contains "$got" "i/o timeout"
+	against "$(real udpdrop "$go" udp 127.86.0.3:8093 600 1)" "$(under "$go" udp 127.86.0.3:8093 600 1)"
+	check "Go ($kind) UDP drop: the datagram is gone, the read times out as on the real drop ($g)" \
+		holds '[ "$g" = "$w" ] && contains "$g" "i/o timeout"'
 	check "Go ($kind) UDP without the backend: answered" \
 		contains "$("$go" udp 127.86.0.3:8093 600 1)" "ok pong"
 
@@ -133,7 +131,7 @@ rm -f "$tmp/n2"
 	"$tmp/go-static" tcp 127.86.0.2:8092 500 5 >"$tmp/out" 2>"$tmp/stats"
 att=$(grep '"name":"ref"' "$tmp/stats" | sed 's/.*"attempts":\([0-9]*\).*/\1/')
 check "--stats: 5 refused connects counted against 'ref' (${att:-none}); the server saw $(cat "$tmp/n2" 2>/dev/null || echo 0)" \
-	[ "${att:-}" = 5 ] && [ ! -e "$tmp/n2" ]
+	holds '[ "${att:-}" = 5 ] && [ ! -e "$tmp/n2" ]'
 
 # --backend=auto: the kernel for what the shim cannot reach.
 run "$ctl" run --backend=auto --config "$tmp/p.conf" -- "$tmp/go-static" tcp 127.86.0.1:8091 500 1
@@ -141,14 +139,92 @@ check "--backend=auto faults a static Go program through the kernel (${out})" co
 run "$ctl" run --config "$tmp/p.conf" -- "$tmp/go-static" tcp 127.86.0.1:8091 500 1
 check "without it, the shim still refuses the Go program (exit 2)" [ "$rc" = 2 ]
 
+# Live control: faultctl stands in the group as a member; enable and
+# disable are map updates, in force when faultctl returns.
+export FAULTNET_RUNDIR="$tmp/run"
+mkdir -m 700 "$FAULTNET_RUNDIR"
+cat >"$tmp/flip.conf" <<'CONF'
+rules = ( { name = "flip"; action = "blackhole"; enabled = false; match = { to = "127.86.0.4/32"; }; } );
+CONF
+serve_tcp 127.86.0.4 8094 "$tmp/n4"
+sleep 0.3
+"$ctl" run --backend=bpf -g bpflive --config "$tmp/flip.conf" -- \
+	"$tmp/go-static" tcp 127.86.0.4:8094 300 16 >"$tmp/live.out" 2>"$tmp/live.err" &
+live=$!
+sleep 1
+run "$ctl" -g bpflive ps
+check "faultctl ps lists the run as a member of its group (kernel-side backend)" \
+	holds 'contains "$out" "kernel-side backend" && contains "$out" "go-static tcp 127.86.0.4:8094"'
+run "$ctl" -g bpflive enable flip
+check "faultctl enable of a kernel-side run: ok, exit 0 ($out)" holds '[ "$rc" = 0 ] && contains "$out" "ok flip enabled"'
+sleep 1
+run "$ctl" -g bpflive stats
+check "faultctl stats: the blackholed dials counted ($(echo "$out" | grep flip | tr -s ' '))" \
+	holds 'echo "$out" | grep -q "flip  *blackhole  *[1-9]"'
+run "$ctl" -g bpflive disable flip
+check "faultctl disable: ok" [ "$rc" = 0 ]
+run "$ctl" -g bpflive add '{ name = "x"; action = "drop"; }'
+check "a change the backend does not carry out is refused, and not journaled ($(echo "$out$err" | head -1))" \
+	holds '[ "$rc" = 1 ] && contains "$out$err" "does not carry out" && ! grep -q add "$FAULTNET_RUNDIR/bpflive.journal"'
+wait "$live"
+seq_of=$(sed -E 's/^(ok|error).*/\1/' "$tmp/live.out" | uniq | tr '\n' ' ')
+check "Go (static) dialing every 200 ms: ok, then i/o timeouts while the rule is on, then ok ($seq_of)" \
+	holds '[ "$seq_of" = "ok error ok " ] && grep -q "i/o timeout" "$tmp/live.out"'
+check "...and the run's socket is gone from the run directory" \
+	[ -z "$(ls "$FAULTNET_RUNDIR" | grep '\.sock$')" ]
+
+# A run that joins a group later applies what the group was told before.
+"$ctl" -g bpflate enable flip >/dev/null 2>&1
+run "$ctl" run --backend=bpf -g bpflate --config "$tmp/flip.conf" -- "$tmp/go-static" tcp 127.86.0.4:8094 300 1
+check "a run joining the group later applies the group's journal (enable flip: $out)" contains "$out" "i/o timeout"
+
+# A pooled keep-alive connection, already open when the route dies.
+/usr/bin/python3 -c '
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def setup(self):
+        super().setup()
+        with open(sys.argv[1], "a") as f: f.write("c\n")
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers()
+        self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.86.0.5", 8095), H).serve_forever()' "$tmp/conns" 2>/dev/null &
+FN_PIDS="${FN_PIDS:-} $!"
+sleep 0.5
+cat >"$tmp/pool.conf" <<'CONF'
+rules = ( { name = "route"; action = "blackhole"; enabled = false; match = { to = "127.86.0.5/32"; }; } );
+CONF
+"$ctl" run --backend=bpf -g bpfpool --config "$tmp/pool.conf" -- /usr/bin/python3 -c '
+import requests, time
+s = requests.Session()
+for i in range(14):
+    try:
+        r = s.get("http://127.86.0.5:8095/", timeout=1); print("ok", flush=True)
+    except requests.exceptions.RequestException as e: print(type(e).__name__, flush=True)
+    time.sleep(0.2)' >"$tmp/pool.out" 2>&1 &
+pool=$!
+sleep 1
+conns_before=$(wc -l <"$tmp/conns")
+"$ctl" -g bpfpool enable route >/dev/null
+sleep 1.5
+"$ctl" -g bpfpool disable route >/dev/null
+wait "$pool"
+# After the read timeout requests drops the connection; its new ones then
+# meet the dead route at connect (ConnectTimeout) until it comes back.
+seq_of=$(uniq "$tmp/pool.out" | tr '\n' ' ')
+check "requests.Session: calls on one pooled connection ($conns_before before the flip), then ReadTimeout at its own 1 s on that connection, new connects time out, then ok ($seq_of)" \
+	holds '[ "$conns_before" = 1 ] && echo "$seq_of" | grep -Eqx "ok ReadTimeout (ConnectTimeout )*ok "'
+
 # What it refuses, and says why.
 echo 'rules = ( { name = "slow"; action = "latency"; latency_ms = 50; } );' >"$tmp/lat.conf"
 run "$ctl" run --backend=bpf --config "$tmp/lat.conf" -- true
 check "a rule it cannot carry out: exit 2, naming it ($err)" \
-	[ "$rc" = 2 ] && contains "$err" "rule 'slow' (line 1, latency)"
+	holds '[ "$rc" = 2 ] && contains "$err" "rule '"'slow'"' (line 1, latency)"'
 run setpriv --reuid=65534 --regid=65534 --clear-groups "$ctl" run --backend=bpf --config "$tmp/p.conf" -- true
 check "an account without CAP_BPF: exit 2, saying what it needs ($err)" \
-	[ "$rc" = 2 ] && contains "$err" "it needs root, or CAP_BPF and CAP_NET_ADMIN"
+	holds '[ "$rc" = 2 ] && contains "$err" "it needs root, or CAP_BPF and CAP_NET_ADMIN"'
 
 # Nothing stays behind: no cgroup of ours, no program of ours loaded.
 cgroot=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
@@ -157,16 +233,17 @@ cgdir="$cgroot${cgself%/}"
 ours() { ls -d "$cgdir"/faultnet-bpf-* 2>/dev/null | wc -l; }
 progs() { bpftool prog show 2>/dev/null | grep -c 'fn_egress\|fn_connect4' || true; }
 check "after the runs: no faultnet cgroup left ($(ours)) and no program loaded ($(progs))" \
-	[ "$(ours)" = 0 ] && [ "$(progs)" = 0 ]
+	holds '[ "$(ours)" = 0 ] && [ "$(progs)" = 0 ]'
 "$ctl" run --backend=bpf --config "$tmp/p.conf" -- sleep 30 &
 fpid=$!
 for _ in $(seq 50); do [ "$(progs)" -gt 0 ] && break; sleep 0.1; done
-check "while it runs: its programs are loaded and its cgroup exists" [ "$(progs)" -gt 0 ] && [ "$(ours)" = 1 ]
+check "while it runs: its programs are loaded and its cgroup exists" holds '[ "$(progs)" -gt 0 ] && [ "$(ours)" = 1 ]'
 spid=$(cat "$cgdir"/faultnet-bpf-*/cgroup.procs 2>/dev/null | head -1)
 kill -9 "$fpid" ${spid:+"$spid"}
-wait "$fpid" 2>/dev/null
+{ wait "$fpid"; } 2>/dev/null # (bash would say "Killed")
 for _ in $(seq 50); do [ "$(progs)" = 0 ] && break; sleep 0.1; done
-check "faultctl killed with SIGKILL: the kernel detached its programs ($(progs) left)" [ "$(progs)" = 0 ]
+check "faultctl killed with SIGKILL: the kernel detached its programs ($(progs) left); its empty cgroup stays ($(ours))" \
+	holds '[ "$(progs)" = 0 ] && [ "$(ours)" = 1 ]'
 "$ctl" run --backend=bpf -- true
 check "...and the next run removed the cgroup it left ($(ours) left)" [ "$(ours)" = 0 ]
 

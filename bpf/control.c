@@ -1,0 +1,284 @@
+/* control.c - live control of a kernel-side run (faultctl run
+ * --backend=bpf -g GROUP): faultctl itself stands in the group as a member.
+ * It listens on the member socket the shim would (RUNDIR/GROUP.PID.sock),
+ * answers info, rules, stats and events in the shim's formats, and carries
+ * out enable, disable and reset as map updates: when it answers "ok" the
+ * change is in force in the kernel. Changes another member checked reach
+ * it through the group's change counter and journal, which its thread
+ * reads every 2 ms. One thread owns everything here; the run's main
+ * thread only starts and stops it. */
+#include "bpf/control.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "core/rundir.h"
+#include "core/actions.h"
+#include "core/rules.h"
+#include "core/wire.h"
+
+static void set_rule(struct fnb_ctl *c, int i, bool on)
+{
+	c->rules[i].on = on && c->applies[i];
+	c->enabled[i] = on;
+	uint32_t k = (uint32_t)i;
+	bpf_map__update_elem(c->rules_map, &k, sizeof(k), &c->rules[i], sizeof(c->rules[i]),
+			     BPF_ANY);
+}
+
+/* One change: "enable NAME [since=MS]", "disable NAME" or "reset". */
+static void apply(struct fnb_ctl *c, char *line, struct fn_buf *out)
+{
+	char *arg = strchr(line, ' ');
+	if (arg)
+		*arg++ = '\0';
+	if (strcmp(line, "reset") == 0) {
+		for (size_t i = 0; i < c->p->nrules; i++)
+			set_rule(c, (int)i, c->p->rules[i].enabled);
+		fn_buf_printf(out, "ok reset\n");
+		return;
+	}
+	if (strcmp(line, "enable") && strcmp(line, "disable")) {
+		fn_buf_printf(out,
+			      "error the kernel-side backend does not carry out '%.40s' yet "
+			      "(enable, disable and reset)\n",
+			      line);
+		return;
+	}
+	if (!arg || !*arg) {
+		fn_buf_printf(out, "error %s needs an argument\n", line);
+		return;
+	}
+	arg[strcspn(arg, " ")] = '\0'; /* since=: the backend has no time windows */
+	int i = fn_policy_rule_index(c->p, arg);
+	if (i < 0) {
+		fn_buf_printf(out, "error no rule named '%.64s'\n", arg);
+		return;
+	}
+	set_rule(c, i, line[0] == 'e');
+	fn_buf_printf(out, "ok %s %s\n", arg, line[0] == 'e' ? "enabled" : "disabled");
+}
+
+/* The journal's entries past the last one applied, in order. */
+static void catch_up(struct fnb_ctl *c)
+{
+	FILE *f = fopen(c->journal, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	while (f && (n = getline(&line, &cap, f)) > 0 && line[n - 1] == '\n') {
+		line[n - 1] = '\0';
+		char *rest;
+		unsigned long long seq = strtoull(line, &rest, 10);
+		if (rest == line || *rest != ' ' || seq <= c->applied)
+			continue;
+		struct fn_buf ignored = {0};
+		apply(c, rest + 1, &ignored);
+		fn_buf_free(&ignored);
+		c->applied = seq;
+	}
+	free(line);
+	if (f)
+		fclose(f);
+}
+
+static void info(struct fnb_ctl *c, struct fn_buf *out)
+{
+	size_t on = 0;
+	for (size_t i = 0; i < c->p->nrules; i++)
+		on += c->enabled[i];
+	fn_buf_printf(out, "process pid=%d", (int)getpid());
+	fn_buf_field(out, "group", c->group);
+	fn_buf_field(out, "zone", c->p->self_zone >= 0 ? c->p->zones[c->p->self_zone].name : "-");
+	fn_buf_printf(out, " rules=%zu enabled=%zu seq=%llu", c->p->nrules, on, c->applied);
+	fn_buf_field(out, "sockets", "kernel-side backend");
+	fn_buf_field(out, "cmd", c->cmd);
+	fn_buf_add(out, "\nend\n", 5);
+}
+
+static void counters(struct fnb_ctl *c, size_t i, struct fnb_count *n)
+{
+	uint32_t k = (uint32_t)i;
+	memset(n, 0, sizeof(*n));
+	bpf_map__lookup_elem(c->counts_map, &k, sizeof(k), n, sizeof(*n), 0);
+}
+
+static void rules(struct fnb_ctl *c, struct fn_buf *out, bool stats)
+{
+	for (size_t i = 0; i < c->p->nrules; i++) {
+		const struct fn_rule *r = &c->p->rules[i];
+		struct fnb_count n;
+		counters(c, i, &n);
+		fn_buf_printf(out, "rule pid=%d", (int)getpid());
+		fn_buf_field(out, "name", r->name);
+		if (stats) {
+			fn_buf_printf(out, " action=%s attempts=%llu faults=%llu bytes=0\n",
+				      fn_action_name(r->action), (unsigned long long)n.attempts,
+				      (unsigned long long)n.faults);
+			continue;
+		}
+		char params[256];
+		fn_rule_describe(r, params, sizeof(params));
+		fn_buf_printf(out, " action=%s enabled=%s faults=%llu attempts=%llu",
+			      fn_action_name(r->action), c->enabled[i] ? "yes" : "no",
+			      (unsigned long long)n.faults, (unsigned long long)n.attempts);
+		fn_buf_field(out, "params", params);
+		fn_buf_add(out, "\n", 1);
+	}
+	fn_buf_add(out, "end\n", 4);
+}
+
+static void request(struct fnb_ctl *c, char *line, struct fn_buf *out)
+{
+	if (line[0] == '@') { /* "@SEQ change": sent to the group */
+		char *end;
+		unsigned long long seq = strtoull(line + 1, &end, 10);
+		if (end == line + 1 || *end != ' ') {
+			fn_buf_printf(out, "error malformed sequence number\n");
+			return;
+		}
+		if (seq > c->applied + 1)
+			catch_up(c);
+		if (seq <= c->applied) {
+			fn_buf_printf(out, "ok already applied (seq %llu)\n", seq);
+			return;
+		}
+		apply(c, end + 1, out);
+		c->applied = seq;
+	} else if (strcmp(line, "info") == 0) {
+		info(c, out);
+	} else if (strcmp(line, "rules") == 0 || strcmp(line, "stats") == 0) {
+		rules(c, out, line[0] == 's');
+	} else if (strncmp(line, "events", 6) == 0) {
+		fn_buf_add(out, "end\n", 4); /* the backend keeps no events yet */
+	} else {
+		apply(c, line, out);
+	}
+}
+
+/* One client: one line in, one reply out, as faultctl talks. */
+static void serve(struct fnb_ctl *c, int fd)
+{
+	char buf[4096];
+	size_t got = 0;
+	struct timeval tv = {.tv_sec = 1};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (got < sizeof(buf) - 1 && !memchr(buf, '\n', got)) {
+		ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+		if (n <= 0)
+			return;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	struct fn_buf out = {0};
+	request(c, buf, &out);
+	for (size_t off = 0; out.s && off < out.len;) {
+		ssize_t n = send(fd, out.s + off, out.len - off, MSG_NOSIGNAL);
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	fn_buf_free(&out);
+}
+
+static void *loop(void *arg)
+{
+	struct fnb_ctl *c = arg;
+	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+		if (c->seq && __atomic_load_n(c->seq, __ATOMIC_ACQUIRE) != c->applied)
+			catch_up(c);
+		struct pollfd pfd = {.fd = c->lfd, .events = POLLIN};
+		if (poll(&pfd, 1, 2) <= 0)
+			continue;
+		int fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0) {
+			serve(c, fd);
+			close(fd);
+		}
+	}
+	return NULL;
+}
+
+static int listen_at(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	mode_t old = umask(077);
+	unlink(path); /* ours: the name holds our pid */
+	bool ok =
+	    fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 64) == 0;
+	umask(old);
+	if (!ok && fd >= 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void map_seq(struct fnb_ctl *c, const char *dir)
+{
+	char path[4200];
+	fn_group_file(path, sizeof(path), dir, c->group, "seq");
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	c->seq = fd >= 0 ? fn_seq_map(fd, false) : NULL;
+	if (fd >= 0)
+		close(fd);
+	if (!c->seq)
+		fprintf(stderr,
+			"faultctl run --backend=bpf: %s: %s: this run follows the group's "
+			"changes only when faultctl sends them to it\n",
+			path, strerror(errno));
+}
+
+bool fnb_ctl_start(struct fnb_ctl *c, char *err, size_t errlen)
+{
+	char dir[4096];
+	const char *why = fn_rundir(dir, sizeof(dir));
+	if (why) {
+		snprintf(err, errlen, "run directory %s %s", dir, why);
+		return false;
+	}
+	if (!fn_sock_path(c->path, sizeof(c->path), dir, c->group, getpid())) {
+		snprintf(err, errlen, "run directory %s: the socket path is too long", dir);
+		return false;
+	}
+	fn_group_file(c->journal, sizeof(c->journal), dir, c->group, "journal");
+	map_seq(c, dir);
+	catch_up(c); /* what the group was told before this run joined */
+	c->lfd = listen_at(c->path);
+	if (c->lfd < 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s", c->path, strerror(errno));
+		return false;
+	}
+	if (pthread_create(&c->thread, NULL, loop, c) != 0) {
+		snprintf(err, errlen, "cannot start the control thread");
+		close(c->lfd);
+		unlink(c->path);
+		return false;
+	}
+	return true;
+}
+
+void fnb_ctl_stop(struct fnb_ctl *c)
+{
+	__atomic_store_n(&c->stop, true, __ATOMIC_RELEASE);
+	pthread_join(c->thread, NULL);
+	close(c->lfd);
+	unlink(c->path);
+	if (c->seq)
+		munmap(c->seq, FN_SEQ_FILE_SIZE);
+}
