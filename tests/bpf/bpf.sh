@@ -74,6 +74,7 @@ real() { # KIND CLIENT ARGS... (runs CLIENT with the outage of KIND in place)
 	blackhole) nft add rule inet fnreal in ip daddr 127.86.0.1 drop ;;
 	blackhole6) nft add rule inet fnreal in ip6 daddr fd00:86::1 drop ;;
 	udpdrop) nft add rule inet fnreal in ip daddr 127.86.0.3 udp dport 8093 drop ;;
+	zone) nft add rule inet fnreal in ip daddr 127.86.3.0/24 drop ;;
 	esac
 	"$@"
 	nft delete table inet fnreal
@@ -124,6 +125,32 @@ for kind in static cgo; do
 	check "Go ($kind) an address no rule covers: untouched (refused by nothing listening)" \
 		contains "$got" "connect: connection refused"
 done
+
+# A zone whose every packet is dropped, seen from another zone.
+cat >"$tmp/zone.conf" <<'CONF'
+zones = ( { name = "a"; cidrs = [ "127.86.2.0/24" ]; }, { name = "b"; cidrs = [ "127.86.3.0/24" ]; } );
+rules = ( { name = "b-down"; action = "drop"; match = { from_zone = "a"; to_zone = "b"; }; } );
+CONF
+serve_tcp 127.86.3.1 8091 "$tmp/n3"
+sleep 0.3
+against "$(real zone "$tmp/go-static" tcp 127.86.3.1:8091 800 1)" \
+	"$("$ctl" run --backend=bpf --zone a --config "$tmp/zone.conf" -- "$tmp/go-static" tcp 127.86.3.1:8091 800 1)"
+check "Go (static) in zone a, zone b dropped: the real outage's error ($g) at its 0.8 s timeout ($gms ms)" \
+	holds '[ "$g" = "$w" ] && contains "$g" "i/o timeout" && between 750 1400 "$gms"'
+got=$("$ctl" run --backend=bpf --zone b --config "$tmp/zone.conf" -- "$tmp/go-static" tcp 127.86.3.1:8091 800 1)
+check "...the same program in zone b reaches it (from_zone): $got" contains "$got" "ok 127.86.3.1:8091"
+
+# io_uring: connects no libc wrapper sees, against the same real outages.
+gcc -Wall -Wextra -Werror -o "$tmp/uringdial" "$here/uringdial.c" -luring
+check "the io_uring client builds (liburing)" [ -x "$tmp/uringdial" ]
+under() { "$ctl" run --backend=bpf --config "$tmp/p.conf" -- "$@" 2>>"$tmp/err"; }
+against "$(real blackhole "$tmp/uringdial" 127.86.0.1 8091 600)" "$(under "$tmp/uringdial" 127.86.0.1 8091 600)"
+check "io_uring blackhole: the connect is cancelled by its linked 600 ms timeout, as on the real outage ($g, $gms ms)" \
+	holds '[ "$g" = "$w" ] && [ "$g" = "Operation canceled" ] && between 550 1200 "$gms"'
+against "$(real none "$tmp/uringdial" 127.86.0.7 8092 600)" "$(under "$tmp/uringdial" 127.86.0.2 8092 600)"
+check "io_uring refuse: the closed port's error ($g), at once ($gms ms)" \
+	holds '[ "$g" = "$w" ] && [ "$g" = "Connection refused" ] && between 0 300 "$gms"'
+check "io_uring without the backend: connects" contains "$("$tmp/uringdial" 127.86.0.2 8092 600)" "ok"
 
 # Counters: refused connects counted against the rule; the server saw none.
 rm -f "$tmp/n2"
