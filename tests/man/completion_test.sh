@@ -21,6 +21,8 @@ got=$(complete_line faultctl s)
 [ "$got" = "scenario stats" ] && ok "verbs: 's' offers scenario and stats" || bad "verbs: got '$got'"
 got=$(complete_line faultctl run --s)
 [ "$got" = "--stats" ] && ok "run's options: '--s' offers --stats" || bad "run options: got '$got'"
+got=$(complete_line faultctl run --backend=b)
+[ "$got" = "--backend=bpf" ] && ok "run's options: '--backend=b' offers --backend=bpf" || bad "backend: got '$got'"
 
 printf 'rules = ( { name = "nat-lost"; action = "blackhole"; match = { to = "127.89.0.1/32"; }; },\n { name = "slow-db"; action = "delay"; delay_ms = 5; } );\n' >"$tmp/p.conf"
 faultctl run --config "$tmp/p.conf" -g "comp-$$" -- sleep 60 &
