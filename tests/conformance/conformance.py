@@ -399,7 +399,7 @@ def write_report():
                 "built in a private network namespace (tests/clients/outage.py), or, for delay and "
                 "latency, against the healthy server. A cell passes when the outcome is the same and "
                 "the time is the real one's within 25% + 500 ms (60% for boto3, whose retries wait a "
-                "random backoff; delay and latency: at least the added time, at most the healthy "
+                "random backoff, drawn from the same seed in both runs; delay and latency: at least the added time, at most the healthy "
                 "time plus twice the added time). Against blackhole and stall, the attempts `faultctl run "
                 "--stats` counted must also equal those the client's retry settings imply.\n\n")
         names = list(FAULTS)

@@ -35,8 +35,13 @@ def with_requests():
 
 
 def with_boto3():
+    import random
     import boto3
     from botocore.config import Config
+    # botocore's standard retries wait random.random() * 2**n: the same
+    # seed in the real run and under faultnet draws the same waits, so
+    # that their times compare like with like.
+    random.seed(20261201)
     cfg = Config(connect_timeout=1, read_timeout=1,
                  retries={"max_attempts": 3, "mode": "standard"})
     s3 = boto3.client("s3", endpoint_url="http://%s:%d" % (HOST, PORT), config=cfg,
