@@ -2,6 +2,7 @@
  * its own with the programs of faultnet.bpf.c attached, the policy
  * compiled into their maps (compile.c), and the refuse endpoints held by
  * this process. What is left behind, and when:
+ *  - the refuse and stall endpoints are this process's sockets;
  *  - the programs are attached through bpf links this process alone holds,
  *    so the kernel detaches them when it exits, however it exits;
  *  - the cgroup is removed once the command has exited (processes it left
@@ -100,10 +101,13 @@ static void remove_cgroup(const char *cg, const char *parent)
 	}
 }
 
-/* A TCP socket bound to loopback and never listening: a connect sent
- * there is answered with a reset. Bound without SO_REUSEADDR, so that no
- * other account can take the port while it is held. */
-static int refuse_endpoint(int family, uint16_t *port)
+/* A TCP socket bound to loopback: for refuse never listening (a connect
+ * sent there is answered with a reset), for stall listening and never
+ * accepting (the handshake completes, nothing answers; the connection's
+ * buffer takes 256 KiB of what the app writes). Bound without
+ * SO_REUSEADDR, so that no other account can take the port while it is
+ * held. */
+static int endpoint(int family, bool listening, uint16_t *port)
 {
 	struct sockaddr_storage ss = {0};
 	socklen_t len =
@@ -113,8 +117,11 @@ static int refuse_endpoint(int family, uint16_t *port)
 		((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	else
 		((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
-	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0), buf = 256 * 1024;
+	if (fd >= 0 && listening)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 ||
+	    (listening && listen(fd, 4096) < 0) ||
 	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
 		if (fd >= 0)
 			close(fd);
@@ -124,6 +131,40 @@ static int refuse_endpoint(int family, uint16_t *port)
 	*port = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
 					: ((struct sockaddr_in6 *)&ss)->sin6_port);
 	return fd;
+}
+
+/* The endpoints a run holds: [refuse, stall] x [IPv4, IPv6]. */
+struct endpoints {
+	int fd[2][2];
+	uint16_t port[2][2];
+};
+
+static void endpoints_open(struct endpoints *e)
+{
+	for (int k = 0; k < 2; k++)
+		for (int f = 0; f < 2; f++)
+			e->fd[k][f] = endpoint(f ? AF_INET6 : AF_INET, k == 1, &e->port[k][f]);
+}
+
+static void endpoints_close(struct endpoints *e)
+{
+	for (int k = 0; k < 2; k++)
+		for (int f = 0; f < 2; f++)
+			if (e->fd[k][f] >= 0)
+				close(e->fd[k][f]);
+}
+
+/* Whether every endpoint the rules need is there. */
+static bool endpoints_ready(const struct endpoints *e, const struct fnb_plan *pl)
+{
+	for (size_t i = 0; i < pl->policy->nrules; i++) {
+		int k = pl->rules[i].action == FNB_REFUSE  ? 0
+			: pl->rules[i].action == FNB_STALL ? 1
+							   : -1;
+		if (k >= 0 && (e->fd[k][0] < 0 || e->fd[k][1] < 0))
+			return false;
+	}
+	return true;
 }
 
 static int fill_maps(struct faultnet_bpf *s, const struct fnb_plan *pl)
@@ -158,8 +199,8 @@ static uint32_t at_least_one(size_t n)
 }
 
 /* Opens, sizes, loads and fills the programs; NULL with the reason. */
-static struct faultnet_bpf *load(const struct fnb_plan *pl, uint16_t port4, uint16_t port6,
-				 char *err, size_t errlen)
+static struct faultnet_bpf *load(const struct fnb_plan *pl, const struct endpoints *ep, char *err,
+				 size_t errlen)
 {
 	struct faultnet_bpf *s = faultnet_bpf__open();
 	if (!s) {
@@ -170,8 +211,10 @@ static struct faultnet_bpf *load(const struct fnb_plan *pl, uint16_t port4, uint
 	bpf_map__set_max_entries(s->maps.dst6, at_least_one(pl->n6));
 	bpf_map__set_max_entries(s->maps.rules, at_least_one(pl->policy->nrules));
 	bpf_map__set_max_entries(s->maps.counts, at_least_one(pl->policy->nrules));
-	s->rodata->refuse_port4 = port4;
-	s->rodata->refuse_port6 = port6;
+	s->rodata->refuse_port4 = ep->port[0][0];
+	s->rodata->refuse_port6 = ep->port[0][1];
+	s->rodata->stall_port4 = ep->port[1][0];
+	s->rodata->stall_port6 = ep->port[1][1];
 	if (faultnet_bpf__load(s)) {
 		int e = errno;
 		snprintf(err, errlen, "the kernel refused the BPF programs (%s)%s", strerror(e),
@@ -199,6 +242,8 @@ static bool attach(struct faultnet_bpf *s, int cgfd, char *err, size_t errlen)
 	    {s->progs.fn_ingress, &s->links.fn_ingress, "cgroup_skb/ingress"},
 	    {s->progs.fn_connect4, &s->links.fn_connect4, "cgroup/connect4"},
 	    {s->progs.fn_connect6, &s->links.fn_connect6, "cgroup/connect6"},
+	    {s->progs.fn_getpeername4, &s->links.fn_getpeername4, "cgroup/getpeername4"},
+	    {s->progs.fn_getpeername6, &s->links.fn_getpeername6, "cgroup/getpeername6"},
 	};
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 		*all[i].link = bpf_program__attach_cgroup(all[i].prog, cgfd);
@@ -209,15 +254,6 @@ static bool attach(struct faultnet_bpf *s, int cgfd, char *err, size_t errlen)
 		}
 	}
 	return true;
-}
-
-/* Whether a rule refuses: then the refuse endpoints must exist. */
-static bool pl_refuses(const struct fnb_plan *pl)
-{
-	for (size_t i = 0; i < pl->policy->nrules; i++)
-		if (pl->rules[i].action == FNB_REFUSE)
-			return true;
-	return false;
 }
 
 static pid_t child;
@@ -332,10 +368,10 @@ int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stat
 		return FAIL;
 	}
 	sweep(parent);
-	uint16_t port4, port6;
-	int r4 = refuse_endpoint(AF_INET, &port4), r6 = refuse_endpoint(AF_INET6, &port6);
+	struct endpoints ep;
+	endpoints_open(&ep);
 	libbpf_set_print(NULL);
-	struct faultnet_bpf *s = load(&pl, port4, port6, err, sizeof(err));
+	struct faultnet_bpf *s = load(&pl, &ep, err, sizeof(err));
 	int rc = FAIL, cgfd = -1;
 	bool made = false;
 	snprintf(cg, sizeof(cg), "%s/faultnet-bpf-%d", parent, (int)getpid());
@@ -343,9 +379,8 @@ int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stat
 		snprintf(err, sizeof(err), "cannot make the cgroup %s: %s", cg, strerror(errno));
 	else if (s && (cgfd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		snprintf(err, sizeof(err), "cannot open the cgroup %s: %s", cg, strerror(errno));
-	else if (s && pl_refuses(&pl) && (r4 < 0 || r6 < 0))
-		snprintf(err, sizeof(err), "cannot bind the refuse endpoints on loopback: %s",
-			 strerror(errno));
+	else if (s && !endpoints_ready(&ep, &pl))
+		snprintf(err, sizeof(err), "cannot bind the refuse or stall endpoints on loopback");
 	char why[4400];
 	if (cgfd >= 0 && !err[0] && !join(&ctl, s, &pl, group, argv, why, sizeof(why)))
 		fprintf(stderr, "faultctl run --backend=bpf: live control disabled: %s\n", why);
@@ -370,10 +405,7 @@ int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stat
 		close(cgfd);
 	if (made)
 		remove_cgroup(cg, parent);
-	if (r4 >= 0)
-		close(r4);
-	if (r6 >= 0)
-		close(r6);
+	endpoints_close(&ep);
 	fnb_plan_free(&pl);
 	return rc;
 }

@@ -12,7 +12,7 @@
 
 #include "core/rules.h"
 
-/* What the backend does: packet drops and refused connects. */
+/* What the backend does: packet drops, refused and stalled connects. */
 static int action_of(enum fn_action a)
 {
 	switch (a) {
@@ -22,6 +22,8 @@ static int action_of(enum fn_action a)
 		return FNB_DROP;
 	case FN_ACT_REFUSE:
 		return FNB_REFUSE;
+	case FN_ACT_STALL:
+		return FNB_STALL;
 	default:
 		return 0;
 	}
@@ -32,7 +34,10 @@ static const char *unsupported(const struct fn_policy *p, const struct fn_rule *
 {
 	if (!action_of(r->action))
 		return "its action is not one the kernel-side backend carries out yet "
-		       "(it does blackhole, drop and refuse)";
+		       "(it does blackhole, drop, refuse and stall)";
+	if (r->action == FN_ACT_STALL && fn_rule_relayed(r))
+		return "a stall after bytes or time is a stream fault, which needs the shim's "
+		       "relay";
 	if (r->has_cond)
 		return "it has a condition (chance, every, first, after, start_ms or for_ms), "
 		       "which the kernel-side backend does not evaluate yet";

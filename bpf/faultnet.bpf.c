@@ -8,7 +8,10 @@
  *    timeout, a datagram is gone, exactly as on a dead route.
  *  - cgroup/connect4 and connect6: a covered TCP connect under refuse is
  *    sent to a port faultctl holds bound and not listening, so the kernel
- *    answers with a reset (ECONNREFUSED).
+ *    answers with a reset (ECONNREFUSED); under stall, to a listener
+ *    faultctl holds and never accepts from: the handshake completes and
+ *    nothing ever answers. cgroup/getpeername4 and 6 give such a socket
+ *    the address it asked for.
  * The rules are found as the shim finds them: a longest-prefix trie per
  * family gives, for a destination, the rules covering it in file order;
  * the first enabled one whose protocol and ports match decides.
@@ -56,9 +59,19 @@ struct {
 	__type(value, struct fnb_count);
 } counts SEC(".maps");
 
-/* The refuse endpoints (port 0: none), filled in before load. */
+/* Per socket sent to an endpoint: the address it asked for. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct fnb_orig);
+} orig SEC(".maps");
+
+/* The endpoints faultctl holds (port 0: none), filled in before load. */
 const volatile __u16 refuse_port4 = 0;
 const volatile __u16 refuse_port6 = 0;
+const volatile __u16 stall_port4 = 0;
+const volatile __u16 stall_port6 = 0;
 
 static __always_inline int port_ok(const struct fnb_rule *r, __u16 port)
 {
@@ -179,8 +192,34 @@ int fn_ingress(struct __sk_buff *skb)
 
 enum { AS_V4, AS_V6, AS_MAPPED }; /* how a connect's address is written */
 
-/* A connect's rule: counted once per connect, and a refused TCP connect
- * sent to the refuse endpoint. */
+/* The loopback endpoint a TCP connect under action goes to (port 0: none,
+ * the connect goes on untouched). */
+static __always_inline __u16 endpoint(__u8 action, int as)
+{
+	if (action == FNB_REFUSE)
+		return as == AS_V6 ? refuse_port6 : refuse_port4;
+	if (action == FNB_STALL)
+		return as == AS_V6 ? stall_port6 : stall_port4;
+	return 0;
+}
+
+/* Points the connect at port on loopback, in the socket's own family. */
+static __always_inline void redirect(struct bpf_sock_addr *ctx, int as, __u16 port)
+{
+	if (as == AS_V4) {
+		ctx->user_ip4 = bpf_htonl(0x7f000001);
+	} else {
+		ctx->user_ip6[0] = 0;
+		ctx->user_ip6[1] = 0;
+		ctx->user_ip6[2] = as == AS_V6 ? 0 : bpf_htonl(0xffff);
+		ctx->user_ip6[3] = as == AS_V6 ? bpf_htonl(1) : bpf_htonl(0x7f000001);
+	}
+	ctx->user_port = bpf_htons(port);
+}
+
+/* A connect's rule: counted once per connect; under refuse or stall the
+ * connect goes to that endpoint, and the socket keeps the address asked
+ * for, which getpeername gives back. */
 static __always_inline int on_connect(struct bpf_sock_addr *ctx, const struct fnb_cands *c, int as)
 {
 	__u8 proto = proto_bit((__u8)ctx->protocol);
@@ -191,29 +230,57 @@ static __always_inline int on_connect(struct bpf_sock_addr *ctx, const struct fn
 		return 1;
 	__u32 i = (__u32)idx;
 	const struct fnb_rule *r = bpf_map_lookup_elem(&rules, &i);
-	if (!r)
+	if (!r || proto != FNB_TCP)
 		return 1;
-	int refuse = r->action == FNB_REFUSE && proto == FNB_TCP;
-	if (proto == FNB_TCP)
-		count(idx, 1);
-	if (!refuse)
+	count(idx, 1);
+	__u16 port = endpoint(r->action, as);
+	if (!port)
 		return 1;
-	if (as != AS_V4) {
-		__u16 port = as == AS_V6 ? refuse_port6 : refuse_port4;
-		if (!port)
-			return 1;
-		ctx->user_ip6[0] = 0;
-		ctx->user_ip6[1] = 0;
-		ctx->user_ip6[2] = as == AS_V6 ? 0 : bpf_htonl(0xffff);
-		ctx->user_ip6[3] = as == AS_V6 ? bpf_htonl(1) : bpf_htonl(0x7f000001);
-		ctx->user_port = bpf_htons(port);
-	} else {
-		if (!refuse_port4)
-			return 1;
-		ctx->user_ip4 = bpf_htonl(0x7f000001);
-		ctx->user_port = bpf_htons(refuse_port4);
+	struct fnb_orig *o = bpf_sk_storage_get(&orig, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (o) {
+		if (as == AS_V4) {
+			o->addr[0] = ctx->user_ip4;
+		} else {
+			o->addr[0] = ctx->user_ip6[0];
+			o->addr[1] = ctx->user_ip6[1];
+			o->addr[2] = ctx->user_ip6[2];
+			o->addr[3] = ctx->user_ip6[3];
+		}
+		o->port = ctx->user_port;
+		o->set = 1;
 	}
+	redirect(ctx, as, port);
 	return 1;
+}
+
+/* getpeername: the address the app asked for, not the endpoint's. */
+static __always_inline int peer(struct bpf_sock_addr *ctx, int v6)
+{
+	struct fnb_orig *o = bpf_sk_storage_get(&orig, ctx->sk, 0, 0);
+	if (!o || !o->set)
+		return 1;
+	if (v6) {
+		ctx->user_ip6[0] = o->addr[0];
+		ctx->user_ip6[1] = o->addr[1];
+		ctx->user_ip6[2] = o->addr[2];
+		ctx->user_ip6[3] = o->addr[3];
+	} else {
+		ctx->user_ip4 = o->addr[0];
+	}
+	ctx->user_port = o->port;
+	return 1;
+}
+
+SEC("cgroup/getpeername4")
+int fn_getpeername4(struct bpf_sock_addr *ctx)
+{
+	return peer(ctx, 0);
+}
+
+SEC("cgroup/getpeername6")
+int fn_getpeername6(struct bpf_sock_addr *ctx)
+{
+	return peer(ctx, 1);
 }
 
 SEC("cgroup/connect4")

@@ -10,7 +10,7 @@
 #define FNB_PORTS 4 /* port ranges a rule may give */
 
 enum { FNB_TCP = 1, FNB_UDP = 2 }; /* the protocol bits, as core's FN_PROTO_* */
-enum { FNB_BLACKHOLE = 1, FNB_DROP = 2, FNB_REFUSE = 3 };
+enum { FNB_BLACKHOLE = 1, FNB_DROP = 2, FNB_REFUSE = 3, FNB_STALL = 4 };
 
 struct fnb_key4 {
 	__u32 prefixlen;
@@ -34,6 +34,13 @@ struct fnb_rule {
 	__u8 nports;
 	__u8 on; /* enabled */
 	__u16 port_lo[FNB_PORTS], port_hi[FNB_PORTS];
+};
+
+/* What a socket sent to an endpoint asked for (network order). */
+struct fnb_orig {
+	__u32 addr[4];
+	__u16 port;
+	__u16 set;
 };
 
 struct fnb_count {

@@ -45,6 +45,15 @@ while True:
 serve_tcp 127.86.0.1 8091 "$tmp/n1"
 serve_tcp 127.86.0.2 8092 "$tmp/n2"
 serve_tcp fd00:86::1 8091 "$tmp/n6"
+serve_tcp 127.86.0.6 8096 "$tmp/n7" # answers (closes at once): stall must hide it
+# The real stall: a peer that accepts and never answers.
+/usr/bin/python3 -c '
+import socket, time
+s = socket.socket(); s.bind(("127.86.0.8", 8096)); s.listen(64)
+held = []
+while True:
+    held.append(s.accept()[0])' &
+FN_PIDS="${FN_PIDS:-} $!"
 /usr/bin/python3 -c '
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.86.0.3", 8093))
@@ -59,7 +68,8 @@ rules = (
   { name = "ref"; action = "refuse"; match = { to = "127.86.0.2/32"; port = 8092; }; },
   { name = "udpdrop"; action = "drop"; match = { to = "127.86.0.3/32"; proto = "udp"; }; },
   { name = "bh6"; action = "blackhole"; match = { to = "fd00:86::1/128"; }; },
-  { name = "off"; action = "blackhole"; enabled = false; match = { to = "127.86.0.9/32"; }; }
+  { name = "off"; action = "blackhole"; enabled = false; match = { to = "127.86.0.9/32"; }; },
+  { name = "silent"; action = "stall"; match = { to = "127.86.0.6/32"; port = 8096; }; }
 );
 CONF
 
@@ -110,6 +120,11 @@ for kind in static cgo; do
 
 	against "$("$go" tcp 127.86.0.2:8093 1000 1)" "$(under "$go" tcp 127.86.0.2:8093 1000 1)"
 	check "Go ($kind) refuse: another port of the address is untouched ($g)" holds '[ "$g" = "$w" ]'
+
+	against "$("$go" get 127.86.0.8:8096 800 1 | sed 's/127\.86\.0\.8/127.86.0.6/g')" \
+		"$(under "$go" get 127.86.0.6:8096 800 1)"
+	check "Go ($kind) stall: connected, then the read times out as against a peer that never answers ($g, $gms ms)" \
+		holds '[ "$g" = "$w" ] && contains "$g" "i/o timeout (peer 127.86.0.6:8096, 0 bytes)" && between 750 1400 "$gms"'
 
 	got=$(under "$go" tcp 127.86.0.9:8091 500 1)
 	check "Go ($kind) a disabled rule does nothing (refused by the real, empty address)" \

@@ -2,11 +2,15 @@
 // CGO_ENABLED=0 (static) and with cgo by bpf.sh. One line per attempt:
 //   tcp ADDR TIMEOUT_MS N: dials N times, 200 ms apart, and prints the
 //     error (or "ok" and the peer Go's RemoteAddr reports) and the time;
+//   get ADDR TIMEOUT_MS N: dials, sends an HTTP/1.0 GET and reads the
+//     answer with that timeout; prints the error or "ok", the peer Go's
+//     RemoteAddr reports and the bytes read;
 //   udp ADDR TIMEOUT_MS N: sends "ping" and waits for an answer, N times.
 package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -20,6 +24,23 @@ func tcp(addr string, timeout time.Duration) string {
 	}
 	defer c.Close()
 	return "ok " + c.RemoteAddr().String()
+}
+
+func get(addr string, timeout time.Duration) string {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "error " + err.Error()
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte("GET / HTTP/1.0\r\n\r\n")); err != nil {
+		return "error " + err.Error()
+	}
+	n, err := io.ReadFull(c, make([]byte, 12))
+	if err != nil {
+		return fmt.Sprintf("error %s (peer %s, %d bytes)", err, c.RemoteAddr(), n)
+	}
+	return fmt.Sprintf("ok %s %d bytes", c.RemoteAddr(), n)
 }
 
 func udp(addr string, timeout time.Duration) string {
@@ -48,6 +69,8 @@ func main() {
 		var r string
 		if os.Args[1] == "tcp" {
 			r = tcp(os.Args[2], time.Duration(ms)*time.Millisecond)
+		} else if os.Args[1] == "get" {
+			r = get(os.Args[2], time.Duration(ms)*time.Millisecond)
 		} else {
 			r = udp(os.Args[2], time.Duration(ms)*time.Millisecond)
 		}
