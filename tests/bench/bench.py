@@ -8,7 +8,7 @@ usage: bench.py BUILD_DIR OUT.md [--smoke] [--only SECTION,...]
   --smoke: every measurement with tiny counts, in seconds; checks that the
            harness works (make test runs it) and writes OUT.md all the same.
   --only:  only the sections named (hot_path, lookups, throughput, accuracy,
-           control, startup, http_cost, name_lookups), for working on one;
+           control, startup, http_cost, name_lookups, backend), for working on one;
            BENCHMARKS.md is only ever written from a whole run.
 """
 import os
@@ -565,6 +565,67 @@ def fiu_flips(n, runs):
     return times
 
 
+# ---- 9. the kernel-side backend ---------------------------------------------
+
+def connect_us(prefix, ip, n):
+    """Median microseconds of n blocking connects to ip:PORT, run through
+    prefix (a faultctl run, or nothing); and the errno they met."""
+    r = subprocess.run(prefix + [os.path.join(BIN, "stream"), "connect", ip, str(PORT), str(n), "0"],
+                       env=plain_env({"FAULTNET_RUNDIR": RUNDIR}), capture_output=True, text=True,
+                       timeout=300)
+    rows = [x.split() for x in r.stdout.splitlines() if x.strip()]
+    if r.returncode or len(rows) != n:
+        raise RuntimeError("connects through %s: %s" % (prefix, r.stderr[-500:]))
+    return statistics.median(float(x[0]) for x in rows), rows[0][1]
+
+
+def backend():
+    say("## 9. The kernel-side backend: what a connect costs")
+    say("")
+    if os.geteuid() != 0:
+        say("Not measured: `faultctl run --backend=bpf` needs root (CAP_BPF, CAP_NET_ADMIN).")
+        say("")
+        return
+    n, runs = (50, 1) if SMOKE else (2000, 5)
+    closed = "127.80.0.9"  # nothing listens there: the real refusal
+    far = conf("far100.conf", far_rules(100))
+    near = conf("near.conf", far_rules(99) + ['{ name = "near"; action = "refuse"; '
+                                              'match = { to = "%s/32"; }; }' % SERVER_IP])
+    shim = lambda c: [CTL, "run", "--config", c, "--"]
+    bpf = lambda c: [CTL, "run", "--backend=bpf", "--config", c, "--"]
+    cases = [("without faultnet, to the server", [], SERVER_IP),
+             ("shim, 100 rules, none covers it", shim(far), SERVER_IP),
+             ("bpf, 100 rules, none covers it", bpf(far), SERVER_IP),
+             ("without faultnet, to a closed port (a real refusal)", [], closed),
+             ("shim, a refuse rule covers it", shim(near), SERVER_IP),
+             ("bpf, a refuse rule covers it", bpf(near), SERVER_IP)]
+    say("Method: `stream connect` makes %d blocking TCP connects on loopback, one after another,"
+        " each timed in the process; the median of each run, then the median of %d runs made"
+        " in turn. The unmatched cases connect to the benchmark's server (the handshake"
+        " completes); the matched ones meet `refuse`, compared with a connect to a port where"
+        " nothing listens. Under the backend every packet of the run's cgroup also passes the"
+        " cgroup_skb programs." % (n, runs))
+    say("")
+    say("| connect | median | errno | added |")
+    say("|---|---|---|---|")
+    got = {name: [] for name, _, _ in cases}
+    err = {}
+    for _ in range(runs):
+        for name, prefix, ip in cases:
+            us, e = connect_us(prefix, ip, n)
+            got[name].append(us)
+            err[name] = e
+    base = {}
+    for name, _, ip in cases:
+        m = statistics.median(got[name])
+        if name.startswith("without"):
+            base[ip] = m
+        ref = base[SERVER_IP] if "none covers" in name else base.get(closed, m)
+        say("| %s | %.1f us | %s | %s |" % (name, m, err[name],
+                                            "-" if name.startswith("without") else "%+.1f us" % (m - ref)))
+    say("")
+
+
 # ---- 6. start-up ----------------------------------------------------------
 
 def startup():
@@ -601,7 +662,7 @@ def main():
     start_server()
     try:
         for section in (hot_path, lookups, throughput, accuracy, control, startup, http_cost,
-                        name_lookups):
+                        name_lookups, backend):
             if not ONLY or section.__name__ in ONLY:
                 section()
     finally:
