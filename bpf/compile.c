@@ -30,7 +30,7 @@ static int action_of(enum fn_action a)
 }
 
 /* Why rule r cannot be carried out by the backend; NULL when it can. */
-static const char *unsupported(const struct fn_policy *p, const struct fn_rule *r)
+static const char *unsupported(const struct fn_rule *r)
 {
 	if (!action_of(r->action))
 		return "its action is not one the kernel-side backend carries out yet "
@@ -45,8 +45,6 @@ static const char *unsupported(const struct fn_policy *p, const struct fn_rule *
 		return "match.host needs the shim's resolver hooks";
 	if (r->nports > FNB_PORTS)
 		return "it gives more port ranges than the backend's 4";
-	if (r->from_zone >= 0 && p->self_zone < 0)
-		return "match.from_zone needs the program's zone (--zone)";
 	return NULL;
 }
 
@@ -216,7 +214,7 @@ bool fnb_plan_build(struct fnb_plan *pl, const struct fn_policy *p, char *err, s
 	memset(pl, 0, sizeof(*pl));
 	pl->policy = p;
 	for (size_t i = 0; i < p->nrules; i++) {
-		const char *why = unsupported(p, &p->rules[i]);
+		const char *why = unsupported(&p->rules[i]);
 		if (why) {
 			snprintf(err, errlen, "rule '%s' (line %d, %s): %s", p->rules[i].name,
 				 p->rules[i].line, fn_action_name(p->rules[i].action), why);

@@ -268,6 +268,16 @@ run setpriv --reuid=65534 --regid=65534 --clear-groups "$ctl" run --backend=bpf 
 check "an account without CAP_BPF: exit 2, saying what it needs ($err)" \
 	holds '[ "$rc" = 2 ] && contains "$err" "it needs root, or CAP_BPF and CAP_NET_ADMIN"'
 
+# Without libbpf-dev, bpftool or clang, make builds faultctl without the
+# backend and says so; that faultctl says so too.
+root=$(cd "$here/../.." && pwd)
+make -s -C "$root" BUILD="$tmp/nobpf" BPFTOOL= "$tmp/nobpf/faultctl" >"$tmp/make.out" 2>&1
+check "make without bpftool: faultctl built, the backend left out, and make says so" \
+	holds '[ -x "$tmp/nobpf/faultctl" ] && grep -q "built without the kernel-side backend" "$tmp/make.out"'
+run "$tmp/nobpf/faultctl" run --backend=bpf -- true
+check "...and its --backend=bpf stops with exit 2, saying why ($err)" \
+	holds '[ "$rc" = 2 ] && contains "$err" "built without the kernel-side backend"'
+
 # Nothing stays behind: no cgroup of ours, no program of ours loaded.
 cgroot=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
 cgself=$(sed -n 's/^0:://p' /proc/self/cgroup)
