@@ -2,7 +2,7 @@
  * its own with the programs of faultnet.bpf.c attached, the policy
  * compiled into their maps (compile.c), and the refuse endpoints held by
  * this process. What is left behind, and when:
- *  - the refuse and stall endpoints are this process's sockets;
+ *  - the endpoints (endpoints.c) are this process's sockets;
  *  - the programs are attached through bpf links this process alone holds,
  *    so the kernel detaches them when it exits, however it exits;
  *  - the cgroup is removed once the command has exited (processes it left
@@ -29,6 +29,7 @@
 
 #include "bpf/compile.h"
 #include "bpf/control.h"
+#include "bpf/endpoints.h"
 #include "bpf/faultnet.skel.h"
 #include "core/rules.h"
 
@@ -101,72 +102,6 @@ static void remove_cgroup(const char *cg, const char *parent)
 	}
 }
 
-/* A TCP socket bound to loopback: for refuse never listening (a connect
- * sent there is answered with a reset), for stall listening and never
- * accepting (the handshake completes, nothing answers; the connection's
- * buffer takes 256 KiB of what the app writes). Bound without
- * SO_REUSEADDR, so that no other account can take the port while it is
- * held. */
-static int endpoint(int family, bool listening, uint16_t *port)
-{
-	struct sockaddr_storage ss = {0};
-	socklen_t len =
-	    family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
-	ss.ss_family = (sa_family_t)family;
-	if (family == AF_INET)
-		((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	else
-		((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
-	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0), buf = 256 * 1024;
-	if (fd >= 0 && listening)
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
-	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 ||
-	    (listening && listen(fd, 4096) < 0) ||
-	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
-		if (fd >= 0)
-			close(fd);
-		*port = 0;
-		return -1;
-	}
-	*port = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-					: ((struct sockaddr_in6 *)&ss)->sin6_port);
-	return fd;
-}
-
-/* The endpoints a run holds: [refuse, stall] x [IPv4, IPv6]. */
-struct endpoints {
-	int fd[2][2];
-	uint16_t port[2][2];
-};
-
-static void endpoints_open(struct endpoints *e)
-{
-	for (int k = 0; k < 2; k++)
-		for (int f = 0; f < 2; f++)
-			e->fd[k][f] = endpoint(f ? AF_INET6 : AF_INET, k == 1, &e->port[k][f]);
-}
-
-static void endpoints_close(struct endpoints *e)
-{
-	for (int k = 0; k < 2; k++)
-		for (int f = 0; f < 2; f++)
-			if (e->fd[k][f] >= 0)
-				close(e->fd[k][f]);
-}
-
-/* Whether every endpoint the rules need is there. */
-static bool endpoints_ready(const struct endpoints *e, const struct fnb_plan *pl)
-{
-	for (size_t i = 0; i < pl->policy->nrules; i++) {
-		int k = pl->rules[i].action == FNB_REFUSE  ? 0
-			: pl->rules[i].action == FNB_STALL ? 1
-							   : -1;
-		if (k >= 0 && (e->fd[k][0] < 0 || e->fd[k][1] < 0))
-			return false;
-	}
-	return true;
-}
-
 static int fill_maps(struct faultnet_bpf *s, const struct fnb_plan *pl)
 {
 	for (uint32_t i = 0; i < pl->policy->nrules; i++)
@@ -199,8 +134,8 @@ static uint32_t at_least_one(size_t n)
 }
 
 /* Opens, sizes, loads and fills the programs; NULL with the reason. */
-static struct faultnet_bpf *load(const struct fnb_plan *pl, const struct endpoints *ep, char *err,
-				 size_t errlen)
+static struct faultnet_bpf *load(const struct fnb_plan *pl, const struct fnb_endpoints *ep,
+				 char *err, size_t errlen)
 {
 	struct faultnet_bpf *s = faultnet_bpf__open();
 	if (!s) {
@@ -211,10 +146,12 @@ static struct faultnet_bpf *load(const struct fnb_plan *pl, const struct endpoin
 	bpf_map__set_max_entries(s->maps.dst6, at_least_one(pl->n6));
 	bpf_map__set_max_entries(s->maps.rules, at_least_one(pl->policy->nrules));
 	bpf_map__set_max_entries(s->maps.counts, at_least_one(pl->policy->nrules));
-	s->rodata->refuse_port4 = ep->port[0][0];
-	s->rodata->refuse_port6 = ep->port[0][1];
-	s->rodata->stall_port4 = ep->port[1][0];
-	s->rodata->stall_port6 = ep->port[1][1];
+	s->rodata->refuse_port4 = ep->port[FNB_EP_REFUSE][0];
+	s->rodata->refuse_port6 = ep->port[FNB_EP_REFUSE][1];
+	s->rodata->stall_port4 = ep->port[FNB_EP_STALL][0];
+	s->rodata->stall_port6 = ep->port[FNB_EP_STALL][1];
+	s->rodata->reset_port4 = ep->port[FNB_EP_RESET][0];
+	s->rodata->reset_port6 = ep->port[FNB_EP_RESET][1];
 	if (faultnet_bpf__load(s)) {
 		int e = errno;
 		snprintf(err, errlen, "the kernel refused the BPF programs (%s)%s", strerror(e),
@@ -368,8 +305,8 @@ int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stat
 		return FAIL;
 	}
 	sweep(parent);
-	struct endpoints ep;
-	endpoints_open(&ep);
+	struct fnb_endpoints ep;
+	fnb_endpoints_open(&ep);
 	libbpf_set_print(NULL);
 	struct faultnet_bpf *s = load(&pl, &ep, err, sizeof(err));
 	int rc = FAIL, cgfd = -1;
@@ -379,8 +316,9 @@ int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stat
 		snprintf(err, sizeof(err), "cannot make the cgroup %s: %s", cg, strerror(errno));
 	else if (s && (cgfd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		snprintf(err, sizeof(err), "cannot open the cgroup %s: %s", cg, strerror(errno));
-	else if (s && !endpoints_ready(&ep, &pl))
-		snprintf(err, sizeof(err), "cannot bind the refuse or stall endpoints on loopback");
+	else if (s && !fnb_endpoints_ready(&ep, &pl))
+		snprintf(err, sizeof(err),
+			 "cannot bind the refuse, stall or reset endpoints on loopback");
 	char why[4400];
 	if (cgfd >= 0 && !err[0] && !join(&ctl, s, &pl, group, argv, why, sizeof(why)))
 		fprintf(stderr, "faultctl run --backend=bpf: live control disabled: %s\n", why);
@@ -405,7 +343,7 @@ int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stat
 		close(cgfd);
 	if (made)
 		remove_cgroup(cg, parent);
-	endpoints_close(&ep);
+	fnb_endpoints_close(&ep);
 	fnb_plan_free(&pl);
 	return rc;
 }

@@ -12,7 +12,8 @@
 
 #include "core/rules.h"
 
-/* What the backend does: packet drops, refused and stalled connects. */
+/* What the backend does: packet drops, refused, stalled and reset
+ * connects. */
 static int action_of(enum fn_action a)
 {
 	switch (a) {
@@ -24,6 +25,8 @@ static int action_of(enum fn_action a)
 		return FNB_REFUSE;
 	case FN_ACT_STALL:
 		return FNB_STALL;
+	case FN_ACT_RESET:
+		return FNB_RESET;
 	default:
 		return 0;
 	}
@@ -34,10 +37,10 @@ static const char *unsupported(const struct fn_rule *r)
 {
 	if (!action_of(r->action))
 		return "its action is not one the kernel-side backend carries out yet "
-		       "(it does blackhole, drop, refuse and stall)";
-	if (r->action == FN_ACT_STALL && fn_rule_relayed(r))
-		return "a stall after bytes or time is a stream fault, which needs the shim's "
-		       "relay";
+		       "(it does blackhole, drop, refuse, stall and reset)";
+	if ((r->action == FN_ACT_STALL || r->action == FN_ACT_RESET) && fn_rule_relayed(r))
+		return "a stall or reset after bytes or time is a stream fault, which needs the "
+		       "shim's relay";
 	if (r->has_cond)
 		return "it has a condition (chance, every, first, after, start_ms or for_ms), "
 		       "which the kernel-side backend does not evaluate yet";

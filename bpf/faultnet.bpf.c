@@ -10,8 +10,9 @@
  *    sent to a port faultctl holds bound and not listening, so the kernel
  *    answers with a reset (ECONNREFUSED); under stall, to a listener
  *    faultctl holds and never accepts from: the handshake completes and
- *    nothing ever answers. cgroup/getpeername4 and 6 give such a socket
- *    the address it asked for.
+ *    nothing ever answers; under reset, to a listener whose connections
+ *    faultctl resets as it accepts them. cgroup/getpeername4 and 6 give
+ *    such a socket the address it asked for.
  * The rules are found as the shim finds them: a longest-prefix trie per
  * family gives, for a destination, the rules covering it in file order;
  * the first enabled one whose protocol and ports match decides.
@@ -72,6 +73,8 @@ const volatile __u16 refuse_port4 = 0;
 const volatile __u16 refuse_port6 = 0;
 const volatile __u16 stall_port4 = 0;
 const volatile __u16 stall_port6 = 0;
+const volatile __u16 reset_port4 = 0;
+const volatile __u16 reset_port6 = 0;
 
 static __always_inline int port_ok(const struct fnb_rule *r, __u16 port)
 {
@@ -200,6 +203,8 @@ static __always_inline __u16 endpoint(__u8 action, int as)
 		return as == AS_V6 ? refuse_port6 : refuse_port4;
 	if (action == FNB_STALL)
 		return as == AS_V6 ? stall_port6 : stall_port4;
+	if (action == FNB_RESET)
+		return as == AS_V6 ? reset_port6 : reset_port4;
 	return 0;
 }
 

@@ -10,7 +10,7 @@
 #define FNB_PORTS 4 /* port ranges a rule may give */
 
 enum { FNB_TCP = 1, FNB_UDP = 2 }; /* the protocol bits, as core's FN_PROTO_* */
-enum { FNB_BLACKHOLE = 1, FNB_DROP = 2, FNB_REFUSE = 3, FNB_STALL = 4 };
+enum { FNB_BLACKHOLE = 1, FNB_DROP = 2, FNB_REFUSE = 3, FNB_STALL = 4, FNB_RESET = 5 };
 
 struct fnb_key4 {
 	__u32 prefixlen;

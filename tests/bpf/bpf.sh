@@ -46,6 +46,15 @@ serve_tcp 127.86.0.1 8091 "$tmp/n1"
 serve_tcp 127.86.0.2 8092 "$tmp/n2"
 serve_tcp fd00:86::1 8091 "$tmp/n6"
 serve_tcp 127.86.0.6 8096 "$tmp/n7" # answers (closes at once): stall must hide it
+serve_tcp 127.86.0.10 8097 "$tmp/n10" # answers: reset must hide it
+# The real reset: a peer that resets each connection as it accepts it.
+/usr/bin/python3 -c '
+import socket, struct
+s = socket.socket(); s.bind(("127.86.0.11", 8097)); s.listen(64)
+while True:
+    c = s.accept()[0]
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)); c.close()' &
+FN_PIDS="${FN_PIDS:-} $!"
 # The real stall: a peer that accepts and never answers.
 /usr/bin/python3 -c '
 import socket, time
@@ -69,7 +78,8 @@ rules = (
   { name = "udpdrop"; action = "drop"; match = { to = "127.86.0.3/32"; proto = "udp"; }; },
   { name = "bh6"; action = "blackhole"; match = { to = "fd00:86::1/128"; }; },
   { name = "off"; action = "blackhole"; enabled = false; match = { to = "127.86.0.9/32"; }; },
-  { name = "silent"; action = "stall"; match = { to = "127.86.0.6/32"; port = 8096; }; }
+  { name = "silent"; action = "stall"; match = { to = "127.86.0.6/32"; port = 8096; }; },
+  { name = "rst"; action = "reset"; match = { to = "127.86.0.10/32"; port = 8097; }; }
 );
 CONF
 
@@ -125,6 +135,13 @@ for kind in static cgo; do
 		"$(under "$go" get 127.86.0.6:8096 800 1)"
 	check "Go ($kind) stall: connected, then the read times out as against a peer that never answers ($g, $gms ms)" \
 		holds '[ "$g" = "$w" ] && contains "$g" "i/o timeout (peer 127.86.0.6:8096, 0 bytes)" && between 750 1400 "$gms"'
+
+	against "$("$go" get 127.86.0.11:8097 800 1 | sed 's/127\.86\.0\.11/127.86.0.10/g')" \
+		"$(under "$go" get 127.86.0.10:8097 800 1)"
+	# A peer that resets as it accepts races the client's own connect: Go
+	# meets the reset in its dial or in its first read or write.
+	check "Go ($kind) reset: a reset at once, as from a peer that resets at accept ($g, $gms ms; real: $w)" \
+		holds 'contains "$g" "connection reset by peer" && contains "$w" "connection reset by peer" && between 0 400 "$gms"'
 
 	got=$(under "$go" tcp 127.86.0.9:8091 500 1)
 	check "Go ($kind) a disabled rule does nothing (refused by the real, empty address)" \

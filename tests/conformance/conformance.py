@@ -255,7 +255,7 @@ def run_matrix():
 
 # The faults the kernel-side backend carries out; the Go clients' other
 # cells say it does not yet.
-GO_FAULTS = ("blackhole", "stall", "refuse", "zone drop (1a)")
+GO_FAULTS = ("blackhole", "stall", "refuse", "reset at accept", "zone drop (1a)")
 
 
 def go_cells():
@@ -445,8 +445,8 @@ def write_report():
                 "the suite ends it after 6 s, with and without faultnet. The Go clients make their own "
                 "system calls: the shim cannot reach them (`faultctl run` refuses them with the reason) "
                 "and they run under the kernel-side backend (`--backend=bpf`, policy "
-                "tests/conformance/conformance-bpf.conf), which carries out blackhole, stall, drop and "
-                "refuse; "
+                "tests/conformance/conformance-bpf.conf), which carries out blackhole, stall, drop, "
+                "refuse and reset at connect; "
                 "their other cells say so.\n\n## Stories (docs/STORIES.md)\n\n")
         for name, what in stories:
             f.write("- **%s**: %s\n" % (name, what))

@@ -37,7 +37,7 @@ static void some_cidr(struct fn_cidr *c, bool v4)
 static struct fn_policy *some_policy(void)
 {
 	static const enum fn_action acts[] = {FN_ACT_BLACKHOLE, FN_ACT_DROP, FN_ACT_REFUSE,
-					      FN_ACT_STALL};
+					      FN_ACT_STALL, FN_ACT_RESET};
 	struct fn_policy *p = calloc(1, sizeof(*p));
 	p->self_zone = (int)rnd(2) - 1; /* none, or zone 0 */
 	p->nzones = 1;
@@ -50,8 +50,8 @@ static struct fn_policy *some_policy(void)
 	for (size_t i = 0; i < p->nrules; i++) {
 		struct fn_rule *r = &p->rules[i];
 		snprintf(r->name, sizeof(r->name), "r%zu", i);
-		r->action = acts[rnd(4)];
-		r->par.after_bytes = r->par.after_ms = -1; /* a stall at connect */
+		r->action = acts[rnd(5)];
+		r->par.after_bytes = r->par.after_ms = -1; /* stall and reset at connect */
 		r->enabled = rnd(4) != 0;
 		r->protos = (uint8_t)(1 + rnd(3));
 		r->from_zone = rnd(4) == 0 ? 0 : -1;
@@ -174,7 +174,7 @@ static void test_refusals(void)
 		       "rule 'half' (line 1, drop): it has a condition");
 	expect_refused(
 	    "rules = ( { name = \"late\"; action = \"stall\"; after_bytes = 10; } );",
-	    "rule 'late' (line 1, stall): a stall after bytes or time is a stream fault");
+	    "rule 'late' (line 1, stall): a stall or reset after bytes or time is a stream fault");
 	char many[2048] = "rules = (";
 	for (int i = 0; i < 9; i++)
 		snprintf(
