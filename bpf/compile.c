@@ -232,7 +232,8 @@ bool fnb_plan_build(struct fnb_plan *pl, const struct fn_policy *p, char *err, s
 		if (!add_rule(pl, p, i))
 			goto oom;
 	}
-	qsort(pl->e, pl->n, sizeof(*pl->e), cmp_prefix);
+	if (pl->n) /* no rule has an address: e is NULL, which qsort may not be given */
+		qsort(pl->e, pl->n, sizeof(*pl->e), cmp_prefix);
 	/* Candidates are gathered before repeats go: find() lands on the first
 	 * entry of a prefix and gather() walks every rule listed on it. */
 	for (size_t i = 0; i < pl->n; i++)
