@@ -17,12 +17,16 @@ import (
 	"time"
 )
 
+// name names err by its errno where it has one. net/http does not always
+// wrap a failed write of the request (its text keeps the errno's words,
+// its chain does not), so the text is read too.
 func name(err error) string {
 	var ne net.Error
+	text := err.Error()
 	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
+	case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(text, "connection refused"):
 		return "ECONNREFUSED"
-	case errors.Is(err, syscall.ECONNRESET):
+	case errors.Is(err, syscall.ECONNRESET) || strings.Contains(text, "connection reset by peer"):
 		return "ECONNRESET"
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return "EOF"
@@ -31,7 +35,7 @@ func name(err error) string {
 	case errors.As(err, &ne) && ne.Timeout():
 		return "read-timeout"
 	}
-	return "error:" + strings.ReplaceAll(err.Error(), " ", "_")
+	return "error:" + strings.ReplaceAll(text, " ", "_")
 }
 
 func main() {
