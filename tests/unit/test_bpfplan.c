@@ -179,8 +179,9 @@ static void test_refusals(void)
 	for (int i = 0; i < 9; i++)
 		snprintf(
 		    many + strlen(many), sizeof(many) - strlen(many),
-		    "%s{ name = \"r%d\"; action = \"drop\"; match = { to = \"10.%d.0.0/16\"; }; }, "
-		    "{ name = \"w%d\"; action = \"drop\"; match = { to = \"10.0.0.0/8\"; }; }",
+		    "%s{ name = \"r%d\"; action = \"drop\"; match = { to = \"127.%d.0.0/16\"; }; "
+		    "}, "
+		    "{ name = \"w%d\"; action = \"drop\"; match = { to = \"127.0.0.0/8\"; }; }",
 		    i ? ", " : "", i, i, i);
 	strcat(many, " );");
 	expect_refused(many, "more than 8 rules cover the same destinations");
