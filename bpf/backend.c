@@ -1,8 +1,9 @@
 /* backend.c - `faultctl run --backend=bpf`: runs a command in a cgroup of
  * its own with the programs of faultnet.bpf.c attached, the policy
- * compiled into their maps (compile.c), and the refuse endpoints held by
- * this process. What is left behind, and when:
- *  - the endpoints (endpoints.c) are this process's sockets;
+ * compiled into their maps (compile.c), and the endpoints and the relay
+ * held by this process. What is left behind, and when:
+ *  - the endpoints (endpoints.c) and the relay (relay.c) are this
+ *    process's sockets and threads;
  *  - the programs are attached through bpf links this process alone holds,
  *    so the kernel detaches them when it exits, however it exits;
  *  - the cgroup is removed once the command has exited (processes it left
@@ -15,22 +16,24 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
+#include <zlib.h>
 
 #include "bpf/compile.h"
 #include "bpf/control.h"
 #include "bpf/endpoints.h"
 #include "bpf/faultnet.skel.h"
+#include "bpf/relay.h"
+#include "core/chance.h"
 #include "core/rules.h"
 
 #define FAIL 2 /* what is missing is the machine's: exit 2, as unreachable */
@@ -128,6 +131,35 @@ static int fill_maps(struct faultnet_bpf *s, const struct fnb_plan *pl)
 	return 0;
 }
 
+/* The kernel's jiffies per second (CONFIG_HZ), from /proc/config.gz or
+ * /boot/config-RELEASE; 0 when neither says. A delay is a SYN timeout,
+ * which the kernel takes in jiffies. */
+static unsigned kernel_hz(void)
+{
+	char path[300], line[256];
+	struct utsname u;
+	unsigned hz = 0;
+	gzFile f = gzopen("/proc/config.gz", "rb");
+	if (!f && uname(&u) == 0) {
+		snprintf(path, sizeof(path), "/boot/config-%s", u.release);
+		f = gzopen(path, "rb"); /* reads plain files too */
+	}
+	while (f && !hz && gzgets(f, line, sizeof(line)))
+		if (sscanf(line, "CONFIG_HZ=%u", &hz) != 1)
+			hz = 0;
+	if (f)
+		gzclose(f);
+	return hz;
+}
+
+static bool has_action(const struct fnb_plan *pl, int action)
+{
+	for (size_t i = 0; i < pl->policy->nrules; i++)
+		if (pl->rules[i].action == action)
+			return true;
+	return false;
+}
+
 static uint32_t at_least_one(size_t n)
 {
 	return n ? (uint32_t)n : 1;
@@ -135,8 +167,15 @@ static uint32_t at_least_one(size_t n)
 
 /* Opens, sizes, loads and fills the programs; NULL with the reason. */
 static struct faultnet_bpf *load(const struct fnb_plan *pl, const struct fnb_endpoints *ep,
-				 char *err, size_t errlen)
+				 const struct fnb_relay *relay, char *err, size_t errlen)
 {
+	unsigned hz = has_action(pl, FNB_DELAY) ? kernel_hz() : 0;
+	if (has_action(pl, FNB_DELAY) && !hz) {
+		snprintf(err, errlen,
+			 "a delay needs the kernel's CONFIG_HZ, and neither /proc/config.gz nor "
+			 "/boot/config-RELEASE gives it");
+		return NULL;
+	}
 	struct faultnet_bpf *s = faultnet_bpf__open();
 	if (!s) {
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
@@ -152,6 +191,9 @@ static struct faultnet_bpf *load(const struct fnb_plan *pl, const struct fnb_end
 	s->rodata->stall_port6 = ep->port[FNB_EP_STALL][1];
 	s->rodata->reset_port4 = ep->port[FNB_EP_RESET][0];
 	s->rodata->reset_port6 = ep->port[FNB_EP_RESET][1];
+	s->rodata->relay_port4 = relay->port[0];
+	s->rodata->relay_port6 = relay->port[1];
+	s->rodata->hz = hz;
 	if (faultnet_bpf__load(s)) {
 		int e = errno;
 		snprintf(err, errlen, "the kernel refused the BPF programs (%s)%s", strerror(e),
@@ -181,6 +223,7 @@ static bool attach(struct faultnet_bpf *s, int cgfd, char *err, size_t errlen)
 	    {s->progs.fn_connect6, &s->links.fn_connect6, "cgroup/connect6"},
 	    {s->progs.fn_getpeername4, &s->links.fn_getpeername4, "cgroup/getpeername4"},
 	    {s->progs.fn_getpeername6, &s->links.fn_getpeername6, "cgroup/getpeername6"},
+	    {s->progs.fn_sockops, &s->links.fn_sockops, "sockops"},
 	};
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 		*all[i].link = bpf_program__attach_cgroup(all[i].prog, cgfd);
@@ -220,7 +263,8 @@ static pid_t start(const char *cg, char **argv)
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
-static void print_stats(const struct faultnet_bpf *s, const struct fn_policy *p, bool json)
+static void print_stats(const struct faultnet_bpf *s, const struct fn_policy *p,
+			const uint64_t *bytes, bool json)
 {
 	if (!json)
 		fprintf(stderr, "faultctl: stats of the kernel-side backend:\n");
@@ -232,13 +276,14 @@ static void print_stats(const struct faultnet_bpf *s, const struct fn_policy *p,
 		if (json)
 			fprintf(stderr,
 				"{\"type\":\"rule\",\"name\":\"%s\",\"proto\":\"%s\",\"action\":"
-				"\"%s\",\"attempts\":%llu,\"faults\":%llu,\"bytes\":0}\n",
+				"\"%s\",\"attempts\":%llu,\"faults\":%llu,\"bytes\":%llu}\n",
 				r->name, proto, fn_action_name(r->action),
-				(unsigned long long)c.attempts, (unsigned long long)c.faults);
+				(unsigned long long)c.attempts, (unsigned long long)c.faults,
+				(unsigned long long)bytes[i]);
 		else
-			fprintf(stderr, "  rule %-24s %-4s attempts=%llu faults=%llu bytes=0\n",
+			fprintf(stderr, "  rule %-24s %-4s attempts=%llu faults=%llu bytes=%llu\n",
 				r->name, proto, (unsigned long long)c.attempts,
-				(unsigned long long)c.faults);
+				(unsigned long long)c.faults, (unsigned long long)bytes[i]);
 	}
 }
 
@@ -261,7 +306,7 @@ static void command_line(char **argv, char *out, size_t len)
 
 /* -g GROUP: this process joins the group as its member (control.c). */
 static bool join(struct fnb_ctl *c, struct faultnet_bpf *s, struct fnb_plan *pl, const char *group,
-		 char **argv, char *err, size_t errlen)
+		 char **argv, const uint64_t *bytes, char *err, size_t errlen)
 {
 	static char cmd[512];
 	const struct fn_policy *p = pl->policy;
@@ -282,7 +327,8 @@ static bool join(struct fnb_ctl *c, struct faultnet_bpf *s, struct fnb_plan *pl,
 			      .applies = flags,
 			      .enabled = flags + p->nrules + 1,
 			      .rules_map = s->maps.rules,
-			      .counts_map = s->maps.counts};
+			      .counts_map = s->maps.counts,
+			      .bytes = bytes};
 	if (fnb_ctl_start(c, err, errlen))
 		return true;
 	free(flags);
@@ -290,16 +336,48 @@ static bool join(struct fnb_ctl *c, struct faultnet_bpf *s, struct fnb_plan *pl,
 	return false;
 }
 
+/* The relay, when a rule sends connects to it: listening before the
+ * programs load (they are given its ports), serving once the map of
+ * connects sent to it exists. */
+static bool relay_up(struct fnb_relay *relay, const struct fnb_plan *pl, struct faultnet_bpf *s,
+		     char *err, size_t errlen)
+{
+	if (!has_action(pl, FNB_RELAY))
+		return true;
+	relay->pending_fd = bpf_map__fd(s->maps.pending);
+	if (fnb_relay_start(relay))
+		return true;
+	snprintf(err, errlen, "cannot start the relay: %s", strerror(errno));
+	return false;
+}
+
+/* The cgroup the command runs in, and whatever else must be in place
+ * before the programs attach; false with the reason in err. */
+static bool prepare(const char *cg, bool *made, int *cgfd, const struct fnb_endpoints *ep,
+		    const struct fnb_plan *pl, char *err, size_t errlen)
+{
+	if (!(*made = mkdir(cg, 0755) == 0))
+		snprintf(err, errlen, "cannot make the cgroup %s: %s", cg, strerror(errno));
+	else if ((*cgfd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		snprintf(err, errlen, "cannot open the cgroup %s: %s", cg, strerror(errno));
+	else if (!fnb_endpoints_ready(ep, pl))
+		snprintf(err, errlen,
+			 "cannot bind the refuse, stall or reset endpoints on loopback");
+	return !err[0];
+}
+
 int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stats, bool json)
 {
 	struct fnb_ctl ctl = {0};
 	char err[1024] = "", parent[PATH_MAX], cg[PATH_MAX + 64];
+	const char *seed = fn_seed_init();
 	struct fnb_plan pl;
-	if (!fnb_plan_build(&pl, p, err, sizeof(err))) {
-		fprintf(stderr, "faultctl run --backend=bpf: %s\n", err);
+	if (seed) {
+		fprintf(stderr, "faultctl run --backend=bpf: %s\n", seed);
 		return FAIL;
 	}
-	if (!own_cgroup(parent, sizeof(parent), err, sizeof(err))) {
+	if (!fnb_plan_build(&pl, p, err, sizeof(err)) ||
+	    !own_cgroup(parent, sizeof(parent), err, sizeof(err))) {
 		fprintf(stderr, "faultctl run --backend=bpf: %s\n", err);
 		fnb_plan_free(&pl);
 		return FAIL;
@@ -307,36 +385,37 @@ int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stat
 	sweep(parent);
 	struct fnb_endpoints ep;
 	fnb_endpoints_open(&ep);
+	uint64_t *bytes = calloc(p->nrules + 1, sizeof(uint64_t));
+	struct fnb_relay relay = {.p = p, .rules = pl.rules, .bytes = bytes};
+	if (!bytes)
+		snprintf(err, sizeof(err), "out of memory");
+	else if (!fnb_relay_open(&relay) && has_action(&pl, FNB_RELAY))
+		snprintf(err, sizeof(err), "cannot open the relay's listeners on loopback");
 	libbpf_set_print(NULL);
-	struct faultnet_bpf *s = load(&pl, &ep, err, sizeof(err));
+	struct faultnet_bpf *s = err[0] ? NULL : load(&pl, &ep, &relay, err, sizeof(err));
 	int rc = FAIL, cgfd = -1;
 	bool made = false;
 	snprintf(cg, sizeof(cg), "%s/faultnet-bpf-%d", parent, (int)getpid());
-	if (s && !(made = mkdir(cg, 0755) == 0))
-		snprintf(err, sizeof(err), "cannot make the cgroup %s: %s", cg, strerror(errno));
-	else if (s && (cgfd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		snprintf(err, sizeof(err), "cannot open the cgroup %s: %s", cg, strerror(errno));
-	else if (s && !fnb_endpoints_ready(&ep, &pl))
-		snprintf(err, sizeof(err),
-			 "cannot bind the refuse, stall or reset endpoints on loopback");
 	char why[4400];
-	if (cgfd >= 0 && !err[0] && !join(&ctl, s, &pl, group, argv, why, sizeof(why)))
+	if (s && prepare(cg, &made, &cgfd, &ep, &pl, err, sizeof(err)) &&
+	    relay_up(&relay, &pl, s, err, sizeof(err)) &&
+	    !join(&ctl, s, &pl, group, argv, bytes, why, sizeof(why)))
 		fprintf(stderr, "faultctl run --backend=bpf: live control disabled: %s\n", why);
-	if (cgfd >= 0 && !err[0] && attach(s, cgfd, err, sizeof(err))) {
+	if (s && cgfd >= 0 && !err[0] && attach(s, cgfd, err, sizeof(err))) {
 		signal(SIGINT, forward);
 		signal(SIGTERM, forward);
 		child = start(cg, argv);
 		rc = child < 0 ? 1 : wait_child();
 		if (stats)
-			print_stats(s, p, json);
-		err[0] = '\0';
+			print_stats(s, p, bytes, json);
 	}
-	if (err[0])
+	if (rc == FAIL && err[0])
 		fprintf(stderr, "faultctl run --backend=bpf: %s\n", err);
 	if (ctl.applies) {
 		fnb_ctl_stop(&ctl);
 		free((void *)ctl.applies);
 	}
+	fnb_relay_close(&relay);
 	if (s)
 		faultnet_bpf__destroy(s); /* detaches: the links go */
 	if (cgfd >= 0)
@@ -345,5 +424,6 @@ int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stat
 		remove_cgroup(cg, parent);
 	fnb_endpoints_close(&ep);
 	fnb_plan_free(&pl);
+	free(bytes);
 	return rc;
 }

@@ -12,8 +12,8 @@
 
 #include "core/rules.h"
 
-/* What the backend does: packet drops, refused, stalled and reset
- * connects. */
+/* What the backend does: packet drops, refused, stalled, reset and delayed
+ * connects, and connects sent to its relay. */
 static int action_of(enum fn_action a)
 {
 	switch (a) {
@@ -27,6 +27,11 @@ static int action_of(enum fn_action a)
 		return FNB_STALL;
 	case FN_ACT_RESET:
 		return FNB_RESET;
+	case FN_ACT_DELAY:
+		return FNB_DELAY;
+	case FN_ACT_LATENCY:
+	case FN_ACT_BANDWIDTH:
+		return FNB_RELAY;
 	default:
 		return 0;
 	}
@@ -37,7 +42,14 @@ static const char *unsupported(const struct fn_rule *r)
 {
 	if (!action_of(r->action))
 		return "its action is not one the kernel-side backend carries out yet "
-		       "(it does blackhole, drop, refuse, stall and reset)";
+		       "(it does blackhole, drop, refuse, stall, reset, delay, latency and "
+		       "bandwidth)";
+	if (r->action == FN_ACT_DELAY && (r->protos & FN_PROTO_UDP))
+		return "the backend delays TCP handshakes, not UDP datagrams "
+		       "(give it match.proto = \"tcp\")";
+	if (r->established && r->action != FN_ACT_BLACKHOLE && r->action != FN_ACT_DROP)
+		return "established = true is the shim's (the backend's blackhole and drop "
+		       "reach open connections without it)";
 	if ((r->action == FN_ACT_STALL || r->action == FN_ACT_RESET) && fn_rule_relayed(r))
 		return "a stall or reset after bytes or time is a stream fault, which needs the "
 		       "shim's relay";
@@ -210,6 +222,8 @@ static void rule_entry(const struct fn_policy *p, const struct fn_rule *r, struc
 		out->port_lo[k] = r->ports[k].lo;
 		out->port_hi[k] = r->ports[k].hi;
 	}
+	out->delay_ms = r->par.delay_ms;
+	out->jitter_ms = r->action == FN_ACT_DELAY ? r->par.jitter_ms : 0;
 }
 
 bool fnb_plan_build(struct fnb_plan *pl, const struct fn_policy *p, char *err, size_t errlen)

@@ -31,7 +31,8 @@
 
 static void set_rule(struct fnb_ctl *c, int i, bool on)
 {
-	c->rules[i].on = on && c->applies[i];
+	__atomic_store_n(&c->rules[i].on, on && c->applies[i],
+			 __ATOMIC_RELAXED); /* the relay reads it */
 	c->enabled[i] = on;
 	uint32_t k = (uint32_t)i;
 	bpf_map__update_elem(c->rules_map, &k, sizeof(k), &c->rules[i], sizeof(c->rules[i]),
@@ -124,9 +125,11 @@ static void rules(struct fnb_ctl *c, struct fn_buf *out, bool stats)
 		fn_buf_printf(out, "rule pid=%d", (int)getpid());
 		fn_buf_field(out, "name", r->name);
 		if (stats) {
-			fn_buf_printf(out, " action=%s attempts=%llu faults=%llu bytes=0\n",
-				      fn_action_name(r->action), (unsigned long long)n.attempts,
-				      (unsigned long long)n.faults);
+			fn_buf_printf(
+			    out, " action=%s attempts=%llu faults=%llu bytes=%llu\n",
+			    fn_action_name(r->action), (unsigned long long)n.attempts,
+			    (unsigned long long)n.faults,
+			    (unsigned long long)__atomic_load_n(&c->bytes[i], __ATOMIC_RELAXED));
 			continue;
 		}
 		char params[256];

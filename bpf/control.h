@@ -21,6 +21,7 @@ struct fnb_ctl {
 	const bool *applies;	/* per rule: its from_zone allows it here */
 	bool *enabled;		/* per rule: switched on */
 	struct bpf_map *rules_map, *counts_map;
+	const uint64_t *bytes; /* per rule: bytes the relay carried up */
 	/* Owned by fnb_ctl_start and its thread. */
 	int lfd;
 	char path[4200], journal[4200];

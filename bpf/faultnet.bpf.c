@@ -11,8 +11,14 @@
  *    answers with a reset (ECONNREFUSED); under stall, to a listener
  *    faultctl holds and never accepts from: the handshake completes and
  *    nothing ever answers; under reset, to a listener whose connections
- *    faultctl resets as it accepts them. cgroup/getpeername4 and 6 give
- *    such a socket the address it asked for.
+ *    faultctl resets as it accepts them; under latency or bandwidth, to
+ *    faultctl's relay, which connects to the address asked for and shapes
+ *    the bytes. cgroup/getpeername4 and 6 give such a socket the address it
+ *    asked for; a sockops program tells the relay which connect it accepts.
+ *  - delay: the connect goes where it asked, but its first SYN is dropped
+ *    (egress) and its retransmission timeout (sockops TIMEOUT_INIT) is the
+ *    delay, so the handshake completes that much later: the socket waits
+ *    in SYN_SENT, as behind a slow path.
  * The rules are found as the shim finds them: a longest-prefix trie per
  * family gives, for a destination, the rules covering it in file order;
  * the first enabled one whose protocol and ports match decides.
@@ -68,6 +74,14 @@ struct {
 	__type(value, struct fnb_orig);
 } orig SEC(".maps");
 
+/* Connects sent to the relay, until the relay accepts them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct fnb_pending_key);
+	__type(value, struct fnb_pending);
+} pending SEC(".maps");
+
 /* The endpoints faultctl holds (port 0: none), filled in before load. */
 const volatile __u16 refuse_port4 = 0;
 const volatile __u16 refuse_port6 = 0;
@@ -75,6 +89,9 @@ const volatile __u16 stall_port4 = 0;
 const volatile __u16 stall_port6 = 0;
 const volatile __u16 reset_port4 = 0;
 const volatile __u16 reset_port6 = 0;
+const volatile __u16 relay_port4 = 0;
+const volatile __u16 relay_port6 = 0;
+const volatile __u32 hz = 0; /* the kernel's jiffies per second */
 
 static __always_inline int port_ok(const struct fnb_rule *r, __u16 port)
 {
@@ -133,7 +150,7 @@ static __always_inline __u8 proto_bit(__u8 ipproto)
 
 /* The rule a packet meets: peer is its destination (egress) or source
  * (ingress); port the peer's port. -1 for none. */
-static __always_inline int packet_rule(struct __sk_buff *skb, int egress, __u8 *proto)
+static __always_inline int packet_rule(struct __sk_buff *skb, int egress, __u8 *proto, __u32 *l4)
 {
 	__u8 ipproto;
 	__u32 off;
@@ -158,6 +175,7 @@ static __always_inline int packet_rule(struct __sk_buff *skb, int egress, __u8 *
 		return -1;
 	}
 	*proto = proto_bit(ipproto);
+	*l4 = off;
 	if (!c || !*proto)
 		return -1;
 	__u16 ports[2]; /* source, destination */
@@ -173,11 +191,32 @@ static __always_inline int drops(int idx)
 	return r && (r->action == FNB_BLACKHOLE || r->action == FNB_DROP);
 }
 
+/* Whether this is the first SYN of a connect under delay, which is
+ * dropped: the kernel sends it again when the delay has passed. */
+static __always_inline int held_syn(struct __sk_buff *skb, __u32 l4)
+{
+	__u8 flags;
+	struct bpf_sock *sk = skb->sk;
+	if (bpf_skb_load_bytes(skb, l4 + 13, &flags, 1) || (flags & 0x12) != 0x02 || !sk)
+		return 0;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk)
+		return 0;
+	struct fnb_orig *o = bpf_sk_storage_get(&orig, sk, 0, 0);
+	if (!o || !o->drop_syn)
+		return 0;
+	o->drop_syn = 0;
+	return 1;
+}
+
 SEC("cgroup_skb/egress")
 int fn_egress(struct __sk_buff *skb)
 {
 	__u8 proto = 0;
-	int idx = packet_rule(skb, 1, &proto);
+	__u32 l4 = 0;
+	int idx = packet_rule(skb, 1, &proto, &l4);
+	if (proto == FNB_TCP && held_syn(skb, l4))
+		return 2;
 	if (idx < 0 || !drops(idx))
 		return 1;
 	if (proto == FNB_UDP) /* TCP is counted per connect, not per segment */
@@ -189,7 +228,8 @@ SEC("cgroup_skb/ingress")
 int fn_ingress(struct __sk_buff *skb)
 {
 	__u8 proto = 0;
-	int idx = packet_rule(skb, 0, &proto);
+	__u32 l4 = 0;
+	int idx = packet_rule(skb, 0, &proto, &l4);
 	return idx >= 0 && drops(idx) ? 0 : 1;
 }
 
@@ -205,6 +245,8 @@ static __always_inline __u16 endpoint(__u8 action, int as)
 		return as == AS_V6 ? stall_port6 : stall_port4;
 	if (action == FNB_RESET)
 		return as == AS_V6 ? reset_port6 : reset_port4;
+	if (action == FNB_RELAY)
+		return as == AS_V6 ? relay_port6 : relay_port4;
 	return 0;
 }
 
@@ -222,9 +264,46 @@ static __always_inline void redirect(struct bpf_sock_addr *ctx, int as, __u16 po
 	ctx->user_port = bpf_htons(port);
 }
 
-/* A connect's rule: counted once per connect; under refuse or stall the
- * connect goes to that endpoint, and the socket keeps the address asked
- * for, which getpeername gives back. */
+/* A delayed connect: its first SYN is dropped and sent again after the
+ * delay (plus or minus the jitter), in whole jiffies, at least one. */
+static __always_inline void hold(struct bpf_sock_addr *ctx, const struct fnb_rule *r)
+{
+	struct fnb_orig *o = bpf_sk_storage_get(&orig, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!o || !hz)
+		return;
+	__s64 ms = r->delay_ms;
+	if (r->jitter_ms)
+		ms += (__s64)(bpf_get_prandom_u32() % (2 * r->jitter_ms + 1)) - r->jitter_ms;
+	__u64 j = ms > 0 ? ((__u64)ms * hz + 999) / 1000 : 1;
+	o->syn_rto = j ? (__u32)j : 1;
+	o->drop_syn = 1;
+}
+
+/* Keeps the address a connect asked for in its socket's storage. */
+static __always_inline void remember(struct bpf_sock_addr *ctx, int as, int idx)
+{
+	struct fnb_orig *o = bpf_sk_storage_get(&orig, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!o)
+		return;
+	if (as == AS_V4) {
+		o->addr[0] = ctx->user_ip4;
+	} else {
+		o->addr[0] = ctx->user_ip6[0];
+		o->addr[1] = ctx->user_ip6[1];
+		o->addr[2] = ctx->user_ip6[2];
+		o->addr[3] = ctx->user_ip6[3];
+	}
+	o->port = ctx->user_port;
+	o->v6 = as != AS_V4;
+	o->ep_v6 = as == AS_V6;
+	o->rule = (__u32)idx;
+	o->set = 1;
+}
+
+/* A connect's rule: counted once per connect; under delay its SYN is
+ * held; under refuse, stall, reset or a relayed action the connect goes to
+ * that endpoint, and the socket keeps the address asked for, which
+ * getpeername gives back. */
 static __always_inline int on_connect(struct bpf_sock_addr *ctx, const struct fnb_cands *c, int as)
 {
 	__u8 proto = proto_bit((__u8)ctx->protocol);
@@ -238,21 +317,18 @@ static __always_inline int on_connect(struct bpf_sock_addr *ctx, const struct fn
 	if (!r || proto != FNB_TCP)
 		return 1;
 	count(idx, 1);
+	if (r->action == FNB_DELAY) {
+		hold(ctx, r);
+		return 1;
+	}
 	__u16 port = endpoint(r->action, as);
 	if (!port)
 		return 1;
-	struct fnb_orig *o = bpf_sk_storage_get(&orig, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (o) {
-		if (as == AS_V4) {
-			o->addr[0] = ctx->user_ip4;
-		} else {
-			o->addr[0] = ctx->user_ip6[0];
-			o->addr[1] = ctx->user_ip6[1];
-			o->addr[2] = ctx->user_ip6[2];
-			o->addr[3] = ctx->user_ip6[3];
-		}
-		o->port = ctx->user_port;
-		o->set = 1;
+	remember(ctx, as, idx);
+	if (r->action == FNB_RELAY) {
+		struct fnb_orig *o = bpf_sk_storage_get(&orig, ctx->sk, 0, 0);
+		if (o)
+			o->relay = 1;
 	}
 	redirect(ctx, as, port);
 	return 1;
@@ -302,4 +378,31 @@ int fn_connect6(struct bpf_sock_addr *ctx)
 	if (!a[0] && !a[1] && a[2] == bpf_htonl(0xffff))
 		return on_connect(ctx, find4(a[3]), AS_MAPPED);
 	return on_connect(ctx, find6(a), AS_V6);
+}
+
+/* TIMEOUT_INIT: a delayed connect's SYN timeout. TCP_CONNECT_CB: a connect
+ * sent to the relay, by the port it leaves from, for the relay to find when
+ * it accepts it (the port is chosen by then, the SYN not yet sent). */
+SEC("sockops")
+int fn_sockops(struct bpf_sock_ops *skops)
+{
+	struct bpf_sock *sk = skops->sk;
+	if (!sk ||
+	    (skops->op != BPF_SOCK_OPS_TIMEOUT_INIT && skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB))
+		return 1;
+	struct fnb_orig *o = bpf_sk_storage_get(&orig, sk, 0, 0);
+	if (!o)
+		return 1;
+	if (skops->op == BPF_SOCK_OPS_TIMEOUT_INIT) {
+		if (o->syn_rto)
+			skops->reply = (__s32)o->syn_rto;
+		return 1;
+	}
+	if (!o->relay)
+		return 1;
+	struct fnb_pending_key k = {.port = (__u16)skops->local_port, .v6 = o->ep_v6};
+	struct fnb_pending v = {.port = o->port, .v6 = o->v6, .rule = o->rule};
+	__builtin_memcpy(v.addr, o->addr, 16);
+	bpf_map_update_elem(&pending, &k, &v, BPF_ANY);
+	return 1;
 }

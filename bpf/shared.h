@@ -11,6 +11,10 @@
 
 enum { FNB_TCP = 1, FNB_UDP = 2 }; /* the protocol bits, as core's FN_PROTO_* */
 enum { FNB_BLACKHOLE = 1, FNB_DROP = 2, FNB_REFUSE = 3, FNB_STALL = 4, FNB_RESET = 5 };
+/* delay: the connect's first SYN is dropped and its retransmission timer
+ * set to the delay. relay: latency and bandwidth, the connect goes to
+ * faultctl's relay (relay.c), which shapes the bytes both ways. */
+enum { FNB_DELAY = 6, FNB_RELAY = 7 };
 
 struct fnb_key4 {
 	__u32 prefixlen;
@@ -34,13 +38,36 @@ struct fnb_rule {
 	__u8 nports;
 	__u8 on; /* enabled */
 	__u16 port_lo[FNB_PORTS], port_hi[FNB_PORTS];
+	__u32 delay_ms, jitter_ms; /* delay */
 };
 
-/* What a socket sent to an endpoint asked for (network order). */
+/* Per faulted socket: the address it asked for when it was sent to an
+ * endpoint or the relay (network order; set), the SYN retransmission
+ * timeout a delay gives it, in jiffies, and whether its first SYN is still
+ * to be dropped. */
 struct fnb_orig {
 	__u32 addr[4];
 	__u16 port;
-	__u16 set;
+	__u8 set, relay;
+	__u32 rule;
+	__u32 syn_rto;
+	__u8 drop_syn, v6; /* v6: the address is an IPv6 one (or IPv4-mapped) */
+	__u8 ep_v6;	   /* it was sent to the relay's IPv6 listener */
+	__u8 pad;
+};
+
+/* A connect sent to the relay, found by the relay when it accepts: the
+ * port it left from (host order) and which listener it went to. */
+struct fnb_pending_key {
+	__u16 port;
+	__u16 v6;
+};
+
+struct fnb_pending {
+	__u32 addr[4];
+	__u16 port;
+	__u8 v6, pad;
+	__u32 rule;
 };
 
 struct fnb_count {

@@ -23,6 +23,7 @@ echo "the kernel-side backend ($build)"
 ip link set lo up
 ip addr add fd00:86::1/128 dev lo
 ip addr add fd00:86::2/128 dev lo
+ip addr add fd00:86::3/128 dev lo
 
 export GOCACHE="$tmp/gocache" GOPATH="$tmp/gopath" GO111MODULE=off
 (cd "$here" && CGO_ENABLED=0 go build -o "$tmp/go-static" godial.go) &&
@@ -184,6 +185,119 @@ check "io_uring refuse: the closed port's error ($g), at once ($gms ms)" \
 	holds '[ "$g" = "$w" ] && [ "$g" = "Connection refused" ] && between 0 300 "$gms"'
 check "io_uring without the backend: connects" contains "$("$tmp/uringdial" 127.86.0.2 8092 600)" "ok"
 
+# delay, latency and bandwidth. A delayed connect's first SYN is dropped and
+# sent again when the delay has passed; a connect under latency or bandwidth
+# goes to faultctl's relay, which connects to the address asked for and
+# holds the bytes. Servers answering "HTTP/1.0 200 OK" and BYTES bytes, each
+# counting its connections, and an echo server.
+serve_http() { # HOST PORT BYTES COUNTFILE
+	/usr/bin/python3 -c '
+import socket, sys, threading
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+s = socket.socket(fam); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(64)
+n = 0
+def answer(c):
+    c.recv(4096); c.sendall(b"HTTP/1.0 200 OK\r\n\r\n" + b"x" * int(sys.argv[3])); c.close()
+while True:
+    c, _ = s.accept(); n += 1
+    open(sys.argv[4], "w").write(str(n))
+    threading.Thread(target=answer, args=(c,)).start()' "$@" &
+	FN_PIDS="${FN_PIDS:-} $!"
+}
+serve_http 127.86.0.12 8098 100 "$tmp/n12"
+serve_http 127.86.0.13 8099 100 "$tmp/n13"
+serve_http fd00:86::3 8099 100 "$tmp/n63"
+serve_http 127.86.0.14 8099 400000 "$tmp/n14"
+/usr/bin/python3 -c '
+import socket, threading
+s = socket.socket(); s.bind(("127.86.0.15", 8099)); s.listen(8)
+def echo(c):
+    while True:
+        d = c.recv(65536)
+        if not d: break
+        c.sendall(d)
+    c.close()
+while True:
+    threading.Thread(target=echo, args=(s.accept()[0],)).start()' &
+FN_PIDS="${FN_PIDS:-} $!"
+cat >"$tmp/shape.conf" <<'CONF'
+rules = (
+  { name = "slowsyn"; action = "delay"; delay_ms = 400; match = { to = "127.86.0.12/32"; proto = "tcp"; }; },
+  { name = "far"; action = "latency"; latency_ms = 250; match = { to = "127.86.0.13/32"; }; },
+  { name = "far6"; action = "latency"; latency_ms = 250; match = { to = "fd00:86::3/128"; }; },
+  { name = "thin"; action = "bandwidth"; rate = 200000; match = { to = "127.86.0.14/32"; }; },
+  { name = "wire"; action = "latency"; latency_ms = 20; jitter_ms = 15; rate = 4000000; match = { to = "127.86.0.15/32"; }; },
+  { name = "gone"; action = "latency"; latency_ms = 100; match = { to = "127.86.0.16/32"; }; }
+);
+CONF
+sleep 0.5
+shaped() { "$ctl" run --backend=bpf --config "$tmp/shape.conf" "$@" 2>>"$tmp/err"; }
+for kind in static cgo; do
+	go="$tmp/go-$kind"
+	base=$("$go" tcp 127.86.0.12:8098 2000 1 | ms_of)
+	got=$(shaped -- "$go" tcp 127.86.0.12:8098 2000 1)
+	gms=$(echo "$got" | ms_of)
+	check "Go ($kind) delay 400 ms: connected, 400 ms late ($got; $base ms without it)" \
+		holds 'contains "$got" "ok 127.86.0.12:8098" && between 395 900 "$gms"'
+	against "$(real blackhole "$go" tcp 127.86.0.1:8091 250 1 | sed 's/127\.86\.0\.1:8091/127.86.0.12:8098/')" \
+		"$(shaped -- "$go" tcp 127.86.0.12:8098 250 1)"
+	check "Go ($kind) delay 400 ms, dial timeout 250 ms: its own timeout, as behind a dead route ($g, $gms ms)" \
+		holds '[ "$g" = "$w" ] && contains "$g" "i/o timeout" && between 240 390 "$gms"'
+	before=$(cat "$tmp/n13" 2>/dev/null || echo 0)
+	"$ctl" run --backend=bpf --config "$tmp/shape.conf" --stats --json -- \
+		"$go" get 127.86.0.13:8099 3000 3 >"$tmp/out" 2>"$tmp/stats"
+	att=$(grep '"name":"far"' "$tmp/stats" | sed 's/.*"attempts":\([0-9]*\).*/\1/')
+	ms=$(ms_of <"$tmp/out")
+	check "Go ($kind) latency 250 ms: the answer 500 ms late (${ms} ms), RemoteAddr the address asked for; 3 attempts counted (${att:-none}), 3 seen by the server ($(($(cat "$tmp/n13") - before)))" \
+		holds '[ "$(grep -c "^ok 127.86.0.13:8099 12 bytes" "$tmp/out")" = 3 ] && between 495 1200 "$ms" && [ "${att:-}" = 3 ] && [ "$(($(cat "$tmp/n13") - before))" = 3 ]'
+	got=$(shaped -- "$go" get 127.86.0.13:8099 350 1)
+	gms=$(echo "$got" | ms_of)
+	check "Go ($kind) latency 250 ms, deadline 350 ms: its own timeout, nothing read yet ($got)" \
+		holds 'contains "$got" "i/o timeout (peer 127.86.0.13:8099, 0 bytes)" && between 340 700 "$gms"'
+	got=$(shaped -- "$go" get '[fd00:86::3]:8099' 3000 1)
+	gms=$(echo "$got" | ms_of)
+	check "Go ($kind) latency over IPv6: 500 ms late, RemoteAddr [fd00:86::3]:8099 ($got)" \
+		holds 'contains "$got" "ok [fd00:86::3]:8099 12 bytes" && between 495 1200 "$gms"'
+done
+got=$(shaped -- curl -s -o /dev/null -w '%{http_code} %{size_download} %{time_total}' http://127.86.0.14:8099/)
+secs=$(echo "$got" | awk '{ printf "%d", $3 * 1000 }')
+check "bandwidth 200,000 bytes/s: 400,000 bytes in about 2 s ($got)" \
+	holds 'contains "$got" "200 400000 " && between 1800 2600 "$secs"'
+shaped -- /usr/bin/python3 -c '
+import hashlib, os, socket, threading
+data = os.urandom(4 << 20)
+s = socket.create_connection(("127.86.0.15", 8099))
+peer = s.getpeername()[0]
+def send():
+    s.sendall(data); s.shutdown(socket.SHUT_WR)
+threading.Thread(target=send).start()
+got = bytearray()
+while True:
+    d = s.recv(65536)
+    if not d: break
+    got += d
+print(hashlib.sha256(data).hexdigest() == hashlib.sha256(got).hexdigest(), len(got), peer)' >"$tmp/echo.out"
+check "4 MiB each way through latency 20 ms with jitter and a rate: every byte back, in order ($(cat "$tmp/echo.out"))" \
+	[ "$(cat "$tmp/echo.out")" = "True 4194304 127.86.0.15" ]
+got=$(shaped -- "$tmp/go-static" get 127.86.0.16:8099 2000 1)
+check "latency to a peer that refuses: connected at the relay, then a reset (the relay's limit, as the shim's: $got)" \
+	contains "$got" "connection reset by peer"
+cat >"$tmp/flat.conf" <<'CONF'
+rules = ( { name = "far"; action = "latency"; latency_ms = 300; enabled = false; match = { to = "127.86.0.13/32"; }; } );
+CONF
+"$ctl" run --backend=bpf -g bpflat --config "$tmp/flat.conf" -- \
+	"$tmp/go-static" get 127.86.0.13:8099 3000 14 >"$tmp/flat.out" 2>>"$tmp/err" &
+flat=$!
+sleep 0.9
+"$ctl" -g bpflat enable far >/dev/null
+sleep 1.5
+"$ctl" -g bpflat disable far >/dev/null
+wait "$flat"
+seq_of=$(sed -n 's/.*(\([0-9]*\) ms)$/\1/p' "$tmp/flat.out" | awk '{ print ($1 >= 590 ? "slow" : "fast") }' | uniq | tr '\n' ' ')
+check "a live flip of latency reaches Go's next connects: fast, then 600 ms late, then fast again ($seq_of)" \
+	holds '[ "$seq_of" = "fast slow fast " ]'
+
 # Counters: refused connects counted against the rule; the server saw none.
 rm -f "$tmp/n2"
 "$ctl" run --backend=bpf --config "$tmp/p.conf" --stats --json -- \
@@ -277,10 +391,14 @@ check "requests.Session: calls on one pooled connection ($conns_before before th
 	holds '[ "$conns_before" = 1 ] && echo "$seq_of" | grep -Eqx "ok ReadTimeout (ConnectTimeout )*ok "'
 
 # What it refuses, and says why.
-echo 'rules = ( { name = "slow"; action = "latency"; latency_ms = 50; } );' >"$tmp/lat.conf"
+echo 'rules = ( { name = "slow"; action = "drip"; bytes = 1; every_ms = 50; } );' >"$tmp/lat.conf"
 run "$ctl" run --backend=bpf --config "$tmp/lat.conf" -- true
 check "a rule it cannot carry out: exit 2, naming it ($err)" \
-	holds '[ "$rc" = 2 ] && contains "$err" "rule '"'slow'"' (line 1, latency)"'
+	holds '[ "$rc" = 2 ] && contains "$err" "rule '"'slow'"' (line 1, drip)"'
+echo 'rules = ( { name = "slowudp"; action = "delay"; delay_ms = 50; } );' >"$tmp/lat.conf"
+run "$ctl" run --backend=bpf --config "$tmp/lat.conf" -- true
+check "a delay that would cover UDP: exit 2, saying to give it proto tcp ($err)" \
+	holds '[ "$rc" = 2 ] && contains "$err" "match.proto = \"tcp\""'
 run setpriv --reuid=65534 --regid=65534 --clear-groups "$ctl" run --backend=bpf --config "$tmp/p.conf" -- true
 check "an account without CAP_BPF: exit 2, saying what it needs ($err)" \
 	holds '[ "$rc" = 2 ] && contains "$err" "it needs root, or CAP_BPF and CAP_NET_ADMIN"'

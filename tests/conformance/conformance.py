@@ -255,7 +255,7 @@ def run_matrix():
 
 # The faults the kernel-side backend carries out; the Go clients' other
 # cells say it does not yet.
-GO_FAULTS = ("blackhole", "stall", "refuse", "reset at accept", "zone drop (1a)")
+GO_FAULTS = ("blackhole", "stall", "refuse", "reset at accept", "delay 600 ms", "latency 300 ms", "zone drop (1a)")
 
 
 def go_cells():

@@ -168,8 +168,12 @@ static void expect_refused(const char *text, const char *part)
 static void test_refusals(void)
 {
 	expect_refused("rules = ( { name = \"ok\"; action = \"blackhole\"; },\n"
-		       "  { name = \"lat\"; action = \"latency\"; latency_ms = 5; } );",
-		       "rule 'lat' (line 2, latency): its action is not one");
+		       "  { name = \"dr\"; action = \"drip\"; bytes = 1; every_ms = 5; } );",
+		       "rule 'dr' (line 2, drip): its action is not one");
+	expect_refused("rules = ( { name = \"d\"; action = \"delay\"; delay_ms = 5; } );",
+		       "rule 'd' (line 1, delay): the backend delays TCP handshakes, not UDP");
+	expect_refused("rules = ( { name = \"e\"; action = \"stall\"; established = true; } );",
+		       "rule 'e' (line 1, stall): established = true is the shim's");
 	expect_refused("rules = ( { name = \"half\"; action = \"drop\"; probability = 0.5; } );",
 		       "rule 'half' (line 1, drop): it has a condition");
 	expect_refused(
@@ -187,9 +191,35 @@ static void test_refusals(void)
 	expect_refused(many, "more than 8 rules cover the same destinations");
 }
 
+/* delay keeps its numbers for the SYN timeout; latency and bandwidth go
+ * to the relay, which reads theirs from the policy. */
+static void test_shaping_actions(void)
+{
+	char err[512];
+	struct fn_policy *p = fn_config_load_string(
+	    "rules = ( { name = \"d\"; action = \"delay\"; delay_ms = 400; jitter_ms = 30; "
+	    "match = { proto = \"tcp\"; }; },\n"
+	    "  { name = \"l\"; action = \"latency\"; latency_ms = 5; },\n"
+	    "  { name = \"b\"; action = \"bandwidth\"; rate = 1000; } );",
+	    "t.conf", NULL, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	struct fnb_plan pl;
+	CU_ASSERT_FATAL(fnb_plan_build(&pl, p, err, sizeof(err)));
+	CU_ASSERT_EQUAL(pl.rules[0].action, FNB_DELAY);
+	CU_ASSERT_EQUAL(pl.rules[0].delay_ms, 400);
+	CU_ASSERT_EQUAL(pl.rules[0].jitter_ms, 30);
+	CU_ASSERT_EQUAL(pl.rules[0].protos, FNB_TCP);
+	CU_ASSERT_EQUAL(pl.rules[1].action, FNB_RELAY);
+	CU_ASSERT_EQUAL(pl.rules[2].action, FNB_RELAY);
+	fnb_plan_free(&pl);
+	fn_policy_free(p);
+}
+
 void add_bpfplan_tests(void)
 {
 	CU_pSuite s = CU_add_suite("bpfplan", NULL, NULL);
 	CU_add_test(s, "the backend's maps decide as the shim's matcher", test_same_as_matcher);
 	CU_add_test(s, "what the backend cannot carry out is refused, named", test_refusals);
+	CU_add_test(s, "delay, latency and bandwidth become the hold and the relay",
+		    test_shaping_actions);
 }

@@ -1,0 +1,37 @@
+/* relay.h - the kernel-side backend's relay (relay.c): where a connect under
+ * latency or bandwidth is sent, and from where it goes on to the address
+ * the app asked for, its bytes shaped by the rule. */
+#ifndef FAULTNET_BPF_RELAY_H
+#define FAULTNET_BPF_RELAY_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct fn_policy;
+struct fnb_rule;
+
+struct fnb_relay {
+	/* Filled by the caller before fnb_relay_start. */
+	const struct fn_policy *p;
+	const struct fnb_rule *rules; /* the rules map's contents: on or off */
+	int pending_fd;		      /* the BPF map of connects sent here */
+	uint64_t *bytes;	      /* per rule: bytes the app sent through it */
+	/* Owned by the relay. */
+	int lfd[2]; /* listeners: [0] 127.0.0.1, [1] ::1 */
+	uint16_t port[2];
+	int ep, wake;
+	pthread_t thread;
+	bool running;
+	struct fnb_conn *conns;
+};
+
+/* Binds the listeners (their ports are known on return); false if it
+ * cannot. */
+bool fnb_relay_open(struct fnb_relay *r);
+/* Starts the thread once the BPF map is there. */
+bool fnb_relay_start(struct fnb_relay *r);
+/* Stops the thread, resets every relayed connection and closes all. */
+void fnb_relay_close(struct fnb_relay *r);
+
+#endif
