@@ -211,9 +211,12 @@ static void unique(struct fnb_plan *pl)
 	pl->n = out;
 }
 
-static void rule_entry(const struct fn_policy *p, const struct fn_rule *r, struct fnb_rule *out)
+void fnb_rule_entry(const struct fn_policy *p, size_t i, struct fnb_rule *out)
 {
+	const struct fn_rule *r = &p->rules[i];
+	uint32_t slot = out->slot;
 	memset(out, 0, sizeof(*out));
+	out->slot = slot;
 	out->action = (uint8_t)action_of(r->action);
 	out->protos = r->protos;
 	out->on = r->enabled && (r->from_zone < 0 || r->from_zone == p->self_zone);
@@ -242,7 +245,7 @@ bool fnb_plan_build(struct fnb_plan *pl, const struct fn_policy *p, char *err, s
 	if (!pl->rules)
 		goto oom;
 	for (uint32_t i = 0; i < p->nrules; i++) {
-		rule_entry(p, &p->rules[i], &pl->rules[i]);
+		fnb_rule_entry(p, i, &pl->rules[i]);
 		if (!add_rule(pl, p, i))
 			goto oom;
 	}
@@ -259,6 +262,14 @@ bool fnb_plan_build(struct fnb_plan *pl, const struct fn_policy *p, char *err, s
 	return true;
 oom:
 	snprintf(err, errlen, "out of memory");
+	return false;
+}
+
+bool fnb_plan_has(const struct fnb_plan *pl, int action)
+{
+	for (size_t i = 0; i < pl->policy->nrules; i++)
+		if (pl->rules[i].action == action)
+			return true;
 	return false;
 }
 

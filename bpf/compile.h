@@ -31,5 +31,16 @@ struct fnb_plan {
  * backend cannot carry out, or a prefix covered by too many rules. */
 bool fnb_plan_build(struct fnb_plan *pl, const struct fn_policy *p, char *err, size_t errlen);
 void fnb_plan_free(struct fnb_plan *pl);
+/* Whether some rule of the plan has this FNB_* action. */
+bool fnb_plan_has(const struct fnb_plan *pl, int action);
+/* Why a delay cannot be carried out on a kernel whose CONFIG_HZ is not
+ * known. */
+#define FNB_NO_HZ                                                                \
+	"a delay needs the kernel's CONFIG_HZ, and neither /proc/config.gz nor " \
+	"/boot/config-RELEASE gives it"
+
+/* Rule i of p as the rules map holds it (on: enabled, and its from_zone
+ * allows it here); out's slot is kept. */
+void fnb_rule_entry(const struct fn_policy *p, size_t i, struct fnb_rule *out);
 
 #endif

@@ -2,11 +2,14 @@
  * --backend=bpf -g GROUP): faultctl itself stands in the group as a member.
  * It listens on the member socket the shim would (RUNDIR/GROUP.PID.sock),
  * answers info, rules, stats and events in the shim's formats, and carries
- * out enable, disable and reset as map updates: when it answers "ok" the
- * change is in force in the kernel. Changes another member checked reach
- * it through the group's change counter and journal, which its thread
- * reads every 2 ms. One thread owns everything here; the run's main
- * thread only starts and stops it. */
+ * out every change the shim takes: enable and disable rewrite one rule of
+ * the maps; add, rm, load, zone and reset compile the changed policy and
+ * put it in force with one flip (maps.c). When it answers "ok" the change
+ * is in force in the kernel; a change the backend cannot carry out is
+ * answered with the reason and changes nothing. Changes another member
+ * checked reach it through the group's change counter and journal, which
+ * its thread reads every 2 ms. One thread owns the policy, the plan and
+ * the maps' contents; the run's main thread only starts and stops it. */
 #include "bpf/control.h"
 
 #include <errno.h>
@@ -24,6 +27,9 @@
 
 #include <bpf/libbpf.h>
 
+#include "bpf/maps.h"
+#include "bpf/slots.h"
+#include "core/edit.h"
 #include "core/rundir.h"
 #include "core/actions.h"
 #include "core/rules.h"
@@ -31,45 +37,99 @@
 
 static void set_rule(struct fnb_ctl *c, int i, bool on)
 {
-	__atomic_store_n(&c->rules[i].on, on && c->applies[i],
+	c->p->rules[i].enabled = on;
+	fnb_rule_entry(c->p, (size_t)i, &c->pl.rules[i]);
+	fnb_maps_rule(c->maps, (uint32_t)i, &c->pl.rules[i]);
+	__atomic_store_n(&c->slots->on[c->pl.rules[i].slot], c->pl.rules[i].on,
 			 __ATOMIC_RELAXED); /* the relay reads it */
-	c->enabled[i] = on;
-	uint32_t k = (uint32_t)i;
-	bpf_map__update_elem(c->rules_map, &k, sizeof(k), &c->rules[i], sizeof(c->rules[i]),
-			     BPF_ANY);
 }
 
-/* One change: "enable NAME [since=MS]", "disable NAME" or "reset". */
-static void apply(struct fnb_ctl *c, char *line, struct fn_buf *out)
+/* Puts np in force in place of c->p; false (np freed, reply saying why)
+ * when the backend cannot carry it out. */
+static bool install(struct fnb_ctl *c, struct fn_policy *np, char *reply, size_t len)
 {
-	char *arg = strchr(line, ' ');
-	if (arg)
-		*arg++ = '\0';
-	if (strcmp(line, "reset") == 0) {
-		for (size_t i = 0; i < c->p->nrules; i++)
-			set_rule(c, (int)i, c->p->rules[i].enabled);
-		fn_buf_printf(out, "ok reset\n");
-		return;
+	struct fnb_plan pl;
+	char err[1024];
+	if (!fnb_plan_build(&pl, np, err, sizeof(err)))
+		snprintf(reply, len, "error %s", err);
+	else if (!c->delay_ok && fnb_plan_has(&pl, FNB_DELAY))
+		snprintf(reply, len, "error %s", FNB_NO_HZ);
+	else if (!fnb_slots_assign(c->slots, &pl))
+		snprintf(reply, len, "error more rule names than this run keeps counters for (%u)",
+			 c->slots->cap);
+	else if (!fnb_maps_install(c->maps, &pl, &c->pl))
+		snprintf(reply, len,
+			 "error the run's maps cannot hold it (%s; they were sized for %u rules "
+			 "at its start)",
+			 strerror(errno), c->maps->rcap);
+	else {
+		fnb_plan_free(&c->pl);
+		fn_policy_free(c->p);
+		c->p = np;
+		c->pl = pl;
+		return true;
 	}
-	if (strcmp(line, "enable") && strcmp(line, "disable")) {
-		fn_buf_printf(out,
-			      "error the kernel-side backend does not carry out '%.40s' yet "
-			      "(enable, disable and reset)\n",
-			      line);
-		return;
-	}
-	if (!arg || !*arg) {
-		fn_buf_printf(out, "error %s needs an argument\n", line);
-		return;
-	}
+	fnb_plan_free(&pl);
+	fn_policy_free(np);
+	return false;
+}
+
+static void toggle(struct fnb_ctl *c, const char *verb, char *arg, struct fn_buf *out)
+{
 	arg[strcspn(arg, " ")] = '\0'; /* since=: the backend has no time windows */
 	int i = fn_policy_rule_index(c->p, arg);
 	if (i < 0) {
 		fn_buf_printf(out, "error no rule named '%.64s'\n", arg);
 		return;
 	}
-	set_rule(c, i, line[0] == 'e');
-	fn_buf_printf(out, "ok %s %s\n", arg, line[0] == 'e' ? "enabled" : "disabled");
+	set_rule(c, i, verb[0] == 'e');
+	fn_buf_printf(out, "ok %s %s\n", arg, verb[0] == 'e' ? "enabled" : "disabled");
+}
+
+/* One change: enable, disable, add, rm, load, zone or reset, as the shim
+ * takes them (core/edit.c), carried out by a new plan in the maps. */
+static void apply(struct fnb_ctl *c, char *line, struct fn_buf *out)
+{
+	static struct {
+		const char *verb;
+		struct fn_policy *(*edit)(const struct fn_policy *, const char *, char *, size_t);
+	} const edits[] = {{"add", fn_edit_add},
+			   {"rm", fn_edit_rm},
+			   {"load", fn_edit_load},
+			   {"zone", fn_edit_zone}};
+	char reply[1200], *arg = strchr(line, ' ');
+	if (arg)
+		*arg++ = '\0';
+	if (strcmp(line, "reset") == 0) {
+		struct fn_policy *np = fn_policy_clone(c->base);
+		if (np && install(c, np, reply, sizeof(reply)))
+			snprintf(reply, sizeof(reply), "ok reset to the run's policy");
+		fn_buf_printf(out, "%s\n", np ? reply : "error out of memory");
+		return;
+	}
+	bool known = strcmp(line, "enable") == 0 || strcmp(line, "disable") == 0;
+	for (size_t k = 0; k < sizeof(edits) / sizeof(edits[0]); k++)
+		known |= strcmp(line, edits[k].verb) == 0;
+	if (!known) {
+		fn_buf_printf(out, "error unknown verb '%.40s'\n", line);
+		return;
+	}
+	if (!arg || !*arg) {
+		fn_buf_printf(out, "error %s needs an argument\n", line);
+		return;
+	}
+	if (line[0] == 'e' || line[0] == 'd')
+		return toggle(c, line, arg, out);
+	for (size_t k = 0; k < sizeof(edits) / sizeof(edits[0]); k++) {
+		if (strcmp(line, edits[k].verb) != 0)
+			continue;
+		struct fn_policy *np = edits[k].edit(c->p, arg, reply, sizeof(reply));
+		char ok[sizeof(reply)];
+		snprintf(ok, sizeof(ok), "%s", reply);
+		if (np && install(c, np, reply, sizeof(reply)))
+			snprintf(reply, sizeof(reply), "%s", ok);
+		fn_buf_printf(out, "%s\n", reply);
+	}
 }
 
 /* The journal's entries past the last one applied, in order. */
@@ -99,7 +159,7 @@ static void info(struct fnb_ctl *c, struct fn_buf *out)
 {
 	size_t on = 0;
 	for (size_t i = 0; i < c->p->nrules; i++)
-		on += c->enabled[i];
+		on += c->p->rules[i].enabled;
 	fn_buf_printf(out, "process pid=%d", (int)getpid());
 	fn_buf_field(out, "group", c->group);
 	fn_buf_field(out, "zone", c->p->self_zone >= 0 ? c->p->zones[c->p->self_zone].name : "-");
@@ -111,7 +171,7 @@ static void info(struct fnb_ctl *c, struct fn_buf *out)
 
 static void counters(struct fnb_ctl *c, size_t i, struct fnb_count *n)
 {
-	uint32_t k = (uint32_t)i;
+	uint32_t k = c->pl.rules[i].slot;
 	memset(n, 0, sizeof(*n));
 	bpf_map__lookup_elem(c->counts_map, &k, sizeof(k), n, sizeof(*n), 0);
 }
@@ -125,17 +185,17 @@ static void rules(struct fnb_ctl *c, struct fn_buf *out, bool stats)
 		fn_buf_printf(out, "rule pid=%d", (int)getpid());
 		fn_buf_field(out, "name", r->name);
 		if (stats) {
-			fn_buf_printf(
-			    out, " action=%s attempts=%llu faults=%llu bytes=%llu\n",
-			    fn_action_name(r->action), (unsigned long long)n.attempts,
-			    (unsigned long long)n.faults,
-			    (unsigned long long)__atomic_load_n(&c->bytes[i], __ATOMIC_RELAXED));
+			fn_buf_printf(out, " action=%s attempts=%llu faults=%llu bytes=%llu\n",
+				      fn_action_name(r->action), (unsigned long long)n.attempts,
+				      (unsigned long long)n.faults,
+				      (unsigned long long)__atomic_load_n(
+					  &c->slots->bytes[c->pl.rules[i].slot], __ATOMIC_RELAXED));
 			continue;
 		}
 		char params[256];
 		fn_rule_describe(r, params, sizeof(params));
 		fn_buf_printf(out, " action=%s enabled=%s faults=%llu attempts=%llu",
-			      fn_action_name(r->action), c->enabled[i] ? "yes" : "no",
+			      fn_action_name(r->action), r->enabled ? "yes" : "no",
 			      (unsigned long long)n.faults, (unsigned long long)n.attempts);
 		fn_buf_field(out, "params", params);
 		fn_buf_add(out, "\n", 1);
@@ -174,7 +234,7 @@ static void request(struct fnb_ctl *c, char *line, struct fn_buf *out)
 /* One client: one line in, one reply out, as faultctl talks. */
 static void serve(struct fnb_ctl *c, int fd)
 {
-	char buf[4096];
+	static char buf[64 * 1024]; /* the control thread's; a load's rules fit */
 	size_t got = 0;
 	struct timeval tv = {.tv_sec = 1};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));

@@ -8,20 +8,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bpf/shared.h"
+#include "bpf/compile.h"
 
 struct fn_policy;
-struct bpf_map;
+struct fnb_maps;
+struct fnb_slots;
 
 struct fnb_ctl {
-	/* Filled by the caller. */
-	const struct fn_policy *p;
+	/* Filled by the caller; p and pl are the control thread's from
+	 * fnb_ctl_start to fnb_ctl_stop (each change replaces them), the
+	 * caller's again after. */
+	struct fn_policy *p;	      /* the policy in force */
+	struct fnb_plan pl;	      /* p, compiled: what the maps hold */
+	const struct fn_policy *base; /* what reset goes back to */
 	const char *group, *cmd;
-	struct fnb_rule *rules; /* the rules map's contents, one per rule */
-	const bool *applies;	/* per rule: its from_zone allows it here */
-	bool *enabled;		/* per rule: switched on */
-	struct bpf_map *rules_map, *counts_map;
-	const uint64_t *bytes; /* per rule: bytes the relay carried up */
+	struct fnb_maps *maps;
+	struct fnb_slots *slots;
+	struct bpf_map *counts_map;
+	bool delay_ok; /* the kernel's CONFIG_HZ is known */
 	/* Owned by fnb_ctl_start and its thread. */
 	int lfd;
 	char path[4200], journal[4200];

@@ -91,7 +91,10 @@ const volatile __u16 reset_port4 = 0;
 const volatile __u16 reset_port6 = 0;
 const volatile __u16 relay_port4 = 0;
 const volatile __u16 relay_port6 = 0;
-const volatile __u32 hz = 0; /* the kernel's jiffies per second */
+const volatile __u32 hz = 0;   /* the kernel's jiffies per second */
+const volatile __u32 rcap = 1; /* rules per set in the rules map */
+/* The set of rules and prefixes in force (see shared.h); faultctl writes it. */
+volatile __u32 cur_set = 0;
 
 static __always_inline int port_ok(const struct fnb_rule *r, __u16 port)
 {
@@ -103,44 +106,51 @@ static __always_inline int port_ok(const struct fnb_rule *r, __u16 port)
 	return 0;
 }
 
-/* The deciding rule's index for a destination, or -1. */
-static __always_inline int decide(const struct fnb_cands *c, __u8 proto, __u16 port)
+static __always_inline const struct fnb_rule *rule_at(__u32 set, __u32 idx)
+{
+	__u32 k = set * rcap + idx;
+	return bpf_map_lookup_elem(&rules, &k);
+}
+
+/* The deciding rule for a destination, or NULL; *idx its index in set. */
+static __always_inline const struct fnb_rule *decide(const struct fnb_cands *c, __u32 set,
+						     __u8 proto, __u16 port, int *idx)
 {
 	if (!c)
-		return -1;
+		return 0;
 	for (int i = 0; i < FNB_CANDS; i++) {
 		if (i >= c->n)
 			break;
-		__u32 idx = c->rule[i];
-		const struct fnb_rule *r = bpf_map_lookup_elem(&rules, &idx);
-		if (r && r->on && (r->protos & proto) && port_ok(r, port))
-			return (int)idx;
+		const struct fnb_rule *r = rule_at(set, c->rule[i]);
+		if (r && r->on && (r->protos & proto) && port_ok(r, port)) {
+			*idx = (int)c->rule[i];
+			return r;
+		}
 	}
-	return -1;
+	return 0;
 }
 
-static __always_inline const struct fnb_cands *find4(__u32 addr)
+static __always_inline const struct fnb_cands *find4(__u32 set, __u32 addr)
 {
-	struct fnb_key4 k = {.prefixlen = 32, .addr = addr};
+	struct fnb_key4 k = {.prefixlen = 64, .set = set, .addr = addr};
 	return bpf_map_lookup_elem(&dst4, &k);
 }
 
-static __always_inline const struct fnb_cands *find6(const __u32 *addr)
+static __always_inline const struct fnb_cands *find6(__u32 set, const __u32 *addr)
 {
-	struct fnb_key6 k = {.prefixlen = 128};
+	struct fnb_key6 k = {.prefixlen = 160, .set = set};
 	__builtin_memcpy(k.addr, addr, 16);
 	return bpf_map_lookup_elem(&dst6, &k);
 }
 
-static __always_inline void count(int idx, int fault)
+static __always_inline void count(const struct fnb_rule *r)
 {
-	__u32 i = (__u32)idx;
+	__u32 i = r->slot;
 	struct fnb_count *n = bpf_map_lookup_elem(&counts, &i);
 	if (!n)
 		return;
 	__sync_fetch_and_add(&n->attempts, 1);
-	if (fault)
-		__sync_fetch_and_add(&n->faults, 1);
+	__sync_fetch_and_add(&n->faults, 1);
 }
 
 static __always_inline __u8 proto_bit(__u8 ipproto)
@@ -149,45 +159,45 @@ static __always_inline __u8 proto_bit(__u8 ipproto)
 }
 
 /* The rule a packet meets: peer is its destination (egress) or source
- * (ingress); port the peer's port. -1 for none. */
-static __always_inline int packet_rule(struct __sk_buff *skb, int egress, __u8 *proto, __u32 *l4)
+ * (ingress); port the peer's port. NULL for none. */
+static __always_inline const struct fnb_rule *packet_rule(struct __sk_buff *skb, int egress,
+							  __u8 *proto, __u32 *l4)
 {
 	__u8 ipproto;
-	__u32 off;
+	__u32 off, set = cur_set;
+	int idx;
 	const struct fnb_cands *c;
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
 		struct iphdr ip;
 		if (bpf_skb_load_bytes(skb, 0, &ip, sizeof(ip)))
-			return -1;
+			return 0;
 		if (ip.frag_off & bpf_htons(0x1fff)) /* a later fragment: no ports */
-			return -1;
+			return 0;
 		ipproto = ip.protocol;
 		off = ip.ihl * 4;
-		c = find4(egress ? ip.daddr : ip.saddr);
+		c = find4(set, egress ? ip.daddr : ip.saddr);
 	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr ip6;
 		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)))
-			return -1;
+			return 0;
 		ipproto = ip6.nexthdr;
 		off = sizeof(ip6);
-		c = find6(egress ? ip6.daddr.in6_u.u6_addr32 : ip6.saddr.in6_u.u6_addr32);
+		c = find6(set, egress ? ip6.daddr.in6_u.u6_addr32 : ip6.saddr.in6_u.u6_addr32);
 	} else {
-		return -1;
+		return 0;
 	}
 	*proto = proto_bit(ipproto);
 	*l4 = off;
 	if (!c || !*proto)
-		return -1;
+		return 0;
 	__u16 ports[2]; /* source, destination */
 	if (bpf_skb_load_bytes(skb, off, ports, sizeof(ports)))
-		return -1;
-	return decide(c, *proto, bpf_ntohs(ports[egress ? 1 : 0]));
+		return 0;
+	return decide(c, set, *proto, bpf_ntohs(ports[egress ? 1 : 0]), &idx);
 }
 
-static __always_inline int drops(int idx)
+static __always_inline int drops(const struct fnb_rule *r)
 {
-	__u32 i = (__u32)idx;
-	const struct fnb_rule *r = bpf_map_lookup_elem(&rules, &i);
 	return r && (r->action == FNB_BLACKHOLE || r->action == FNB_DROP);
 }
 
@@ -214,13 +224,13 @@ int fn_egress(struct __sk_buff *skb)
 {
 	__u8 proto = 0;
 	__u32 l4 = 0;
-	int idx = packet_rule(skb, 1, &proto, &l4);
+	const struct fnb_rule *r = packet_rule(skb, 1, &proto, &l4);
 	if (proto == FNB_TCP && held_syn(skb, l4))
 		return 2;
-	if (idx < 0 || !drops(idx))
+	if (!drops(r))
 		return 1;
 	if (proto == FNB_UDP) /* TCP is counted per connect, not per segment */
-		count(idx, 1);
+		count(r);
 	return 2; /* dropped, with a congestion notice: the sender sees success */
 }
 
@@ -229,8 +239,7 @@ int fn_ingress(struct __sk_buff *skb)
 {
 	__u8 proto = 0;
 	__u32 l4 = 0;
-	int idx = packet_rule(skb, 0, &proto, &l4);
-	return idx >= 0 && drops(idx) ? 0 : 1;
+	return drops(packet_rule(skb, 0, &proto, &l4)) ? 0 : 1;
 }
 
 enum { AS_V4, AS_V6, AS_MAPPED }; /* how a connect's address is written */
@@ -280,7 +289,7 @@ static __always_inline void hold(struct bpf_sock_addr *ctx, const struct fnb_rul
 }
 
 /* Keeps the address a connect asked for in its socket's storage. */
-static __always_inline void remember(struct bpf_sock_addr *ctx, int as, int idx)
+static __always_inline void remember(struct bpf_sock_addr *ctx, int as, const struct fnb_rule *r)
 {
 	struct fnb_orig *o = bpf_sk_storage_get(&orig, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!o)
@@ -296,7 +305,8 @@ static __always_inline void remember(struct bpf_sock_addr *ctx, int as, int idx)
 	o->port = ctx->user_port;
 	o->v6 = as != AS_V4;
 	o->ep_v6 = as == AS_V6;
-	o->rule = (__u32)idx;
+	o->slot = r->slot;
+	o->relay = r->action == FNB_RELAY;
 	o->set = 1;
 }
 
@@ -304,19 +314,17 @@ static __always_inline void remember(struct bpf_sock_addr *ctx, int as, int idx)
  * held; under refuse, stall, reset or a relayed action the connect goes to
  * that endpoint, and the socket keeps the address asked for, which
  * getpeername gives back. */
-static __always_inline int on_connect(struct bpf_sock_addr *ctx, const struct fnb_cands *c, int as)
+static __always_inline int on_connect(struct bpf_sock_addr *ctx, __u32 set,
+				      const struct fnb_cands *c, int as)
 {
 	__u8 proto = proto_bit((__u8)ctx->protocol);
+	int idx;
 	if (!c || !proto)
 		return 1;
-	int idx = decide(c, proto, bpf_ntohs((__u16)ctx->user_port));
-	if (idx < 0)
-		return 1;
-	__u32 i = (__u32)idx;
-	const struct fnb_rule *r = bpf_map_lookup_elem(&rules, &i);
+	const struct fnb_rule *r = decide(c, set, proto, bpf_ntohs((__u16)ctx->user_port), &idx);
 	if (!r || proto != FNB_TCP)
 		return 1;
-	count(idx, 1);
+	count(r);
 	if (r->action == FNB_DELAY) {
 		hold(ctx, r);
 		return 1;
@@ -324,12 +332,7 @@ static __always_inline int on_connect(struct bpf_sock_addr *ctx, const struct fn
 	__u16 port = endpoint(r->action, as);
 	if (!port)
 		return 1;
-	remember(ctx, as, idx);
-	if (r->action == FNB_RELAY) {
-		struct fnb_orig *o = bpf_sk_storage_get(&orig, ctx->sk, 0, 0);
-		if (o)
-			o->relay = 1;
-	}
+	remember(ctx, as, r);
 	redirect(ctx, as, port);
 	return 1;
 }
@@ -367,17 +370,19 @@ int fn_getpeername6(struct bpf_sock_addr *ctx)
 SEC("cgroup/connect4")
 int fn_connect4(struct bpf_sock_addr *ctx)
 {
-	return on_connect(ctx, find4(ctx->user_ip4), AS_V4);
+	__u32 set = cur_set;
+	return on_connect(ctx, set, find4(set, ctx->user_ip4), AS_V4);
 }
 
 SEC("cgroup/connect6")
 int fn_connect6(struct bpf_sock_addr *ctx)
 {
 	__u32 a[4] = {ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3]};
+	__u32 set = cur_set;
 	/* An IPv4-mapped destination is an IPv4 one on the wire. */
 	if (!a[0] && !a[1] && a[2] == bpf_htonl(0xffff))
-		return on_connect(ctx, find4(a[3]), AS_MAPPED);
-	return on_connect(ctx, find6(a), AS_V6);
+		return on_connect(ctx, set, find4(set, a[3]), AS_MAPPED);
+	return on_connect(ctx, set, find6(set, a), AS_V6);
 }
 
 /* TIMEOUT_INIT: a delayed connect's SYN timeout. TCP_CONNECT_CB: a connect
@@ -401,7 +406,7 @@ int fn_sockops(struct bpf_sock_ops *skops)
 	if (!o->relay)
 		return 1;
 	struct fnb_pending_key k = {.port = (__u16)skops->local_port, .v6 = o->ep_v6};
-	struct fnb_pending v = {.port = o->port, .v6 = o->v6, .rule = o->rule};
+	struct fnb_pending v = {.port = o->port, .v6 = o->v6, .slot = o->slot};
 	__builtin_memcpy(v.addr, o->addr, 16);
 	bpf_map_update_elem(&pending, &k, &v, BPF_ANY);
 	return 1;

@@ -25,6 +25,7 @@
 #include <bpf/bpf.h>
 
 #include "bpf/shared.h"
+#include "bpf/slots.h"
 #include "core/chance.h"
 #include "core/rules.h"
 
@@ -57,30 +58,26 @@ struct fnb_conn {
 	int fd[2];
 	uint32_t watched[2];
 	struct dir d[2];
-	uint32_t rule;
+	uint32_t slot;
+	struct fn_params par; /* the rule's, when the relay accepted */
 	uint64_t key, draws;
 	bool connected;
 };
 
 static char buf[CHUNK]; /* the relay thread's */
 
-static const struct fn_params *par(const struct fnb_relay *r, const struct fnb_conn *c)
-{
-	return &r->p->rules[c->rule].par;
-}
-
 /* Whether the rule shapes direction d now: it is on, and d is one of its
  * directions. */
 static bool shaped(const struct fnb_relay *r, const struct fnb_conn *c, int d)
 {
-	uint8_t dirs = par(r, c)->direction ? par(r, c)->direction : FN_DIR_BOTH;
-	return __atomic_load_n(&r->rules[c->rule].on, __ATOMIC_RELAXED) &&
+	uint8_t dirs = c->par.direction ? c->par.direction : FN_DIR_BOTH;
+	return __atomic_load_n(&r->slots->on[c->slot], __ATOMIC_RELAXED) &&
 	       (dirs & (d ? FN_DIR_DOWN : FN_DIR_UP));
 }
 
 static uint64_t due_of(const struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now)
 {
-	const struct fn_params *pa = par(r, c);
+	const struct fn_params *pa = &c->par;
 	int64_t due = (int64_t)now;
 	if (shaped(r, c, d) && pa->latency_ms) {
 		due += (int64_t)pa->latency_ms * (int64_t)MS;
@@ -104,7 +101,7 @@ static void wake_by(uint64_t *wake, uint64_t t)
 static size_t allowance(const struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now,
 			size_t want, uint64_t *wake)
 {
-	double rate = (double)par(r, c)->rate;
+	double rate = (double)c->par.rate;
 	struct dir *x = &c->d[d];
 	if (!rate || !shaped(r, c, d))
 		return want;
@@ -145,7 +142,8 @@ static int fill(struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now)
 		x->tail = k;
 		x->queued += (size_t)n;
 		if (d == 0)
-			__atomic_fetch_add(&r->bytes[c->rule], (uint64_t)n, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&r->slots->bytes[c->slot], (uint64_t)n,
+					   __ATOMIC_RELAXED);
 	}
 	return 0;
 }
@@ -278,7 +276,7 @@ static bool open_conn(struct fnb_relay *r, int app, const struct fnb_pending *v)
 	int one = 1,
 	    fd = socket(v->v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	struct fnb_conn *c = calloc(1, sizeof(*c));
-	if (fd < 0 || !c ||
+	if (fd < 0 || !c || !fnb_slots_params(r->slots, v->slot, &c->par) ||
 	    (connect(fd, v->v6 ? (struct sockaddr *)&s6 : (struct sockaddr *)&s4,
 		     v->v6 ? sizeof(s6) : sizeof(s4)) < 0 &&
 	     errno != EINPROGRESS)) {
@@ -289,8 +287,8 @@ static bool open_conn(struct fnb_relay *r, int app, const struct fnb_pending *v)
 	}
 	c->fd[0] = app;
 	c->fd[1] = fd;
-	c->rule = v->rule;
-	c->key = fn_rule_key(&r->p->rules[v->rule]);
+	c->slot = v->slot;
+	c->key = 0x9e3779b97f4a7c15ull * (v->slot + 1); /* the rule's jitter draws */
 	setsockopt(app, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	for (int s = 0; s < 2; s++) {
@@ -318,8 +316,7 @@ static void accept_all(struct fnb_relay *r, int f)
 							: ((struct sockaddr_in *)&ss)->sin_port),
 					    .v6 = (uint16_t)f};
 		struct fnb_pending v;
-		if (bpf_map_lookup_and_delete_elem(r->pending_fd, &k, &v) ||
-		    v.rule >= r->p->nrules || !open_conn(r, a, &v))
+		if (bpf_map_lookup_and_delete_elem(r->pending_fd, &k, &v) || !open_conn(r, a, &v))
 			reset_close(a);
 	}
 }

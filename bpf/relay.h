@@ -8,15 +8,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct fn_policy;
-struct fnb_rule;
+struct fnb_slots;
 
 struct fnb_relay {
 	/* Filled by the caller before fnb_relay_start. */
-	const struct fn_policy *p;
-	const struct fnb_rule *rules; /* the rules map's contents: on or off */
-	int pending_fd;		      /* the BPF map of connects sent here */
-	uint64_t *bytes;	      /* per rule: bytes the app sent through it */
+	struct fnb_slots *slots; /* per rule: its numbers, on or off, bytes */
+	int pending_fd;		 /* the BPF map of connects sent here */
 	/* Owned by the relay. */
 	int lfd[2]; /* listeners: [0] 127.0.0.1, [1] ::1 */
 	uint16_t port[2];

@@ -16,13 +16,19 @@ enum { FNB_BLACKHOLE = 1, FNB_DROP = 2, FNB_REFUSE = 3, FNB_STALL = 4, FNB_RESET
  * faultctl's relay (relay.c), which shapes the bytes both ways. */
 enum { FNB_DELAY = 6, FNB_RELAY = 7 };
 
+/* The maps hold two sets of rules and prefixes: the programs read the one
+ * cur_set names, a live change writes the other and then flips cur_set,
+ * so that a connect sees the old policy or the new one, whole. A key's
+ * prefixlen counts the set's 32 bits too. */
 struct fnb_key4 {
 	__u32 prefixlen;
+	__u32 set;
 	__u32 addr; /* network order */
 };
 
 struct fnb_key6 {
 	__u32 prefixlen;
+	__u32 set;
 	__u32 addr[4];
 };
 
@@ -39,6 +45,7 @@ struct fnb_rule {
 	__u8 on; /* enabled */
 	__u16 port_lo[FNB_PORTS], port_hi[FNB_PORTS];
 	__u32 delay_ms, jitter_ms; /* delay */
+	__u32 slot;		   /* its counters' index, kept across changes by name */
 };
 
 /* Per faulted socket: the address it asked for when it was sent to an
@@ -49,7 +56,7 @@ struct fnb_orig {
 	__u32 addr[4];
 	__u16 port;
 	__u8 set, relay;
-	__u32 rule;
+	__u32 slot; /* the rule's */
 	__u32 syn_rto;
 	__u8 drop_syn, v6; /* v6: the address is an IPv6 one (or IPv4-mapped) */
 	__u8 ep_v6;	   /* it was sent to the relay's IPv6 listener */
@@ -67,7 +74,7 @@ struct fnb_pending {
 	__u32 addr[4];
 	__u16 port;
 	__u8 v6, pad;
-	__u32 rule;
+	__u32 slot;
 };
 
 struct fnb_count {

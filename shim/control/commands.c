@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/edit.h"
 #include "core/http.h"
 #include "shim/base/policy.h"
 #include "shim/stats/stats.h"
@@ -143,18 +144,10 @@ static void publish(struct fn_policy *p)
 		retire(old);
 }
 
-static struct fn_policy *empty_policy(void)
-{
-	struct fn_policy *p = calloc(1, sizeof(*p));
-	if (p)
-		p->self_zone = -1;
-	return p;
-}
-
 static struct fn_policy *current_copy(void)
 {
 	const struct fn_policy *cur = fn_policy_current();
-	return cur ? fn_policy_clone(cur) : empty_policy();
+	return cur ? fn_policy_clone(cur) : fn_edit_empty();
 }
 
 static void reply_error(struct fn_buf *out, const char *msg)
@@ -221,84 +214,16 @@ static void set_enabled(char *name, bool on, struct fn_buf *out)
 	fn_buf_printf(out, "ok %s %s\n", name, on ? "enabled" : "disabled");
 }
 
-static bool same_zones(const struct fn_policy *a, const struct fn_policy *b)
+/* add, rm, load and zone: a changed copy of the policy (core/edit.c),
+ * published when the change is good. */
+static void edit(struct fn_policy *(*how)(const struct fn_policy *, const char *, char *, size_t),
+		 const char *arg, struct fn_buf *out)
 {
-	if (a->nzones != b->nzones)
-		return false;
-	for (size_t i = 0; i < a->nzones; i++)
-		if (strcmp(a->zones[i].name, b->zones[i].name) != 0)
-			return false;
-	return true;
-}
-
-static void add_rule(char *text, struct fn_buf *out)
-{
-	bool first = strncmp(text, "first ", 6) == 0;
-	if (first)
-		text += 6;
-	struct fn_buf src = {0};
-	fn_buf_printf(&src, "rules = ( %s );", text);
-	char err[1024];
-	struct fn_policy *cur = current_copy();
-	struct fn_policy *tmp =
-	    src.s && cur ? fn_config_load_change(src.s, "add", cur, err, sizeof(err)) : NULL;
-	fn_buf_free(&src);
-	/* The text must be one rule: zones of its own would not match the
-	 * zone indexes of the policy it joins. */
-	if (!tmp || tmp->nrules != 1 || !same_zones(tmp, cur)) {
-		reply_error(out, tmp ? "add takes exactly one rule and nothing else" : err);
-	} else if (fn_policy_rule_index(cur, tmp->rules[0].name) >= 0) {
-		fn_buf_printf(out, "error a rule named '%s' exists already\n", tmp->rules[0].name);
-	} else if (!fn_policy_insert(cur, &tmp->rules[0], first)) {
-		reply_error(out, "out of memory");
-	} else {
-		tmp->nrules = 0;
-		fn_buf_printf(out, "ok added %s\n", cur->rules[first ? 0 : cur->nrules - 1].name);
-		publish(cur);
-		cur = NULL;
-	}
-	fn_policy_free(tmp);
-	fn_policy_free(cur);
-}
-
-static void remove_rule(const char *name, struct fn_buf *out)
-{
-	int i;
-	struct fn_policy *p = copy_with_rule(name, &i, out);
-	if (!p)
-		return;
-	fn_policy_remove(p, (size_t)i);
-	publish(p);
-	fn_buf_printf(out, "ok removed %s\n", name);
-}
-
-static void load_rules(const char *text, struct fn_buf *out)
-{
-	char err[1024];
-	const struct fn_policy *cur = fn_policy_current();
-	struct fn_policy *base = cur ? NULL : empty_policy();
-	struct fn_policy *p =
-	    fn_config_load_change(text, "load", cur ? cur : base, err, sizeof(err));
-	fn_policy_free(base);
-	if (!p)
-		return reply_error(out, err);
-	fn_buf_printf(out, "ok loaded %zu rules\n", p->nrules);
-	publish(p);
-}
-
-static void set_zone(const char *name, struct fn_buf *out)
-{
-	struct fn_policy *p = current_copy();
-	int z = p ? fn_policy_zone_index(p, name) : -1;
-	if (z < 0) {
-		fn_policy_free(p);
-		fn_buf_printf(out, "error zone '%s' is not defined in this process's zones\n",
-			      name);
-		return;
-	}
-	p->self_zone = z;
-	publish(p);
-	fn_buf_printf(out, "ok zone %s\n", name);
+	char reply[1200];
+	struct fn_policy *p = how(fn_policy_current(), arg, reply, sizeof(reply));
+	fn_buf_printf(out, "%s\n", reply);
+	if (p)
+		publish(p);
 }
 
 static void reset(struct fn_buf *out)
@@ -306,7 +231,7 @@ static void reset(struct fn_buf *out)
 	char err[1024];
 	struct fn_policy *p = base_config
 				  ? fn_config_load_file(base_config, base_zone, err, sizeof(err))
-				  : empty_policy();
+				  : fn_edit_empty();
 	if (!p)
 		return reply_error(out, err);
 	publish(p);
@@ -408,13 +333,13 @@ static bool change(const char *verb, char *arg, struct fn_buf *out)
 	if (strcmp(verb, "enable") == 0 || strcmp(verb, "disable") == 0)
 		set_enabled(arg, verb[0] == 'e', out);
 	else if (strcmp(verb, "add") == 0)
-		add_rule(arg, out);
+		edit(fn_edit_add, arg, out);
 	else if (strcmp(verb, "rm") == 0)
-		remove_rule(arg, out);
+		edit(fn_edit_rm, arg, out);
 	else if (strcmp(verb, "load") == 0)
-		load_rules(arg, out);
+		edit(fn_edit_load, arg, out);
 	else if (strcmp(verb, "zone") == 0)
-		set_zone(arg, out);
+		edit(fn_edit_zone, arg, out);
 	else if (strcmp(verb, "reset") == 0)
 		reset(out);
 	else

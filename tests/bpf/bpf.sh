@@ -336,15 +336,51 @@ check "faultctl stats: the blackholed dials counted ($(echo "$out" | grep flip |
 	holds 'echo "$out" | grep -q "flip  *blackhole  *[1-9]"'
 run "$ctl" -g bpflive disable flip
 check "faultctl disable: ok" [ "$rc" = 0 ]
-run "$ctl" -g bpflive add '{ name = "x"; action = "drop"; }'
-check "a change the backend does not carry out is refused, and not journaled ($(echo "$out$err" | head -1))" \
-	holds '[ "$rc" = 1 ] && contains "$out$err" "does not carry out" && ! grep -q add "$FAULTNET_RUNDIR/bpflive.journal"'
+run "$ctl" -g bpflive add '{ name = "x"; action = "drip"; bytes = 1; every_ms = 10; }'
+check "a change the backend cannot carry out is refused with the reason, and not journaled ($(echo "$out$err" | head -1))" \
+	holds '[ "$rc" = 1 ] && contains "$out$err" "rule '"'x'"' (line 1, drip): its action is not one the kernel-side backend carries out" && ! grep -q add "$FAULTNET_RUNDIR/bpflive.journal"'
 wait "$live"
 seq_of=$(sed -E 's/^(ok|error).*/\1/' "$tmp/live.out" | uniq | tr '\n' ' ')
 check "Go (static) dialing every 200 ms: ok, then i/o timeouts while the rule is on, then ok ($seq_of)" \
 	holds '[ "$seq_of" = "ok error ok " ] && grep -q "i/o timeout" "$tmp/live.out"'
 check "...and the run's socket is gone from the run directory" \
 	[ -z "$(ls "$FAULTNET_RUNDIR" | grep '\.sock$')" ]
+
+# Every change the shim takes, on a kernel-side run: add, rm, load, zone and
+# reset compile the changed policy and put it in force with one flip.
+cat >"$tmp/edit.conf" <<'CONF'
+zones = ( { name = "a"; cidrs = [ "127.86.2.0/24" ]; }, { name = "b"; cidrs = [ "127.86.3.0/24" ]; } );
+rules = ( { name = "elsewhere"; action = "refuse"; match = { to = "127.86.0.2/32"; }; } );
+CONF
+cat >"$tmp/edit2.conf" <<'CONF'
+zones = ( { name = "a"; cidrs = [ "127.86.2.0/24" ]; }, { name = "b"; cidrs = [ "127.86.3.0/24" ]; } );
+rules = (
+  { name = "za"; action = "drop"; match = { from_zone = "a"; to = "127.86.0.13/32"; }; },
+  { name = "slow"; action = "latency"; latency_ms = 250; match = { to = "127.86.0.13/32"; }; }
+);
+CONF
+"$ctl" run --backend=bpf -g bpfedit --zone b --config "$tmp/edit.conf" -- \
+	"$tmp/go-static" get 127.86.0.13:8099 700 40 >"$tmp/edit.out" 2>>"$tmp/err" &
+edit=$!
+sleep 1
+replies=$("$ctl" -g bpfedit add '{ name = "cut"; action = "blackhole"; match = { to = "127.86.0.13/32"; }; }')
+sleep 1.8
+replies="$replies|$("$ctl" -g bpfedit rm cut)"
+sleep 1
+replies="$replies|$("$ctl" -g bpfedit load "$tmp/edit2.conf")"
+listed=$("$ctl" -g bpfedit rules | awk 'NR > 1 { print $2 }' | tr '\n' ' ')
+sleep 1.5
+replies="$replies|$("$ctl" -g bpfedit zone a)"
+sleep 2
+replies="$replies|$("$ctl" -g bpfedit reset)"
+wait "$edit"
+seq_of=$(sed -E 's/^error.*/err/; s/^ok.*\(([0-9]+) ms\)$/\1/' "$tmp/edit.out" |
+	awk '{ print ($1 == "err" ? "err" : ($1 >= 480 ? "slow" : "fast")) }' | uniq | tr '\n' ' ')
+check "live add, rm, load, zone and reset on a kernel-side run: each answered ok ($replies)" \
+	holds 'contains "$replies" "ok added cut" && contains "$replies" "ok removed cut" && contains "$replies" "ok loaded 2 rules" && contains "$replies" "ok zone a" && contains "$replies" "ok reset"'
+check "...the loaded rules are the run's rules ($listed)" [ "$listed" = "za slow " ]
+check "...and Go's calls meet each in turn: fast, blackholed, fast, 500 ms late, dropped from zone a, fast ($seq_of)" \
+	[ "$seq_of" = "fast err fast slow err fast " ]
 
 # A run that joins a group later applies what the group was told before.
 "$ctl" -g bpflate enable flip >/dev/null 2>&1

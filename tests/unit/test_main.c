@@ -12,6 +12,7 @@ void add_lpm_tests(void);
 void add_dnswire_tests(void);
 void add_rundir_tests(void);
 void add_bpfplan_tests(void);
+void add_edit_tests(void);
 
 int main(int argc, char **argv)
 {
@@ -27,5 +28,6 @@ int main(int argc, char **argv)
 	add_dnswire_tests();
 	add_rundir_tests();
 	add_bpfplan_tests();
+	add_edit_tests();
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }

@@ -1,0 +1,114 @@
+/* edit.c - add, rm, load and zone as changes to a copy of a policy (see
+ * edit.h). The reply texts are the control protocol's. */
+#include "core/edit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/rules.h"
+#include "core/wire.h"
+
+struct fn_policy *fn_edit_empty(void)
+{
+	struct fn_policy *p = calloc(1, sizeof(*p));
+	if (p)
+		p->self_zone = -1;
+	return p;
+}
+
+static struct fn_policy *copy(const struct fn_policy *cur)
+{
+	return cur ? fn_policy_clone(cur) : fn_edit_empty();
+}
+
+static bool same_zones(const struct fn_policy *a, const struct fn_policy *b)
+{
+	if (a->nzones != b->nzones)
+		return false;
+	for (size_t i = 0; i < a->nzones; i++)
+		if (strcmp(a->zones[i].name, b->zones[i].name) != 0)
+			return false;
+	return true;
+}
+
+/* "[first] RULE": exactly one rule, whose zones must be the policy's
+ * (zones of its own would not match the zone indexes of the policy it
+ * joins). */
+struct fn_policy *fn_edit_add(const struct fn_policy *cur, const char *text, char *reply,
+			      size_t len)
+{
+	bool first = strncmp(text, "first ", 6) == 0;
+	if (first)
+		text += 6;
+	struct fn_buf src = {0};
+	fn_buf_printf(&src, "rules = ( %s );", text);
+	char err[1024];
+	struct fn_policy *p = copy(cur);
+	struct fn_policy *tmp =
+	    src.s && p ? fn_config_load_change(src.s, "add", p, err, sizeof(err)) : NULL;
+	fn_buf_free(&src);
+	if (!tmp || tmp->nrules != 1 || !same_zones(tmp, p)) {
+		snprintf(reply, len, "error %s",
+			 tmp ? "add takes exactly one rule and nothing else"
+			     : (p ? err : "out of memory"));
+	} else if (fn_policy_rule_index(p, tmp->rules[0].name) >= 0) {
+		snprintf(reply, len, "error a rule named '%s' exists already", tmp->rules[0].name);
+	} else if (!fn_policy_insert(p, &tmp->rules[0], first)) {
+		snprintf(reply, len, "error out of memory");
+	} else {
+		tmp->nrules = 0;
+		snprintf(reply, len, "ok added %s", p->rules[first ? 0 : p->nrules - 1].name);
+		fn_policy_free(tmp);
+		return p;
+	}
+	fn_policy_free(tmp);
+	fn_policy_free(p);
+	return NULL;
+}
+
+struct fn_policy *fn_edit_rm(const struct fn_policy *cur, const char *name, char *reply, size_t len)
+{
+	struct fn_policy *p = copy(cur);
+	int i = p ? fn_policy_rule_index(p, name) : -1;
+	if (i < 0) {
+		fn_policy_free(p);
+		snprintf(reply, len, "error no rule named '%s'", name);
+		return NULL;
+	}
+	fn_policy_remove(p, (size_t)i);
+	snprintf(reply, len, "ok removed %s", name);
+	return p;
+}
+
+struct fn_policy *fn_edit_load(const struct fn_policy *cur, const char *text, char *reply,
+			       size_t len)
+{
+	char err[1024];
+	struct fn_policy *base = cur ? NULL : fn_edit_empty();
+	struct fn_policy *p =
+	    fn_config_load_change(text, "load", cur ? cur : base, err, sizeof(err));
+	fn_policy_free(base);
+	if (p)
+		snprintf(reply, len, "ok loaded %zu rules", p->nrules);
+	else
+		snprintf(reply, len, "error %s", err);
+	return p;
+}
+
+struct fn_policy *fn_edit_zone(const struct fn_policy *cur, const char *name, char *reply,
+			       size_t len)
+{
+	struct fn_policy *p = copy(cur);
+	int z = p ? fn_policy_zone_index(p, name) : -1;
+	if (z < 0) {
+		fn_policy_free(p);
+		snprintf(reply, len, "error zone '%s' is not defined in this process's zones",
+			 name);
+		return NULL;
+	}
+	p->self_zone = z;
+	snprintf(reply, len, "ok zone %s", name);
+	return p;
+}

@@ -1,0 +1,87 @@
+/* test_edit.c - live changes as pure functions (core/edit.c): what add,
+ * rm, load and zone make of a policy, the replies the control protocol
+ * sends, and that the policy they start from is never changed. */
+#include <CUnit/CUnit.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/edit.h"
+#include "core/rules.h"
+
+static struct fn_policy *base(void)
+{
+	char err[256];
+	return fn_config_load_string("zones = ( { name = \"a\"; cidrs = [ \"127.1.0.0/16\" ]; }, "
+				     "{ name = \"b\"; cidrs = [ \"127.2.0.0/16\" ]; } );\n"
+				     "rules = ( { name = \"one\"; action = \"refuse\"; match = { "
+				     "to = \"127.3.0.1\"; }; } );",
+				     "t.conf", NULL, err, sizeof(err));
+}
+
+static void test_add_rm(void)
+{
+	char reply[1200];
+	struct fn_policy *p = base();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	struct fn_policy *q =
+	    fn_edit_add(p, "first { name = \"two\"; action = \"drop\"; }", reply, sizeof(reply));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+	CU_ASSERT_STRING_EQUAL(reply, "ok added two");
+	CU_ASSERT_EQUAL(q->nrules, 2);
+	CU_ASSERT_STRING_EQUAL(q->rules[0].name, "two");
+	CU_ASSERT_EQUAL(p->nrules, 1); /* the base is untouched */
+	CU_ASSERT_PTR_NULL(
+	    fn_edit_add(q, "{ name = \"two\"; action = \"drop\"; }", reply, sizeof(reply)));
+	CU_ASSERT_STRING_EQUAL(reply, "error a rule named 'two' exists already");
+	CU_ASSERT_PTR_NULL(fn_edit_add(q,
+				       "{ name = \"x\"; action = \"drop\"; }, "
+				       "{ name = \"y\"; action = \"drop\"; }",
+				       reply, sizeof(reply)));
+	CU_ASSERT_STRING_EQUAL(reply, "error add takes exactly one rule and nothing else");
+	struct fn_policy *r = fn_edit_rm(q, "one", reply, sizeof(reply));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_STRING_EQUAL(reply, "ok removed one");
+	CU_ASSERT_EQUAL(r->nrules, 1);
+	CU_ASSERT_PTR_NULL(fn_edit_rm(r, "one", reply, sizeof(reply)));
+	CU_ASSERT_STRING_EQUAL(reply, "error no rule named 'one'");
+	fn_policy_free(r);
+	fn_policy_free(q);
+	fn_policy_free(p);
+}
+
+static void test_load_zone(void)
+{
+	char reply[1200];
+	struct fn_policy *p = base();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	struct fn_policy *q = fn_edit_load(
+	    p, "rules = ( { name = \"z\"; action = \"drop\"; match = { from_zone = \"b\"; }; } );",
+	    reply, sizeof(reply));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+	CU_ASSERT_STRING_EQUAL(reply, "ok loaded 1 rules");
+	CU_ASSERT_EQUAL(q->nzones, 2); /* the zones come from the base */
+	CU_ASSERT_PTR_NULL(fn_edit_load(q, "rules = ( { name = \"z\"; } );", reply, sizeof(reply)));
+	CU_ASSERT_EQUAL(strncmp(reply, "error ", 6), 0);
+	struct fn_policy *r = fn_edit_zone(q, "b", reply, sizeof(reply));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_STRING_EQUAL(reply, "ok zone b");
+	CU_ASSERT_EQUAL(r->self_zone, 1);
+	CU_ASSERT_EQUAL(q->self_zone, -1);
+	CU_ASSERT_PTR_NULL(fn_edit_zone(r, "c", reply, sizeof(reply)));
+	CU_ASSERT_STRING_EQUAL(reply, "error zone 'c' is not defined in this process's zones");
+	struct fn_policy *e = fn_edit_add(NULL, "{ name = \"n\"; action = \"drop\"; }", reply,
+					  sizeof(reply)); /* no policy yet */
+	CU_ASSERT_PTR_NOT_NULL(e);
+	CU_ASSERT_STRING_EQUAL(reply, "ok added n");
+	fn_policy_free(e);
+	fn_policy_free(r);
+	fn_policy_free(q);
+	fn_policy_free(p);
+}
+
+void add_edit_tests(void)
+{
+	CU_pSuite s = CU_add_suite("edit", NULL, NULL);
+	CU_add_test(s, "add and rm: copies, replies, refusals", test_add_rm);
+	CU_add_test(s, "load and zone: copies, replies, refusals", test_load_zone);
+}
