@@ -275,6 +275,7 @@ static void join(struct run *r, const char *group, char **argv)
 	r->ctl.maps = &r->maps;
 	r->ctl.slots = &r->slots;
 	r->ctl.counts_map = r->s->maps.counts;
+	r->ctl.events_map = bpf_map__fd(r->s->maps.events);
 	r->joined = fnb_ctl_start(&r->ctl, why, sizeof(why));
 	if (!r->joined)
 		fprintf(stderr, "faultctl run --backend=bpf: live control disabled: %s\n", why);

@@ -203,20 +203,21 @@ static void rules(struct fnb_ctl *c, struct fn_buf *out, bool stats)
 	fn_buf_add(out, "end\n", 4);
 }
 
-static void request(struct fnb_ctl *c, char *line, struct fn_buf *out)
+/* One request; true when the client stays, following the events. */
+static bool request(struct fnb_ctl *c, char *line, struct fn_buf *out)
 {
 	if (line[0] == '@') { /* "@SEQ change": sent to the group */
 		char *end;
 		unsigned long long seq = strtoull(line + 1, &end, 10);
 		if (end == line + 1 || *end != ' ') {
 			fn_buf_printf(out, "error malformed sequence number\n");
-			return;
+			return false;
 		}
 		if (seq > c->applied + 1)
 			catch_up(c);
 		if (seq <= c->applied) {
 			fn_buf_printf(out, "ok already applied (seq %llu)\n", seq);
-			return;
+			return false;
 		}
 		apply(c, end + 1, out);
 		c->applied = seq;
@@ -224,14 +225,20 @@ static void request(struct fnb_ctl *c, char *line, struct fn_buf *out)
 		info(c, out);
 	} else if (strcmp(line, "rules") == 0 || strcmp(line, "stats") == 0) {
 		rules(c, out, line[0] == 's');
-	} else if (strncmp(line, "events", 6) == 0) {
-		fn_buf_add(out, "end\n", 4); /* the backend keeps no events yet */
+	} else if (strcmp(line, "events") == 0 || strcmp(line, "events follow") == 0) {
+		fnb_events_poll(&c->events);
+		fnb_events_dump(&c->events, out);
+		if (line[6])
+			return true;
+		fn_buf_add(out, "end\n", 4);
 	} else {
 		apply(c, line, out);
 	}
+	return false;
 }
 
-/* One client: one line in, one reply out, as faultctl talks. */
+/* One client: one line in, one reply out, as faultctl talks; a follower
+ * of the events stays. */
 static void serve(struct fnb_ctl *c, int fd)
 {
 	static char buf[64 * 1024]; /* the control thread's; a load's rules fit */
@@ -247,7 +254,7 @@ static void serve(struct fnb_ctl *c, int fd)
 	buf[got] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
 	struct fn_buf out = {0};
-	request(c, buf, &out);
+	bool follow = request(c, buf, &out);
 	for (size_t off = 0; out.s && off < out.len;) {
 		ssize_t n = send(fd, out.s + off, out.len - off, MSG_NOSIGNAL);
 		if (n <= 0)
@@ -255,6 +262,10 @@ static void serve(struct fnb_ctl *c, int fd)
 		off += (size_t)n;
 	}
 	fn_buf_free(&out);
+	if (follow)
+		fnb_events_follow(&c->events, fd);
+	else
+		close(fd);
 }
 
 static void *loop(void *arg)
@@ -263,14 +274,13 @@ static void *loop(void *arg)
 	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
 		if (c->seq && __atomic_load_n(c->seq, __ATOMIC_ACQUIRE) != c->applied)
 			catch_up(c);
+		fnb_events_poll(&c->events);
 		struct pollfd pfd = {.fd = c->lfd, .events = POLLIN};
 		if (poll(&pfd, 1, 2) <= 0)
 			continue;
 		int fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd >= 0) {
+		if (fd >= 0)
 			serve(c, fd);
-			close(fd);
-		}
 	}
 	return NULL;
 }
@@ -322,24 +332,29 @@ bool fnb_ctl_start(struct fnb_ctl *c, char *err, size_t errlen)
 	fn_group_file(c->journal, sizeof(c->journal), dir, c->group, "journal");
 	map_seq(c, dir);
 	catch_up(c); /* what the group was told before this run joined */
-	c->lfd = listen_at(c->path);
-	if (c->lfd < 0) {
-		snprintf(err, errlen, "cannot listen on %s: %s", c->path, strerror(errno));
+	if (!fnb_events_open(&c->events, c->events_map, c->slots, err, errlen))
 		return false;
-	}
-	if (pthread_create(&c->thread, NULL, loop, c) != 0) {
+	c->lfd = listen_at(c->path);
+	if (c->lfd < 0)
+		snprintf(err, errlen, "cannot listen on %s: %s", c->path, strerror(errno));
+	else if (pthread_create(&c->thread, NULL, loop, c) != 0)
 		snprintf(err, errlen, "cannot start the control thread");
+	else
+		return true;
+	if (c->lfd >= 0) {
 		close(c->lfd);
 		unlink(c->path);
-		return false;
 	}
-	return true;
+	fnb_events_close(&c->events);
+	return false;
 }
 
 void fnb_ctl_stop(struct fnb_ctl *c)
 {
 	__atomic_store_n(&c->stop, true, __ATOMIC_RELEASE);
 	pthread_join(c->thread, NULL);
+	fnb_events_poll(&c->events); /* the last ones, for FAULTNET_EVENTS */
+	fnb_events_close(&c->events);
 	close(c->lfd);
 	unlink(c->path);
 	if (c->seq)

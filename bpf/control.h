@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "bpf/compile.h"
+#include "bpf/events.h"
 
 struct fn_policy;
 struct fnb_maps;
@@ -25,12 +26,14 @@ struct fnb_ctl {
 	struct fnb_maps *maps;
 	struct fnb_slots *slots;
 	struct bpf_map *counts_map;
-	bool delay_ok; /* the kernel's CONFIG_HZ is known */
+	bool delay_ok;	/* the kernel's CONFIG_HZ is known */
+	int events_map; /* the programs' ring buffer of faults */
 	/* Owned by fnb_ctl_start and its thread. */
 	int lfd;
 	char path[4200], journal[4200];
 	uint64_t *seq; /* the group's change counter, mapped read-only */
 	unsigned long long applied;
+	struct fnb_events events;
 	pthread_t thread;
 	bool stop;
 };

@@ -74,6 +74,12 @@ struct {
 	__type(value, struct fnb_orig);
 } orig SEC(".maps");
 
+/* Each fault, for faultctl events (read by faultctl's control thread). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
 /* Connects sent to the relay, until the relay accepts them. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -153,15 +159,43 @@ static __always_inline void count(const struct fnb_rule *r)
 	__sync_fetch_and_add(&n->faults, 1);
 }
 
+/* Reports a fault to faultctl; a full ring loses it (counted all the
+ * same). */
+static __always_inline void emit(const struct fnb_rule *r, __u8 proto, int v6, const __u32 *addr,
+				 __u16 port)
+{
+	struct fnb_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e)
+		return;
+	e->mono_ns = bpf_ktime_get_ns();
+	e->pid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+	e->slot = r->slot;
+	e->addr[0] = addr[0];
+	e->addr[1] = v6 ? addr[1] : 0;
+	e->addr[2] = v6 ? addr[2] : 0;
+	e->addr[3] = v6 ? addr[3] : 0;
+	e->port = port;
+	e->v6 = (__u8)v6;
+	e->proto = proto;
+	e->action = r->action;
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline __u8 proto_bit(__u8 ipproto)
 {
 	return ipproto == IPPROTO_TCP ? FNB_TCP : ipproto == IPPROTO_UDP ? FNB_UDP : 0;
 }
 
-/* The rule a packet meets: peer is its destination (egress) or source
- * (ingress); port the peer's port. NULL for none. */
+/* A packet's peer: its destination (egress) or source (ingress). */
+struct peer {
+	__u32 addr[4];
+	__u16 port; /* network order */
+	int v6;
+};
+
+/* The rule a packet meets, or NULL; *pe its peer. */
 static __always_inline const struct fnb_rule *packet_rule(struct __sk_buff *skb, int egress,
-							  __u8 *proto, __u32 *l4)
+							  __u8 *proto, __u32 *l4, struct peer *pe)
 {
 	__u8 ipproto;
 	__u32 off, set = cur_set;
@@ -175,14 +209,18 @@ static __always_inline const struct fnb_rule *packet_rule(struct __sk_buff *skb,
 			return 0;
 		ipproto = ip.protocol;
 		off = ip.ihl * 4;
-		c = find4(set, egress ? ip.daddr : ip.saddr);
+		pe->addr[0] = egress ? ip.daddr : ip.saddr;
+		c = find4(set, pe->addr[0]);
 	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr ip6;
 		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)))
 			return 0;
 		ipproto = ip6.nexthdr;
 		off = sizeof(ip6);
-		c = find6(set, egress ? ip6.daddr.in6_u.u6_addr32 : ip6.saddr.in6_u.u6_addr32);
+		__builtin_memcpy(
+		    pe->addr, egress ? ip6.daddr.in6_u.u6_addr32 : ip6.saddr.in6_u.u6_addr32, 16);
+		pe->v6 = 1;
+		c = find6(set, pe->addr);
 	} else {
 		return 0;
 	}
@@ -193,7 +231,8 @@ static __always_inline const struct fnb_rule *packet_rule(struct __sk_buff *skb,
 	__u16 ports[2]; /* source, destination */
 	if (bpf_skb_load_bytes(skb, off, ports, sizeof(ports)))
 		return 0;
-	return decide(c, set, *proto, bpf_ntohs(ports[egress ? 1 : 0]), &idx);
+	pe->port = ports[egress ? 1 : 0];
+	return decide(c, set, *proto, bpf_ntohs(pe->port), &idx);
 }
 
 static __always_inline int drops(const struct fnb_rule *r)
@@ -224,13 +263,16 @@ int fn_egress(struct __sk_buff *skb)
 {
 	__u8 proto = 0;
 	__u32 l4 = 0;
-	const struct fnb_rule *r = packet_rule(skb, 1, &proto, &l4);
+	struct peer pe = {};
+	const struct fnb_rule *r = packet_rule(skb, 1, &proto, &l4, &pe);
 	if (proto == FNB_TCP && held_syn(skb, l4))
 		return 2;
 	if (!drops(r))
 		return 1;
-	if (proto == FNB_UDP) /* TCP is counted per connect, not per segment */
+	if (proto == FNB_UDP) { /* TCP is counted per connect, not per segment */
 		count(r);
+		emit(r, proto, pe.v6, pe.addr, pe.port);
+	}
 	return 2; /* dropped, with a congestion notice: the sender sees success */
 }
 
@@ -239,7 +281,8 @@ int fn_ingress(struct __sk_buff *skb)
 {
 	__u8 proto = 0;
 	__u32 l4 = 0;
-	return drops(packet_rule(skb, 0, &proto, &l4)) ? 0 : 1;
+	struct peer pe = {};
+	return drops(packet_rule(skb, 0, &proto, &l4, &pe)) ? 0 : 1;
 }
 
 enum { AS_V4, AS_V6, AS_MAPPED }; /* how a connect's address is written */
@@ -325,6 +368,13 @@ static __always_inline int on_connect(struct bpf_sock_addr *ctx, __u32 set,
 	if (!r || proto != FNB_TCP)
 		return 1;
 	count(r);
+	if (as == AS_V4)
+		emit(r, proto, 0, &ctx->user_ip4, (__u16)ctx->user_port);
+	else {
+		__u32 a[4] = {ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2],
+			      ctx->user_ip6[3]};
+		emit(r, proto, 1, a, (__u16)ctx->user_port);
+	}
 	if (r->action == FNB_DELAY) {
 		hold(ctx, r);
 		return 1;

@@ -77,6 +77,16 @@ struct fnb_pending {
 	__u32 slot;
 };
 
+/* One fault, as the programs report it to faultctl (events.c). */
+struct fnb_event {
+	__u64 mono_ns;
+	__u32 pid, slot;
+	__u32 addr[4]; /* the destination, network order; IPv4 in addr[0] */
+	__u16 port;    /* network order */
+	__u8 v6, proto, action;
+	__u8 pad[3];
+};
+
 struct fnb_count {
 	__u64 attempts, faults;
 };

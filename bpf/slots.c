@@ -3,6 +3,7 @@
  * added again, keeps its counts, as the shim's do; slots are never reused. */
 #include "bpf/slots.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@ bool fnb_slots_init(struct fnb_slots *s, uint32_t cap)
 	s->cap = cap;
 	s->name = calloc(cap, sizeof(*s->name));
 	s->par = calloc(cap, sizeof(*s->par));
+	s->action = calloc(cap, sizeof(*s->action));
 	s->on = calloc(cap, sizeof(*s->on));
 	s->bytes = calloc(cap, sizeof(*s->bytes));
 	uint32_t size = 16;
@@ -22,13 +24,14 @@ bool fnb_slots_init(struct fnb_slots *s, uint32_t cap)
 		size *= 2;
 	s->mask = size - 1;
 	s->table = calloc(size, sizeof(*s->table));
-	return s->name && s->par && s->on && s->bytes && s->table;
+	return s->name && s->par && s->action && s->on && s->bytes && s->table;
 }
 
 void fnb_slots_free(struct fnb_slots *s)
 {
 	free(s->name);
 	free(s->par);
+	free(s->action);
 	free(s->on);
 	free(s->bytes);
 	free(s->table);
@@ -73,6 +76,7 @@ bool fnb_slots_assign(struct fnb_slots *s, struct fnb_plan *pl)
 			*b = (uint32_t)k + 1;
 		}
 		s->par[k] = p->rules[i].par;
+		s->action[k] = (int)p->rules[i].action;
 		__atomic_store_n(&s->on[k], pl->rules[i].on, __ATOMIC_RELAXED);
 		pl->rules[i].slot = (uint32_t)k;
 		kept[k] = true;
@@ -93,4 +97,13 @@ bool fnb_slots_params(struct fnb_slots *s, uint32_t slot, struct fn_params *par)
 		*par = s->par[slot];
 	pthread_mutex_unlock(&s->lock);
 	return ok;
+}
+
+void fnb_slots_describe(struct fnb_slots *s, uint32_t slot, char *name, size_t len, int *action)
+{
+	pthread_mutex_lock(&s->lock);
+	bool ok = slot < s->n;
+	snprintf(name, len, "%s", ok ? s->name[slot] : "-");
+	*action = ok ? s->action[slot] : 0;
+	pthread_mutex_unlock(&s->lock);
 }

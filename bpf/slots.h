@@ -6,6 +6,7 @@
 #define FAULTNET_BPF_SLOTS_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -21,6 +22,7 @@ struct fnb_slots {
 	char (*name)[FN_NAME_MAX];
 	uint32_t *table, mask; /* by a hash of the name: slot + 1, 0 when free */
 	struct fn_params *par;
+	int *action;	 /* enum fn_action, for events */
 	bool *on;	 /* atomic loads and stores: the relay reads it per read */
 	uint64_t *bytes; /* atomic adds: the relay's, per slot */
 };
@@ -34,5 +36,8 @@ bool fnb_slots_assign(struct fnb_slots *s, struct fnb_plan *pl);
 /* A slot's numbers, as the relay takes them when it accepts; false for a
  * slot no rule has. */
 bool fnb_slots_params(struct fnb_slots *s, uint32_t slot, struct fn_params *par);
+
+/* A slot's rule name and action, for an event. */
+void fnb_slots_describe(struct fnb_slots *s, uint32_t slot, char *name, size_t len, int *action);
 
 #endif

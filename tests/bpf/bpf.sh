@@ -382,6 +382,28 @@ check "...the loaded rules are the run's rules ($listed)" [ "$listed" = "za slow
 check "...and Go's calls meet each in turn: fast, blackholed, fast, 500 ms late, dropped from zone a, fast ($seq_of)" \
 	[ "$seq_of" = "fast err fast slow err fast " ]
 
+# Events: each fault the programs see, in the shim's format, followed live
+# and appended to FAULTNET_EVENTS as JSON.
+FAULTNET_EVENTS="$tmp/events.json" "$ctl" run --backend=bpf -g bpfev --config "$tmp/p.conf" -- \
+	sh -c "sleep 0.8; $tmp/go-static tcp 127.86.0.2:8092 300 2; $tmp/go-static udp 127.86.0.3:8093 200 1; sleep 2" \
+	>/dev/null 2>>"$tmp/err" &
+ev=$!
+sleep 0.4
+timeout 2.5 "$ctl" -g bpfev events --follow >"$tmp/follow.out" 2>&1 &
+fol=$!
+sleep 2
+run "$ctl" -g bpfev events
+wait "$ev"
+wait "$fol"
+refused=$(echo "$out" | grep -c ' tcp  *ref  *refuse  *127\.86\.0\.2:8092  *refused$')
+dropped=$(echo "$out" | grep -c ' udp  *udpdrop  *drop  *127\.86\.0\.3:8093  *dropped$')
+check "faultctl events: the 2 refused connects and the dropped datagram, with rule, action, destination and outcome ($refused, $dropped)" \
+	holds '[ "$refused" = 2 ] && [ "$dropped" = 1 ]'
+check "faultctl events --follow: the same 3, as they happened ($(grep -c 'refused$\|dropped$' "$tmp/follow.out"))" \
+	[ "$(grep -c 'refused$\|dropped$' "$tmp/follow.out")" = 3 ]
+check "FAULTNET_EVENTS: the same 3 as JSON lines" \
+	holds '[ "$(grep -c "\"rule\":\"ref\",\"action\":\"refuse\",\"dest\":\"127.86.0.2:8092\",\"outcome\":\"refused\"" "$tmp/events.json")" = 2 ] && [ "$(grep -c "\"proto\":\"udp\",\"rule\":\"udpdrop\"" "$tmp/events.json")" = 1 ]'
+
 # A run that joins a group later applies what the group was told before.
 "$ctl" -g bpflate enable flip >/dev/null 2>&1
 run "$ctl" run --backend=bpf -g bpflate --config "$tmp/flip.conf" -- "$tmp/go-static" tcp 127.86.0.4:8094 300 1

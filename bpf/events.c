@@ -1,0 +1,173 @@
+/* events.c - a kernel-side run's events (see events.h), in the shim's
+ * formats: "event seq=... wall_us=... mono_us=... pid=... fd=-1 proto=...
+ * rule=... action=... dest=... outcome=..." for faultctl, a JSON line for
+ * FAULTNET_EVENTS. The fd is -1: the programs see a socket, not the app's
+ * descriptor for it. Only the control thread calls these. */
+#include "bpf/events.h"
+
+#include <errno.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "bpf/shared.h"
+#include "bpf/slots.h"
+#include "core/addr.h"
+#include "core/rules.h"
+#include "core/wire.h"
+
+#define KEPT 4096
+
+struct fnb_event_line {
+	int64_t wall_us, mono_us;
+	int pid;
+	uint8_t proto;
+	int action; /* enum fn_action */
+	char rule[FN_NAME_MAX], dest[64];
+	const char *outcome;
+};
+
+static const char *outcome_of(uint8_t fnb_action, uint8_t proto)
+{
+	static const char *const names[] = {"-",       "blackholed", "dropped", "refused",
+					    "stalled", "reset",	     "delayed", "relayed"};
+	if (proto == FNB_UDP)
+		return "dropped";
+	return fnb_action < sizeof(names) / sizeof(names[0]) ? names[fnb_action] : "-";
+}
+
+static int64_t wall_of(uint64_t mono_ns)
+{
+	struct timespec rt, mono;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	int64_t now_mono = (int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec;
+	int64_t now_wall = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+	return (now_wall - (now_mono - (int64_t)mono_ns)) / 1000;
+}
+
+static void format(const struct fnb_events *e, uint64_t seq, struct fn_buf *b)
+{
+	const struct fnb_event_line *l = &e->ring[seq % KEPT];
+	fn_buf_printf(b, "event seq=%llu wall_us=%lld mono_us=%lld pid=%d fd=-1 proto=%s",
+		      (unsigned long long)seq, (long long)l->wall_us, (long long)l->mono_us, l->pid,
+		      l->proto == FNB_UDP ? "udp" : "tcp");
+	fn_buf_field(b, "rule", l->rule);
+	fn_buf_printf(b, " action=%s", fn_action_name((enum fn_action)l->action));
+	fn_buf_field(b, "dest", l->dest);
+	fn_buf_field(b, "outcome", l->outcome);
+	fn_buf_add(b, "\n", 1);
+}
+
+static void json(const struct fnb_events *e, const struct fnb_event_line *l)
+{
+	char line[512];
+	/* Rule names need no JSON escaping: letters, digits and _.:- only. */
+	int n = snprintf(line, sizeof(line),
+			 "{\"wall_us\":%lld,\"mono_us\":%lld,\"pid\":%d,\"fd\":-1,\"proto\":\"%s\","
+			 "\"rule\":\"%s\",\"action\":\"%s\",\"dest\":\"%s\",\"outcome\":\"%s\"}\n",
+			 (long long)l->wall_us, (long long)l->mono_us, l->pid,
+			 l->proto == FNB_UDP ? "udp" : "tcp", l->rule,
+			 fn_action_name((enum fn_action)l->action), l->dest, l->outcome);
+	if (n > 0 && (size_t)n < sizeof(line))
+		(void)!write(e->json_fd, line, (size_t)n);
+}
+
+static void tell_followers(struct fnb_events *e, uint64_t seq)
+{
+	struct fn_buf b = {0};
+	format(e, seq, &b);
+	for (int i = 0; i < FNB_FOLLOWERS && b.s; i++)
+		if (e->follower[i] >= 0 && send(e->follower[i], b.s, b.len,
+						MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)b.len) {
+			close(e->follower[i]); /* gone, or too slow to keep up */
+			e->follower[i] = -1;
+		}
+	fn_buf_free(&b);
+}
+
+static int take(void *ctx, void *data, size_t size)
+{
+	struct fnb_events *e = ctx;
+	const struct fnb_event *ev = data;
+	if (size < sizeof(*ev))
+		return 0;
+	struct fnb_event_line *l = &e->ring[e->head % KEPT];
+	struct fn_endpoint ep = {.v4 = !ev->v6, .port = ntohs(ev->port)};
+	memcpy(ep.ip, ev->addr, ev->v6 ? 16 : 4);
+	l->mono_us = (int64_t)(ev->mono_ns / 1000);
+	l->wall_us = wall_of(ev->mono_ns);
+	l->pid = (int)ev->pid;
+	l->proto = ev->proto;
+	l->outcome = outcome_of(ev->action, ev->proto);
+	fnb_slots_describe(e->slots, ev->slot, l->rule, sizeof(l->rule), &l->action);
+	fn_endpoint_format(&ep, l->dest, sizeof(l->dest));
+	if (e->json_fd >= 0)
+		json(e, l);
+	tell_followers(e, e->head);
+	e->head++;
+	return 0;
+}
+
+bool fnb_events_open(struct fnb_events *e, int map_fd, struct fnb_slots *slots, char *err,
+		     size_t errlen)
+{
+	memset(e, 0, sizeof(*e));
+	e->slots = slots;
+	e->json_fd = -1;
+	for (int i = 0; i < FNB_FOLLOWERS; i++)
+		e->follower[i] = -1;
+	const char *path = secure_getenv("FAULTNET_EVENTS");
+	if (path && *path &&
+	    (e->json_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+		snprintf(err, errlen, "FAULTNET_EVENTS=%s: %s", path, strerror(errno));
+		return false;
+	}
+	e->ring = calloc(KEPT, sizeof(*e->ring));
+	e->rb = e->ring ? ring_buffer__new(map_fd, take, e, NULL) : NULL;
+	if (!e->rb)
+		snprintf(err, errlen, "cannot read the programs' events: %s", strerror(errno));
+	return e->rb != NULL;
+}
+
+void fnb_events_poll(struct fnb_events *e)
+{
+	if (e->rb)
+		ring_buffer__consume(e->rb);
+}
+
+void fnb_events_dump(const struct fnb_events *e, struct fn_buf *out)
+{
+	for (uint64_t s = e->head > KEPT ? e->head - KEPT : 0; s < e->head; s++)
+		format(e, s, out);
+}
+
+void fnb_events_follow(struct fnb_events *e, int fd)
+{
+	for (int i = 0; i < FNB_FOLLOWERS; i++)
+		if (e->follower[i] < 0) {
+			e->follower[i] = fd;
+			return;
+		}
+	close(fd);
+}
+
+void fnb_events_close(struct fnb_events *e)
+{
+	if (e->rb)
+		ring_buffer__free(e->rb);
+	free(e->ring);
+	for (int i = 0; i < FNB_FOLLOWERS; i++)
+		if (e->follower[i] >= 0)
+			close(e->follower[i]);
+	if (e->json_fd >= 0)
+		close(e->json_fd);
+	memset(e, 0, sizeof(*e));
+}
