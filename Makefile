@@ -32,7 +32,10 @@ SHIM_ROOMS := shim shim/intercept shim/control shim/relay shim/sink shim/stats s
 	shim/base
 SHIM_SRC := $(foreach r,$(SHIM_ROOMS),$(call room,$(r)))
 CTL_SRC := $(call room,ctl)
-HEADERS := $(wildcard core/*.h shim/*/*.h ctl/*.h bpf/*.h)
+HEADERS := $(wildcard core/*.h shim/*/*.h ctl/*.h)
+# bpf/'s headers are read by faultctl's objects (and the unit tests) only: a
+# change there rebuilds neither the shim nor its tests' programs.
+BPF_HEADERS := $(wildcard bpf/*.h)
 
 # The kernel-side backend (bpf/): its programs are built with clang
 # (-target bpf) and bpftool's skeleton, and faultctl links libbpf. Without
@@ -72,6 +75,7 @@ $(BUILD)/libfaultnet.so: $(call obj,$(SHIM_SRC)) $(CORE_LIB) shim/exports.map
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $(call obj,$(SHIM_SRC)) $(CORE_LIB) \
 		-Wl,--version-script=shim/exports.map -Wl,-z,now -Wl,-z,defs -ldl -lresolv -lpthread
 
+$(call obj,$(CTL_SRC) $(BPF_SRC)): $(BPF_HEADERS)
 $(BUILD)/faultctl: $(call obj,$(CTL_SRC) $(BPF_SRC)) $(CORE_LIB)
 	$(if $(HAVE_BPF),,@echo "faultnet: libbpf-dev, bpftool or clang missing: faultctl is built without the kernel-side backend (--backend=bpf)")
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl -lresolv $(BPF_LIBS) -Wl,--export-dynamic-symbol=faultnet_ctl_idle
@@ -132,7 +136,7 @@ deb:
 # The unit tests link core/, the relay's pure shaping functions and the
 # kernel-side backend's policy compiler.
 UNIT_LINK := $(CORE_LIB) $(call obj,shim/relay/shape.c bpf/compile.c)
-$(BUILD)/tests/unit: $(wildcard tests/unit/*.c tests/unit/*.h) $(UNIT_LINK) $(HEADERS)
+$(BUILD)/tests/unit: $(wildcard tests/unit/*.c tests/unit/*.h) $(UNIT_LINK) $(HEADERS) $(BPF_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(wildcard tests/unit/*.c) $(UNIT_LINK) -ldl -lresolv -lcunit
 

@@ -199,14 +199,17 @@ static bool gather(const struct fnb_plan *pl, struct fnb_prefix *e, char *err, s
 	return true;
 }
 
+static bool same_prefix(const struct fnb_prefix *a, const struct fnb_prefix *b)
+{
+	return a->v4 == b->v4 && a->len == b->len && memcmp(a->addr, b->addr, 16) == 0;
+}
+
 /* Drops repeated prefixes (several rules on one prefix: one entry). */
 static void unique(struct fnb_plan *pl)
 {
 	size_t out = 0;
 	for (size_t i = 0; i < pl->n; i++)
-		if (!out || pl->e[out - 1].v4 != pl->e[i].v4 ||
-		    pl->e[out - 1].len != pl->e[i].len ||
-		    memcmp(pl->e[out - 1].addr, pl->e[i].addr, 16) != 0)
+		if (!out || !same_prefix(&pl->e[out - 1], &pl->e[i]))
 			pl->e[out++] = pl->e[i];
 	pl->n = out;
 }
@@ -254,7 +257,9 @@ bool fnb_plan_build(struct fnb_plan *pl, const struct fn_policy *p, char *err, s
 	/* Candidates are gathered before repeats go: find() lands on the first
 	 * entry of a prefix and gather() walks every rule listed on it. */
 	for (size_t i = 0; i < pl->n; i++)
-		if (!gather(pl, &pl->e[i], err, errlen))
+		if (i && same_prefix(&pl->e[i - 1], &pl->e[i])) /* repeats are adjacent */
+			pl->e[i].cands = pl->e[i - 1].cands;
+		else if (!gather(pl, &pl->e[i], err, errlen))
 			return false;
 	unique(pl);
 	for (size_t i = 0; i < pl->n; i++)

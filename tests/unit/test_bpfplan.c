@@ -12,15 +12,13 @@
 #include "bpf/compile.h"
 #include "core/config.h"
 #include "core/rules.h"
+#include "rnd.h"
 
 static uint64_t seed = 0x9e3779b97f4a7c15ull;
 
 static uint32_t rnd(uint32_t n)
 {
-	seed ^= seed << 13;
-	seed ^= seed >> 7;
-	seed ^= seed << 17;
-	return (uint32_t)(seed % n);
+	return test_rnd(&seed, n);
 }
 
 static void some_cidr(struct fn_cidr *c, bool v4)

@@ -14,15 +14,13 @@
 #include "core/config.h"
 #include "core/lpm.h"
 #include "core/rules.h"
+#include "rnd.h"
 
 static uint64_t state = 88172645463325252ull;
 
 static uint32_t rnd(uint32_t n)
 {
-	state ^= state << 13;
-	state ^= state >> 7;
-	state ^= state << 17;
-	return (uint32_t)(state % n);
+	return test_rnd(&state, n);
 }
 
 static void random_cidr(struct fn_cidr *c, bool v4)
