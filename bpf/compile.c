@@ -13,12 +13,14 @@
 #include "core/rules.h"
 
 /* What the backend does: packet drops, refused, stalled, reset and delayed
- * connects, and connects sent to its relay. */
-static int action_of(enum fn_action a)
+ * connects, and connects sent to its relay (the stream faults). */
+static int action_of(const struct fn_rule *r)
 {
-	switch (a) {
+	if (r->action != FN_ACT_DELAY && r->action != FN_ACT_BLACKHOLE && fn_rule_relayed(r))
+		return fn_rule_http(r) ? 0 : FNB_RELAY;
+	switch (r->action) {
 	case FN_ACT_BLACKHOLE:
-		return FNB_BLACKHOLE;
+		return fn_rule_relayed(r) ? 0 : FNB_BLACKHOLE;
 	case FN_ACT_DROP:
 		return FNB_DROP;
 	case FN_ACT_REFUSE:
@@ -29,9 +31,6 @@ static int action_of(enum fn_action a)
 		return FNB_RESET;
 	case FN_ACT_DELAY:
 		return FNB_DELAY;
-	case FN_ACT_LATENCY:
-	case FN_ACT_BANDWIDTH:
-		return FNB_RELAY;
 	default:
 		return 0;
 	}
@@ -40,19 +39,19 @@ static int action_of(enum fn_action a)
 /* Why rule r cannot be carried out by the backend; NULL when it can. */
 static const char *unsupported(const struct fn_rule *r)
 {
-	if (!action_of(r->action))
+	if (r->action == FN_ACT_BLACKHOLE && fn_rule_relayed(r))
+		return "a blackhole after bytes or time stops the app's own acknowledgements, "
+		       "which only the shim's relay does";
+	if (!action_of(r))
 		return "its action is not one the kernel-side backend carries out yet "
-		       "(it does blackhole, drop, refuse, stall, reset, delay, latency and "
-		       "bandwidth)";
+		       "(it does blackhole, drop, refuse, stall, reset, delay, latency, "
+		       "bandwidth, drip and close)";
 	if (r->action == FN_ACT_DELAY && (r->protos & FN_PROTO_UDP))
 		return "the backend delays TCP handshakes, not UDP datagrams "
 		       "(give it match.proto = \"tcp\")";
 	if (r->established && r->action != FN_ACT_BLACKHOLE && r->action != FN_ACT_DROP)
 		return "established = true is the shim's (the backend's blackhole and drop "
 		       "reach open connections without it)";
-	if ((r->action == FN_ACT_STALL || r->action == FN_ACT_RESET) && fn_rule_relayed(r))
-		return "a stall or reset after bytes or time is a stream fault, which needs the "
-		       "shim's relay";
 	if (r->has_cond)
 		return "it has a condition (chance, every, first, after, start_ms or for_ms), "
 		       "which the kernel-side backend does not evaluate yet";
@@ -220,7 +219,7 @@ void fnb_rule_entry(const struct fn_policy *p, size_t i, struct fnb_rule *out)
 	uint32_t slot = out->slot;
 	memset(out, 0, sizeof(*out));
 	out->slot = slot;
-	out->action = (uint8_t)action_of(r->action);
+	out->action = (uint8_t)action_of(r);
 	out->protos = r->protos;
 	out->on = r->enabled && (r->from_zone < 0 || r->from_zone == p->self_zone);
 	out->nports = (uint8_t)r->nports;

@@ -24,6 +24,7 @@
 
 #include <bpf/bpf.h>
 
+#include "bpf/pace.h"
 #include "bpf/shared.h"
 #include "bpf/slots.h"
 #include "core/chance.h"
@@ -46,9 +47,10 @@ struct chunk {
 struct dir {
 	struct chunk *head, *tail;
 	size_t queued;
-	uint64_t last_due, eof_due, tok_ns;
-	double tokens;
+	uint64_t eof_due;
+	struct fnb_pace pace;
 	bool eof, shut, blocked;
+	bool cut; /* a stall or close has reached its threshold: nothing more */
 };
 
 /* fd[0] is the app's connection, fd[1] the peer's; d[0] carries the app's
@@ -60,7 +62,8 @@ struct fnb_conn {
 	struct dir d[2];
 	uint32_t slot;
 	struct fn_params par; /* the rule's, when the relay accepted */
-	uint64_t key, draws;
+	enum fn_action action;
+	uint64_t key, draws, t0;
 	bool connected;
 };
 
@@ -75,46 +78,26 @@ static bool shaped(const struct fnb_relay *r, const struct fnb_conn *c, int d)
 	       (dirs & (d ? FN_DIR_DOWN : FN_DIR_UP));
 }
 
-static uint64_t due_of(const struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now)
-{
-	const struct fn_params *pa = &c->par;
-	int64_t due = (int64_t)now;
-	if (shaped(r, c, d) && pa->latency_ms) {
-		due += (int64_t)pa->latency_ms * (int64_t)MS;
-		if (pa->jitter_ms)
-			due += (int64_t)((fn_random(c->key, c->draws++) * 2 - 1) *
-					 (double)pa->jitter_ms * (double)MS);
-	}
-	uint64_t u = due < (int64_t)now ? now : (uint64_t)due;
-	if (u < c->d[d].last_due)
-		u = c->d[d].last_due;
-	return c->d[d].last_due = u;
-}
-
 static void wake_by(uint64_t *wake, uint64_t t)
 {
 	if (t < *wake)
 		*wake = t;
 }
 
-/* How many of want bytes the rate lets out now (all without a rate). */
-static size_t allowance(const struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now,
-			size_t want, uint64_t *wake)
+static const struct fn_params unshaped = {.after_bytes = -1, .after_ms = -1};
+
+/* The rule's numbers for direction d now: none when it is off or d is not
+ * one of its directions. */
+static const struct fn_params *par_of(const struct fnb_relay *r, const struct fnb_conn *c, int d)
 {
-	double rate = (double)c->par.rate;
-	struct dir *x = &c->d[d];
-	if (!rate || !shaped(r, c, d))
-		return want;
-	double cap = rate / 20 < 1460 ? 1460 : rate / 20;
-	x->tokens += (double)(now - x->tok_ns) * rate / 1e9;
-	x->tok_ns = now;
-	if (x->tokens > cap)
-		x->tokens = cap;
-	if (x->tokens >= 1)
-		return want < (size_t)x->tokens ? want : (size_t)x->tokens;
-	double need = (double)want < cap ? (double)want : cap;
-	wake_by(wake, now + (uint64_t)((need - x->tokens) * 1e9 / rate) + 1);
-	return 0;
+	return shaped(r, c, d) ? &c->par : &unshaped;
+}
+
+static uint64_t due_of(const struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now)
+{
+	const struct fn_params *pa = par_of(r, c, d);
+	double draw = pa->jitter_ms ? fn_random(c->key, c->draws++) * 2 - 1 : 0;
+	return fnb_pace_due(&c->d[d].pace, pa, draw, now);
 }
 
 /* Reads what d's source has, while there is room; -1 when it failed. */
@@ -160,7 +143,10 @@ static int flush(struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now, u
 			wake_by(wake, k->due);
 			return 0;
 		}
-		size_t n = allowance(r, c, d, now, k->len - k->off, wake);
+		const struct fn_params *pa = par_of(r, c, d);
+		size_t n =
+		    x->cut ? 0
+			   : fnb_pace_allow(&x->pace, pa, c->action, now, k->len - k->off, wake);
 		if (!n)
 			return 0;
 		ssize_t w = send(to, k->data + k->off, n, MSG_NOSIGNAL);
@@ -168,7 +154,7 @@ static int flush(struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now, u
 			x->blocked = errno == EAGAIN;
 			return errno == EAGAIN || errno == EINTR ? 0 : -1;
 		}
-		x->tokens -= (double)w;
+		fnb_pace_spent(&x->pace, pa, c->action, (size_t)w);
 		k->off += (size_t)w;
 		x->queued -= (size_t)w;
 		if (k->off == k->len) {
@@ -178,7 +164,7 @@ static int flush(struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now, u
 			free(k);
 		}
 	}
-	if (x->eof && !x->shut) {
+	if (x->eof && !x->shut && !x->cut) {
 		if (x->eof_due > now) {
 			wake_by(wake, x->eof_due);
 			return 0;
@@ -229,6 +215,25 @@ static bool failed(int fd)
 	return getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err;
 }
 
+/* A stall, reset or close whose threshold direction d has reached: a
+ * stall sends nothing more and no FIN; a close sends its FIN at once and
+ * nothing after; a reset resets both ends (false: the caller drops it). */
+static bool threshold(const struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now,
+		      uint64_t *wake)
+{
+	struct dir *x = &c->d[d];
+	if (x->cut || !fnb_pace_tripped(&x->pace, par_of(r, c, d), c->action, c->t0, now, wake))
+		return true;
+	if (c->action == FN_ACT_RESET)
+		return false;
+	x->cut = true;
+	if (c->action == FN_ACT_CLOSE && !x->shut) {
+		shutdown(c->fd[1 - d], SHUT_WR);
+		x->shut = true;
+	}
+	return true;
+}
+
 /* One pass over a connection; false when it is over (and freed). */
 static bool step(struct fnb_relay *r, struct fnb_conn *c, uint64_t now, uint64_t *wake)
 {
@@ -244,8 +249,10 @@ static bool step(struct fnb_relay *r, struct fnb_conn *c, uint64_t now, uint64_t
 	for (int d = 0; d < 2; d++) {
 		if (d == 1 && !c->connected)
 			break;
-		if (fill(r, c, d, now) < 0 ||
-		    ((d == 1 || c->connected) && flush(r, c, d, now, wake) < 0)) {
+		/* The threshold is looked at again after the flush that reached it. */
+		if (!threshold(r, c, d, now, wake) || fill(r, c, d, now) < 0 ||
+		    ((d == 1 || c->connected) && flush(r, c, d, now, wake) < 0) ||
+		    !threshold(r, c, d, now, wake)) {
 			drop(c, true);
 			return false;
 		}
@@ -276,7 +283,7 @@ static bool open_conn(struct fnb_relay *r, int app, const struct fnb_pending *v)
 	int one = 1,
 	    fd = socket(v->v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	struct fnb_conn *c = calloc(1, sizeof(*c));
-	if (fd < 0 || !c || !fnb_slots_params(r->slots, v->slot, &c->par) ||
+	if (fd < 0 || !c || !fnb_slots_params(r->slots, v->slot, &c->par, &c->action) ||
 	    (connect(fd, v->v6 ? (struct sockaddr *)&s6 : (struct sockaddr *)&s4,
 		     v->v6 ? sizeof(s6) : sizeof(s4)) < 0 &&
 	     errno != EINPROGRESS)) {
@@ -288,6 +295,7 @@ static bool open_conn(struct fnb_relay *r, int app, const struct fnb_pending *v)
 	c->fd[0] = app;
 	c->fd[1] = fd;
 	c->slot = v->slot;
+	c->t0 = fn_now_ns();
 	c->key = 0x9e3779b97f4a7c15ull * (v->slot + 1); /* the rule's jitter draws */
 	setsockopt(app, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

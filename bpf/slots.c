@@ -89,12 +89,15 @@ bool fnb_slots_assign(struct fnb_slots *s, struct fnb_plan *pl)
 	return true;
 }
 
-bool fnb_slots_params(struct fnb_slots *s, uint32_t slot, struct fn_params *par)
+bool fnb_slots_params(struct fnb_slots *s, uint32_t slot, struct fn_params *par,
+		      enum fn_action *action)
 {
 	pthread_mutex_lock(&s->lock);
 	bool ok = slot < s->n;
-	if (ok)
+	if (ok) {
 		*par = s->par[slot];
+		*action = (enum fn_action)s->action[slot];
+	}
 	pthread_mutex_unlock(&s->lock);
 	return ok;
 }

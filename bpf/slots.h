@@ -33,9 +33,10 @@ void fnb_slots_free(struct fnb_slots *s);
  * and records its numbers and whether it is on. False when every slot is
  * taken (nothing changed then). */
 bool fnb_slots_assign(struct fnb_slots *s, struct fnb_plan *pl);
-/* A slot's numbers, as the relay takes them when it accepts; false for a
- * slot no rule has. */
-bool fnb_slots_params(struct fnb_slots *s, uint32_t slot, struct fn_params *par);
+/* A slot's numbers and action, as the relay takes them when it accepts;
+ * false for a slot no rule has. */
+bool fnb_slots_params(struct fnb_slots *s, uint32_t slot, struct fn_params *par,
+		      enum fn_action *action);
 
 /* A slot's rule name and action, for an event. */
 void fnb_slots_describe(struct fnb_slots *s, uint32_t slot, char *name, size_t len, int *action);

@@ -283,6 +283,57 @@ check "4 MiB each way through latency 20 ms with jitter and a rate: every byte b
 got=$(shaped -- "$tmp/go-static" get 127.86.0.16:8099 2000 1)
 check "latency to a peer that refuses: connected at the relay, then a reset (the relay's limit, as the shim's: $got)" \
 	contains "$got" "connection reset by peer"
+# Stream faults after a threshold, and the drip, through the relay: curl
+# (which the backend reaches as it reaches Go) against the real peer that
+# sends 1,000 bytes of its answer and then holds, resets or closes.
+cut_peer() { # HOST MODE: an answer of 1,000 bytes (its head included), then MODE
+	/usr/bin/python3 -c '
+import socket, struct, sys, threading, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], 8099)); s.listen(16)
+held = []
+def answer(c, mode):
+    c.recv(4096)
+    body = b"HTTP/1.0 200 OK\r\n\r\n" + b"x" * 5000
+    c.sendall(body[:1000] if mode != "whole" else body)
+    if mode == "reset":
+        time.sleep(0.1)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    if mode == "hold":
+        held.append(c)
+    else:
+        c.close()
+while True:
+    threading.Thread(target=answer, args=(s.accept()[0], sys.argv[2])).start()' "$1" "$2" &
+	FN_PIDS="${FN_PIDS:-} $!"
+}
+cut_peer 127.86.0.30 hold
+cut_peer 127.86.0.31 reset
+cut_peer 127.86.0.32 close
+for h in 33 34 35 36; do cut_peer 127.86.0.$h whole; done # what the rules cut
+cat >"$tmp/cut.conf" <<'CONF'
+rules = (
+  { name = "st"; action = "stall"; after_bytes = 1000; match = { to = "127.86.0.33/32"; }; },
+  { name = "rs"; action = "reset"; after_bytes = 1000; match = { to = "127.86.0.34/32"; }; },
+  { name = "cl"; action = "close"; after_bytes = 1000; match = { to = "127.86.0.35/32"; }; },
+  { name = "dr"; action = "drip"; bytes = 100; every_ms = 100; match = { to = "127.86.0.36/32"; }; }
+);
+CONF
+sleep 0.5
+curl_get() { curl -s -m 1.5 -o /dev/null -w '%{size_download}' "http://$1:8099/"; echo " exit $?"; }
+for pair in "127.86.0.30 st stall" "127.86.0.31 rs reset" "127.86.0.32 cl close"; do
+	set -- $pair
+	want=$(curl_get "$1")
+	case $2 in st) host=127.86.0.33 ;; rs) host=127.86.0.34 ;; cl) host=127.86.0.35 ;; esac
+	got=$("$ctl" run --backend=bpf --config "$tmp/cut.conf" -- sh -c "$(declare -f curl_get); curl_get $host" 2>>"$tmp/err")
+	check "$3 after 1,000 bytes: curl meets what the peer that sends 1,000 bytes and then ${3}s gives it (${got}; real: ${want})" \
+		[ "$got" = "$want" ]
+done
+got=$("$ctl" run --backend=bpf --config "$tmp/cut.conf" -- sh -c "$(declare -f curl_get); curl_get 127.86.0.36" 2>>"$tmp/err")
+n=${got%% *}
+check "drip 100 bytes every 100 ms: about 1,500 bytes in curl's 1.5 s (${got})" \
+	holds 'between 1300 1700 "$n" && contains "$got" "exit 28"'
+
 cat >"$tmp/flat.conf" <<'CONF'
 rules = ( { name = "far"; action = "latency"; latency_ms = 300; enabled = false; match = { to = "127.86.0.13/32"; }; } );
 CONF
@@ -336,9 +387,9 @@ check "faultctl stats: the blackholed dials counted ($(echo "$out" | grep flip |
 	holds 'echo "$out" | grep -q "flip  *blackhole  *[1-9]"'
 run "$ctl" -g bpflive disable flip
 check "faultctl disable: ok" [ "$rc" = 0 ]
-run "$ctl" -g bpflive add '{ name = "x"; action = "drip"; bytes = 1; every_ms = 10; }'
+run "$ctl" -g bpflive add '{ name = "x"; action = "unreachable"; }'
 check "a change the backend cannot carry out is refused with the reason, and not journaled ($(echo "$out$err" | head -1))" \
-	holds '[ "$rc" = 1 ] && contains "$out$err" "rule '"'x'"' (line 1, drip): its action is not one the kernel-side backend carries out" && ! grep -q add "$FAULTNET_RUNDIR/bpflive.journal"'
+	holds '[ "$rc" = 1 ] && contains "$out$err" "rule '"'x'"' (line 1, unreachable): its action is not one the kernel-side backend carries out" && ! grep -q add "$FAULTNET_RUNDIR/bpflive.journal"'
 wait "$live"
 seq_of=$(sed -E 's/^(ok|error).*/\1/' "$tmp/live.out" | uniq | tr '\n' ' ')
 check "Go (static) dialing every 200 ms: ok, then i/o timeouts while the rule is on, then ok ($seq_of)" \
@@ -449,10 +500,10 @@ check "requests.Session: calls on one pooled connection ($conns_before before th
 	holds '[ "$conns_before" = 1 ] && echo "$seq_of" | grep -Eqx "ok ReadTimeout (ConnectTimeout )*ok "'
 
 # What it refuses, and says why.
-echo 'rules = ( { name = "slow"; action = "drip"; bytes = 1; every_ms = 50; } );' >"$tmp/lat.conf"
+echo 'rules = ( { name = "slow"; action = "blackhole"; after_bytes = 100; } );' >"$tmp/lat.conf"
 run "$ctl" run --backend=bpf --config "$tmp/lat.conf" -- true
 check "a rule it cannot carry out: exit 2, naming it ($err)" \
-	holds '[ "$rc" = 2 ] && contains "$err" "rule '"'slow'"' (line 1, drip)"'
+	holds '[ "$rc" = 2 ] && contains "$err" "rule '"'slow'"' (line 1, blackhole): a blackhole after bytes or time"'
 echo 'rules = ( { name = "slowudp"; action = "delay"; delay_ms = 50; } );' >"$tmp/lat.conf"
 run "$ctl" run --backend=bpf --config "$tmp/lat.conf" -- true
 check "a delay that would cover UDP: exit 2, saying to give it proto tcp ($err)" \

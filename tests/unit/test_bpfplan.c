@@ -166,17 +166,16 @@ static void expect_refused(const char *text, const char *part)
 static void test_refusals(void)
 {
 	expect_refused("rules = ( { name = \"ok\"; action = \"blackhole\"; },\n"
-		       "  { name = \"dr\"; action = \"drip\"; bytes = 1; every_ms = 5; } );",
-		       "rule 'dr' (line 2, drip): its action is not one");
+		       "  { name = \"un\"; action = \"unreachable\"; } );",
+		       "rule 'un' (line 2, unreachable): its action is not one");
+	expect_refused("rules = ( { name = \"bh\"; action = \"blackhole\"; after_ms = 5; } );",
+		       "rule 'bh' (line 1, blackhole): a blackhole after bytes or time");
 	expect_refused("rules = ( { name = \"d\"; action = \"delay\"; delay_ms = 5; } );",
 		       "rule 'd' (line 1, delay): the backend delays TCP handshakes, not UDP");
 	expect_refused("rules = ( { name = \"e\"; action = \"stall\"; established = true; } );",
 		       "rule 'e' (line 1, stall): established = true is the shim's");
 	expect_refused("rules = ( { name = \"half\"; action = \"drop\"; probability = 0.5; } );",
 		       "rule 'half' (line 1, drop): it has a condition");
-	expect_refused(
-	    "rules = ( { name = \"late\"; action = \"stall\"; after_bytes = 10; } );",
-	    "rule 'late' (line 1, stall): a stall or reset after bytes or time is a stream fault");
 	char many[2048] = "rules = (";
 	for (int i = 0; i < 9; i++)
 		snprintf(
@@ -198,7 +197,9 @@ static void test_shaping_actions(void)
 	    "rules = ( { name = \"d\"; action = \"delay\"; delay_ms = 400; jitter_ms = 30; "
 	    "match = { proto = \"tcp\"; }; },\n"
 	    "  { name = \"l\"; action = \"latency\"; latency_ms = 5; },\n"
-	    "  { name = \"b\"; action = \"bandwidth\"; rate = 1000; } );",
+	    "  { name = \"b\"; action = \"bandwidth\"; rate = 1000; },\n"
+	    "  { name = \"s\"; action = \"stall\"; after_bytes = 10; },\n"
+	    "  { name = \"s0\"; action = \"stall\"; } );",
 	    "t.conf", NULL, err, sizeof(err));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	struct fnb_plan pl;
@@ -209,6 +210,8 @@ static void test_shaping_actions(void)
 	CU_ASSERT_EQUAL(pl.rules[0].protos, FNB_TCP);
 	CU_ASSERT_EQUAL(pl.rules[1].action, FNB_RELAY);
 	CU_ASSERT_EQUAL(pl.rules[2].action, FNB_RELAY);
+	CU_ASSERT_EQUAL(pl.rules[3].action, FNB_RELAY); /* a stall after bytes: the relay's */
+	CU_ASSERT_EQUAL(pl.rules[4].action, FNB_STALL); /* at connect: the endpoint's */
 	fnb_plan_free(&pl);
 	fn_policy_free(p);
 }

@@ -13,6 +13,7 @@ void add_dnswire_tests(void);
 void add_rundir_tests(void);
 void add_bpfplan_tests(void);
 void add_edit_tests(void);
+void add_bpfpace_tests(void);
 
 int main(int argc, char **argv)
 {
@@ -29,5 +30,6 @@ int main(int argc, char **argv)
 	add_rundir_tests();
 	add_bpfplan_tests();
 	add_edit_tests();
+	add_bpfpace_tests();
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }
