@@ -43,7 +43,7 @@ BPF_HEADERS := $(wildcard bpf/*.h)
 BPFTOOL := $(or $(shell command -v bpftool 2>/dev/null),$(wildcard /usr/sbin/bpftool))
 HAVE_BPF := $(if $(and $(BPFTOOL),$(wildcard /usr/include/bpf/libbpf.h),$(shell command -v clang 2>/dev/null)),1)
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
-BPF_SRC := bpf/compile.c $(if $(HAVE_BPF),bpf/backend.c bpf/cgroup.c bpf/control.c bpf/endpoints.c bpf/events.c bpf/maps.c bpf/pace.c bpf/relay.c bpf/slots.c)
+BPF_SRC := bpf/compile.c $(if $(HAVE_BPF),bpf/backend.c bpf/cgroup.c bpf/control.c bpf/endpoints.c bpf/events.c bpf/maps.c bpf/pace.c bpf/pump.c bpf/relay.c bpf/slots.c)
 BPF_LIBS := $(if $(HAVE_BPF),-lbpf -lelf -lz)
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 

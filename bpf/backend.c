@@ -86,6 +86,7 @@ static struct faultnet_bpf *load(const struct fnb_plan *pl, const struct fnb_end
 	bpf_map__set_max_entries(s->maps.dst6, 2 * room(pl->n6, MIN_PREFIXES));
 	bpf_map__set_max_entries(s->maps.rules, 2 * rcap);
 	bpf_map__set_max_entries(s->maps.counts, 2 * rcap);
+	bpf_map__set_max_entries(s->maps.conds, 2 * rcap);
 	s->rodata->rcap = rcap;
 	s->rodata->refuse_port4 = ep->port[FNB_EP_REFUSE][0];
 	s->rodata->refuse_port6 = ep->port[FNB_EP_REFUSE][1];
@@ -199,6 +200,17 @@ struct run {
 	bool made, joined;
 };
 
+/* Every rule's conditions count and time from the run's start, as the
+ * shim's from a process's. */
+static bool conds_start(struct run *r)
+{
+	uint64_t now = fn_now_ns();
+	for (size_t i = 0; i < r->ctl.p->nrules; i++)
+		if (!fnb_maps_cond_reset(&r->maps, r->ctl.pl.rules[i].slot, now))
+			return false;
+	return true;
+}
+
 /* Compiles the policy, opens the endpoints and the relay, loads the
  * programs and puts the policy in force; false with the reason. */
 static bool set_up(struct run *r, const struct fn_policy *p, char *err, size_t errlen)
@@ -221,9 +233,12 @@ static bool set_up(struct run *r, const struct fn_policy *p, char *err, size_t e
 		return false;
 	fnb_cgroup_sweep(r->parent);
 	fnb_endpoints_open(&r->ep);
-	if (!fnb_slots_init(&r->slots, 2 * room(p->nrules, MIN_RULES)) ||
-	    !fnb_relay_open(&r->relay)) {
-		snprintf(err, errlen, "cannot open the relay's listeners on loopback: %s",
+	if (!fnb_slots_init(&r->slots, 2 * room(p->nrules, MIN_RULES))) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	if (!fnb_relay_open(&r->relay)) {
+		snprintf(err, errlen, "cannot open the relay's listener on 127.0.0.1: %s",
 			 strerror(errno));
 		return false;
 	}
@@ -233,11 +248,12 @@ static bool set_up(struct run *r, const struct fn_policy *p, char *err, size_t e
 	r->maps = (struct fnb_maps){.dst4 = r->s->maps.dst4,
 				    .dst6 = r->s->maps.dst6,
 				    .rules = r->s->maps.rules,
+				    .conds = r->s->maps.conds,
 				    .cur = &r->s->bss->cur_set,
 				    .rcap = r->s->rodata->rcap};
 	r->relay.slots = &r->slots;
 	r->relay.pending_fd = bpf_map__fd(r->s->maps.pending);
-	if (!fnb_slots_assign(&r->slots, &r->ctl.pl) ||
+	if (!fnb_slots_assign(&r->slots, &r->ctl.pl) || !conds_start(r) ||
 	    !fnb_maps_install(&r->maps, &r->ctl.pl, NULL)) {
 		snprintf(err, errlen, "cannot fill the BPF maps: %s", strerror(errno));
 		return false;
@@ -304,7 +320,7 @@ int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stat
 	char err[1024] = "";
 	const char *seed = fn_seed_init();
 	int rc = FAIL;
-	r = (struct run){.cgfd = -1, .relay = {.lfd = {-1, -1}, .ep = -1, .wake = -1}};
+	r = (struct run){.cgfd = -1, .relay = {.lfd = {-1, -1}, .ep = -1, .wake = -1, .spare = -1}};
 	for (int k = 0; k < FNB_EP_KINDS; k++)
 		r.ep.fd[k][0] = r.ep.fd[k][1] = -1;
 	if (seed)

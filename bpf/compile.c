@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/chance.h"
 #include "core/rules.h"
 
 /* What the backend does: packet drops, refused, stalled, reset and delayed
@@ -46,15 +47,15 @@ static const char *unsupported(const struct fn_rule *r)
 		return "its action is not one the kernel-side backend carries out yet "
 		       "(it does blackhole, drop, refuse, stall, reset, delay, latency, "
 		       "bandwidth, drip and close)";
+	if (r->action == FN_ACT_DELAY && (uint64_t)r->par.delay_ms + r->par.jitter_ms > 120000)
+		return "the kernel's SYN timeout stops at 120 s: the backend delays a handshake "
+		       "by at most delay_ms + jitter_ms = 120000";
 	if (r->action == FN_ACT_DELAY && (r->protos & FN_PROTO_UDP))
 		return "the backend delays TCP handshakes, not UDP datagrams "
 		       "(give it match.proto = \"tcp\")";
 	if (r->established && r->action != FN_ACT_BLACKHOLE && r->action != FN_ACT_DROP)
 		return "established = true is the shim's (the backend's blackhole and drop "
 		       "reach open connections without it)";
-	if (r->has_cond)
-		return "it has a condition (chance, every, first, after, start_ms or for_ms), "
-		       "which the kernel-side backend does not evaluate yet";
 	if (r->host)
 		return "match.host needs the shim's resolver hooks";
 	if (r->nports > FNB_PORTS)
@@ -213,6 +214,25 @@ static void unique(struct fnb_plan *pl)
 	pl->n = out;
 }
 
+/* A rule's conditions as the programs judge them (see shared.h): the same
+ * draws as core's fn_random for the same FAULTNET_SEED. */
+static void conditions(const struct fn_rule *r, struct fnb_rule *out)
+{
+	const struct fn_cond *c = &r->cond;
+	out->has_cond = r->has_cond;
+	out->first = c->first;
+	out->every = c->every;
+	out->after = c->after;
+	double below = c->probability * 9007199254740992.0; /* 2^53: exact */
+	out->prob_all = c->probability >= 1;
+	out->prob = (uint64_t)below;
+	if ((double)out->prob < below) /* rounded up: a draw k passes when k < below */
+		out->prob++;
+	out->key = fn_random_base(fn_rule_key(r));
+	out->start_ns = c->start_ms < 0 ? -1 : c->start_ms * 1000000;
+	out->for_ns = c->for_ms < 0 ? -1 : c->for_ms * 1000000;
+}
+
 void fnb_rule_entry(const struct fn_policy *p, size_t i, struct fnb_rule *out)
 {
 	const struct fn_rule *r = &p->rules[i];
@@ -229,6 +249,7 @@ void fnb_rule_entry(const struct fn_policy *p, size_t i, struct fnb_rule *out)
 	}
 	out->delay_ms = r->par.delay_ms;
 	out->jitter_ms = r->action == FN_ACT_DELAY ? r->par.jitter_ms : 0;
+	conditions(r, out);
 }
 
 bool fnb_plan_build(struct fnb_plan *pl, const struct fn_policy *p, char *err, size_t errlen)

@@ -29,19 +29,34 @@
 
 #include "bpf/maps.h"
 #include "bpf/slots.h"
+#include "core/chance.h"
 #include "core/edit.h"
 #include "core/rundir.h"
 #include "core/actions.h"
 #include "core/rules.h"
 #include "core/wire.h"
 
-static void set_rule(struct fnb_ctl *c, int i, bool on)
+static void set_rule(struct fnb_ctl *c, int i, bool on, uint64_t since)
 {
+	if (on && !c->p->rules[i].enabled) /* conditions start again */
+		fnb_maps_cond_reset(c->maps, c->pl.rules[i].slot, since ? since : fn_now_ns());
 	c->p->rules[i].enabled = on;
 	fnb_rule_entry(c->p, (size_t)i, &c->pl.rules[i]);
 	fnb_maps_rule(c->maps, (uint32_t)i, &c->pl.rules[i]);
 	__atomic_store_n(&c->slots->on[c->pl.rules[i].slot], c->pl.rules[i].on,
 			 __ATOMIC_RELAXED); /* the relay reads it */
+}
+
+/* A rule new to the policy (added, or loaded under a new name) counts and
+ * times its conditions from now, as the shim's new rules do. */
+static bool new_conds(struct fnb_ctl *c, const struct fn_policy *np, const struct fnb_plan *pl)
+{
+	uint64_t now = fn_now_ns();
+	for (size_t i = 0; i < np->nrules; i++)
+		if (fn_policy_rule_index(c->p, np->rules[i].name) < 0 &&
+		    !fnb_maps_cond_reset(c->maps, pl->rules[i].slot, now))
+			return false;
+	return true;
 }
 
 /* Puts np in force in place of c->p; false (np freed, reply saying why)
@@ -57,6 +72,9 @@ static bool install(struct fnb_ctl *c, struct fn_policy *np, char *reply, size_t
 	else if (!fnb_slots_assign(c->slots, &pl))
 		snprintf(reply, len, "error more rule names than this run keeps counters for (%u)",
 			 c->slots->cap);
+	else if (!new_conds(c, np, &pl))
+		snprintf(reply, len, "error cannot write the rules' conditions: %s",
+			 strerror(errno));
 	else if (!fnb_maps_install(c->maps, &pl, &c->pl))
 		snprintf(reply, len,
 			 "error the run's maps cannot hold it (%s; they were sized for %u rules "
@@ -69,6 +87,7 @@ static bool install(struct fnb_ctl *c, struct fn_policy *np, char *reply, size_t
 		c->pl = pl;
 		return true;
 	}
+	fnb_slots_assign(c->slots, &c->pl); /* back to the policy in force */
 	fnb_plan_free(&pl);
 	fn_policy_free(np);
 	return false;
@@ -76,13 +95,13 @@ static bool install(struct fnb_ctl *c, struct fn_policy *np, char *reply, size_t
 
 static void toggle(struct fnb_ctl *c, const char *verb, char *arg, struct fn_buf *out)
 {
-	arg[strcspn(arg, " ")] = '\0'; /* since=: the backend has no time windows */
+	uint64_t since = fn_edit_enabled_at(arg);
 	int i = fn_policy_rule_index(c->p, arg);
 	if (i < 0) {
 		fn_buf_printf(out, "error no rule named '%.64s'\n", arg);
 		return;
 	}
-	set_rule(c, i, verb[0] == 'e');
+	set_rule(c, i, verb[0] == 'e', since);
 	fn_buf_printf(out, "ok %s %s\n", arg, verb[0] == 'e' ? "enabled" : "disabled");
 }
 
@@ -317,6 +336,13 @@ static void map_seq(struct fnb_ctl *c, const char *dir)
 			path, strerror(errno));
 }
 
+static void unmap_seq(struct fnb_ctl *c)
+{
+	if (c->seq)
+		munmap(c->seq, FN_SEQ_FILE_SIZE);
+	c->seq = NULL;
+}
+
 bool fnb_ctl_start(struct fnb_ctl *c, char *err, size_t errlen)
 {
 	char dir[4096];
@@ -332,8 +358,10 @@ bool fnb_ctl_start(struct fnb_ctl *c, char *err, size_t errlen)
 	fn_group_file(c->journal, sizeof(c->journal), dir, c->group, "journal");
 	map_seq(c, dir);
 	catch_up(c); /* what the group was told before this run joined */
-	if (!fnb_events_open(&c->events, c->events_map, c->slots, err, errlen))
+	if (!fnb_events_open(&c->events, c->events_map, c->slots, err, errlen)) {
+		unmap_seq(c);
 		return false;
+	}
 	c->lfd = listen_at(c->path);
 	if (c->lfd < 0)
 		snprintf(err, errlen, "cannot listen on %s: %s", c->path, strerror(errno));
@@ -346,6 +374,7 @@ bool fnb_ctl_start(struct fnb_ctl *c, char *err, size_t errlen)
 		unlink(c->path);
 	}
 	fnb_events_close(&c->events);
+	unmap_seq(c);
 	return false;
 }
 
@@ -357,6 +386,5 @@ void fnb_ctl_stop(struct fnb_ctl *c)
 	fnb_events_close(&c->events);
 	close(c->lfd);
 	unlink(c->path);
-	if (c->seq)
-		munmap(c->seq, FN_SEQ_FILE_SIZE);
+	unmap_seq(c);
 }

@@ -74,8 +74,8 @@ void fnb_endpoints_open(struct fnb_endpoints *e)
 	for (int k = 0; k < FNB_EP_KINDS; k++)
 		for (int f = 0; f < 2; f++)
 			e->fd[k][f] = endpoint(f ? AF_INET6 : AF_INET, k, &e->port[k][f]);
-	e->running = e->fd[FNB_EP_RESET][0] >= 0 && e->fd[FNB_EP_RESET][1] >= 0 &&
-		     pthread_create(&e->thread, NULL, resetter, e) == 0;
+	e->running =
+	    e->fd[FNB_EP_RESET][0] >= 0 && pthread_create(&e->thread, NULL, resetter, e) == 0;
 }
 
 bool fnb_endpoints_ready(const struct fnb_endpoints *e, const struct fnb_plan *pl)
@@ -86,7 +86,9 @@ bool fnb_endpoints_ready(const struct fnb_endpoints *e, const struct fnb_plan *p
 			: a == FNB_STALL ? FNB_EP_STALL
 			: a == FNB_RESET ? FNB_EP_RESET
 					 : -1;
-		if (k >= 0 && (e->fd[k][0] < 0 || e->fd[k][1] < 0))
+		/* ::1 may be missing (no IPv6): its connects go nowhere anyway,
+		 * and the programs leave a connect alone when the port is 0. */
+		if (k >= 0 && e->fd[k][0] < 0)
 			return false;
 		if (k == FNB_EP_RESET && !e->running)
 			return false;

@@ -132,9 +132,11 @@ bool fnb_events_open(struct fnb_events *e, int map_fd, struct fnb_slots *slots, 
 	}
 	e->ring = calloc(KEPT, sizeof(*e->ring));
 	e->rb = e->ring ? ring_buffer__new(map_fd, take, e, NULL) : NULL;
-	if (!e->rb)
-		snprintf(err, errlen, "cannot read the programs' events: %s", strerror(errno));
-	return e->rb != NULL;
+	if (e->rb)
+		return true;
+	snprintf(err, errlen, "cannot read the programs' events: %s", strerror(errno));
+	fnb_events_close(e);
+	return false;
 }
 
 void fnb_events_poll(struct fnb_events *e)

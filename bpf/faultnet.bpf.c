@@ -74,6 +74,14 @@ struct {
 	__type(value, struct fnb_orig);
 } orig SEC(".maps");
 
+/* Per slot, the state of a conditional rule (see shared.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fnb_cond_state);
+} conds SEC(".maps");
+
 /* Each fault, for faultctl events (read by faultctl's control thread). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -118,9 +126,54 @@ static __always_inline const struct fnb_rule *rule_at(__u32 set, __u32 idx)
 	return bpf_map_lookup_elem(&rules, &k);
 }
 
-/* The deciding rule for a destination, or NULL; *idx its index in set. */
+/* core's splitmix64 finaliser (core/chance.c), for the same draws. */
+static __always_inline __u64 mix(__u64 x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* core's fn_cond_pass: the time window from the rule's enable, then the
+ * match counted and first, after, every and probability judged. */
+static __always_inline int cond_pass(const struct fnb_rule *r)
+{
+	__u32 slot = r->slot;
+	struct fnb_cond_state *st = bpf_map_lookup_elem(&conds, &slot);
+	if (!st)
+		return 0;
+	if (r->start_ns >= 0 || r->for_ns >= 0) {
+		__u64 since = bpf_ktime_get_ns() - st->enabled_ns;
+		__u64 start = r->start_ns < 0 ? 0 : (__u64)r->start_ns;
+		if (since < start || (r->for_ns >= 0 && since - start >= (__u64)r->for_ns))
+			return 0;
+	}
+	__u64 n = __sync_fetch_and_add(&st->matches, 1) + 1;
+	if ((r->first && n > r->first) || (r->after && n <= r->after) ||
+	    (r->every && n % r->every != 0))
+		return 0;
+	return r->prob_all || (mix(r->key + n) >> 11) < r->prob;
+}
+
+/* The conditional blackhole or drop a TCP segment's socket met at its
+ * connect: slot + 1, 0 for none. */
+static __always_inline __u32 marked(struct __sk_buff *seg)
+{
+	struct bpf_sock *sk = seg->sk;
+	if (!sk || !(sk = bpf_sk_fullsock(sk)))
+		return 0;
+	struct fnb_orig *o = bpf_sk_storage_get(&orig, sk, 0, 0);
+	return o ? o->cond_slot : 0;
+}
+
+/* The deciding rule for a destination, or NULL; *idx its index in set. A
+ * conditional rule is judged for a connect or a datagram (its match
+ * counted; a no hands on to the next rule), and taken for a TCP segment
+ * (seg) only when the segment's socket was marked for it at its connect. */
 static __always_inline const struct fnb_rule *decide(const struct fnb_cands *c, __u32 set,
-						     __u8 proto, __u16 port, int *idx)
+						     __u8 proto, __u16 port, int *idx,
+						     struct __sk_buff *seg)
 {
 	if (!c)
 		return 0;
@@ -128,10 +181,12 @@ static __always_inline const struct fnb_rule *decide(const struct fnb_cands *c, 
 		if (i >= c->n)
 			break;
 		const struct fnb_rule *r = rule_at(set, c->rule[i]);
-		if (r && r->on && (r->protos & proto) && port_ok(r, port)) {
-			*idx = (int)c->rule[i];
-			return r;
-		}
+		if (!r || !r->on || !(r->protos & proto) || !port_ok(r, port))
+			continue;
+		if (r->has_cond && (seg ? marked(seg) != r->slot + 1 : !cond_pass(r)))
+			continue;
+		*idx = (int)c->rule[i];
+		return r;
 	}
 	return 0;
 }
@@ -232,7 +287,7 @@ static __always_inline const struct fnb_rule *packet_rule(struct __sk_buff *skb,
 	if (bpf_skb_load_bytes(skb, off, ports, sizeof(ports)))
 		return 0;
 	pe->port = ports[egress ? 1 : 0];
-	return decide(c, set, *proto, bpf_ntohs(pe->port), &idx);
+	return decide(c, set, *proto, bpf_ntohs(pe->port), &idx, *proto == FNB_TCP ? skb : 0);
 }
 
 static __always_inline int drops(const struct fnb_rule *r)
@@ -362,12 +417,18 @@ static __always_inline int on_connect(struct bpf_sock_addr *ctx, __u32 set,
 {
 	__u8 proto = proto_bit((__u8)ctx->protocol);
 	int idx;
-	if (!c || !proto)
+	if (!c || proto != FNB_TCP) /* a datagram is judged as it is sent */
 		return 1;
-	const struct fnb_rule *r = decide(c, set, proto, bpf_ntohs((__u16)ctx->user_port), &idx);
-	if (!r || proto != FNB_TCP)
+	const struct fnb_rule *r = decide(c, set, proto, bpf_ntohs((__u16)ctx->user_port), &idx, 0);
+	if (!r)
 		return 1;
 	count(r);
+	if (r->has_cond && drops(r)) { /* its segments are dropped: see decide() */
+		struct fnb_orig *o =
+		    bpf_sk_storage_get(&orig, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (o)
+			o->cond_slot = r->slot + 1;
+	}
 	if (as == AS_V4)
 		emit(r, proto, 0, &ctx->user_ip4, (__u16)ctx->user_port);
 	else {

@@ -66,3 +66,9 @@ bool fnb_maps_rule(struct fnb_maps *m, uint32_t i, const struct fnb_rule *r)
 	uint32_t k = *m->cur * m->rcap + i;
 	return bpf_map__update_elem(m->rules, &k, sizeof(k), r, sizeof(*r), BPF_ANY) == 0;
 }
+
+bool fnb_maps_cond_reset(struct fnb_maps *m, uint32_t slot, uint64_t at_ns)
+{
+	struct fnb_cond_state st = {.matches = 0, .enabled_ns = at_ns};
+	return bpf_map__update_elem(m->conds, &slot, sizeof(slot), &st, sizeof(st), BPF_ANY) == 0;
+}

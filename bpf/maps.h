@@ -12,7 +12,7 @@ struct fnb_plan;
 struct fnb_rule;
 
 struct fnb_maps {
-	struct bpf_map *dst4, *dst6, *rules;
+	struct bpf_map *dst4, *dst6, *rules, *conds;
 	volatile uint32_t *cur; /* the programs' cur_set, mapped */
 	uint32_t rcap;		/* rules per set */
 };
@@ -23,5 +23,9 @@ struct fnb_maps {
 bool fnb_maps_install(struct fnb_maps *m, const struct fnb_plan *pl, const struct fnb_plan *old);
 /* Rewrites rule i of the set in force (enable, disable). */
 bool fnb_maps_rule(struct fnb_maps *m, uint32_t i, const struct fnb_rule *r);
+
+/* A conditional rule (re-)enabled at at_ns (CLOCK_MONOTONIC): its matches
+ * count from 0 and its window from then. */
+bool fnb_maps_cond_reset(struct fnb_maps *m, uint32_t slot, uint64_t at_ns);
 
 #endif

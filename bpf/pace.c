@@ -58,7 +58,7 @@ size_t fnb_pace_allow(struct fnb_pace *p, const struct fn_params *par, enum fn_a
 	size_t n = want;
 	if (par->rate && n)
 		n = tokens(p, par, now, n, wake);
-	if (a == FN_ACT_DRIP && n) {
+	if (a == FN_ACT_DRIP && par->bytes && n) {
 		size_t d = drip(p, par, now, wake);
 		n = d < n ? d : n;
 	}

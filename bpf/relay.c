@@ -1,18 +1,17 @@
-/* relay.c - the kernel-side backend's relay for latency and bandwidth. The
- * BPF connect hook sends a covered connect to one of its loopback listeners
- * and a sockops program files the address the app asked for under the port
- * the connect leaves from; the relay accepts, takes that entry out of the
- * map (a connection no entry names, from anyone else, is reset), connects to
+/* relay.c - the kernel-side backend's relay for the stream faults. The BPF
+ * connect hook sends a covered connect to one of its loopback listeners and
+ * a sockops program files the address the app asked for under the port the
+ * connect leaves from; the relay accepts, takes that entry out of the map
+ * (a connection no entry names, from anyone else, is reset), connects to
  * the address from outside the app's cgroup, and carries the bytes both
- * ways: each read gets a release time (latency plus a jitter draw, never
- * earlier than the one before, so bytes keep their order), and a token
- * bucket holds them to the rule's rate. One thread owns every connection;
- * the run's main thread only opens, starts and closes it. The app's
- * connect completes at the relay: a peer that refuses or is gone shows as
- * a reset of the connection, as under the shim's relay. */
+ * ways (pump.c). One thread owns every connection; the run's main thread
+ * only opens, starts and closes it. The app's connect completes at the
+ * relay: a peer that refuses or is gone shows as a reset of the connection,
+ * as under the shim's relay. */
 #include "bpf/relay.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -24,246 +23,15 @@
 
 #include <bpf/bpf.h>
 
-#include "bpf/pace.h"
+#include "bpf/pump.h"
 #include "bpf/shared.h"
 #include "bpf/slots.h"
 #include "core/chance.h"
 #include "core/rules.h"
 
-#define CAP (1u << 20) /* bytes a direction holds before it stops reading */
-#define CHUNK (64 * 1024)
 #define MS 1000000ull
 #define NEVER UINT64_MAX
 enum { TAG_LISTENER = 2, TAG_STOP = 3 }; /* epoll tags; 0 and 1: a conn's end */
-
-struct chunk {
-	struct chunk *next;
-	uint64_t due;
-	size_t len, off;
-	char data[];
-};
-
-/* One direction: what was read from its source, waiting for its time. */
-struct dir {
-	struct chunk *head, *tail;
-	size_t queued;
-	uint64_t eof_due;
-	struct fnb_pace pace;
-	bool eof, shut, blocked;
-	bool cut; /* a stall or close has reached its threshold: nothing more */
-};
-
-/* fd[0] is the app's connection, fd[1] the peer's; d[0] carries the app's
- * bytes to the peer (up), d[1] the peer's to the app (down). */
-struct fnb_conn {
-	struct fnb_conn *next;
-	int fd[2];
-	uint32_t watched[2];
-	struct dir d[2];
-	uint32_t slot;
-	struct fn_params par; /* the rule's, when the relay accepted */
-	enum fn_action action;
-	uint64_t key, draws, t0;
-	bool connected;
-};
-
-static char buf[CHUNK]; /* the relay thread's */
-
-/* Whether the rule shapes direction d now: it is on, and d is one of its
- * directions. */
-static bool shaped(const struct fnb_relay *r, const struct fnb_conn *c, int d)
-{
-	uint8_t dirs = c->par.direction ? c->par.direction : FN_DIR_BOTH;
-	return __atomic_load_n(&r->slots->on[c->slot], __ATOMIC_RELAXED) &&
-	       (dirs & (d ? FN_DIR_DOWN : FN_DIR_UP));
-}
-
-static void wake_by(uint64_t *wake, uint64_t t)
-{
-	if (t < *wake)
-		*wake = t;
-}
-
-static const struct fn_params unshaped = {.after_bytes = -1, .after_ms = -1};
-
-/* The rule's numbers for direction d now: none when it is off or d is not
- * one of its directions. */
-static const struct fn_params *par_of(const struct fnb_relay *r, const struct fnb_conn *c, int d)
-{
-	return shaped(r, c, d) ? &c->par : &unshaped;
-}
-
-static uint64_t due_of(const struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now)
-{
-	const struct fn_params *pa = par_of(r, c, d);
-	double draw = pa->jitter_ms ? fn_random(c->key, c->draws++) * 2 - 1 : 0;
-	return fnb_pace_due(&c->d[d].pace, pa, draw, now);
-}
-
-/* Reads what d's source has, while there is room; -1 when it failed. */
-static int fill(struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now)
-{
-	struct dir *x = &c->d[d];
-	while (!x->eof && x->queued < CAP) {
-		ssize_t n = read(c->fd[d], buf, sizeof(buf));
-		if (n == 0) {
-			x->eof = true;
-			x->eof_due = due_of(r, c, d, now);
-			return 0;
-		}
-		if (n < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : -1;
-		struct chunk *k = malloc(sizeof(*k) + (size_t)n);
-		if (!k)
-			return -1;
-		*k = (struct chunk){.due = due_of(r, c, d, now), .len = (size_t)n};
-		memcpy(k->data, buf, (size_t)n);
-		if (x->tail)
-			x->tail->next = k;
-		else
-			x->head = k;
-		x->tail = k;
-		x->queued += (size_t)n;
-		if (d == 0)
-			__atomic_fetch_add(&r->slots->bytes[c->slot], (uint64_t)n,
-					   __ATOMIC_RELAXED);
-	}
-	return 0;
-}
-
-/* Sends what is due; at the end, the source's FIN. -1 when it failed. */
-static int flush(struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now, uint64_t *wake)
-{
-	struct dir *x = &c->d[d];
-	int to = c->fd[1 - d];
-	x->blocked = false;
-	while (x->head) {
-		struct chunk *k = x->head;
-		if (k->due > now) {
-			wake_by(wake, k->due);
-			return 0;
-		}
-		const struct fn_params *pa = par_of(r, c, d);
-		size_t n =
-		    x->cut ? 0
-			   : fnb_pace_allow(&x->pace, pa, c->action, now, k->len - k->off, wake);
-		if (!n)
-			return 0;
-		ssize_t w = send(to, k->data + k->off, n, MSG_NOSIGNAL);
-		if (w < 0) {
-			x->blocked = errno == EAGAIN;
-			return errno == EAGAIN || errno == EINTR ? 0 : -1;
-		}
-		fnb_pace_spent(&x->pace, pa, c->action, (size_t)w);
-		k->off += (size_t)w;
-		x->queued -= (size_t)w;
-		if (k->off == k->len) {
-			x->head = k->next;
-			if (!x->head)
-				x->tail = NULL;
-			free(k);
-		}
-	}
-	if (x->eof && !x->shut && !x->cut) {
-		if (x->eof_due > now) {
-			wake_by(wake, x->eof_due);
-			return 0;
-		}
-		shutdown(to, SHUT_WR);
-		x->shut = true;
-	}
-	return 0;
-}
-
-/* Closes both ends, with a reset when the connection failed. */
-static void drop(struct fnb_conn *c, bool reset)
-{
-	struct linger zero = {.l_onoff = 1, .l_linger = 0};
-	for (int s = 0; s < 2; s++) {
-		if (reset)
-			setsockopt(c->fd[s], SOL_SOCKET, SO_LINGER, &zero, sizeof(zero));
-		close(c->fd[s]);
-		for (struct chunk *k = c->d[s].head, *n; k; k = n) {
-			n = k->next;
-			free(k);
-		}
-	}
-	free(c);
-}
-
-/* What each end waits for: bytes while its direction has room, room while
- * the other direction is blocked, the peer's connect to finish. */
-static void watch(struct fnb_relay *r, struct fnb_conn *c)
-{
-	for (int s = 0; s < 2; s++) {
-		bool live = s == 0 || c->connected;
-		uint32_t ev = (live && !c->d[s].eof && c->d[s].queued < CAP ? EPOLLIN : 0) |
-			      (!live || c->d[1 - s].blocked ? EPOLLOUT : 0);
-		if (ev == c->watched[s])
-			continue;
-		struct epoll_event e = {.events = ev, .data.u64 = (uintptr_t)c | (uint64_t)s};
-		epoll_ctl(r->ep, EPOLL_CTL_MOD, c->fd[s], &e);
-		c->watched[s] = ev;
-	}
-}
-
-/* Whether either end has failed (a reset, or the peer's connect). */
-static bool failed(int fd)
-{
-	int err = 0;
-	socklen_t len = sizeof(err);
-	return getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err;
-}
-
-/* A stall, reset or close whose threshold direction d has reached: a
- * stall sends nothing more and no FIN; a close sends its FIN at once and
- * nothing after; a reset resets both ends (false: the caller drops it). */
-static bool threshold(const struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now,
-		      uint64_t *wake)
-{
-	struct dir *x = &c->d[d];
-	if (x->cut || !fnb_pace_tripped(&x->pace, par_of(r, c, d), c->action, c->t0, now, wake))
-		return true;
-	if (c->action == FN_ACT_RESET)
-		return false;
-	x->cut = true;
-	if (c->action == FN_ACT_CLOSE && !x->shut) {
-		shutdown(c->fd[1 - d], SHUT_WR);
-		x->shut = true;
-	}
-	return true;
-}
-
-/* One pass over a connection; false when it is over (and freed). */
-static bool step(struct fnb_relay *r, struct fnb_conn *c, uint64_t now, uint64_t *wake)
-{
-	if (failed(c->fd[0]) || failed(c->fd[1])) {
-		drop(c, true);
-		return false;
-	}
-	if (!c->connected) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		c->connected = getpeername(c->fd[1], (struct sockaddr *)&ss, &sl) == 0;
-	}
-	for (int d = 0; d < 2; d++) {
-		if (d == 1 && !c->connected)
-			break;
-		/* The threshold is looked at again after the flush that reached it. */
-		if (!threshold(r, c, d, now, wake) || fill(r, c, d, now) < 0 ||
-		    ((d == 1 || c->connected) && flush(r, c, d, now, wake) < 0) ||
-		    !threshold(r, c, d, now, wake)) {
-			drop(c, true);
-			return false;
-		}
-	}
-	if (c->d[0].shut && c->d[1].shut) {
-		drop(c, false);
-		return false;
-	}
-	watch(r, c);
-	return true;
-}
 
 static void reset_close(int fd)
 {
@@ -296,14 +64,11 @@ static bool open_conn(struct fnb_relay *r, int app, const struct fnb_pending *v)
 	c->fd[1] = fd;
 	c->slot = v->slot;
 	c->t0 = fn_now_ns();
-	c->key = 0x9e3779b97f4a7c15ull * (v->slot + 1); /* the rule's jitter draws */
+	/* Each connection's jitter draws its own numbers, as under the shim. */
+	c->key = 0x9e3779b97f4a7c15ull * (v->slot + 1) ^ 0xbf58476d1ce4e5b9ull * ++r->serial;
 	setsockopt(app, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	for (int s = 0; s < 2; s++) {
-		struct epoll_event e = {.events = 0, .data.u64 = (uintptr_t)c | (uint64_t)s};
-		epoll_ctl(r->ep, EPOLL_CTL_ADD, c->fd[s], &e);
-	}
-	c->next = r->conns;
+	c->next = r->conns; /* its first step puts its fds in the epoll set */
 	r->conns = c;
 	return true;
 }
@@ -317,6 +82,16 @@ static void accept_all(struct fnb_relay *r, int f)
 		socklen_t len = sizeof(ss);
 		int a =
 		    accept4(r->lfd[f], (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (a < 0 && (errno == EMFILE || errno == ENFILE) && r->spare >= 0) {
+			/* Out of fds: the connection is reset rather than left
+			 * waiting, which would wake this loop forever. */
+			close(r->spare);
+			a = accept4(r->lfd[f], NULL, NULL, SOCK_CLOEXEC);
+			if (a >= 0)
+				reset_close(a);
+			r->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			continue;
+		}
 		if (a < 0)
 			return;
 		struct fnb_pending_key k = {.port =
@@ -346,7 +121,7 @@ static void *loop(void *arg)
 		uint64_t now = fn_now_ns(), wake = NEVER;
 		for (struct fnb_conn **p = &r->conns; *p;) {
 			struct fnb_conn *c = *p, *next = c->next;
-			if (step(r, c, now, &wake))
+			if (fnb_pump_step(r, c, now, &wake))
 				p = &c->next;
 			else
 				*p = next;
@@ -383,9 +158,14 @@ bool fnb_relay_open(struct fnb_relay *r)
 	r->lfd[1] = listener(AF_INET6, &r->port[1]);
 	r->ep = epoll_create1(EPOLL_CLOEXEC);
 	r->wake = eventfd(0, EFD_CLOEXEC);
+	r->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	r->conns = NULL;
 	r->running = false;
-	return r->lfd[0] >= 0 && r->lfd[1] >= 0 && r->ep >= 0 && r->wake >= 0;
+	/* A machine without IPv6 has no ::1: its connects go nowhere anyway,
+	 * and the programs leave a connect alone when the port is 0. */
+	if (r->lfd[1] < 0)
+		r->port[1] = 0;
+	return r->lfd[0] >= 0 && r->ep >= 0 && r->wake >= 0;
 }
 
 bool fnb_relay_start(struct fnb_relay *r)
@@ -395,7 +175,7 @@ bool fnb_relay_start(struct fnb_relay *r)
 		return false;
 	for (int f = 0; f < 2; f++) {
 		e.data.u64 = TAG_LISTENER | ((uint64_t)f << 2);
-		if (epoll_ctl(r->ep, EPOLL_CTL_ADD, r->lfd[f], &e) < 0)
+		if (r->lfd[f] >= 0 && epoll_ctl(r->ep, EPOLL_CTL_ADD, r->lfd[f], &e) < 0)
 			return false;
 	}
 	r->running = pthread_create(&r->thread, NULL, loop, r) == 0;
@@ -412,9 +192,9 @@ void fnb_relay_close(struct fnb_relay *r)
 	while (r->conns) {
 		struct fnb_conn *c = r->conns;
 		r->conns = c->next;
-		drop(c, true);
+		fnb_pump_drop(c, true);
 	}
-	int fds[] = {r->lfd[0], r->lfd[1], r->ep, r->wake};
+	int fds[] = {r->lfd[0], r->lfd[1], r->ep, r->wake, r->spare};
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

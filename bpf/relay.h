@@ -18,6 +18,8 @@ struct fnb_relay {
 	int lfd[2]; /* listeners: [0] 127.0.0.1, [1] ::1 */
 	uint16_t port[2];
 	int ep, wake;
+	int spare;	 /* an fd given up to accept (and reset) when out of fds */
+	uint64_t serial; /* connections accepted */
 	pthread_t thread;
 	bool running;
 	struct fnb_conn *conns;

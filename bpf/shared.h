@@ -46,6 +46,20 @@ struct fnb_rule {
 	__u16 port_lo[FNB_PORTS], port_hi[FNB_PORTS];
 	__u32 delay_ms, jitter_ms; /* delay */
 	__u32 slot;		   /* its counters' index, kept across changes by name */
+	/* Conditions, as core's fn_cond_pass takes them: has_cond 0 when the
+	 * rule has none. A draw is core's fn_random: splitmix64 of key (the
+	 * seed and the rule's name, premixed) plus the match's number; it
+	 * passes below prob (probability times 2^53, rounded up), always when
+	 * prob_all. start_ns and for_ns are -1 when unset. */
+	__u8 has_cond, prob_all, pad[2];
+	__u64 first, every, after, prob, key;
+	__s64 start_ns, for_ns;
+};
+
+/* Per slot: a conditional rule's matches since it was (re-)enabled, and
+ * when (CLOCK_MONOTONIC ns), written by faultctl on enable. */
+struct fnb_cond_state {
+	__u64 matches, enabled_ns;
 };
 
 /* Per faulted socket: the address it asked for when it was sent to an
@@ -61,6 +75,7 @@ struct fnb_orig {
 	__u8 drop_syn, v6; /* v6: the address is an IPv6 one (or IPv4-mapped) */
 	__u8 ep_v6;	   /* it was sent to the relay's IPv6 listener */
 	__u8 pad;
+	__u32 cond_slot; /* slot + 1 of a conditional blackhole or drop it met */
 };
 
 /* A connect sent to the relay, found by the relay when it accepts: the

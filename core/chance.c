@@ -46,9 +46,14 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+uint64_t fn_random_base(uint64_t key)
+{
+	return mix(seed ^ key);
+}
+
 double fn_random(uint64_t key, uint64_t n)
 {
-	uint64_t x = mix(mix(seed ^ key) + n);
+	uint64_t x = mix(fn_random_base(key) + n);
 	return (double)(x >> 11) * (1.0 / 9007199254740992.0);
 }
 

@@ -19,6 +19,10 @@ const char *fn_seed_init(void);
  * other rules or threads do in between. */
 double fn_random(uint64_t key, uint64_t n);
 
+/* fn_random(key, n) is the top 53 bits of a mix of this value plus n (for
+ * the kernel-side backend, which draws the same numbers in BPF). */
+uint64_t fn_random_base(uint64_t key);
+
 /* A key for a rule's draws, from its name. */
 uint64_t fn_rule_key(const struct fn_rule *r);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/config.h"
 #include "core/rules.h"
@@ -111,4 +112,26 @@ struct fn_policy *fn_edit_zone(const struct fn_policy *cur, const char *name, ch
 	p->self_zone = z;
 	snprintf(reply, len, "ok zone %s", name);
 	return p;
+}
+
+/* "NAME since=WALL_MS": faultctl says when it switched the rule on, so
+ * that a process replaying the group's journal later times the rule's
+ * window (start_ms, for_ms) from then, as the members that were running
+ * do, not from its own start. Splits arg; 0 when there is no time. */
+uint64_t fn_edit_enabled_at(char *arg)
+{
+	char *sp = strchr(arg, ' ');
+	if (!sp)
+		return 0;
+	*sp = '\0';
+	if (strncmp(sp + 1, "since=", 6) != 0)
+		return 0;
+	uint64_t wall_ms = strtoull(sp + 7, NULL, 10);
+	struct timespec rt, mono;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	uint64_t now_wall = (uint64_t)rt.tv_sec * 1000 + (uint64_t)rt.tv_nsec / 1000000;
+	uint64_t now_mono = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
+	uint64_t ago_ns = wall_ms < now_wall ? (now_wall - wall_ms) * 1000000u : 0;
+	return ago_ns < now_mono ? now_mono - ago_ns : 1;
 }

@@ -5,6 +5,7 @@
 #define FAULTNET_EDIT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct fn_policy;
 
@@ -19,6 +20,11 @@ struct fn_policy *fn_edit_load(const struct fn_policy *cur, const char *text, ch
 			       size_t len);
 struct fn_policy *fn_edit_zone(const struct fn_policy *cur, const char *name, char *reply,
 			       size_t len);
+/* enable's "NAME since=WALL_MS": cuts arg at NAME and gives the
+ * CLOCK_MONOTONIC ns when faultctl switched the rule on (a late joiner
+ * times the rule's window from then, as the running members do); 0 when
+ * there is no time. */
+uint64_t fn_edit_enabled_at(char *arg);
 /* A policy with no rules and no zone. */
 struct fn_policy *fn_edit_empty(void);
 

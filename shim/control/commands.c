@@ -168,28 +168,6 @@ static struct fn_policy *copy_with_rule(const char *name, int *i, struct fn_buf 
 	return NULL;
 }
 
-/* "NAME since=WALL_MS": faultctl says when it switched the rule on, so
- * that a process replaying the group's journal later times the rule's
- * window (start_ms, for_ms) from then, as the members that were running
- * do, not from its own start. Splits arg; 0 when there is no time. */
-static uint64_t enabled_at(char *arg)
-{
-	char *sp = strchr(arg, ' ');
-	if (!sp)
-		return 0;
-	*sp = '\0';
-	if (strncmp(sp + 1, "since=", 6) != 0)
-		return 0;
-	uint64_t wall_ms = strtoull(sp + 7, NULL, 10);
-	struct timespec rt, mono;
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	uint64_t now_wall = (uint64_t)rt.tv_sec * 1000 + (uint64_t)rt.tv_nsec / 1000000;
-	uint64_t now_mono = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
-	uint64_t ago_ns = wall_ms < now_wall ? (now_wall - wall_ms) * 1000000u : 0;
-	return ago_ns < now_mono ? now_mono - ago_ns : 1;
-}
-
 /* Conditions count and time from the moment a rule is switched on. */
 static void switched_on(struct fn_rule *r, uint64_t at)
 {
@@ -203,7 +181,7 @@ static void switched_on(struct fn_rule *r, uint64_t at)
 static void set_enabled(char *name, bool on, struct fn_buf *out)
 {
 	int i;
-	uint64_t at = enabled_at(name);
+	uint64_t at = fn_edit_enabled_at(name);
 	struct fn_policy *p = copy_with_rule(name, &i, out);
 	if (!p)
 		return;
@@ -438,7 +416,7 @@ static bool batch_toggle(char *line)
 	if ((!on && strncmp(line, "disable ", 8) != 0) || !batch_open())
 		return false;
 	char *name = line + (on ? 7 : 8);
-	uint64_t at = enabled_at(name);
+	uint64_t at = fn_edit_enabled_at(name);
 	for (size_t h = name_hash(name) & batch.mask; batch.slot[h]; h = (h + 1) & batch.mask) {
 		struct fn_rule *r = &batch.p->rules[batch.slot[h] - 1];
 		if (strcmp(r->name, name) != 0)

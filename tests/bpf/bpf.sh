@@ -294,8 +294,11 @@ s.bind((sys.argv[1], 8099)); s.listen(16)
 held = []
 def answer(c, mode):
     c.recv(4096)
-    body = b"HTTP/1.0 200 OK\r\n\r\n" + b"x" * 5000
-    c.sendall(body[:1000] if mode != "whole" else body)
+    body = b"HTTP/1.0 200 OK\r\n\r\n" + b"x" * (3000000 if mode == "big" else 5000)
+    try:
+        c.sendall(body[:1000] if mode not in ("whole", "big") else body)
+    except OSError:  # the relay reset it
+        return
     if mode == "reset":
         time.sleep(0.1)
         c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -333,6 +336,104 @@ got=$("$ctl" run --backend=bpf --config "$tmp/cut.conf" -- sh -c "$(declare -f c
 n=${got%% *}
 check "drip 100 bytes every 100 ms: about 1,500 bytes in curl's 1.5 s (${got})" \
 	holds 'between 1300 1700 "$n" && contains "$got" "exit 28"'
+
+# The relay stays idle when a connection has nothing left to do: after a
+# stall whose app and peer both closed, and while an app's FIN waits out a
+# latency (its socket then reports EPOLLHUP, which an epoll loop must not
+# keep waking on). faultctl's CPU time over the run, read by the command
+# from /proc/PPID/stat at its end.
+cat >"$tmp/idle.conf" <<'CONF'
+rules = (
+  { name = "st"; action = "stall"; after_bytes = 1000; match = { to = "127.86.0.33/32"; }; },
+  { name = "slow"; action = "latency"; latency_ms = 700; match = { to = "127.86.0.13/32"; }; },
+  { name = "trickle"; action = "drip"; bytes = 100; every_ms = 100; direction = "down"; match = { to = "127.86.0.36/32"; }; },
+  { name = "cutoff"; action = "reset"; after_bytes = 1000000; match = { to = "127.86.0.37/32"; }; }
+);
+CONF
+cat >"$tmp/idle.py" <<'PY'
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+s.settimeout(3)
+try:
+    while s.recv(65536): pass
+except OSError: pass
+s.close()
+time.sleep(2)
+f = open("/proc/%d/stat" % __import__("os").getppid()).read().rsplit(")", 1)[1].split()
+print(int(f[11]) + int(f[12]))  # utime + stime of faultctl, in ticks
+PY
+ticks=$("$ctl" run --backend=bpf --config "$tmp/idle.conf" -- /usr/bin/python3 "$tmp/idle.py" 127.86.0.33 8099 2>>"$tmp/err")
+check "a stalled connection whose app and peer closed: the relay sleeps ($ticks ticks of CPU over about 5 s)" \
+	holds '[ -n "$ticks" ] && [ "$ticks" -lt 50 ]'
+ticks=$("$ctl" run --backend=bpf --config "$tmp/idle.conf" -- /usr/bin/python3 "$tmp/idle.py" 127.86.0.13 8099 2>>"$tmp/err")
+check "an app's FIN waiting out a latency of 700 ms: the relay sleeps ($ticks ticks of CPU over about 3.5 s)" \
+	holds '[ -n "$ticks" ] && [ "$ticks" -lt 50 ]'
+got=$("$ctl" run --backend=bpf --config "$tmp/idle.conf" -- sh -c "$(declare -f curl_get); curl_get 127.86.0.36" 2>>"$tmp/err")
+n=${got%% *}
+check "drip on the answer only (direction down): the request goes up at once, the answer drips ($got)" \
+	holds 'between 1300 1700 "$n"'
+cut_peer 127.86.0.37 big
+sleep 0.3
+got=$("$ctl" run --backend=bpf --config "$tmp/idle.conf" -- /usr/bin/python3 -c '
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+s.connect(("127.86.0.37", 8099)); s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+time.sleep(0.1)  # a slow reader: the relay holds what it sent
+n = 0
+try:
+    while True:
+        d = s.recv(65536)
+        if not d: print(n, "eof"); break
+        n += len(d)
+except ConnectionResetError: print(n, "reset")' 2>>"$tmp/err")
+check "reset after 1,000,000 bytes to a slow reader: every byte before it arrives, then the reset ($got)" \
+	[ "$got" = "1000000 reset" ]
+
+# Conditions: judged by the programs with core's draws, so that the same
+# FAULTNET_SEED gives the same decisions as under the shim (a Python client,
+# which both reach, dials each address 24 times).
+/usr/bin/python3 -c '
+import socket, threading, time
+def serve(h):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((h, 8080)); s.listen(256)
+    while True:
+        s.accept()[0].close()
+for h in range(40, 44):
+    threading.Thread(target=serve, args=("127.86.0.%d" % h,), daemon=True).start()
+time.sleep(3600)' &
+FN_PIDS="${FN_PIDS:-} $!"
+cat >"$tmp/cond.conf" <<'CONF'
+rules = (
+  { name = "half"; action = "refuse"; probability = 0.5; match = { to = "127.86.0.40/32"; }; },
+  { name = "third"; action = "refuse"; every = 3; after = 2; match = { to = "127.86.0.41/32"; }; },
+  { name = "window"; action = "refuse"; start_ms = 600; for_ms = 800; match = { to = "127.86.0.42/32"; }; },
+  { name = "coin"; action = "blackhole"; probability = 0.5; match = { to = "127.86.0.43/32"; }; }
+);
+CONF
+cat >"$tmp/dial.py" <<'PY'
+import socket, sys, time
+out = []
+for i in range(int(sys.argv[2])):
+    s = socket.socket(); s.settimeout(0.3)
+    try:
+        s.connect((sys.argv[1], 8080)); out.append("o")
+    except ConnectionRefusedError: out.append("R")
+    except socket.timeout: out.append("T")
+    s.close(); time.sleep(float(sys.argv[3]))
+print("".join(out))
+PY
+sleep 0.5
+for c in "40 24 0 probability 0.5" "41 24 0 every 3 after 2" "42 20 0.1 from 600 ms for 800 ms" "43 12 0 blackhole, probability 0.5"; do
+	set -- $c
+	host=127.86.0.$1 n=$2 gap=$3
+	shift 3
+	shim=$(FAULTNET_SEED=7 "$ctl" run --config "$tmp/cond.conf" -- /usr/bin/python3 "$tmp/dial.py" $host $n $gap 2>>"$tmp/err")
+	kern=$(FAULTNET_SEED=7 "$ctl" run --backend=bpf --config "$tmp/cond.conf" -- /usr/bin/python3 "$tmp/dial.py" $host $n $gap 2>>"$tmp/err")
+	check "condition ($*): the backend decides each connect as the shim does for the same seed (bpf $kern, shim $shim)" \
+		holds '[ "$kern" = "$shim" ] && contains "$kern" o && echo "$kern" | grep -q "[RT]"'
+done
 
 cat >"$tmp/flat.conf" <<'CONF'
 rules = ( { name = "far"; action = "latency"; latency_ms = 300; enabled = false; match = { to = "127.86.0.13/32"; }; } );
@@ -512,6 +613,14 @@ run setpriv --reuid=65534 --regid=65534 --clear-groups "$ctl" run --backend=bpf 
 check "an account without CAP_BPF: exit 2, saying what it needs ($err)" \
 	holds '[ "$rc" = 2 ] && contains "$err" "it needs root, or CAP_BPF and CAP_NET_ADMIN"'
 
+# A machine without IPv6 (no ::1): the endpoints and the relay take IPv4
+# alone, and an IPv4 client meets its faults as anywhere.
+got=$(unshare -n sh -c 'sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+	ip link set lo up; '"'$ctl'"' run --backend=bpf --config '"'$tmp/p.conf'"' -- '"'$tmp/go-static'"' tcp 127.86.0.1:8091 300 1' 2>&1)
+# (nothing listens in that namespace: only the blackhole makes it a timeout)
+check "without IPv6 on the machine: the run starts and blackholes as ever ($got)" \
+	contains "$got" "i/o timeout"
+
 # Without libbpf-dev, bpftool or clang, make builds faultctl without the
 # backend and says so; that faultctl says so too.
 root=$(cd "$here/../.." && pwd)
@@ -532,9 +641,16 @@ check "after the runs: no faultnet cgroup left ($(ours)) and no program loaded (
 	holds '[ "$(ours)" = 0 ] && [ "$(progs)" = 0 ]'
 "$ctl" run --backend=bpf --config "$tmp/p.conf" -- sleep 30 &
 fpid=$!
-for _ in $(seq 50); do [ "$(progs)" -gt 0 ] && break; sleep 0.1; done
+for _ in $(seq 50); do [ "$(progs)" -gt 0 ] && [ "$(ours)" = 1 ] && break; sleep 0.1; done
 check "while it runs: its programs are loaded and its cgroup exists" holds '[ "$(progs)" -gt 0 ] && [ "$(ours)" = 1 ]'
-spid=$(cat "$cgdir"/faultnet-bpf-*/cgroup.procs 2>/dev/null | head -1)
+# The command enters the cgroup after the programs are loaded: wait for it,
+# so that both die (a command left alive would keep the cgroup busy).
+spid=
+for _ in $(seq 50); do
+	spid=$(cat "$cgdir"/faultnet-bpf-*/cgroup.procs 2>/dev/null | head -1)
+	[ -n "$spid" ] && break
+	sleep 0.1
+done
 kill -9 "$fpid" ${spid:+"$spid"}
 { wait "$fpid"; } 2>/dev/null # (bash would say "Killed")
 for _ in $(seq 50); do [ "$(progs)" = 0 ] && break; sleep 0.1; done

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bpf/compile.h"
+#include "core/chance.h"
 #include "core/config.h"
 #include "core/rules.h"
 #include "rnd.h"
@@ -174,8 +175,9 @@ static void test_refusals(void)
 		       "rule 'd' (line 1, delay): the backend delays TCP handshakes, not UDP");
 	expect_refused("rules = ( { name = \"e\"; action = \"stall\"; established = true; } );",
 		       "rule 'e' (line 1, stall): established = true is the shim's");
-	expect_refused("rules = ( { name = \"half\"; action = \"drop\"; probability = 0.5; } );",
-		       "rule 'half' (line 1, drop): it has a condition");
+	expect_refused(
+	    "rules = ( { name = \"h\"; action = \"refuse\"; match = { host = \"a.test\"; }; } );",
+	    "rule 'h' (line 1, refuse): match.host needs the shim's resolver hooks");
 	char many[2048] = "rules = (";
 	for (int i = 0; i < 9; i++)
 		snprintf(
@@ -216,6 +218,41 @@ static void test_shaping_actions(void)
 	fn_policy_free(p);
 }
 
+/* Conditions carried as the programs judge them: probability as a 53-bit
+ * threshold, rounded up, so that a draw passes exactly when core's
+ * fn_random(key, n) < probability does. */
+static void test_conditions(void)
+{
+	char err[512];
+	struct fn_policy *p = fn_config_load_string(
+	    "rules = ( { name = \"c\"; action = \"refuse\"; probability = 0.5; every = 3; "
+	    "start_ms = 10; },\n  { name = \"n\"; action = \"refuse\"; } );",
+	    "t.conf", NULL, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	struct fnb_plan pl;
+	CU_ASSERT_FATAL(fnb_plan_build(&pl, p, err, sizeof(err)));
+	CU_ASSERT_TRUE(pl.rules[0].has_cond);
+	CU_ASSERT_FALSE(pl.rules[0].prob_all);
+	CU_ASSERT_EQUAL(pl.rules[0].prob, 1ull << 52);
+	CU_ASSERT_EQUAL(pl.rules[0].every, 3);
+	CU_ASSERT_EQUAL(pl.rules[0].start_ns, 10000000);
+	CU_ASSERT_EQUAL(pl.rules[0].for_ns, -1);
+	CU_ASSERT_EQUAL(pl.rules[0].key, fn_random_base(fn_rule_key(&p->rules[0])));
+	CU_ASSERT_FALSE(pl.rules[1].has_cond);
+	CU_ASSERT_TRUE(pl.rules[1].prob_all);
+	for (uint64_t n = 1; n < 2000; n++) { /* the programs' test, against core's draw */
+		uint64_t x = pl.rules[0].key + n;
+		x += 0x9e3779b97f4a7c15ull;
+		x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+		x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+		x ^= x >> 31;
+		CU_ASSERT_EQUAL((x >> 11) < pl.rules[0].prob,
+				fn_random(fn_rule_key(&p->rules[0]), n) < 0.5);
+	}
+	fnb_plan_free(&pl);
+	fn_policy_free(p);
+}
+
 void add_bpfplan_tests(void)
 {
 	CU_pSuite s = CU_add_suite("bpfplan", NULL, NULL);
@@ -223,4 +260,5 @@ void add_bpfplan_tests(void)
 	CU_add_test(s, "what the backend cannot carry out is refused, named", test_refusals);
 	CU_add_test(s, "delay, latency and bandwidth become the hold and the relay",
 		    test_shaping_actions);
+	CU_add_test(s, "conditions: the programs' draws are core's", test_conditions);
 }
