@@ -18,23 +18,19 @@
 #include <unistd.h>
 
 #include "bpf/compile.h"
+#include "core/addr.h"
 #include "core/rules.h"
 
-static int endpoint(int family, int kind, uint16_t *port)
+int fnb_loopback_socket(int family, int flags, int rcvbuf, bool listening, uint16_t *port)
 {
-	struct sockaddr_storage ss = {0};
-	socklen_t len =
-	    family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
-	ss.ss_family = (sa_family_t)family;
-	if (family == AF_INET)
-		((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	else
-		((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
-	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0), buf = 256 * 1024;
-	if (fd >= 0 && kind == FNB_EP_STALL)
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	struct sockaddr_storage ss;
+	socklen_t len;
+	fn_sockaddr_loopback(family, 0, &ss, &len);
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+	if (fd >= 0 && rcvbuf)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 ||
-	    (kind != FNB_EP_REFUSE && listen(fd, 4096) < 0) ||
+	    (listening && listen(fd, 4096) < 0) ||
 	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
 		if (fd >= 0)
 			close(fd);
@@ -44,6 +40,12 @@ static int endpoint(int family, int kind, uint16_t *port)
 	*port = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
 					: ((struct sockaddr_in6 *)&ss)->sin6_port);
 	return fd;
+}
+
+static int endpoint(int family, int kind, uint16_t *port)
+{
+	return fnb_loopback_socket(family, 0, kind == FNB_EP_STALL ? 256 * 1024 : 0,
+				   kind != FNB_EP_REFUSE, port);
 }
 
 /* Accepts on the reset endpoints and resets each connection. */

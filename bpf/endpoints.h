@@ -18,6 +18,11 @@ struct fnb_endpoints {
 	bool running, stop;
 };
 
+/* A TCP socket bound to a free port of 127.0.0.1 or ::1 (family), listening
+ * (a queue of 4,096) or not, with rcvbuf (0: the default) and the extra
+ * socket flags (SOCK_NONBLOCK); -1 (and *port 0) when it cannot be had.
+ * Bound without SO_REUSEADDR: no other account can take the port. */
+int fnb_loopback_socket(int family, int flags, int rcvbuf, bool listening, uint16_t *port);
 /* Binds every endpoint it can and starts the reset endpoints' thread. */
 void fnb_endpoints_open(struct fnb_endpoints *e);
 /* Whether every endpoint the plan's rules send connects to is there. */

@@ -23,6 +23,7 @@
 
 #include <bpf/bpf.h>
 
+#include "bpf/endpoints.h"
 #include "bpf/pump.h"
 #include "bpf/shared.h"
 #include "bpf/slots.h"
@@ -130,41 +131,17 @@ static void *loop(void *arg)
 	}
 }
 
-static int listener(int family, uint16_t *port)
-{
-	struct sockaddr_storage ss = {0};
-	socklen_t len =
-	    family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
-	ss.ss_family = (sa_family_t)family;
-	if (family == AF_INET)
-		((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	else
-		((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
-	int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 4096) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	*port = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-					: ((struct sockaddr_in6 *)&ss)->sin6_port);
-	return fd;
-}
-
 bool fnb_relay_open(struct fnb_relay *r)
 {
-	r->lfd[0] = listener(AF_INET, &r->port[0]);
-	r->lfd[1] = listener(AF_INET6, &r->port[1]);
+	r->lfd[0] = fnb_loopback_socket(AF_INET, SOCK_NONBLOCK, 0, true, &r->port[0]);
+	r->lfd[1] = fnb_loopback_socket(AF_INET6, SOCK_NONBLOCK, 0, true, &r->port[1]);
 	r->ep = epoll_create1(EPOLL_CLOEXEC);
 	r->wake = eventfd(0, EFD_CLOEXEC);
 	r->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	r->conns = NULL;
 	r->running = false;
-	/* A machine without IPv6 has no ::1: its connects go nowhere anyway,
-	 * and the programs leave a connect alone when the port is 0. */
-	if (r->lfd[1] < 0)
-		r->port[1] = 0;
+	/* A machine without IPv6 has no ::1 (port 0): its connects go nowhere
+	 * anyway, and the programs leave a connect alone when the port is 0. */
 	return r->lfd[0] >= 0 && r->ep >= 0 && r->wake >= 0;
 }
 
