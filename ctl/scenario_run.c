@@ -511,15 +511,17 @@ int cmd_scenario(int argc, char **argv, const char *self)
 			.self = self,
 			.probe_bin = probe_bin,
 			.argv = i + 1 < argc ? argv + i + 1 : NULL};
+	/* From here on a signal is noted and the run undone at its end; before
+	 * it, the default action ends a run that has changed nothing. */
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	snprintf(r.statsdir, sizeof(r.statsdir), "/tmp/faultctl-scenario-XXXXXX");
 	if (!mkdtemp(r.statsdir)) {
 		perror("faultctl scenario: stats directory");
 		sc_free(s);
 		return 1;
 	}
-	struct sigaction sa = {.sa_handler = on_signal};
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	r.t0_ns = mono_ns();
 	start_cmd(&r);
 	loop(&r);

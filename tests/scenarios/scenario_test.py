@@ -253,6 +253,9 @@ def test_sigint():
     p.wait(timeout=30)
     check("a step with pids changes those processes (e on in the agent during the run: %s)"
           % during.get("e"), during.get("e") == "yes" and during.get("a") == "yes", during)
+    # A SIGINT that comes before faultctl has set its handler (its first
+    # milliseconds) ends it by the default action (-SIGINT), having changed
+    # nothing: the rules and the journal are checked all the same.
     rng = random.Random(int(os.environ.get("FAULTNET_SEED", "0") or 0) or None)
     bad, codes = [], set()
     journal = os.path.join(os.environ.get("FAULTNET_RUNDIR", ""), group + ".journal")
@@ -271,7 +274,7 @@ def test_sigint():
     agent.wait()
     check("SIGINT at 20 random moments: every rule as the policy file set it, and the group "
           "journal without the scenario's changes (exit %s)" % sorted(codes),
-          not bad and codes <= {130, 0}, bad[:3])
+          not bad and codes <= {130, 0, -signal.SIGINT}, bad[:3])
 
 
 def main():
