@@ -59,11 +59,25 @@ static bool too_wide(const char *p, size_t *len, bool negative)
 	return big || v > limit;
 }
 
+/* The bytes the scan must look at: where a string or comment may start,
+ * a newline (counted) and digits. */
+static const bool stops[256] = {
+    ['"'] = true, ['#'] = true, ['/'] = true, ['\n'] = true, ['0'] = true,
+    ['1'] = true, ['2'] = true, ['3'] = true, ['4'] = true,  ['5'] = true,
+    ['6'] = true, ['7'] = true, ['8'] = true, ['9'] = true,
+};
+
 bool fn_wide_int(const char *text, int *line, char *num, size_t n)
 {
 	int l = 1;
 	const char *p = text;
 	while (*p) {
+		/* Most bytes are none of these: passed over in a few
+		 * instructions each (a policy of 100,000 rules is 9 MB). */
+		if (!stops[(unsigned char)*p]) {
+			p++;
+			continue;
+		}
 		const char *q = skip(p, &l);
 		if (q != p) {
 			p = q;
