@@ -10,7 +10,7 @@
 
 #include "core/rules.h"
 
-#define CHILD 0x80000000u
+#define CHILD FN_LPM_CHILD
 
 /* The build's interned lists: list id -> (parent list, last rule, length);
  * id 0 is the empty list. */
@@ -112,10 +112,11 @@ static uint32_t new_node(struct builder *b, uint32_t value)
 	struct fn_lpm *t = b->t;
 	if (t->nnodes == b->nodes_cap) {
 		size_t cap = b->nodes_cap ? b->nodes_cap * 2 : 64;
-		/* Offsets must stay below the child mark (fn_lpm_step); checked
+		/* Offsets must stay below the skip mark (fn_lpm_step); checked
 		 * before realloc, which may move the nodes. */
-		uint32_t *n =
-		    cap * 256 < CHILD ? realloc(t->nodes, cap * 256 * sizeof(uint32_t)) : NULL;
+		uint32_t *n = cap * 256 < FN_LPM_SKIP
+				  ? realloc(t->nodes, cap * 256 * sizeof(uint32_t))
+				  : NULL;
 		if (!n) {
 			b->oom = true;
 			return value;
@@ -155,27 +156,25 @@ static void add_to(struct builder *b, uint32_t *slot, uint32_t rule)
 		add_to(b, &b->t->nodes[(size_t)node * 256 + i], rule);
 }
 
-/* The strides: IPv4 takes its first 16 bits in one step (the root is
- * 65,536 slots), then 8 and 8; IPv6 takes 8 bits a step. Level k of a
- * prefix ends at bit end_of(), and key_of() is its slot at that level. */
-static unsigned end_of(const struct fn_cidr *c, unsigned level)
+/* The strides, the same for both families: the first 16 bits in one step
+ * (a root of 65,536 slots), then 8 bits a step. Level k of a prefix ends at
+ * bit end_of(), and key_of() is its slot at that level. */
+static unsigned end_of(unsigned level)
 {
-	return c->v4 ? 16 + level * 8 : (level + 1) * 8;
+	return 16 + level * 8;
 }
 
 static unsigned key_of(const struct fn_cidr *c, unsigned level)
 {
-	if (!c->v4)
-		return c->ip[level];
 	return level ? c->ip[level + 1] : (unsigned)c->ip[0] << 8 | c->ip[1];
 }
 
-/* The slot of key at a level: IPv4's root is indexed by its two bytes in
+/* The slot of key at a level: a root is indexed by its two bytes in
  * little-endian order (ip[0] | ip[1] << 8), which the lookup reads in one
  * load on the machines we run on; the others by the key. */
-static unsigned slot_index(const struct fn_cidr *c, unsigned level, unsigned key)
+static unsigned slot_index(unsigned level, unsigned key)
 {
-	return c->v4 && !level ? (key >> 8) | (key & 255) << 8 : key;
+	return level ? key : (key >> 8) | (key & 255) << 8;
 }
 
 /* Inserts rule for the prefix c: down to the level where it ends, then
@@ -185,14 +184,14 @@ static void insert(struct builder *b, const struct fn_cidr *c, uint32_t rule)
 	uint32_t *root = c->v4 ? b->t->root4 : b->t->root6;
 	uint32_t node = CHILD - 1; /* the root */
 	for (unsigned level = 0;; level++) {
-		unsigned end = end_of(c, level), key = key_of(c, level);
+		unsigned end = end_of(level), key = key_of(c, level);
 		if (c->prefix <= end) {
 			unsigned span = 1u << (end - c->prefix), first = key & ~(span - 1);
 			for (unsigned s = first; s < first + span && !b->oom; s++)
-				add_to(b, slot_of(b, root, node, slot_index(c, level, s)), rule);
+				add_to(b, slot_of(b, root, node, slot_index(level, s)), rule);
 			return;
 		}
-		unsigned at = slot_index(c, level, key);
+		unsigned at = slot_index(level, key);
 		uint32_t *slot = slot_of(b, root, node, at);
 		if (!(*slot & CHILD)) {
 			uint32_t child = new_node(b, *slot);
@@ -257,19 +256,87 @@ static bool add_rule(struct builder *b, const struct fn_policy *p, size_t i)
 	return !b->oom;
 }
 
+/* The node under child slot v: its 256 slots. */
+static uint32_t *node_slots(struct fn_lpm *t, uint32_t v)
+{
+	return &t->nodes[v & ~CHILD];
+}
+
+/* True if the node has exactly one child slot (at *at) and the same list
+ * in every other slot (*rest). */
+static bool one_way(const uint32_t *slots, unsigned *at, uint32_t *rest)
+{
+	int children = 0;
+	for (unsigned i = 0; i < 256; i++)
+		if (slots[i] & CHILD) {
+			children++;
+			*at = i;
+		}
+	if (children != 1)
+		return false;
+	*rest = slots[*at ? 0 : 1];
+	for (unsigned i = 0; i < 256; i++)
+		if (i != *at && slots[i] != *rest)
+			return false;
+	return true;
+}
+
+static bool add_skip(struct fn_lpm *t, const struct fn_lpm_skip *s, uint32_t *slot)
+{
+	if (t->nskips >= FN_LPM_SKIP)
+		return false;
+	struct fn_lpm_skip *more = realloc(t->skips, (t->nskips + 1) * sizeof(*more));
+	if (!more)
+		return false;
+	t->skips = more;
+	t->skips[t->nskips] = *s;
+	*slot = CHILD | FN_LPM_SKIP | (uint32_t)t->nskips++;
+	return true;
+}
+
+/* Compresses the IPv6 subtrie under *slot, whose node takes the address's
+ * byte k: a run of two or more one-way nodes that share their other list
+ * becomes a skip. The nodes stay in the array, unreachable. False when
+ * memory is short. */
+static bool compress(struct fn_lpm *t, uint32_t *slot, unsigned k)
+{
+	if (!(*slot & CHILD))
+		return true;
+	struct fn_lpm_skip s = {.to = k};
+	uint32_t v = *slot, rest = 0;
+	unsigned at;
+	while ((v & CHILD) && s.to < 16 && one_way(node_slots(t, v), &at, &rest) &&
+	       (s.to == k || rest == s.miss)) {
+		s.miss = rest;
+		((uint8_t *)s.pattern)[s.to] = (uint8_t)at;
+		((uint8_t *)s.mask)[s.to] = 0xff;
+		v = node_slots(t, v)[at];
+		s.to++;
+	}
+	if (s.to - k < 2) { /* nothing worth a skip here: each child in turn */
+		uint32_t *slots = node_slots(t, *slot);
+		for (unsigned i = 0; i < 256; i++)
+			if (!compress(t, &slots[i], k + 1))
+				return false;
+		return true;
+	}
+	s.next = v;
+	if (!compress(t, &s.next, s.to))
+		return false;
+	return add_skip(t, &s, slot);
+}
+
 struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 {
 	struct builder b = {0};
 	struct fn_lpm *t = calloc(1, sizeof(*t));
 	/* calloc: the root's untouched pages stay unwritten, and 0 is the
 	 * empty list. */
-	if (!t || !(t->root4 = calloc(FN_LPM_ROOT4, sizeof(uint32_t))) ||
+	if (!t || !(t->root4 = calloc(FN_LPM_ROOT, sizeof(uint32_t))) ||
+	    !(t->root6 = calloc(FN_LPM_ROOT, sizeof(uint32_t))) ||
 	    !(t->pool = malloc(sizeof(uint32_t)))) {
-		if (t) {
-			free(t->root4);
-			free(t->pool);
-		}
-		free(t);
+		if (t)
+			fn_lpm_put(t);
 		return NULL;
 	}
 	t->end = (uint32_t)p->nrules;
@@ -281,14 +348,16 @@ struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 	for (size_t i = 0; i < p->nrules && !b.oom; i++)
 		add_rule(&b, p, i);
 	uint32_t *offset = b.oom ? NULL : calloc(b.nlists + 1, sizeof(uint32_t));
-	bool ok = offset && finish_slots(&b, t->root4, FN_LPM_ROOT4, offset) &&
-		  finish_slots(&b, t->root6, 256, offset) &&
+	bool ok = offset && finish_slots(&b, t->root4, FN_LPM_ROOT, offset) &&
+		  finish_slots(&b, t->root6, FN_LPM_ROOT, offset) &&
 		  finish_slots(&b, t->nodes, t->nnodes * 256, offset);
 	if (ok) {
-		child_offsets(t->root4, FN_LPM_ROOT4);
-		child_offsets(t->root6, 256);
+		child_offsets(t->root4, FN_LPM_ROOT);
+		child_offsets(t->root6, FN_LPM_ROOT);
 		child_offsets(t->nodes, t->nnodes * 256);
 		t->nodes_biased = (uintptr_t)t->nodes - ((uintptr_t)CHILD << 2);
+		for (size_t i = 0; i < FN_LPM_ROOT && ok; i++)
+			ok = compress(t, &t->root6[i], 2);
 	}
 	free(offset);
 	free(b.parent);
@@ -308,6 +377,8 @@ void fn_lpm_put(struct fn_lpm *t)
 	if (!t || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
 	free(t->root4);
+	free(t->root6);
+	free(t->skips);
 	free(t->nodes);
 	free(t->pool);
 	free(t);
@@ -315,5 +386,6 @@ void fn_lpm_put(struct fn_lpm *t)
 
 size_t fn_lpm_bytes(const struct fn_lpm *t)
 {
-	return sizeof(*t) + (FN_LPM_ROOT4 + t->nnodes * 256 + t->npool) * sizeof(uint32_t);
+	return sizeof(*t) + (2 * FN_LPM_ROOT + t->nnodes * 256 + t->npool) * sizeof(uint32_t) +
+	       t->nskips * sizeof(struct fn_lpm_skip);
 }

@@ -28,9 +28,12 @@ static void random_cidr(struct fn_cidr *c, bool v4)
 	memset(c, 0, sizeof(*c));
 	c->v4 = v4;
 	c->prefix = (uint8_t)rnd(v4 ? 33 : 129);
-	/* Few distinct leading bytes, so that prefixes nest and overlap. */
+	/* Few distinct leading bytes, so that prefixes nest and overlap; half
+	 * the IPv6 ones share their middle bytes too (long runs of one-way
+	 * nodes, which the index compresses). */
+	bool run = !v4 && rnd(2);
 	for (int i = 0; i < (v4 ? 4 : 16); i++)
-		c->ip[i] = (uint8_t)(i < 2 ? rnd(3) : rnd(256));
+		c->ip[i] = (uint8_t)(i < 2 ? rnd(3) : run && i < 14 ? 0 : rnd(256));
 	for (int b = c->prefix; b < (v4 ? 32 : 128); b++)
 		c->ip[b / 8] &= (uint8_t) ~(0x80u >> (b % 8));
 }
@@ -77,8 +80,12 @@ static void random_endpoint(const struct fn_policy *p, struct fn_endpoint *ep)
 	memset(ep, 0, sizeof(*ep));
 	const struct fn_rule *r = &p->rules[rnd((uint32_t)p->nrules)];
 	ep->v4 = rnd(3) != 0;
+	/* Now and then on a run's path, or a byte off it. */
+	bool run = rnd(2);
 	for (int i = 0; i < 16; i++)
-		ep->ip[i] = (uint8_t)(i < 2 ? rnd(3) : rnd(256));
+		ep->ip[i] = (uint8_t)(i < 2 ? rnd(3) : run && i < 14 ? 0 : rnd(256));
+	if (run && rnd(2))
+		ep->ip[2 + rnd(12)] = (uint8_t)rnd(3);
 	if (r->nto && rnd(2)) { /* inside one of its prefixes, most of the time */
 		const struct fn_cidr *c = &r->to[rnd((uint32_t)r->nto)];
 		ep->v4 = c->v4;
@@ -176,9 +183,47 @@ static void test_large(void)
 	free(text);
 }
 
+/* IPv6 /128s that share 13 bytes (fd00:91::I) and a /64 around them: the
+ * shared bytes become one skip, not thirteen steps, and addresses that
+ * leave the run at any byte fall back to the /64's rule or to none. */
+static void test_compressed_runs(void)
+{
+	size_t n = 3000, cap = n * 100 + 256, at = 0;
+	char *text = malloc(cap), err[256];
+	at += (size_t)snprintf(text, cap, "rules = (\n");
+	for (size_t i = 0; i < n; i++)
+		at += (size_t)snprintf(text + at, cap - at,
+				       "{ name = \"h%zu\"; action = \"refuse\"; match = { to = "
+				       "\"fd00:91::%zx/128\"; }; },\n",
+				       i, i);
+	snprintf(text + at, cap - at,
+		 "{ name = \"net\"; action = \"blackhole\"; match = { to = \"fd00:91::/64\"; "
+		 "}; }\n);\n");
+	struct fn_policy *p = fn_config_load_string(text, "runs", NULL, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p->lpm);
+	CU_ASSERT(p->lpm->nskips >= 1);
+	struct fn_endpoint ep = {.v4 = false, .ip = {0xfd, 0, 0, 0x91}, .port = 443};
+	ep.ip[14] = 0x0b, ep.ip[15] = 0xb7; /* fd00:91::bb7, the rule h2999 */
+	const struct fn_rule *r = fn_policy_match(p, &ep, FN_PROTO_TCP, NULL);
+	CU_ASSERT(r && strcmp(r->name, "h2999") == 0);
+	ep.ip[14] = 0x0b, ep.ip[15] = 0xb8; /* fd00:91::bb8: only the /64 */
+	r = fn_policy_match(p, &ep, FN_PROTO_TCP, NULL);
+	CU_ASSERT(r && strcmp(r->name, "net") == 0);
+	for (int k = 2; k < 14; k++) { /* off the run at byte k */
+		struct fn_endpoint off = ep;
+		off.ip[k] ^= 0x20;
+		r = fn_policy_match(p, &off, FN_PROTO_TCP, NULL);
+		CU_ASSERT(k < 8 ? r == NULL : r && strcmp(r->name, "net") == 0);
+	}
+	fn_policy_free(p);
+	free(text);
+}
+
 void add_lpm_tests(void)
 {
 	CU_pSuite s = CU_add_suite("rule index", NULL, NULL);
 	CU_add_test(s, "the same answers as a scan, 90,000 random lookups", test_same_as_scan);
 	CU_add_test(s, "100,000 rules: loaded, found", test_large);
+	CU_add_test(s, "IPv6 runs compressed, left at any byte", test_compressed_runs);
 }
