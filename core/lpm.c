@@ -22,6 +22,10 @@ struct builder {
 	uint32_t *memo_id;
 	size_t memo_mask, memo_used;
 	size_t nodes_cap;
+	/* The roots' blocks of 64 slots that a prefix touched (a bit each,
+	 * root4 then root6): the passes after the inserts visit only these,
+	 * not 131,072 slots for every policy a process loads. */
+	uint64_t used[2][FN_LPM_ROOT / 64 / 64];
 	bool oom;
 };
 
@@ -132,7 +136,10 @@ static uint32_t new_node(struct builder *b, uint32_t value)
 
 static uint32_t *slot_of(struct builder *b, uint32_t *root, uint32_t node, unsigned i)
 {
-	return node == CHILD - 1 ? &root[i] : &b->t->nodes[(size_t)node * 256 + i];
+	if (node != CHILD - 1)
+		return &b->t->nodes[(size_t)node * 256 + i];
+	b->used[root != b->t->root4][i >> 12] |= 1ull << ((i >> 6) & 63);
+	return &root[i];
 }
 
 /* Child slots name a node by index while building; the lookup wants the
@@ -326,6 +333,38 @@ static bool compress(struct fn_lpm *t, uint32_t *slot, unsigned k)
 	return add_skip(t, &s, slot);
 }
 
+/* Calls what(b, slots, 64) on each touched block of 64 slots of the root
+ * of family f (0 IPv4, 1 IPv6); false as soon as a call is. */
+static bool each_block(struct builder *b, int f, uint32_t *offset,
+		       bool (*what)(struct builder *, uint32_t *, uint32_t *))
+{
+	uint32_t *root = f ? b->t->root6 : b->t->root4;
+	for (unsigned blk = 0; blk < FN_LPM_ROOT / 64; blk++)
+		if ((b->used[f][blk >> 6] & (1ull << (blk & 63))) &&
+		    !what(b, &root[blk * 64], offset))
+			return false;
+	return true;
+}
+
+/* A root block's lists written out and its child offsets set. */
+static bool finish_block(struct builder *b, uint32_t *slots, uint32_t *offset)
+{
+	if (!finish_slots(b, slots, 64, offset))
+		return false;
+	child_offsets(slots, 64);
+	return true;
+}
+
+/* An IPv6 root block's runs compressed (the nodes under it finished). */
+static bool compress_block(struct builder *b, uint32_t *slots, uint32_t *offset)
+{
+	(void)offset;
+	for (unsigned i = 0; i < 64; i++)
+		if (!compress(b->t, &slots[i], 2))
+			return false;
+	return true;
+}
+
 struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 {
 	struct builder b = {0};
@@ -348,16 +387,13 @@ struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 	for (size_t i = 0; i < p->nrules && !b.oom; i++)
 		add_rule(&b, p, i);
 	uint32_t *offset = b.oom ? NULL : calloc(b.nlists + 1, sizeof(uint32_t));
-	bool ok = offset && finish_slots(&b, t->root4, FN_LPM_ROOT, offset) &&
-		  finish_slots(&b, t->root6, FN_LPM_ROOT, offset) &&
+	bool ok = offset && each_block(&b, 0, offset, finish_block) &&
+		  each_block(&b, 1, offset, finish_block) &&
 		  finish_slots(&b, t->nodes, t->nnodes * 256, offset);
 	if (ok) {
-		child_offsets(t->root4, FN_LPM_ROOT);
-		child_offsets(t->root6, FN_LPM_ROOT);
 		child_offsets(t->nodes, t->nnodes * 256);
 		t->nodes_biased = (uintptr_t)t->nodes - ((uintptr_t)CHILD << 2);
-		for (size_t i = 0; i < FN_LPM_ROOT && ok; i++)
-			ok = compress(t, &t->root6[i], 2);
+		ok = each_block(&b, 1, NULL, compress_block);
 	}
 	free(offset);
 	free(b.parent);
