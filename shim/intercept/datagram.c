@@ -76,11 +76,13 @@ static const struct sockaddr *redirect(int fd, const struct sockaddr *sa, sockle
 	return NULL;
 }
 
-ssize_t fn_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *sa,
-		  socklen_t len)
+/* The slow paths below are kept out of line (noinline): inlined into the
+ * hook, their locals would make every call that needs none of them save
+ * registers and set up a frame, about 40 instructions a call. */
+static __attribute__((noinline)) ssize_t sendto_covered(int fd, const void *buf, size_t n,
+							int flags, const struct sockaddr *sa,
+							socklen_t len)
 {
-	if (!sa || !fn_fault_possible(fd))
-		return LIBC(sendto)(fd, buf, n, flags, sa, len);
 	struct sockaddr_storage t;
 	socklen_t tlen;
 	bool fail;
@@ -93,6 +95,14 @@ ssize_t fn_sendto(int fd, const void *buf, size_t n, int flags, const struct soc
 	if (to)
 		return LIBC(sendto)(fd, buf, n, flags, to, tlen);
 	return LIBC(sendto)(fd, buf, n, flags, sa, len);
+}
+
+ssize_t fn_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *sa,
+		  socklen_t len)
+{
+	if (!sa || !fn_fault_possible(fd))
+		return LIBC(sendto)(fd, buf, n, flags, sa, len);
+	return sendto_covered(fd, buf, n, flags, sa, len);
 }
 
 /* Queues a delayed message with its control messages (a UDP_SEGMENT one
@@ -266,7 +276,7 @@ static ssize_t deliver(struct msghdr *msg, const struct msghdr *m,
 /* recvmsg that never returns a datagram from a faulted peer. A blocking
  * socket waits for the next one; a non-blocking one reports EAGAIN, as after
  * a datagram that failed its checksum. */
-static ssize_t recv_filtered(int fd, struct msghdr *msg, int flags)
+static __attribute__((noinline)) ssize_t recv_filtered(int fd, struct msghdr *msg, int flags)
 {
 	/* Receive the sender's address into our own buffer, whatever the
 	 * app's holds (it may be short, or absent), decide on it, then hand
@@ -304,12 +314,17 @@ static ssize_t recv_filtered(int fd, struct msghdr *msg, int flags)
 }
 
 /* Filtering is needed only on UDP sockets while a UDP rule is enabled. */
+static inline bool udp_filter_on(void)
+{
+	const struct fn_policy *p = fn_policy_fresh();
+	return p && ((p->active_protos & FN_PROTO_UDP) || fn_dns_responder_active());
+}
+
 static bool needs_filter(int fd)
 {
 	if (__builtin_expect(!(fn_fd_get(fd) & FDF_UDP), 1))
 		return false;
-	const struct fn_policy *p = fn_policy_fresh();
-	return p && ((p->active_protos & FN_PROTO_UDP) || fn_dns_responder_active());
+	return udp_filter_on();
 }
 
 ssize_t fn_recvmsg(int fd, struct msghdr *msg, int flags)
@@ -319,10 +334,9 @@ ssize_t fn_recvmsg(int fd, struct msghdr *msg, int flags)
 	return recv_filtered(fd, msg, flags);
 }
 
-ssize_t fn_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa, socklen_t *len)
+static __attribute__((noinline)) ssize_t recvfrom_filtered(int fd, void *buf, size_t n, int flags,
+							   struct sockaddr *sa, socklen_t *len)
 {
-	if (!needs_filter(fd))
-		return LIBC(recvfrom)(fd, buf, n, flags, sa, len);
 	struct iovec iov = {.iov_base = buf, .iov_len = n};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
 	if (sa && len) {
@@ -335,19 +349,42 @@ ssize_t fn_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa,
 	return r;
 }
 
-ssize_t fn_recv(int fd, void *buf, size_t n, int flags)
+/* recvfrom, recv and read on a UDP socket: its own function, entered by a
+ * tail call, so that neither the other sockets' path nor this one needs a
+ * frame to keep the arguments across the policy check. */
+static __attribute__((noinline)) ssize_t recvfrom_udp(int fd, void *buf, size_t n, int flags,
+						      struct sockaddr *sa, socklen_t *len)
 {
-	if (!needs_filter(fd))
-		return LIBC(recv)(fd, buf, n, flags);
-	return fn_recvfrom(fd, buf, n, flags, NULL, NULL);
+	if (!udp_filter_on())
+		return LIBC(recvfrom)(fd, buf, n, flags, sa, len);
+	return recvfrom_filtered(fd, buf, n, flags, sa, len);
 }
 
-ssize_t fn_read(int fd, void *buf, size_t n)
+ssize_t fn_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa, socklen_t *len)
 {
-	if (!needs_filter(fd))
-		return LIBC(read)(fd, buf, n);
+	if (__builtin_expect(!(fn_fd_get(fd) & FDF_UDP), 1))
+		return LIBC(recvfrom)(fd, buf, n, flags, sa, len);
+	return recvfrom_udp(fd, buf, n, flags, sa, len);
+}
+
+static __attribute__((noinline)) ssize_t recv_udp(int fd, void *buf, size_t n, int flags)
+{
+	if (!udp_filter_on())
+		return LIBC(recv)(fd, buf, n, flags);
+	return recvfrom_filtered(fd, buf, n, flags, NULL, NULL);
+}
+
+ssize_t fn_recv(int fd, void *buf, size_t n, int flags)
+{
+	if (__builtin_expect(!(fn_fd_get(fd) & FDF_UDP), 1))
+		return LIBC(recv)(fd, buf, n, flags);
+	return recv_udp(fd, buf, n, flags);
+}
+
+static __attribute__((noinline)) ssize_t read_filtered(int fd, void *buf, size_t n)
+{
 	int e = errno;
-	ssize_t r = fn_recvfrom(fd, buf, n, 0, NULL, NULL);
+	ssize_t r = recvfrom_filtered(fd, buf, n, 0, NULL, NULL);
 	if (r < 0 && errno == ENOTSOCK) {
 		/* The fd number was reused by something the shim did not see. */
 		fn_fd_set(fd, 0);
@@ -357,10 +394,22 @@ ssize_t fn_read(int fd, void *buf, size_t n)
 	return r;
 }
 
-ssize_t fn_readv(int fd, const struct iovec *iov, int iovcnt)
+static __attribute__((noinline)) ssize_t read_udp(int fd, void *buf, size_t n)
 {
-	if (!needs_filter(fd))
-		return LIBC(readv)(fd, iov, iovcnt);
+	if (!udp_filter_on())
+		return LIBC(read)(fd, buf, n);
+	return read_filtered(fd, buf, n);
+}
+
+ssize_t fn_read(int fd, void *buf, size_t n)
+{
+	if (__builtin_expect(!(fn_fd_get(fd) & FDF_UDP), 1))
+		return LIBC(read)(fd, buf, n);
+	return read_udp(fd, buf, n);
+}
+
+static __attribute__((noinline)) ssize_t readv_filtered(int fd, const struct iovec *iov, int iovcnt)
+{
 	int e = errno;
 	struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
 	ssize_t r = iovcnt >= 0 ? recv_filtered(fd, &m, 0) : LIBC(readv)(fd, iov, iovcnt);
@@ -370,6 +419,13 @@ ssize_t fn_readv(int fd, const struct iovec *iov, int iovcnt)
 		return LIBC(readv)(fd, iov, iovcnt);
 	}
 	return r;
+}
+
+ssize_t fn_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	if (!needs_filter(fd))
+		return LIBC(readv)(fd, iov, iovcnt);
+	return readv_filtered(fd, iov, iovcnt);
 }
 
 int fn_recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, struct timespec *timeout)
