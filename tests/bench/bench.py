@@ -306,7 +306,7 @@ def throughput():
     held = conf("established.conf", ['{ name = "route"; action = "blackhole"; established = true;'
                                      ' enabled = false; match = { to = "%s/32"; }; }' % SERVER_IP])
     mib = 16 if SMOKE else 1024
-    rounds = 1 if SMOKE else 3
+    rounds = 1 if SMOKE else 5
     n_rr = 200 if SMOKE else 5000
     peers = peer_relays()
     say("Method: `stream bulk` sends %d MiB to a loopback sink, `stream rr` makes %d round"
@@ -354,7 +354,7 @@ def http_cost():
     say("## 7. Per-request cost of an HTTP rule")
     say("")
     n = 200 if SMOKE else 5000
-    rounds = 1 if SMOKE else 3
+    rounds = 1 if SMOKE else 5
     relay = conf("http-relay.conf", ['{ name = "relay"; action = "bandwidth"; rate = 1099511627776L;'
                                      ' match = { to = "%s/32"; }; }' % SERVER_IP])
     http = conf("http-rule.conf", ['{ name = "never"; action = "respond"; status = 503;'
