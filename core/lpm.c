@@ -26,6 +26,7 @@ struct builder {
 	 * root4 then root6): the passes after the inserts visit only these,
 	 * not 131,072 slots for every policy a process loads. */
 	uint64_t used[2][FN_LPM_ROOT / 64 / 64];
+	size_t skips_cap;
 	bool oom;
 };
 
@@ -288,14 +289,18 @@ static bool one_way(const uint32_t *slots, unsigned *at, uint32_t *rest)
 	return true;
 }
 
-static bool add_skip(struct fn_lpm *t, const struct fn_lpm_skip *s, uint32_t *slot)
+static bool add_skip(struct builder *b, const struct fn_lpm_skip *s, uint32_t *slot)
 {
-	if (t->nskips >= FN_LPM_SKIP)
-		return false;
-	struct fn_lpm_skip *more = realloc(t->skips, (t->nskips + 1) * sizeof(*more));
-	if (!more)
-		return false;
-	t->skips = more;
+	struct fn_lpm *t = b->t;
+	if (t->nskips == b->skips_cap) {
+		size_t cap = b->skips_cap ? b->skips_cap * 2 : 16;
+		struct fn_lpm_skip *more =
+		    cap <= FN_LPM_SKIP ? realloc(t->skips, cap * sizeof(*more)) : NULL;
+		if (!more)
+			return false;
+		t->skips = more;
+		b->skips_cap = cap;
+	}
 	t->skips[t->nskips] = *s;
 	*slot = CHILD | FN_LPM_SKIP | (uint32_t)t->nskips++;
 	return true;
@@ -305,8 +310,9 @@ static bool add_skip(struct fn_lpm *t, const struct fn_lpm_skip *s, uint32_t *sl
  * byte k: a run of two or more one-way nodes that share their other list
  * becomes a skip. The nodes stay in the array, unreachable. False when
  * memory is short. */
-static bool compress(struct fn_lpm *t, uint32_t *slot, unsigned k)
+static bool compress(struct builder *b, uint32_t *slot, unsigned k)
 {
+	struct fn_lpm *t = b->t;
 	if (!(*slot & CHILD))
 		return true;
 	struct fn_lpm_skip s = {.to = k};
@@ -323,14 +329,14 @@ static bool compress(struct fn_lpm *t, uint32_t *slot, unsigned k)
 	if (s.to - k < 2) { /* nothing worth a skip here: each child in turn */
 		uint32_t *slots = node_slots(t, *slot);
 		for (unsigned i = 0; i < 256; i++)
-			if (!compress(t, &slots[i], k + 1))
+			if (!compress(b, &slots[i], k + 1))
 				return false;
 		return true;
 	}
 	s.next = v;
-	if (!compress(t, &s.next, s.to))
+	if (!compress(b, &s.next, s.to))
 		return false;
-	return add_skip(t, &s, slot);
+	return add_skip(b, &s, slot);
 }
 
 /* Calls what(b, slots, 64) on each touched block of 64 slots of the root
@@ -360,7 +366,7 @@ static bool compress_block(struct builder *b, uint32_t *slots, uint32_t *offset)
 {
 	(void)offset;
 	for (unsigned i = 0; i < 64; i++)
-		if (!compress(b->t, &slots[i], 2))
+		if (!compress(b, &slots[i], 2))
 			return false;
 	return true;
 }
@@ -374,8 +380,11 @@ struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 	if (!t || !(t->root4 = calloc(FN_LPM_ROOT, sizeof(uint32_t))) ||
 	    !(t->root6 = calloc(FN_LPM_ROOT, sizeof(uint32_t))) ||
 	    !(t->pool = malloc(sizeof(uint32_t)))) {
-		if (t)
-			fn_lpm_put(t);
+		if (t) {
+			free(t->root4);
+			free(t->root6);
+		}
+		free(t);
 		return NULL;
 	}
 	t->end = (uint32_t)p->nrules;
