@@ -137,20 +137,42 @@ static void test_same_as_scan(void)
 	CU_ASSERT(open > 1000); /* and established rules */
 }
 
+/* Policy text: n refuse rules, rule i named NAME<i> with match.to written
+ * by to(i), each followed by a comma, then the rule last and ");". */
+static char *refuse_rules(size_t n, const char *name, void (*to)(size_t, char *, size_t),
+			  const char *last)
+{
+	size_t cap = n * 100 + strlen(last) + 64, at = 0;
+	char *text = malloc(cap), cidr[64];
+	at += (size_t)snprintf(text, cap, "rules = (\n");
+	for (size_t i = 0; i < n; i++) {
+		to(i, cidr, sizeof(cidr));
+		at += (size_t)snprintf(text + at, cap - at,
+				       "{ name = \"%s%zu\"; action = \"refuse\"; match = { to = "
+				       "\"%s\"; }; },\n",
+				       name, i, cidr);
+	}
+	snprintf(text + at, cap - at, "%s\n);\n", last);
+	return text;
+}
+
+static void to_v4(size_t i, char *cidr, size_t len)
+{
+	snprintf(cidr, len, "127.%zu.%zu.%zu/32", 100 + (i >> 16), (i >> 8) & 255, i & 255);
+}
+
+static void to_v6(size_t i, char *cidr, size_t len)
+{
+	snprintf(cidr, len, "fd00:91::%zx/128", i);
+}
+
 static void test_large(void)
 {
-	size_t n = 100000, cap = n * 96 + 64, at = 0;
-	char *text = malloc(cap), err[256];
-	at += (size_t)snprintf(text, cap, "rules = (\n");
-	for (size_t i = 0; i < n; i++)
-		at += (size_t)snprintf(text + at, cap - at,
-				       "{ name = \"r%zu\"; action = \"refuse\"; match = { to = "
-				       "\"127.%zu.%zu.%zu/32\"; }; }%s\n",
-				       i, 100 + (i >> 16), (i >> 8) & 255, i & 255,
-				       i + 1 < n ? "," : "");
-	snprintf(text + at, cap - at,
-		 ",{ name = \"est\"; action = \"blackhole\"; established = true; enabled = false; "
-		 "match = { to = \"127.200.0.1/32\"; }; }\n);\n");
+	size_t n = 100000;
+	char err[256];
+	char *text = refuse_rules(n, "r", to_v4,
+				  "{ name = \"est\"; action = \"blackhole\"; established = true; "
+				  "enabled = false; match = { to = \"127.200.0.1/32\"; }; }");
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	struct fn_policy *p = fn_config_load_string(text, "big", NULL, err, sizeof(err));
@@ -188,17 +210,10 @@ static void test_large(void)
  * leave the run at any byte fall back to the /64's rule or to none. */
 static void test_compressed_runs(void)
 {
-	size_t n = 3000, cap = n * 100 + 256, at = 0;
-	char *text = malloc(cap), err[256];
-	at += (size_t)snprintf(text, cap, "rules = (\n");
-	for (size_t i = 0; i < n; i++)
-		at += (size_t)snprintf(text + at, cap - at,
-				       "{ name = \"h%zu\"; action = \"refuse\"; match = { to = "
-				       "\"fd00:91::%zx/128\"; }; },\n",
-				       i, i);
-	snprintf(text + at, cap - at,
-		 "{ name = \"net\"; action = \"blackhole\"; match = { to = \"fd00:91::/64\"; "
-		 "}; }\n);\n");
+	char err[256];
+	char *text = refuse_rules(3000, "h", to_v6,
+				  "{ name = \"net\"; action = \"blackhole\"; match = { to = "
+				  "\"fd00:91::/64\"; }; }");
 	struct fn_policy *p = fn_config_load_string(text, "runs", NULL, err, sizeof(err));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p->lpm);
