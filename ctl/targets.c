@@ -261,7 +261,7 @@ static bool write_entry(const char *journal, const char *text, bool truncate)
 	 * the disk was busy. */
 	size_t n = strlen(text);
 	bool ok = write(fd, text, n) == (ssize_t)n;
-	close(fd);
+	ok = close(fd) == 0 && ok; /* where a late write error shows */
 	return ok && (!truncate || rename(tmp, journal) == 0);
 }
 
