@@ -460,6 +460,19 @@ def shim_threads(pid):
     return [n for n in names if n.startswith("faultnet")]
 
 
+def sigstop(pid):
+    """Stops pid and waits (2 s at most) until the kernel shows it stopped:
+    the signal is delivered asynchronously, and a faultctl run that starts
+    before the stop takes effect asks a member that still runs, which then
+    stops while faultctl waits for its answer (seen in CI: 5.24 s)."""
+    os.kill(pid, signal.SIGSTOP)
+    for _ in range(200):
+        with open("/proc/%d/stat" % pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                return
+        time.sleep(0.01)
+
+
 def test_stopped_and_threadless():
     """A group change moves the group's counter: members apply it at their
     next call, with or without a control thread, stopped or not."""
@@ -468,7 +481,7 @@ def test_stopped_and_threadless():
     bare = Agent.start(group="stop", extra={"FAULTNET_CONTROL": "off"})
     check("FAULTNET_CONTROL=off: no thread of the shim's in the process",
           shim_threads(bare.pid) == [], str(shim_threads(bare.pid)))
-    os.kill(stopped.pid, signal.SIGSTOP)
+    sigstop(stopped.pid)
     t0 = time.monotonic()
     r = ctl("-g", "stop", "enable", "bh")
     took = time.monotonic() - t0
@@ -481,7 +494,7 @@ def test_stopped_and_threadless():
     check("the stopped member applies it when it resumes",
           stopped.ask("try 127.66.0.1 8443") == "blackholed")
     for x in (a, stopped):
-        os.kill(x.pid, signal.SIGSTOP)
+        sigstop(x.pid)
     t0 = time.monotonic()
     r = ctl("-g", "stop", "disable", "bh")
     took = time.monotonic() - t0
