@@ -313,6 +313,13 @@ static __attribute__((noinline)) ssize_t recv_filtered(int fd, struct msghdr *ms
 	}
 }
 
+/* True only for a socket the shim saw made as UDP: the receive paths'
+ * first test, one load of the fd table. */
+static inline bool maybe_udp(int fd)
+{
+	return __builtin_expect((fn_fd_get(fd) & FDF_UDP) != 0, 0);
+}
+
 /* Filtering is needed only on UDP sockets while a UDP rule is enabled. */
 static inline bool udp_filter_on(void)
 {
@@ -322,7 +329,7 @@ static inline bool udp_filter_on(void)
 
 static bool needs_filter(int fd)
 {
-	if (__builtin_expect(!(fn_fd_get(fd) & FDF_UDP), 1))
+	if (!maybe_udp(fd))
 		return false;
 	return udp_filter_on();
 }
@@ -362,7 +369,7 @@ static __attribute__((noinline)) ssize_t recvfrom_udp(int fd, void *buf, size_t 
 
 ssize_t fn_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa, socklen_t *len)
 {
-	if (__builtin_expect(!(fn_fd_get(fd) & FDF_UDP), 1))
+	if (!maybe_udp(fd))
 		return LIBC(recvfrom)(fd, buf, n, flags, sa, len);
 	return recvfrom_udp(fd, buf, n, flags, sa, len);
 }
@@ -376,7 +383,7 @@ static __attribute__((noinline)) ssize_t recv_udp(int fd, void *buf, size_t n, i
 
 ssize_t fn_recv(int fd, void *buf, size_t n, int flags)
 {
-	if (__builtin_expect(!(fn_fd_get(fd) & FDF_UDP), 1))
+	if (!maybe_udp(fd))
 		return LIBC(recv)(fd, buf, n, flags);
 	return recv_udp(fd, buf, n, flags);
 }
@@ -403,7 +410,7 @@ static __attribute__((noinline)) ssize_t read_udp(int fd, void *buf, size_t n)
 
 ssize_t fn_read(int fd, void *buf, size_t n)
 {
-	if (__builtin_expect(!(fn_fd_get(fd) & FDF_UDP), 1))
+	if (!maybe_udp(fd))
 		return LIBC(read)(fd, buf, n);
 	return read_udp(fd, buf, n);
 }

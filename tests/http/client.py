@@ -8,7 +8,6 @@ the others use http.client and requests, real clients."""
 import hashlib
 import http.client
 import json
-import os
 import socket
 import sys
 import time
@@ -212,14 +211,12 @@ def bad_request(host, port):
 
 def window(host, port, seconds):
     """GETs on fresh connections for a while: (time, status) pairs, the
-    time counted from the process's start (its fork, in /proc/self/stat),
-    where the shim's rule windows start too: counted from the first GET, a
-    slow start (the ASan build in CI) moved the window's end 0.2 s early."""
+    time counted from the process's start, where the shim's rule windows
+    start too (counted from the first GET, a slow start in the ASan build
+    moved the window's end 0.2 s early)."""
     import requests
-    with open("/proc/self/stat") as f:
-        ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-    started = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
-    out, t0 = [], time.monotonic() - started
+    from procstart import since_start
+    out, t0 = [], time.monotonic() - since_start()
     while time.monotonic() - t0 < float(seconds):
         r = requests.get("http://%s:%s/w" % (host, port), timeout=5)
         out.append([round(time.monotonic() - t0, 3), r.status_code])

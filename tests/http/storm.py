@@ -19,6 +19,8 @@ import time
 
 import requests
 
+from procstart import since_start
+
 HOST, PORT, SECONDS, COOLDOWN, MODE = sys.argv[1], sys.argv[2], float(sys.argv[3]), \
     float(sys.argv[4]), sys.argv[5]
 STATUS = sys.argv[6] if len(sys.argv) > 6 else None
@@ -28,13 +30,6 @@ stats = {"requests": 0, "errors_5xx": 0, "conn_errors": [], "ok_calls": 0, "fail
          "first_ok": None}
 breaker = {"failures": 0, "open_until": 0.0, "trial": False}
 t0 = time.monotonic()
-
-
-def since_start():
-    """Seconds from the process's start (fork, in /proc/self/stat) to now."""
-    with open("/proc/self/stat") as f:
-        ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-    return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
 
 
 T_START = time.monotonic() - since_start()  # the process's start on the monotonic clock
