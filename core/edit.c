@@ -135,3 +135,47 @@ uint64_t fn_edit_enabled_at(char *arg)
 	uint64_t ago_ns = wall_ms < now_wall ? (now_wall - wall_ms) * 1000000u : 0;
 	return ago_ns < now_mono ? now_mono - ago_ns : 1;
 }
+
+static struct fn_policy *toggle(const struct fn_policy *cur, bool on, char *name, int *rule,
+				uint64_t *at, char *reply, size_t len)
+{
+	*at = on ? fn_edit_enabled_at(name) : 0;
+	struct fn_policy *p = copy(cur);
+	*rule = p ? fn_policy_rule_index(p, name) : -1;
+	if (*rule < 0) {
+		snprintf(reply, len, p ? "error no rule named '%s'" : "error out of memory", name);
+		fn_policy_free(p);
+		return NULL;
+	}
+	p->rules[*rule].enabled = on;
+	snprintf(reply, len, "ok %s %s", name, on ? "enabled" : "disabled");
+	return p;
+}
+
+struct fn_policy *fn_edit_line(const struct fn_policy *cur, char *line, int *rule, uint64_t *at,
+			       char *reply, size_t len)
+{
+	static const struct {
+		const char *verb;
+		struct fn_policy *(*edit)(const struct fn_policy *, const char *, char *, size_t);
+	} edits[] = {{"enable", NULL},	 {"disable", NULL},	 {"add", fn_edit_add},
+		     {"rm", fn_edit_rm}, {"load", fn_edit_load}, {"zone", fn_edit_zone}};
+	char *arg = strchr(line, ' ');
+	if (arg)
+		*arg++ = '\0';
+	*rule = -1;
+	*at = 0;
+	for (size_t k = 0; k < sizeof(edits) / sizeof(edits[0]); k++) {
+		if (strcmp(line, edits[k].verb) != 0)
+			continue;
+		if (!arg || !*arg) {
+			snprintf(reply, len, "error %s needs an argument", line);
+			return NULL;
+		}
+		if (!edits[k].edit)
+			return toggle(cur, line[0] == 'e', arg, rule, at, reply, len);
+		return edits[k].edit(cur, arg, reply, len);
+	}
+	snprintf(reply, len, "error unknown verb '%.40s'", line);
+	return NULL;
+}

@@ -25,6 +25,13 @@ struct fn_policy *fn_edit_zone(const struct fn_policy *cur, const char *name, ch
  * times the rule's window from then, as the running members do); 0 when
  * there is no time. */
 uint64_t fn_edit_enabled_at(char *arg);
+/* One change line, "VERB ARG" with VERB enable, disable, add, rm, load or
+ * zone, applied to a copy of cur (reset is the caller's: what it goes back
+ * to is the caller's). Returns the copy with the reply in reply and, for
+ * enable and disable, the rule's index in *rule and enable's time in *at
+ * (-1 and 0 for the others); or NULL with "error ..." in reply. Cuts line. */
+struct fn_policy *fn_edit_line(const struct fn_policy *cur, char *line, int *rule, uint64_t *at,
+			       char *reply, size_t len);
 /* A policy with no rules and no zone. */
 struct fn_policy *fn_edit_empty(void);
 

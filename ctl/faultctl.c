@@ -16,6 +16,7 @@
 #include "ctl/scenario.h"
 #include "ctl/render.h"
 #include "ctl/run.h"
+#include "ctl/check.h"
 #include "ctl/targets.h"
 
 static const char usage[] =
@@ -432,23 +433,39 @@ static void print_group_reply(const struct opts *o, const char *group, int n, bo
 			n == 1 ? "" : "es", ok ? "ok " : "error ", reply);
 }
 
-/* A group change, journaled (lock held): one member checks it (its reply
- * is the group's), then the group's change counter moves, and every other
+/* The check of a group change: faultctl's own (ctl/check.c), against the
+ * policy of the group's first member; a member's, as a request, only when
+ * that policy cannot be rebuilt here. The reply lands in r; returns the
+ * index of the member it concerns, or -1 when nothing checked it. */
+static int check(struct target *t, int n, const char *group, unsigned long long seq,
+		 const char *line, const char *sequenced, struct fn_buf *r)
+{
+	char journal[4200], reply[1200];
+	fn_group_file(journal, sizeof(journal), rundir(), group, "journal");
+	if (check_change(t[0].pid, journal, seq, line, reply, sizeof(reply)) >= 0) {
+		fn_buf_printf(r, "%s\n", reply);
+		return 0;
+	}
+	return checker(t, n, sequenced, r);
+}
+
+/* A group change, journaled (lock held): checked first (above; the reply
+ * is the group's), then the group's change counter moves, and every
  * member applies it from the journal at its next covered call. So a flip
  * costs the same for 1 and 4,096 processes, and a stopped member applies
  * it when it resumes without faultctl waiting for it. */
 static int group_change(struct opts *o, struct target *t, int n, const char *group,
-			unsigned long long seq, const char *sequenced)
+			unsigned long long seq, const char *line, const char *sequenced)
 {
 	struct fn_buf r = {0};
-	int c = n ? checker(t, n, sequenced, &r) : -1;
+	int c = n ? check(t, n, group, seq, line, sequenced, &r) : -1;
 	if (c >= 0 && strncmp(r.s, "ok", 2) != 0) {
 		r.s[strcspn(r.s, "\n")] = '\0';
 		print_group_reply(o, group, n, false, r.s + 6);
-		fprintf(stderr, "faultctl: process %d of group '%s' refused the change%s\n",
-			(int)t[c].pid, group,
-			journal_drop(rundir(), group, seq) ? "; it is not kept in the journal"
-							   : "");
+		fprintf(
+		    stderr, "faultctl: the change does not apply to process %d of group '%s'%s\n",
+		    (int)t[c].pid, group,
+		    journal_drop(rundir(), group, seq) ? "; it is not kept in the journal" : "");
 		fn_buf_free(&r);
 		return 1;
 	}
@@ -506,7 +523,7 @@ static int cmd_change(struct opts *o, const char *line)
 			"faultctl: no process of group '%s' is running; processes that join it "
 			"will apply the change\n",
 			group);
-	rc = n < 0 ? 1 : group_change(o, t, n, group, seq, sequenced.s);
+	rc = n < 0 ? 1 : group_change(o, t, n, group, seq, line, sequenced.s);
 	journal_unlock(lock);
 	fn_buf_free(&sequenced);
 	free(t);

@@ -155,53 +155,15 @@ static void reply_error(struct fn_buf *out, const char *msg)
 	fn_buf_printf(out, "error %s\n", msg);
 }
 
-/* A private copy of the policy and the index of rule name in it; NULL
- * (with the error replied) when there is no such rule. */
-static struct fn_policy *copy_with_rule(const char *name, int *i, struct fn_buf *out)
-{
-	struct fn_policy *p = current_copy();
-	*i = p ? fn_policy_rule_index(p, name) : -1;
-	if (*i >= 0)
-		return p;
-	fn_policy_free(p);
-	fn_buf_printf(out, "error no rule named '%s'\n", name);
-	return NULL;
-}
-
-/* Conditions count and time from the moment a rule is switched on. */
+/* Conditions count and time from the moment a rule is switched on: r's
+ * when it goes from off to on. */
 static void switched_on(struct fn_rule *r, uint64_t at)
 {
-	if (r->enabled || !r->stat)
+	if (!r->stat)
 		return;
 	fn_rulestat_restart(r->stat);
 	if (at)
 		__atomic_store_n(&r->stat->enabled_ns, at, __ATOMIC_RELEASE);
-}
-
-static void set_enabled(char *name, bool on, struct fn_buf *out)
-{
-	int i;
-	uint64_t at = fn_edit_enabled_at(name);
-	struct fn_policy *p = copy_with_rule(name, &i, out);
-	if (!p)
-		return;
-	if (on)
-		switched_on(&p->rules[i], at);
-	p->rules[i].enabled = on;
-	publish(p);
-	fn_buf_printf(out, "ok %s %s\n", name, on ? "enabled" : "disabled");
-}
-
-/* add, rm, load and zone: a changed copy of the policy (core/edit.c),
- * published when the change is good. */
-static void edit(struct fn_policy *(*how)(const struct fn_policy *, const char *, char *, size_t),
-		 const char *arg, struct fn_buf *out)
-{
-	char reply[1200];
-	struct fn_policy *p = how(fn_policy_current(), arg, reply, sizeof(reply));
-	fn_buf_printf(out, "%s\n", reply);
-	if (p)
-		publish(p);
 }
 
 static void reset(struct fn_buf *out)
@@ -305,53 +267,22 @@ void fn_cmd_stats(struct fn_buf *out)
 	fn_stats_lookups_dump(out);
 }
 
-/* Verbs that change the policy; false if verb is not one. */
-static bool change(const char *verb, char *arg, struct fn_buf *out)
-{
-	if (strcmp(verb, "enable") == 0 || strcmp(verb, "disable") == 0)
-		set_enabled(arg, verb[0] == 'e', out);
-	else if (strcmp(verb, "add") == 0)
-		edit(fn_edit_add, arg, out);
-	else if (strcmp(verb, "rm") == 0)
-		edit(fn_edit_rm, arg, out);
-	else if (strcmp(verb, "load") == 0)
-		edit(fn_edit_load, arg, out);
-	else if (strcmp(verb, "zone") == 0)
-		edit(fn_edit_zone, arg, out);
-	else if (strcmp(verb, "reset") == 0)
-		reset(out);
-	else
-		return false;
-	return true;
-}
-
-static bool needs_arg(const char *verb)
-{
-	return strcmp(verb, "reset") != 0;
-}
-
-/* "verb rest": splits at the first space. */
-static char *split(char *line)
-{
-	char *sp = strchr(line, ' ');
-	if (!sp)
-		return line + strlen(line);
-	*sp = '\0';
-	return sp + 1;
-}
-
+/* One change: reset here (it goes back to what this process started
+ * with), the others as core/edit.c makes them; published when good. */
 static void run_change(char *line, struct fn_buf *out)
 {
-	char *arg = split(line);
-	if (needs_arg(line) && !*arg &&
-	    (strcmp(line, "enable") == 0 || strcmp(line, "disable") == 0 ||
-	     strcmp(line, "add") == 0 || strcmp(line, "rm") == 0 || strcmp(line, "load") == 0 ||
-	     strcmp(line, "zone") == 0)) {
-		fn_buf_printf(out, "error %s needs an argument\n", line);
-		return;
-	}
-	if (!change(line, arg, out))
-		fn_buf_printf(out, "error unknown verb '%.40s'\n", line);
+	if (strncmp(line, "reset", 5) == 0 && (!line[5] || line[5] == ' '))
+		return reset(out);
+	char reply[1200];
+	int i;
+	uint64_t at;
+	const struct fn_policy *cur = fn_policy_current();
+	struct fn_policy *p = fn_edit_line(cur, line, &i, &at, reply, sizeof(reply));
+	if (p && i >= 0 && p->rules[i].enabled && !cur->rules[i].enabled)
+		switched_on(&p->rules[i], at);
+	fn_buf_printf(out, "%s\n", reply);
+	if (p)
+		publish(p);
 }
 
 /* Replaying a journal at start-up is linear in its length: consecutive
@@ -421,7 +352,7 @@ static bool batch_toggle(char *line)
 		struct fn_rule *r = &batch.p->rules[batch.slot[h] - 1];
 		if (strcmp(r->name, name) != 0)
 			continue;
-		if (on)
+		if (on && !r->enabled)
 			switched_on(r, at);
 		r->enabled = on;
 		return true;

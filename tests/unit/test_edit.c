@@ -79,9 +79,53 @@ static void test_load_zone(void)
 	fn_policy_free(p);
 }
 
+/* A change line as the journal holds it: the verb picks the edit, enable
+ * and disable name the rule they switched, and every refusal is a reply. */
+static void test_line(void)
+{
+	char reply[1200], line[200];
+	int rule;
+	uint64_t at;
+	struct fn_policy *p = base();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	strcpy(line, "disable one");
+	struct fn_policy *q = fn_edit_line(p, line, &rule, &at, reply, sizeof(reply));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+	CU_ASSERT_STRING_EQUAL(reply, "ok one disabled");
+	CU_ASSERT(rule == 0 && at == 0 && !q->rules[0].enabled && p->rules[0].enabled);
+	strcpy(line, "enable one since=1");
+	struct fn_policy *r = fn_edit_line(q, line, &rule, &at, reply, sizeof(reply));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_STRING_EQUAL(reply, "ok one enabled");
+	CU_ASSERT(rule == 0 && at != 0 && r->rules[0].enabled && !q->rules[0].enabled);
+	static const char *const refused[][2] = {
+	    {"enable two", "error no rule named 'two'"},
+	    {"rm", "error rm needs an argument"},
+	    {"rm ", "error rm needs an argument"},
+	    {"frob one", "error unknown verb 'frob'"},
+	    {"7 refused", "error unknown verb '7'"},
+	    {"zone c", "error zone 'c' is not defined in this process's zones"}};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		strcpy(line, refused[i][0]);
+		CU_ASSERT_PTR_NULL(fn_edit_line(r, line, &rule, &at, reply, sizeof(reply)));
+		CU_ASSERT_STRING_EQUAL(reply, refused[i][1]);
+		CU_ASSERT_EQUAL(rule, -1);
+	}
+	strcpy(line, "add { name = \"two\"; action = \"drop\"; }");
+	struct fn_policy *s = fn_edit_line(r, line, &rule, &at, reply, sizeof(reply));
+	CU_ASSERT_PTR_NOT_NULL(s);
+	CU_ASSERT_STRING_EQUAL(reply, "ok added two");
+	CU_ASSERT(rule == -1 && s && s->nrules == 2 && r->nrules == 1);
+	fn_policy_free(s);
+	fn_policy_free(r);
+	fn_policy_free(q);
+	fn_policy_free(p);
+}
+
 void add_edit_tests(void)
 {
 	CU_pSuite s = CU_add_suite("edit", NULL, NULL);
 	CU_add_test(s, "add and rm: copies, replies, refusals", test_add_rm);
 	CU_add_test(s, "load and zone: copies, replies, refusals", test_load_zone);
+	CU_add_test(s, "a change line: verb, rule switched, refusals", test_line);
 }
