@@ -179,3 +179,21 @@ struct fn_policy *fn_edit_line(const struct fn_policy *cur, char *line, int *rul
 	snprintf(reply, len, "error unknown verb '%.40s'", line);
 	return NULL;
 }
+
+char *fn_edit_target(char *text, pid_t *pid, uint64_t *start)
+{
+	*pid = 0;
+	*start = 0;
+	if (strncmp(text, "pid=", 4) != 0)
+		return text;
+	char *end;
+	long p = strtol(text + 4, &end, 10);
+	if (end == text + 4 || *end != '.' || p <= 0)
+		return NULL;
+	char *s = end + 1;
+	*start = strtoull(s, &end, 10);
+	if (end == s || *end != ' ')
+		return NULL;
+	*pid = (pid_t)p;
+	return end + 1;
+}

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct fn_policy;
 
@@ -32,6 +33,12 @@ uint64_t fn_edit_enabled_at(char *arg);
  * (-1 and 0 for the others); or NULL with "error ..." in reply. Cuts line. */
 struct fn_policy *fn_edit_line(const struct fn_policy *cur, char *line, int *rule, uint64_t *at,
 			       char *reply, size_t len);
+/* A journal entry's change: "pid=PID.START verb ..." is for the one
+ * process with that pid and start time (core/rundir.h: fn_proc_start),
+ * which faultctl -p names; returns "verb ..." with *pid and *start set.
+ * Any other text is for every member: returned as it is, *pid 0. NULL for
+ * a target that does not parse. */
+char *fn_edit_target(char *text, pid_t *pid, uint64_t *start);
 /* A policy with no rules and no zone. */
 struct fn_policy *fn_edit_empty(void);
 

@@ -321,8 +321,11 @@ void fn_policy_finish(struct fn_policy *p)
 struct fn_rulestat *fn_rulestat_new(void)
 {
 	struct fn_rulestat *s = calloc(1, sizeof(*s));
+	static uint64_t ids;
 	if (s) {
 		s->refs = 1;
+		s->id = __atomic_add_fetch(&ids, 1, __ATOMIC_RELAXED);
+		s->n = &s->own;
 		fn_rulestat_restart(s);
 	}
 	return s;

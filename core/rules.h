@@ -55,18 +55,31 @@ enum { FN_PROTO_TCP = 1, FN_PROTO_UDP = 2, FN_PROTO_ANY = 3 };
 
 #define FN_NAME_MAX 64
 
-/* A rule's counters. They outlive policy versions: a policy made from
- * another (enable, add, ...) shares them, so no count is lost in a swap. */
-struct fn_rulestat {
-	uint64_t refs;
+/* What a rule did, counted for faultctl. */
+struct fn_rulecounts {
 	uint64_t attempts; /* connects and datagrams to the rule's destinations */
 	uint64_t faults;   /* of those, how many the rule faulted */
 	uint64_t bytes;	   /* bytes the app sent into faulted sockets */
+	/* HTTP rules: requests their match covered, and what became of them. */
+	uint64_t requests, answered, slowed, aborted, forwarded;
+};
+
+/* A rule's state besides its definition. It outlives policy versions: a
+ * policy made from another (enable, add, ...) shares it, so no count is
+ * lost in a swap. */
+struct fn_rulestat {
+	uint64_t refs;
+	uint64_t id; /* unique in the process: which rule definition this is */
+	/* Where the counts go: own, or (in the shim) the rule name's slot in
+	 * the member's published state (core/segment.h), which keeps them
+	 * per name for the process's life. Set before the policy is
+	 * published; written with relaxed atomic adds. */
+	struct fn_rulecounts *n;
+	struct fn_rulecounts own;
+	bool unlisted; /* no slot was free for it: counted in own */
 	/* Condition state, per process, zeroed when the rule is (re-)enabled. */
 	uint64_t matches;    /* times the rule covered a connection or datagram */
 	uint64_t enabled_ns; /* CLOCK_MONOTONIC when it was last enabled */
-	/* HTTP rules: requests their match covered, and what became of them. */
-	uint64_t requests, answered, slowed, aborted, forwarded;
 };
 
 struct fn_http; /* an HTTP rule's match and answer, see core/http.h */

@@ -81,6 +81,33 @@ bool fn_sock_path(char *out, size_t len, const char *dir, const char *group, pid
 	return n > 0 && (size_t)n < len && (size_t)n < sizeof(((struct sockaddr_un *)0)->sun_path);
 }
 
+bool fn_mem_path(char *out, size_t len, const char *dir, const char *group, pid_t pid)
+{
+	int n = snprintf(out, len, "%s/%s.%d.mem", dir, group, (int)pid);
+	return n > 0 && (size_t)n < len;
+}
+
+uint64_t fn_proc_start(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	/* stdio: read and close are the shim's own hooks (core is linked
+	 * into it), which core never calls. */
+	FILE *f = fopen(path, "re");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	if (!n)
+		return 0;
+	buf[n] = '\0';
+	/* "PID (COMM) STATE ...": COMM may hold anything, so from the last
+	 * ')'; the start time is the 22nd field, the 20th after it. */
+	const char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
 void fn_group_file(char *out, size_t len, const char *dir, const char *group, const char *ext)
 {
 	snprintf(out, len, "%s/%s.%s", dir, group, ext);

@@ -19,9 +19,17 @@ const char *fn_rundir(char *dir, size_t len);
 /* Group names follow rule names: 1 to 63 of letters, digits, _.:- */
 bool fn_group_valid(const char *g);
 
-/* "DIR/GROUP.PID.sock", "DIR/GROUP.journal", "DIR/GROUP.lock". False if
- * the path does not fit a Unix socket address. */
+/* A process's start time in clock ticks after boot (/proc/PID/stat), which
+ * with its pid names it for good (a pid is reused, the pair is not); 0 when
+ * the process is gone or unreadable. */
+uint64_t fn_proc_start(pid_t pid);
+
+/* "DIR/GROUP.PID.sock" (a control socket: faultctl run --backend=bpf),
+ * "DIR/GROUP.PID.mem" (a member's published state, core/segment.h),
+ * "DIR/GROUP.journal", "DIR/GROUP.lock". False if the path does not fit
+ * (a socket path must fit a Unix socket address). */
 bool fn_sock_path(char *out, size_t len, const char *dir, const char *group, pid_t pid);
+bool fn_mem_path(char *out, size_t len, const char *dir, const char *group, pid_t pid);
 void fn_group_file(char *out, size_t len, const char *dir, const char *group, const char *ext);
 
 /* The group's change counter, "DIR/GROUP.seq": the sequence number of the

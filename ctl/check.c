@@ -1,11 +1,11 @@
-/* check.c - a group change checked by faultctl itself, so that a flip asks
- * no member anything: the policy one member has is rebuilt from what it
- * started with (its FAULTNET_CONFIG and FAULTNET_ZONE, read from
- * /proc/PID/environ) and the group's journal before the change, replayed
- * as members replay it (core/edit.c), and the change is applied to it. */
+/* check.c - a change checked by faultctl itself, so that no member is
+ * asked anything: the policy a member has is rebuilt from what it started
+ * with (its FAULTNET_CONFIG, as an absolute path, and FAULTNET_ZONE, from
+ * its published state) and the group's journal before the change (the
+ * entries for every member and those for it alone), replayed as members
+ * replay it (core/edit.c), and the change is applied to it. */
 #include "ctl/check.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,61 +16,12 @@
 #include "core/rules.h"
 #include "core/wire.h"
 
-/* The environment pid was started with: NUL-separated, NUL-ended; NULL
- * when it cannot be read (another user's process, or a gone one). */
-static char *environ_of(pid_t pid, size_t *len)
+/* What the member started with, or NULL with the reason in err. */
+static struct fn_policy *base_of(const struct fn_seg_head *h, char *err, size_t len)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct fn_buf b = {0};
-	char buf[8192];
-	ssize_t n = 0;
-	while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
-		fn_buf_add(&b, buf, (size_t)n);
-	if (fd >= 0)
-		close(fd);
-	if (n < 0 || fd < 0 || b.oom || !b.len) {
-		fn_buf_free(&b);
-		return NULL;
-	}
-	fn_buf_add(&b, "", 1);
-	*len = b.len;
-	return b.s;
-}
-
-/* VAR's value in env, NULL when unset; "" counts as unset, as for the
- * shim. */
-static const char *value(const char *env, size_t len, const char *var)
-{
-	size_t vl = strlen(var);
-	for (const char *e = env; e < env + len; e += strlen(e) + 1)
-		if (strncmp(e, var, vl) == 0 && e[vl] == '=')
-			return e[vl + 1] ? e + vl + 1 : NULL;
-	return NULL;
-}
-
-/* What pid started with, or NULL with *config set to why not. A relative
- * path is not followed: the member read it from the directory it started
- * in, which may not be its directory now. */
-static struct fn_policy *base_of(pid_t pid, char *config, size_t clen, char *err, size_t elen)
-{
-	size_t len;
-	char *env = environ_of(pid, &len);
-	if (!env) {
-		snprintf(err, elen, "cannot read process %d's environment", (int)pid);
-		return NULL;
-	}
-	const char *path = value(env, len, "FAULTNET_CONFIG");
-	const char *zone = value(env, len, "FAULTNET_ZONE");
-	struct fn_policy *p = NULL;
-	snprintf(config, clen, "%s", path ? path : "");
-	if (path && path[0] != '/')
-		snprintf(err, elen, "process %d's FAULTNET_CONFIG is a relative path", (int)pid);
-	else
-		p = path ? fn_config_load_file(path, zone, err, elen) : fn_edit_empty();
-	free(env);
-	return p;
+	if (!h->config[0])
+		return fn_edit_empty();
+	return fn_config_load_file(h->config, h->start_zone[0] ? h->start_zone : NULL, err, len);
 }
 
 /* One change line applied to *p (replaced when it applies); the reply in
@@ -95,11 +46,11 @@ static bool apply(struct fn_policy **p, const struct fn_policy *base, const char
 	return true;
 }
 
-/* The journal's entries before seq replayed on *p; false when the journal
- * cannot be read. Entries a member refused are skipped, as members skip
- * them ("SEQ refused" is no verb). */
-static bool replay(struct fn_policy **p, const struct fn_policy *base, const char *config,
-		   const char *journal, unsigned long long seq)
+/* The journal's entries up to upto that are the member's replayed on *p;
+ * false when the journal cannot be read. Entries a member refused are
+ * skipped, as members skip them ("SEQ refused" is no verb). */
+static bool replay(struct fn_policy **p, const struct fn_policy *base, const struct fn_seg_head *h,
+		   const char *journal, unsigned long long upto)
 {
 	FILE *f = fopen(journal, "re");
 	if (!f)
@@ -109,28 +60,52 @@ static bool replay(struct fn_policy **p, const struct fn_policy *base, const cha
 	ssize_t n;
 	while ((n = getline(&line, &cap, f)) > 0 && line[n - 1] == '\n') {
 		line[n - 1] = '\0';
-		char *rest;
+		char *rest, *change;
 		unsigned long long s = strtoull(line, &rest, 10);
-		if (rest != line && *rest == ' ' && s < seq)
-			apply(p, base, config, rest + 1, reply, sizeof(reply));
+		pid_t pid;
+		uint64_t start;
+		if (rest != line && *rest == ' ' && s <= upto &&
+		    (change = fn_edit_target(rest + 1, &pid, &start)) &&
+		    (!pid || (pid == h->pid && start == h->start)))
+			apply(p, base, h->config, change, reply, sizeof(reply));
 	}
 	free(line);
 	fclose(f);
 	return true;
 }
 
-int check_change(pid_t pid, const char *journal, unsigned long long seq, const char *line,
-		 char *reply, size_t len)
+struct fn_policy *check_rebuild(const struct fn_seg_head *h, const char *journal,
+				unsigned long long upto, char *err, size_t len)
 {
-	char config[4096];
-	struct fn_policy *base = base_of(pid, config, sizeof(config), reply, len);
+	char why[1100];
+	struct fn_policy *base = base_of(h, why, sizeof(why));
 	struct fn_policy *p = base ? fn_policy_clone(base) : NULL;
+	if (!base)
+		snprintf(err, len, "process %d's policy cannot be rebuilt: %s", (int)h->pid, why);
+	else if (!p || !replay(&p, base, h, journal, upto)) {
+		snprintf(err, len, "cannot replay %s", journal);
+		fn_policy_free(p);
+		p = NULL;
+	}
+	fn_policy_free(base);
+	return p;
+}
+
+int check_change(const struct fn_seg_head *h, const char *journal, unsigned long long seq,
+		 const char *line, char *reply, size_t len)
+{
+	char why[1200];
+	struct fn_policy *p = check_rebuild(h, journal, seq - 1, why, sizeof(why));
+	/* What reset goes back to, only for a reset: a config file read once
+	 * a change, not twice. */
+	bool reset = strncmp(line, "reset", 5) == 0;
+	struct fn_policy *base = p && reset ? base_of(h, why, sizeof(why)) : NULL;
 	char *copy = strdup(line);
 	int rc = -1;
-	if (p && copy && replay(&p, base, config, journal, seq))
-		rc = apply(&p, base, config, copy, reply, len);
-	else if (base)
-		snprintf(reply, len, "cannot replay %s", journal);
+	if (!p || (reset && !base))
+		snprintf(reply, len, "error %s", why);
+	else if (copy)
+		rc = apply(&p, base, h->config, copy, reply, len);
 	free(copy);
 	fn_policy_free(p);
 	fn_policy_free(base);

@@ -1,6 +1,7 @@
 /* faultctl.c - the faultnet command line, in the style of ip(8): options,
  * a verb, its arguments. It checks policy files, runs commands under the
- * shim, and talks to running processes over their control sockets. */
+ * shim, reads the state running processes publish, and changes their
+ * policies through their group's journal. */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -16,7 +17,8 @@
 #include "ctl/scenario.h"
 #include "ctl/render.h"
 #include "ctl/run.h"
-#include "ctl/check.h"
+#include "ctl/change.h"
+#include "ctl/segread.h"
 #include "ctl/targets.h"
 
 static const char usage[] =
@@ -263,8 +265,36 @@ static void print_event(const struct opts *o, char *line)
 	fflush(stdout);
 }
 
-/* events --follow: stream from every target until interrupted or until
- * every target has gone. */
+/* Prints each line of b, and keeps what follows the last newline. */
+static void print_lines(const struct opts *o, struct fn_buf *b)
+{
+	char *nl;
+	while (b->s && (nl = memchr(b->s, '\n', b->len))) {
+		*nl = '\0';
+		print_event(o, b->s);
+		size_t used = (size_t)(nl - b->s) + 1;
+		memmove(b->s, nl + 1, b->len - used);
+		b->len -= used;
+	}
+}
+
+/* A member's new events, read from its file; false once it has gone. */
+static bool follow_file(const struct opts *o, const struct target *t, uint64_t *since)
+{
+	char err[600];
+	struct fn_seg *s = seg_read(t->path, SEG_EVENTS, *since, err, sizeof(err));
+	struct fn_buf b = {0};
+	if (s)
+		fn_seg_events(s, &b, since);
+	free(s);
+	print_lines(o, &b);
+	fn_buf_free(&b);
+	return s && !(kill(t->pid, 0) < 0 && errno == ESRCH);
+}
+
+/* events --follow: every target's events, from the first, until
+ * interrupted or until every target has gone. A member's file is read
+ * every 100 ms; a faultctl run with the kernel-side backend streams. */
 static int cmd_follow(struct opts *o)
 {
 	struct target *t = NULL;
@@ -277,33 +307,34 @@ static int cmd_follow(struct opts *o)
 	signal(SIGTERM, on_signal);
 	struct pollfd p[64];
 	struct fn_buf in[64] = {0};
-	int k = 0, open_streams = 0;
-	for (int i = 0; i < n && k < 64; i++)
-		if ((p[k].fd = targets_stream(&t[i], "events follow")) >= 0) {
-			p[k++].events = POLLIN;
-			open_streams++;
-		}
-	while (!stop && open_streams > 0 && poll(p, (nfds_t)k, -1) >= 0) {
+	uint64_t since[64] = {0};
+	int k = n < 64 ? n : 64, open = 0;
+	for (int i = 0; i < k; i++) {
+		p[i].fd = t[i].seg ? -1 : targets_stream(&t[i], "events follow");
+		p[i].events = POLLIN;
+		open += t[i].seg || p[i].fd >= 0;
+	}
+	while (!stop && open > 0) {
+		for (int i = 0; i < k; i++)
+			if (t[i].seg && t[i].pid && !follow_file(o, &t[i], &since[i])) {
+				t[i].pid = 0; /* gone */
+				open--;
+			}
+		if (poll(p, (nfds_t)k, 100) < 0)
+			continue;
 		for (int i = 0; i < k; i++) {
-			if (!p[i].revents)
+			if (p[i].fd < 0 || !p[i].revents)
 				continue;
 			char buf[65536];
 			ssize_t got = read(p[i].fd, buf, sizeof(buf));
 			if (got <= 0) {
 				close(p[i].fd);
 				p[i].fd = -1;
-				open_streams--;
+				open--;
 				continue;
 			}
 			fn_buf_add(&in[i], buf, (size_t)got);
-			char *nl;
-			while (in[i].s && (nl = memchr(in[i].s, '\n', in[i].len))) {
-				*nl = '\0';
-				print_event(o, in[i].s);
-				size_t used = (size_t)(nl - in[i].s) + 1;
-				memmove(in[i].s, nl + 1, in[i].len - used);
-				in[i].len -= used;
-			}
+			print_lines(o, &in[i]);
 		}
 	}
 	for (int i = 0; i < k; i++)
@@ -365,169 +396,6 @@ static char *load_line(const char *file)
 	free(flat);
 	fn_buf_free(&text);
 	return line.s;
-}
-
-/* One change's outcome as a JSON line: who ("pid":N or the group's
- * fields), ok, and the reply, escaped (a reply may quote the rule text). */
-static void print_json_reply(const char *who, bool ok, const char *reply)
-{
-	printf("{%s,\"ok\":%s,\"reply\":", who, ok ? "true" : "false");
-	render_json_string(stdout, reply);
-	puts("}");
-}
-
-/* Sends a change to every target; returns how many did not apply it. */
-static int send_change(struct target *t, int n, const char *line, bool json)
-{
-	int bad = 0;
-	struct fn_buf *all = calloc((size_t)n + 1, sizeof(*all));
-	if (!all)
-		return n;
-	targets_request_all(t, n, line, all);
-	for (int i = 0; i < n; i++) {
-		struct fn_buf *r = &all[i];
-		bool ok = r->s && strncmp(r->s, "ok", 2) == 0;
-		bad += !ok;
-		if (!r->s)
-			fn_buf_printf(r, "error out of memory\n");
-		r->s[strcspn(r->s, "\n")] = '\0';
-		if (json) {
-			char who[32];
-			snprintf(who, sizeof(who), "\"pid\":%d", (int)t[i].pid);
-			print_json_reply(who, ok, r->s + (ok ? 2 + (r->s[2] == ' ') : 6));
-		} else
-			fprintf(ok ? stdout : stderr, "%d: %s\n", (int)t[i].pid, r->s);
-		fn_buf_free(r);
-	}
-	free(all);
-	if (bad)
-		fprintf(stderr, "faultctl: %d of %d processes did not apply the change\n", bad, n);
-	return bad;
-}
-
-/* The member that checks a group change: the first that answers among
- * those not stopped (a stopped one would answer only when resumed). Its
- * reply lands in r; -1 when no member answered. */
-static int checker(struct target *t, int n, const char *sequenced, struct fn_buf *r)
-{
-	for (int i = 0, tried = 0; i < n && tried < 3; i++) {
-		if (targets_stopped(t[i].pid))
-			continue;
-		tried++;
-		if (targets_request(&t[i], sequenced, r))
-			return i;
-		fn_buf_free(r);
-	}
-	return -1;
-}
-
-static void print_group_reply(const struct opts *o, const char *group, int n, bool ok,
-			      const char *reply)
-{
-	if (o->json) {
-		char who[128];
-		snprintf(who, sizeof(who), "\"group\":\"%s\",\"processes\":%d", group, n);
-		print_json_reply(who, ok, reply);
-	} else
-		fprintf(ok ? stdout : stderr, "group %s (%d process%s): %s%s\n", group, n,
-			n == 1 ? "" : "es", ok ? "ok " : "error ", reply);
-}
-
-/* The check of a group change: faultctl's own (ctl/check.c), against the
- * policy of the group's first member; a member's, as a request, only when
- * that policy cannot be rebuilt here. The reply lands in r; returns the
- * index of the member it concerns, or -1 when nothing checked it. */
-static int check(struct target *t, int n, const char *group, unsigned long long seq,
-		 const char *line, const char *sequenced, struct fn_buf *r)
-{
-	char journal[4200], reply[1200];
-	fn_group_file(journal, sizeof(journal), rundir(), group, "journal");
-	if (check_change(t[0].pid, journal, seq, line, reply, sizeof(reply)) >= 0) {
-		fn_buf_printf(r, "%s\n", reply);
-		return 0;
-	}
-	return checker(t, n, sequenced, r);
-}
-
-/* A group change, journaled (lock held): checked first (above; the reply
- * is the group's), then the group's change counter moves, and every
- * member applies it from the journal at its next covered call. So a flip
- * costs the same for 1 and 4,096 processes, and a stopped member applies
- * it when it resumes without faultctl waiting for it. */
-static int group_change(struct opts *o, struct target *t, int n, const char *group,
-			unsigned long long seq, const char *line, const char *sequenced)
-{
-	struct fn_buf r = {0};
-	int c = n ? check(t, n, group, seq, line, sequenced, &r) : -1;
-	if (c >= 0 && strncmp(r.s, "ok", 2) != 0) {
-		r.s[strcspn(r.s, "\n")] = '\0';
-		print_group_reply(o, group, n, false, r.s + 6);
-		fprintf(
-		    stderr, "faultctl: the change does not apply to process %d of group '%s'%s\n",
-		    (int)t[c].pid, group,
-		    journal_drop(rundir(), group, seq) ? "; it is not kept in the journal" : "");
-		fn_buf_free(&r);
-		return 1;
-	}
-	char err[4300];
-	if (!targets_seq_store(rundir(), group, seq, err, sizeof(err))) {
-		/* No counter to move: tell every member instead. */
-		fprintf(stderr, "faultctl: %s; sending the change to each process\n", err);
-		fn_buf_free(&r);
-		return n > 0 && send_change(t, n, sequenced, o->json) > 0;
-	}
-	if (n > 0 && c < 0)
-		fprintf(stderr,
-			"faultctl: no process of group '%s' answered (stopped or busy); the change "
-			"is journaled and each applies it at its next call\n",
-			group);
-	if (c >= 0) {
-		r.s[strcspn(r.s, "\n")] = '\0';
-		print_group_reply(o, group, n, true, r.s + 2 + (r.s[2] == ' '));
-	}
-	fn_buf_free(&r);
-	return 0;
-}
-
-static int cmd_change(struct opts *o, const char *line)
-{
-	struct target *t = NULL;
-	int rc;
-	if (o->sel.npids) {
-		int n = find(o, &t);
-		if (n < o->sel.npids)
-			fprintf(stderr,
-				"faultctl: %d of the %d processes named are not under the shim\n",
-				o->sel.npids - (n < 0 ? 0 : n), o->sel.npids);
-		rc = n < 0 ? 1 : send_change(t, n, line, o->json) > 0 || n < o->sel.npids;
-		free(t);
-		return rc;
-	}
-	/* A group change goes to the journal first, so that a process joining
-	 * while it is being sent still gets it (see commands.c). */
-	const char *group = o->sel.group ? o->sel.group : FN_GROUP_DEFAULT;
-	char err[4300];
-	unsigned long long seq;
-	int lock = journal_append(rundir(), group, line, &seq, err, sizeof(err));
-	if (lock < 0) {
-		fprintf(stderr, "faultctl: %s\n", err);
-		return 1;
-	}
-	o->sel.group = group;
-	o->sel.quick = true;
-	int n = find(o, &t);
-	struct fn_buf sequenced = {0};
-	fn_buf_printf(&sequenced, "@%llu %s", seq, line);
-	if (n == 0) /* on stderr, so that it is said with --json too */
-		fprintf(stderr,
-			"faultctl: no process of group '%s' is running; processes that join it "
-			"will apply the change\n",
-			group);
-	rc = n < 0 ? 1 : group_change(o, t, n, group, seq, line, sequenced.s);
-	journal_unlock(lock);
-	fn_buf_free(&sequenced);
-	free(t);
-	return rc;
 }
 
 /* A change is journaled and sent only if it is one well-formed protocol
@@ -602,7 +470,7 @@ static int dispatch_change(struct opts *o, const char *verb, int argc, char **ar
 		fn_buf_free(&line);
 		return 2;
 	}
-	rc = cmd_change(o, line.s);
+	rc = change_run(rundir(), &o->sel, o->json, line.s);
 	fn_buf_free(&line);
 	return rc;
 }

@@ -4,6 +4,7 @@
  * waits for CMD, then sums the counters that every process of the tree left
  * at exit and prints them. */
 #include "ctl/run.h"
+#include "ctl/segread.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -183,20 +184,22 @@ static void print_totals(const char *dir, bool json)
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
-		char path[PATH_MAX + 300], *line = NULL;
-		size_t cap = 0;
+		char path[PATH_MAX + 300], err[600] = "";
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		FILE *f = e->d_name[0] != '.' ? fopen(path, "re") : NULL;
-		if (!f && e->d_name[0] == '.')
-			unlink(path);
-		if (!f)
+		size_t len = strlen(e->d_name);
+		char *text =
+		    e->d_name[0] != '.' && len > 4 && strcmp(e->d_name + len - 4, ".mem") == 0
+			? seg_stats_text(path, err, sizeof(err))
+			: NULL;
+		if (!text && err[0])
+			fprintf(stderr, "faultctl: %s\n", err);
+		unlink(path);
+		if (!text)
 			continue;
 		procs++;
-		while (getline(&line, &cap, f) > 0)
+		for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
 			add_record(&t, &n, line);
-		free(line);
-		fclose(f);
-		unlink(path);
+		free(text);
 	}
 	if (d)
 		closedir(d);

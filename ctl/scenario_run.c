@@ -20,6 +20,7 @@
 
 #include "ctl/render.h"
 #include "ctl/scenario.h"
+#include "ctl/segread.h"
 
 struct run {
 	struct scenario *s;
@@ -287,8 +288,8 @@ static struct sc_rate *rate_for(struct scenario *s, const char *rule)
 	return rt;
 }
 
-/* The group's per-rule totals, from the files its processes keep in the
- * stats directory (rewritten as counters change, and at exit). */
+/* The group's per-rule totals, from the state its processes publish in
+ * the stats directory (core/segment.h; kept after they exit). */
 static void read_totals(struct run *r)
 {
 	static const char *const keys[8] = {"attempts", "faults", "bytes",   "requests",
@@ -299,13 +300,14 @@ static void read_totals(struct run *r)
 	DIR *d = opendir(r->statsdir);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
-		char path[600], *line = NULL, v[64], name[SC_NAME + 8];
-		size_t cap = 0;
-		if (!strstr(e->d_name, ".stats") || e->d_name[0] == '.')
+		char path[600], v[64], name[SC_NAME + 8], err[600];
+		size_t len = strlen(e->d_name);
+		if (len < 5 || strcmp(e->d_name + len - 4, ".mem") != 0 || e->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", r->statsdir, e->d_name);
-		FILE *f = fopen(path, "re");
-		while (f && getline(&line, &cap, f) > 0) {
+		char *text = seg_stats_text(path, err, sizeof(err));
+		for (char *line = text ? strtok(text, "\n") : NULL; line;
+		     line = strtok(NULL, "\n")) {
 			if (strncmp(line, "rule ", 5) != 0)
 				continue;
 			struct sc_rate *rt =
@@ -314,9 +316,7 @@ static void read_totals(struct run *r)
 				rt->total[k] +=
 				    strtoull(record_get(line, keys[k], v, sizeof(v)), NULL, 10);
 		}
-		free(line);
-		if (f)
-			fclose(f);
+		free(text);
 	}
 	if (d)
 		closedir(d);

@@ -2,6 +2,9 @@
 #include "ctl/targets.h"
 
 #include "core/rundir.h"
+#include "core/rules.h"
+#include "ctl/check.h"
+#include "ctl/segread.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,13 +21,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* "GROUP.PID.sock" */
+/* "GROUP.PID.mem" or "GROUP.PID.sock" */
 static bool parse_name(const char *name, struct target *t)
 {
 	size_t n = strlen(name);
-	if (n < 7 || strcmp(name + n - 5, ".sock") != 0)
+	t->seg = n > 6 && strcmp(name + n - 4, ".mem") == 0;
+	size_t ext = t->seg ? 4 : 5;
+	if (name[0] == '.' || n < ext + 2 || (!t->seg && strcmp(name + n - 5, ".sock") != 0))
 		return false;
-	const char *end = name + n - 5, *p = end;
+	const char *end = name + n - ext, *p = end;
 	while (p > name && p[-1] >= '0' && p[-1] <= '9')
 		p--;
 	if (p == end || p == name || p[-1] != '.' || (size_t)(p - 1 - name) >= sizeof(t->group))
@@ -32,7 +37,8 @@ static bool parse_name(const char *name, struct target *t)
 	memcpy(t->group, name, (size_t)(p - 1 - name));
 	t->group[p - 1 - name] = '\0';
 	t->pid = (pid_t)atoi(p);
-	return true;
+	t->start = 0;
+	return t->pid > 0;
 }
 
 static bool selected(const struct selection *sel, const struct target *t)
@@ -65,9 +71,23 @@ static int connect_to(const char *path)
 	return fd;
 }
 
-/* A socket nobody serves, whose process is gone, is removed. */
-static bool alive(const struct target *t)
+/* A member's file whose process is gone, or is another process now (the
+ * pid was reused), is removed; so is a socket nobody serves, whose process
+ * is gone. */
+static bool alive(struct target *t)
 {
+	if (t->seg) {
+		char err[600];
+		struct fn_seg *s = seg_read(t->path, SEG_HEAD, 0, err, sizeof(err));
+		t->start = s ? s->h.start : 0;
+		bool same = s && s->h.pid == (int32_t)t->pid && t->start == fn_proc_start(t->pid);
+		free(s);
+		if ((s && !same) || (!s && kill(t->pid, 0) < 0 && errno == ESRCH))
+			unlink(t->path);
+		else if (!s)
+			fprintf(stderr, "faultctl: process %d: %s\n", (int)t->pid, err);
+		return same;
+	}
 	int fd = connect_to(t->path);
 	if (fd >= 0) {
 		close(fd);
@@ -78,9 +98,9 @@ static bool alive(const struct target *t)
 	return false;
 }
 
-/* Liveness without a connect: a group of thousands is listed in a few
- * milliseconds. A pid reused by a process outside the shim counts until
- * its socket is next probed. */
+/* Liveness without reading anything: a group of thousands is listed in a
+ * few milliseconds. A pid reused by a process outside the shim counts
+ * until its file is next read. */
 static bool exists(const struct target *t)
 {
 	if (kill(t->pid, 0) == 0 || errno == EPERM)
@@ -104,7 +124,9 @@ int targets_find(const char *dir, const struct selection *sel, struct target **o
 		struct target t;
 		if (!parse_name(e->d_name, &t) || !selected(sel, &t))
 			continue;
-		snprintf(t.path, sizeof(t.path), "%s/%s", dir, e->d_name);
+		if ((size_t)snprintf(t.path, sizeof(t.path), "%s/%s", dir, e->d_name) >=
+		    sizeof(t.path))
+			continue;
 		if (sel->quick ? !exists(&t) : !alive(&t))
 			continue;
 		struct target *grown = realloc(v, (size_t)(n + 1) * sizeof(*v));
@@ -128,8 +150,92 @@ static bool reply_complete(const struct fn_buf *b)
 	       (b->len == 4 || b->s[b->len - 5] == '\n');
 }
 
+/* The group's change counter (GROUP.seq beside the member's file): the
+ * journal's entries up to it are in force, applied or not yet. */
+static uint64_t seq_in_force(const struct target *t)
+{
+	char path[700];
+	int dirlen = (int)(strrchr(t->path, '/') - t->path);
+	snprintf(path, sizeof(path), "%.*s/%s.seq", dirlen, t->path, t->group);
+	uint64_t seq = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0 && pread(fd, &seq, sizeof(seq), 0) != (ssize_t)sizeof(seq))
+		seq = 0;
+	if (fd >= 0)
+		close(fd);
+	return seq;
+}
+
+/* The member's policy with the changes in force that it has not applied
+ * yet (it applies them at its next covered call); NULL when it is up to
+ * date or the policy cannot be rebuilt (then its own listing stands). */
+static struct fn_policy *in_force(const struct target *t, const struct fn_seg *s)
+{
+	uint64_t seq = seq_in_force(t);
+	if (s->h.seq >= seq)
+		return NULL;
+	char journal[700], err[1200];
+	int dirlen = (int)(strrchr(t->path, '/') - t->path);
+	snprintf(journal, sizeof(journal), "%.*s/%s.journal", dirlen, t->path, t->group);
+	return check_rebuild(&s->h, journal, seq, err, sizeof(err));
+}
+
+static void info_of(struct fn_seg *s, const struct fn_policy *p, struct fn_buf *reply)
+{
+	if (p) {
+		s->h.nrules = (uint32_t)p->nrules;
+		s->h.enabled = 0;
+		for (size_t i = 0; i < p->nrules; i++)
+			s->h.enabled += p->rules[i].enabled;
+		snprintf(s->h.zone, sizeof(s->h.zone), "%s",
+			 p->self_zone >= 0 ? p->zones[p->self_zone].name : "-");
+	}
+	fn_seg_info(s, reply);
+}
+
+/* A request answered from the member's file. */
+static bool answer(const struct target *t, const char *line, struct fn_buf *reply)
+{
+	bool info = strcmp(line, "info") == 0, events = strcmp(line, "events") == 0;
+	if (!info && !events && strcmp(line, "rules") != 0 && strcmp(line, "stats") != 0) {
+		fn_buf_printf(reply,
+			      "error process %d takes its changes from the group's journal\n",
+			      (int)t->pid);
+		return false;
+	}
+	char err[600];
+	struct fn_seg *s = seg_read(t->path,
+				    info     ? SEG_HEAD
+				    : events ? SEG_EVENTS
+					     : SEG_WHOLE,
+				    0, err, sizeof(err));
+	if (!s) {
+		fn_buf_printf(reply, "error %s\n", err);
+		return false;
+	}
+	uint64_t since = 0;
+	struct fn_policy *p = info || line[0] == 'r' ? in_force(t, s) : NULL;
+	if (info)
+		info_of(s, p, reply);
+	else if (events)
+		fn_seg_events(s, reply, &since);
+	else if (line[0] == 'r' && p)
+		fn_seg_rules_of(s, p, reply);
+	else if (line[0] == 'r')
+		fn_seg_rules(s, reply);
+	else
+		fn_seg_stats(s, reply);
+	fn_policy_free(p);
+	if (!info && line[0] != 'r')
+		fn_buf_add(reply, "end\n", 4);
+	free(s);
+	return true;
+}
+
 bool targets_request(const struct target *t, const char *line, struct fn_buf *reply)
 {
+	if (t->seg)
+		return answer(t, line, reply);
 	int fd = connect_to(t->path);
 	if (fd < 0) {
 		fn_buf_printf(reply, "error cannot connect: %s\n", strerror(errno));
@@ -172,9 +278,11 @@ void targets_request_all(const struct target *t, int n, const char *line, struct
 	memcpy(msg, line, len);
 	msg[len] = '\n';
 	for (int i = 0; i < n; i++) {
-		p[i].fd = connect_to(t[i].path);
+		p[i].fd = t[i].seg ? -1 : connect_to(t[i].path);
 		p[i].events = POLLIN;
-		if (p[i].fd < 0)
+		if (t[i].seg)
+			answer(&t[i], line, &r[i]);
+		else if (p[i].fd < 0)
 			fn_buf_printf(&r[i], "error cannot connect: %s\n", strerror(errno));
 		else if (send(p[i].fd, msg, len + 1, MSG_NOSIGNAL) != (ssize_t)(len + 1)) {
 			fn_buf_printf(&r[i], "error cannot send: %s\n", strerror(errno));

@@ -1,10 +1,12 @@
 /* targets.h - faultctl's side of the control protocol: finding the live
- * processes of a group or a pid, sending them a request, and recording
- * group changes in the group's journal. */
+ * processes of a group or a pid, reading their published state (or, for a
+ * faultctl run with the kernel-side backend, sending it a request), and
+ * recording changes in the group's journal. */
 #ifndef FAULTCTL_TARGETS_H
 #define FAULTCTL_TARGETS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "core/wire.h"
@@ -12,7 +14,9 @@
 struct target {
 	pid_t pid;
 	char group[64];
-	char path[108];
+	bool seg;	/* a member's state file (GROUP.PID.mem), not a socket */
+	uint64_t start; /* the process's start time (seg only; 0 before read) */
+	char path[512];
 };
 
 struct selection {
@@ -23,13 +27,14 @@ struct selection {
 	bool quick; /* liveness by the pid alone, no connect to each socket */
 };
 
-/* Live targets in the run directory matching sel; removes sockets left by
- * dead processes. Returns the count, -1 with a message in err. */
+/* Live targets in the run directory matching sel; removes the files left
+ * by dead processes. Returns the count, -1 with a message in err. */
 int targets_find(const char *dir, const struct selection *sel, struct target **out, char *err,
 		 size_t errlen);
 
-/* Sends one request line; the whole reply lands in reply. False on a
- * connection problem (message in reply). */
+/* One request line (info, rules, stats, events; changes too for a socket):
+ * the whole reply lands in reply, made from the member's file or received.
+ * False on a problem (message in reply). */
 bool targets_request(const struct target *t, const char *line, struct fn_buf *reply);
 
 /* The same request to n targets at once; r[i] gets target i's reply, or

@@ -15,6 +15,7 @@
 #include "shim/control/commands.h"
 #include "core/config.h"
 #include "shim/control/control.h"
+#include "shim/control/segfile.h"
 #include "shim/base/libc.h"
 #include "shim/dns/names.h"
 #include "shim/base/owner.h"
@@ -98,6 +99,7 @@ static void after_fork_child(void)
 {
 	fn_groupseq_atfork_child();
 	fn_owner_reset();
+	fn_segfile_atfork_child(); /* first: the parent's state is not the child's */
 	fn_stats_atfork_child();
 	fn_sink_atfork_child();
 	fn_relay_atfork_child();

@@ -1,12 +1,12 @@
 // index.js - faultnet from Node.js, no dependencies: change the faults of
 // live processes (a group, or given pids), read their rules, counters and
-// events, and start programs under the shim (spawnWithFaults). Queries and
-// changes to pids speak the control protocol over the processes' Unix
-// sockets; a change to a group goes through `faultctl -g GROUP ...`, since
-// the group's journal is guarded by flock(2), which Node.js cannot take.
+// events, and start programs under the shim (spawnWithFaults). Everything
+// goes through faultctl with --json: processes publish their state in
+// files that faultctl reads, and take their changes from their group's
+// journal, which faultctl writes (under flock(2), which Node.js cannot
+// take) and checks.
 'use strict';
 const fs = require('fs');
-const net = require('net');
 const os = require('os');
 const path = require('path');
 const { execFile, spawn } = require('child_process');
@@ -60,19 +60,6 @@ function ruleText(action, keys = {}) {
   return { text: `{ ${parts.join(' ')} }`, name };
 }
 
-function request(sockPath, line, timeoutMs = 5000) {
-  return new Promise((resolve, reject) => {
-    const s = net.connect(sockPath);
-    let buf = '';
-    const done = (t) => /^(ok|error)/.test(t) ? t.endsWith('\n') : t === 'end\n' || t.endsWith('\nend\n');
-    s.setTimeout(timeoutMs, () => { s.destroy(); reject(new FaultnetError(`no reply from ${sockPath}`)); });
-    s.on('connect', () => s.write(line + '\n'));
-    s.on('data', (d) => { buf += d; if (done(buf)) { s.end(); resolve(buf); } });
-    s.on('error', (e) => reject(new FaultnetError(`${sockPath}: ${e.message}`)));
-    s.on('end', () => resolve(buf));
-  });
-}
-
 class Faultnet {
   constructor({ group, pids, dir, faultctl } = {}) {
     this.group = group || process.env.FAULTNET_GROUP || 'default';
@@ -81,50 +68,35 @@ class Faultnet {
     this.faultctl = faultctl || 'faultctl';
   }
 
-  async targets() {
-    let names = [];
-    try { names = fs.readdirSync(this.dir); } catch (e) { return []; }
-    const out = [];
-    for (const n of names) {
-      const m = /^(.+)\.(\d+)\.sock$/.exec(n);
-      if (!m) continue;
-      const pid = Number(m[2]);
-      if (this.pids.length ? !this.pids.includes(pid) : m[1] !== this.group) continue;
-      out.push({ pid, group: m[1], path: path.join(this.dir, n) });
-    }
-    return out.sort((a, b) => a.pid - b.pid);
+  // faultctl with the client's targets; resolves to its stdout.
+  run(...args) {
+    const sel = this.pids.length ? this.pids.flatMap((p) => ['-p', String(p)]) : ['-g', this.group];
+    return new Promise((resolve, reject) => {
+      execFile(this.faultctl, [...sel, ...args], { env: { ...process.env, FAULTNET_RUNDIR: this.dir } },
+        (err, stdout, stderr) => (err ? reject(new FaultnetError((stderr || stdout || err.message).trim()))
+          : resolve(stdout)));
+    });
   }
 
   async query(verb) {
-    const recs = [];
-    for (const t of await this.targets()) {
-      let text;
-      try { text = await request(t.path, verb); } catch (e) { continue; } // gone meanwhile
-      for (const line of text.split('\n')) {
-        if (line.startsWith('error')) throw new FaultnetError(`process ${t.pid}: ${line.slice(6)}`);
-        if (line && line !== 'end' && !line.startsWith('ok')) recs.push(parseRecord(line));
-      }
+    const out = await this.run('--json', verb);
+    return out.split('\n').filter((l) => l.startsWith('{')).map((l) => {
+      const { type, ...fields } = JSON.parse(l);
+      return { kind: type, ...fields };
+    });
+  }
+
+  async targets() {
+    try {
+      return (await this.query('ps')).map((r) => ({ pid: r.pid, group: r.group })).sort((a, b) => a.pid - b.pid);
+    } catch (e) {
+      return [];
     }
-    return recs;
   }
 
   async change(verb, ...args) {
     if ([verb, ...args].some((a) => /[\r\n\0]/.test(a))) throw new FaultnetError('a change is one line: no line breaks');
-    if (this.pids.length) {
-      const bad = [];
-      let line = [verb, ...args].join(' ');
-      if (verb === 'enable') line += ` since=${Date.now()}`;
-      for (const t of await this.targets()) {
-        const r = await request(t.path, line);
-        if (!r.startsWith('ok')) bad.push(`process ${t.pid}: ${r.trim()}`);
-      }
-      if (bad.length) throw new FaultnetError(bad.join('; '));
-      return;
-    }
-    await new Promise((resolve, reject) => {
-      execFile(this.faultctl, ['-g', this.group, verb, ...args], { env: { ...process.env, FAULTNET_RUNDIR: this.dir } },
-        (err, stdout, stderr) => (err ? reject(new FaultnetError((stderr || stdout || err.message).trim())) : resolve()));
-    });
+    await this.run(verb, ...args);
   }
 
   enable(name) { return this.change('enable', name); }

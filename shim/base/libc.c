@@ -4,7 +4,45 @@
 
 #include <dlfcn.h>
 
-struct fn_libc fn_libc;
+/* The receive paths every program takes start as stubs that resolve and
+ * go on: their hooks then jump through the pointer with no test of it
+ * (LIBC_HOT), and a hook that runs before the constructor still works. */
+static ssize_t first_recv(int fd, void *buf, size_t n, int flags)
+{
+	fn_libc_resolve();
+	return fn_libc.recv(fd, buf, n, flags);
+}
+
+static ssize_t first_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa,
+			      socklen_t *len)
+{
+	fn_libc_resolve();
+	return fn_libc.recvfrom(fd, buf, n, flags, sa, len);
+}
+
+static ssize_t first_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	fn_libc_resolve();
+	return fn_libc.recvmsg(fd, msg, flags);
+}
+
+static ssize_t first_read(int fd, void *buf, size_t n)
+{
+	fn_libc_resolve();
+	return fn_libc.read(fd, buf, n);
+}
+
+static ssize_t first_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	fn_libc_resolve();
+	return fn_libc.readv(fd, iov, iovcnt);
+}
+
+struct fn_libc fn_libc = {.recv = first_recv,
+			  .recvfrom = first_recvfrom,
+			  .recvmsg = first_recvmsg,
+			  .read = first_read,
+			  .readv = first_readv};
 
 #define RESOLVE(field, sym) *(void **)&fn_libc.field = dlsym(RTLD_NEXT, sym)
 

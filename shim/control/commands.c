@@ -1,7 +1,9 @@
-/* commands.c - info, rules, stats, events and the policy changes: enable,
- * disable, add, rm, load, zone, reset. Changes sent to a group carry a
- * sequence number ("@SEQ verb ...") and are also kept in the group's
- * journal, so that a process that joins or forks later replays them. */
+/* commands.c - the policy changes (enable, disable, add, rm, load, zone,
+ * reset), applied from the group's journal, where faultctl writes them
+ * with sequence numbers, so that a process that joins or forks later
+ * replays them too. An entry "SEQ pid=PID.START verb ..." is for the one
+ * process with that pid and start time (faultctl -p). Each policy
+ * published is listed in the member's published state first. */
 #include "shim/control/commands.h"
 
 #include "core/actions.h"
@@ -16,6 +18,7 @@
 #include "core/config.h"
 #include "core/edit.h"
 #include "core/http.h"
+#include "core/rundir.h"
 #include "shim/base/policy.h"
 #include "shim/stats/stats.h"
 
@@ -71,72 +74,10 @@ static void retire(struct fn_policy *old)
 	 * the safe choice. */
 }
 
-/* Counters are cumulative per rule name for the process's life, whatever
- * load, reset, rm and add do in between: a rule that goes keeps its counts
- * here (and in stats), and a rule of the same name that comes back takes
- * them up again. */
-#define GONE_MAX 256
-static struct gone {
-	char name[FN_NAME_MAX];
-	enum fn_action action;
-	uint64_t attempts, faults, bytes;
-} gone[GONE_MAX];
-static size_t ngone;
-
-static void add_counts(struct fn_rulestat *to, uint64_t a, uint64_t f, uint64_t b)
-{
-	__atomic_add_fetch(&to->attempts, a, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&to->faults, f, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&to->bytes, b, __ATOMIC_RELAXED);
-}
-
-static void take_gone(struct fn_rule *r)
-{
-	for (size_t i = 0; i < ngone; i++)
-		if (strcmp(gone[i].name, r->name) == 0) {
-			add_counts(r->stat, gone[i].attempts, gone[i].faults, gone[i].bytes);
-			gone[i] = gone[--ngone];
-			return;
-		}
-}
-
-static void keep_gone(const struct fn_rule *r)
-{
-	const struct fn_rulestat *s = r->stat;
-	if (!s || ngone == GONE_MAX)
-		return;
-	struct gone *g = &gone[ngone++];
-	snprintf(g->name, sizeof(g->name), "%s", r->name);
-	g->action = r->action;
-	g->attempts = __atomic_load_n(&s->attempts, __ATOMIC_RELAXED);
-	g->faults = __atomic_load_n(&s->faults, __ATOMIC_RELAXED);
-	g->bytes = __atomic_load_n(&s->bytes, __ATOMIC_RELAXED);
-}
-
-static void carry_counts(const struct fn_policy *old, struct fn_policy *p)
-{
-	for (size_t i = 0; i < p->nrules; i++) {
-		struct fn_rule *r = &p->rules[i];
-		int o = old ? fn_policy_rule_index(old, r->name) : -1;
-		const struct fn_rulestat *os = o >= 0 ? old->rules[o].stat : NULL;
-		if (!r->stat || os == r->stat)
-			continue; /* the same counters: a copy of the old rule */
-		if (os)
-			add_counts(r->stat, __atomic_load_n(&os->attempts, __ATOMIC_RELAXED),
-				   __atomic_load_n(&os->faults, __ATOMIC_RELAXED),
-				   __atomic_load_n(&os->bytes, __ATOMIC_RELAXED));
-		else
-			take_gone(r);
-	}
-	for (size_t i = 0; old && i < old->nrules; i++)
-		if (fn_policy_rule_index(p, old->rules[i].name) < 0)
-			keep_gone(&old->rules[i]);
-}
-
 static void publish(struct fn_policy *p)
 {
 	fn_policy_finish(p);
-	carry_counts(fn_policy_current(), p);
+	fn_stats_list(p, false);
 	struct fn_policy *old = fn_policy_publish(p);
 	if (old && alone)
 		fn_policy_free(old);
@@ -176,95 +117,6 @@ static void reset(struct fn_buf *out)
 		return reply_error(out, err);
 	publish(p);
 	fn_buf_printf(out, "ok reset to %s\n", base_config ? base_config : "no rules");
-}
-
-static void info(struct fn_buf *out)
-{
-	const struct fn_policy *p = fn_policy_current();
-	size_t on = 0, n = p ? p->nrules : 0;
-	for (size_t i = 0; i < n; i++)
-		on += p->rules[i].enabled;
-	char cmd[512] = "";
-	FILE *f = fopen("/proc/self/cmdline", "re");
-	size_t len = f ? fread(cmd, 1, sizeof(cmd) - 1, f) : 0;
-	if (f)
-		fclose(f);
-	for (size_t i = 0; i + 1 < len; i++)
-		if (!cmd[i])
-			cmd[i] = ' ';
-	fn_buf_printf(out, "process pid=%d", (int)getpid());
-	fn_buf_field(out, "group", group);
-	fn_buf_field(out, "zone", p && p->self_zone >= 0 ? p->zones[p->self_zone].name : "-");
-	fn_buf_printf(out, " rules=%zu enabled=%zu seq=%llu", n, on,
-		      (unsigned long long)applied_seq);
-	fn_buf_field(out, "sockets",
-		     __atomic_load_n(&fn_sockets_seen, __ATOMIC_RELAXED) ? "seen"
-									 : "no socket calls seen");
-	fn_buf_field(out, "cmd", cmd);
-	fn_buf_add(out, "\nend\n", 5);
-}
-
-static void rules(struct fn_buf *out)
-{
-	const struct fn_policy *p = fn_policy_current();
-	for (size_t i = 0; p && i < p->nrules; i++) {
-		const struct fn_rule *r = &p->rules[i];
-		fn_buf_printf(out, "rule pid=%d", (int)getpid());
-		fn_buf_field(out, "name", r->name);
-		char params[256];
-		fn_rule_describe(r, params, sizeof(params));
-		fn_buf_printf(out, " action=%s enabled=%s faults=%llu attempts=%llu",
-			      fn_action_name(r->action), r->enabled ? "yes" : "no",
-			      (unsigned long long)(r->stat ? r->stat->faults : 0),
-			      (unsigned long long)(r->stat ? r->stat->attempts : 0));
-		fn_buf_field(out, "params", params);
-		fn_buf_add(out, "\n", 1);
-	}
-	fn_buf_add(out, "end\n", 4);
-}
-
-/* An HTTP rule's requests: seen, and what became of them. */
-static void request_counts(struct fn_buf *out, const struct fn_rule *r, const struct fn_rulestat *s)
-{
-	fn_buf_printf(out, " requests=%llu answered=%llu slowed=%llu aborted=%llu forwarded=%llu",
-		      (unsigned long long)__atomic_load_n(&s->requests, __ATOMIC_RELAXED),
-		      (unsigned long long)__atomic_load_n(&s->answered, __ATOMIC_RELAXED),
-		      (unsigned long long)__atomic_load_n(&s->slowed, __ATOMIC_RELAXED),
-		      (unsigned long long)__atomic_load_n(&s->aborted, __ATOMIC_RELAXED),
-		      (unsigned long long)__atomic_load_n(&s->forwarded, __ATOMIC_RELAXED));
-	if (r->action == FN_ACT_RESPOND)
-		fn_buf_printf(out, " status=%d", r->http->status);
-}
-
-void fn_cmd_stats(struct fn_buf *out)
-{
-	const struct fn_policy *p = fn_policy_current();
-	for (size_t i = 0; p && i < p->nrules; i++) {
-		const struct fn_rule *r = &p->rules[i];
-		const struct fn_rulestat *s = r->stat;
-		fn_buf_printf(out, "rule pid=%d", (int)getpid());
-		fn_buf_field(out, "name", r->name);
-		fn_buf_printf(
-		    out, " action=%s attempts=%llu faults=%llu bytes=%llu",
-		    fn_action_name(r->action),
-		    (unsigned long long)(s ? __atomic_load_n(&s->attempts, __ATOMIC_RELAXED) : 0),
-		    (unsigned long long)(s ? __atomic_load_n(&s->faults, __ATOMIC_RELAXED) : 0),
-		    (unsigned long long)(s ? __atomic_load_n(&s->bytes, __ATOMIC_RELAXED) : 0));
-		if (fn_rule_http(r) && s)
-			request_counts(out, r, s);
-		fn_buf_add(out, "\n", 1);
-	}
-	for (size_t i = 0; i < ngone; i++) {
-		fn_buf_printf(out, "rule pid=%d", (int)getpid());
-		fn_buf_field(out, "name", gone[i].name);
-		fn_buf_printf(out, " action=%s attempts=%llu faults=%llu bytes=%llu\n",
-			      fn_action_name(gone[i].action), (unsigned long long)gone[i].attempts,
-			      (unsigned long long)gone[i].faults,
-			      (unsigned long long)gone[i].bytes);
-	}
-	fn_stats_dump(out);
-	fn_stats_requests_dump(out);
-	fn_stats_lookups_dump(out);
 }
 
 /* One change: reset here (it goes back to what this process started
@@ -360,20 +212,53 @@ static bool batch_toggle(char *line)
 	return false;
 }
 
-/* Applies one journal line "SEQ verb ..." if it is the next one. */
+/* This process's pid and start time, for entries meant for one process;
+ * a fork child finds its own. */
+static bool for_me(pid_t pid, uint64_t start)
+{
+	static pid_t me;
+	static uint64_t my_start;
+	if (me != getpid()) {
+		me = getpid();
+		my_start = fn_proc_start(me);
+	}
+	return pid == me && start == my_start;
+}
+
+/* Applies one journal line "SEQ [pid=PID.START ]verb ..." if it is the next
+ * one (and, with a target, this process is it). */
 static void apply_entry(char *line)
 {
 	char *end;
 	unsigned long long seq = strtoull(line, &end, 10);
 	if (end == line || *end != ' ' || seq <= applied_seq)
 		return;
-	if (!batch_toggle(end + 1)) {
+	pid_t pid;
+	uint64_t start;
+	char *change = fn_edit_target(end + 1, &pid, &start);
+	if (change && (!pid || for_me(pid, start)) && !batch_toggle(change)) {
 		batch_flush();
 		struct fn_buf ignored = {0};
-		run_change(end + 1, &ignored);
+		run_change(change, &ignored);
 		fn_buf_free(&ignored);
 	}
 	applied_seq = seq;
+	fn_seg->h.seq = seq;
+}
+
+uint64_t fn_cmd_applied(void)
+{
+	return applied_seq;
+}
+
+const char *fn_cmd_base_config(void)
+{
+	return base_config;
+}
+
+const char *fn_cmd_base_zone(void)
+{
+	return base_zone;
 }
 
 void fn_cmd_catch_up(bool only_thread)
@@ -387,8 +272,8 @@ void fn_cmd_catch_up(bool only_thread)
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
-	/* Only whole lines: one being appended right now reaches us by its
-	 * own message, since our socket already exists. */
+	/* Only whole lines: faultctl moves the group's counter after it has
+	 * written a line, and this runs again when it has. */
 	while ((n = getline(&line, &cap, f)) > 0 && line[n - 1] == '\n') {
 		line[n - 1] = '\0';
 		apply_entry(line);
@@ -397,45 +282,4 @@ void fn_cmd_catch_up(bool only_thread)
 	alone = false;
 	free(line);
 	fclose(f);
-}
-
-/* "@SEQ verb ...": a change sent to the whole group. */
-static void run_sequenced(char *line, struct fn_buf *out)
-{
-	char *end;
-	unsigned long long seq = strtoull(line + 1, &end, 10);
-	if (end == line + 1 || *end != ' ')
-		return reply_error(out, "malformed sequence number");
-	if (seq > applied_seq + 1)
-		fn_cmd_catch_up(false);
-	if (seq <= applied_seq) {
-		fn_buf_printf(out, "ok already applied (seq %llu)\n", seq);
-		return;
-	}
-	run_change(end + 1, out);
-	applied_seq = seq;
-}
-
-void fn_cmd_run(char *line, struct fn_buf *out, bool *follow, uint64_t *since)
-{
-	if (line[0] == '@')
-		return run_sequenced(line, out);
-	if (strcmp(line, "info") == 0)
-		return info(out);
-	if (strcmp(line, "rules") == 0)
-		return rules(out);
-	if (strcmp(line, "stats") == 0) {
-		fn_cmd_stats(out);
-		fn_buf_add(out, "end\n", 4);
-		return;
-	}
-	if (strcmp(line, "events") == 0 || strcmp(line, "events follow") == 0) {
-		*since = 0;
-		fn_events_dump(out, since);
-		*follow = line[6] != '\0';
-		if (!*follow)
-			fn_buf_add(out, "end\n", 4);
-		return;
-	}
-	run_change(line, out);
 }

@@ -17,6 +17,7 @@
 #include "core/chance.h"
 #include "core/dns.h"
 #include "core/dnswire.h"
+#include "shim/base/alone.h"
 #include "shim/base/libc.h"
 #include "shim/base/policy.h"
 #include "shim/fd/fdtab.h"
@@ -340,6 +341,7 @@ void fn_dns_serve(const struct fn_ownfd *wake)
 				kind[n] = K_CONN;
 				which[n++] = i;
 			}
+		fn_end_if_alone();
 		if (poll(pf, (nfds_t)n, due_in_ms()) <= 0)
 			continue;
 		for (int i = 0; i < n; i++) {

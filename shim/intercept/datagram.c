@@ -337,7 +337,7 @@ static bool needs_filter(int fd)
 ssize_t fn_recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	if (!needs_filter(fd) || !msg)
-		return LIBC(recvmsg)(fd, msg, flags);
+		return LIBC_HOT(recvmsg)(fd, msg, flags);
 	return recv_filtered(fd, msg, flags);
 }
 
@@ -370,7 +370,7 @@ static __attribute__((noinline)) ssize_t recvfrom_udp(int fd, void *buf, size_t 
 ssize_t fn_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa, socklen_t *len)
 {
 	if (!maybe_udp(fd))
-		return LIBC(recvfrom)(fd, buf, n, flags, sa, len);
+		return LIBC_HOT(recvfrom)(fd, buf, n, flags, sa, len);
 	return recvfrom_udp(fd, buf, n, flags, sa, len);
 }
 
@@ -384,7 +384,7 @@ static __attribute__((noinline)) ssize_t recv_udp(int fd, void *buf, size_t n, i
 ssize_t fn_recv(int fd, void *buf, size_t n, int flags)
 {
 	if (!maybe_udp(fd))
-		return LIBC(recv)(fd, buf, n, flags);
+		return LIBC_HOT(recv)(fd, buf, n, flags);
 	return recv_udp(fd, buf, n, flags);
 }
 
@@ -411,7 +411,7 @@ static __attribute__((noinline)) ssize_t read_udp(int fd, void *buf, size_t n)
 ssize_t fn_read(int fd, void *buf, size_t n)
 {
 	if (!maybe_udp(fd))
-		return LIBC(read)(fd, buf, n);
+		return LIBC_HOT(read)(fd, buf, n);
 	return read_udp(fd, buf, n);
 }
 
@@ -431,7 +431,7 @@ static __attribute__((noinline)) ssize_t readv_filtered(int fd, const struct iov
 ssize_t fn_readv(int fd, const struct iovec *iov, int iovcnt)
 {
 	if (!needs_filter(fd))
-		return LIBC(readv)(fd, iov, iovcnt);
+		return LIBC_HOT(readv)(fd, iov, iovcnt);
 	return readv_filtered(fd, iov, iovcnt);
 }
 

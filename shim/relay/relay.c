@@ -25,6 +25,7 @@
 
 #include "core/chance.h"
 #include "shim/fd/fdtab.h"
+#include "shim/base/alone.h"
 #include "shim/base/libc.h"
 #include "shim/base/signals.h"
 #include "shim/relay/reinject.h"
@@ -381,9 +382,14 @@ static void rebuild(void)
 	}
 }
 
+/* Set on the relay thread: an exit() there (fn_end_if_alone) drains the
+ * relay from that thread itself. */
+static __thread bool on_relay_thread;
+
 static void *loop(void *arg)
 {
 	(void)arg;
+	on_relay_thread = true;
 	prctl(PR_SET_NAME, "faultnet-relay");
 	/* Wake-ups on time: the default 50 us slack adds to every latency
 	 * release and token refill. */
@@ -391,6 +397,7 @@ static void *loop(void *arg)
 	struct epoll_event ev[64];
 	uint64_t next = 0;
 	for (;;) {
+		fn_end_if_alone();
 		uint64_t check = fn_now_ns() + LOST_CHECK_NS;
 		int n = epfd >= 0 ? wait_until(ev, 64, next < check ? next : check) : 0;
 		if (epfd < 0)
@@ -523,6 +530,11 @@ __attribute__((destructor)) static void drain_at_exit(void)
 			pthread_mutex_unlock(&lock);
 			fn_signals_restore(&old);
 			return;
+		}
+		if (on_relay_thread) { /* nobody else steps them: step them here */
+			for (struct fn_conn *c = conns; c; c = c->next)
+				c->ready = true;
+			step_all(fn_now_ns());
 		}
 		pthread_mutex_unlock(&lock);
 		wake();

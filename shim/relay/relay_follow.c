@@ -74,7 +74,7 @@ static void apply(struct fn_conn *c, const struct fn_rule *r, uint64_t now)
 			shape_from_now(&c->dir[d], r, d, now);
 	}
 	if (r->stat)
-		__atomic_add_fetch(&r->stat->faults, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&r->stat->n->faults, 1, __ATOMIC_RELAXED);
 }
 
 static void undo(struct fn_conn *c)

@@ -1,7 +1,8 @@
-/* stats.c - lock-free counters and event ring. Writers are the app's
- * threads; the reader is the control thread. A slot of the destination
- * table is claimed once with a compare-and-swap and never released, so a
- * reader never sees it change owner. */
+/* stats.c - lock-free counters and the event ring, in the member's
+ * published state (fn_seg). Writers are the app's threads (and the relay
+ * thread); the reader is faultctl, in its own process. A slot of the
+ * destination table is claimed once with a compare-and-swap and never
+ * released, so a reader never sees it change owner. */
 #include "shim/stats/stats.h"
 
 #include <errno.h>
@@ -17,31 +18,22 @@
 
 int fn_sockets_seen;
 
-#define DESTS 1024 /* beyond this many destinations, counts go to "other" */
-#define EVENTS 4096
+/* Until control maps the member's file: never read by anyone, but always
+ * there, so that a writer never checks. Untouched pages cost nothing. */
+static struct fn_seg own;
+struct fn_seg *fn_seg = &own;
 
-struct dest {
-	int state; /* 0 free, 1 being claimed, 2 ready */
-	struct fn_endpoint ep;
-	uint8_t proto;
-	uint64_t attempts, faults, bytes, by_action[FN_ACT_COUNT];
-};
-
-struct event {
-	uint64_t seq; /* 0 while being written, else its number + 1 */
-	int64_t wall_us, mono_us;
-	int fd;
-	uint8_t proto;
-	int8_t action; /* -1 for none */
-	struct fn_endpoint ep;
-	char rule[FN_NAME_MAX];
-	char outcome[24];
-};
-
-static struct dest dests[DESTS + 1]; /* the last one is "other" */
-static struct event ring[EVENTS];
-static uint64_t ring_head;
 static int events_fd = -1;
+
+void fn_stats_socket_first(void)
+{
+	/* Sequentially consistent, as the store in fn_seg when control maps
+	 * a new file (segfile.c) and its read of the flag: a socket seen
+	 * meanwhile is in the one or the other. */
+	__atomic_store_n(&fn_sockets_seen, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&__atomic_load_n(&fn_seg, __ATOMIC_SEQ_CST)->h.sockets_seen, 1,
+			 __ATOMIC_RELAXED);
+}
 
 static uint64_t hash(const struct fn_endpoint *ep, uint8_t proto)
 {
@@ -52,7 +44,7 @@ static uint64_t hash(const struct fn_endpoint *ep, uint8_t proto)
 	return h ^ proto;
 }
 
-static struct dest *dest_for(const struct fn_endpoint *ep, uint8_t proto)
+static struct fn_seg_dest *dest_for(const struct fn_endpoint *ep, uint8_t proto)
 {
 	struct fn_endpoint key;
 	memset(&key, 0, sizeof(key));
@@ -61,7 +53,7 @@ static struct dest *dest_for(const struct fn_endpoint *ep, uint8_t proto)
 	key.port = ep->port;
 	uint64_t h = hash(&key, proto);
 	for (int i = 0; i < 64; i++) {
-		struct dest *d = &dests[(h + (uint64_t)i) % DESTS];
+		struct fn_seg_dest *d = &fn_seg->dests[(h + (uint64_t)i) % FN_SEG_DESTS];
 		int st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
 		if (st == 0) {
 			int zero = 0;
@@ -79,7 +71,7 @@ static struct dest *dest_for(const struct fn_endpoint *ep, uint8_t proto)
 		if (d->proto == proto && memcmp(&d->ep, &key, sizeof(key)) == 0)
 			return d;
 	}
-	return &dests[DESTS];
+	return &fn_seg->dests[FN_SEG_DESTS];
 }
 
 const char *fn_errname(int e)
@@ -97,7 +89,7 @@ static int64_t usec(clockid_t c)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static void json_event(const struct event *e)
+static void json_event(const struct fn_seg_event *e)
 {
 	char dst[64], line[512];
 	fn_endpoint_format(&e->ep, dst, sizeof(dst));
@@ -119,8 +111,9 @@ static void json_event(const struct event *e)
 static void record_event(int fd, const struct fn_rule *r, const struct fn_rule *seen,
 			 const struct fn_endpoint *ep, uint8_t proto, const char *outcome)
 {
-	uint64_t seq = __atomic_fetch_add(&ring_head, 1, __ATOMIC_RELAXED);
-	struct event *e = &ring[seq % EVENTS];
+	struct fn_seg *g = fn_seg;
+	uint64_t seq = __atomic_fetch_add(&g->h.ring_head, 1, __ATOMIC_RELAXED);
+	struct fn_seg_event *e = &g->ring[seq % FN_SEG_EVENTS];
 	__atomic_store_n(&e->seq, 0, __ATOMIC_RELEASE);
 	e->wall_us = usec(CLOCK_REALTIME);
 	e->mono_us = usec(CLOCK_MONOTONIC);
@@ -148,100 +141,28 @@ int fn_stats_attempt(int fd, const struct fn_rule *r, const struct fn_rule *seen
 		     uint64_t bytes)
 {
 	int e = errno;
-	struct dest *d = dest_for(ep, proto);
+	struct fn_seg_dest *d = dest_for(ep, proto);
 	__atomic_add_fetch(&d->attempts, 1, __ATOMIC_RELAXED);
 	if (seen && seen->stat)
-		__atomic_add_fetch(&seen->stat->attempts, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&seen->stat->n->attempts, 1, __ATOMIC_RELAXED);
 	if (r) {
 		__atomic_add_fetch(&d->faults, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&d->by_action[r->action], 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&d->bytes, bytes, __ATOMIC_RELAXED);
 		if (r->stat) {
-			__atomic_add_fetch(&r->stat->faults, 1, __ATOMIC_RELAXED);
-			__atomic_add_fetch(&r->stat->bytes, bytes, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&r->stat->n->faults, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&r->stat->n->bytes, bytes, __ATOMIC_RELAXED);
 		}
 	}
 	record_event(fd, r, seen, ep, proto, outcome);
 	errno = e;
-	return (int)(d - dests);
+	return (int)(d - fn_seg->dests);
 }
 
 void fn_stats_bytes(int handle, uint64_t bytes)
 {
-	if (handle >= 0 && handle <= DESTS)
-		__atomic_add_fetch(&dests[handle].bytes, bytes, __ATOMIC_RELAXED);
-}
-
-static void dump_dest(struct fn_buf *b, const struct dest *d, const char *name)
-{
-	fn_buf_printf(b, "dest pid=%d", (int)getpid());
-	fn_buf_field(b, "dest", name);
-	fn_buf_printf(b,
-		      " proto=%s attempts=%llu faults=%llu blackhole=%llu stall=%llu drop=%llu "
-		      "bytes=%llu",
-		      d->proto == FN_PROTO_UDP ? "udp" : "tcp",
-		      (unsigned long long)__atomic_load_n(&d->attempts, __ATOMIC_RELAXED),
-		      (unsigned long long)__atomic_load_n(&d->faults, __ATOMIC_RELAXED),
-		      (unsigned long long)d->by_action[FN_ACT_BLACKHOLE],
-		      (unsigned long long)d->by_action[FN_ACT_STALL],
-		      (unsigned long long)d->by_action[FN_ACT_DROP],
-		      (unsigned long long)__atomic_load_n(&d->bytes, __ATOMIC_RELAXED));
-	/* The newer actions are listed only when they happened, so that the
-	 * line stays short for the common ones. */
-	for (int a = FN_ACT_REFUSE; a < FN_ACT_COUNT; a++) {
-		uint64_t n = __atomic_load_n(&d->by_action[a], __ATOMIC_RELAXED);
-		if (n)
-			fn_buf_printf(b, " %s=%llu", fn_action_name((enum fn_action)a),
-				      (unsigned long long)n);
-	}
-	fn_buf_add(b, "\n", 1);
-}
-
-void fn_stats_dump(struct fn_buf *b)
-{
-	char name[64];
-	for (int i = 0; i < DESTS; i++) {
-		const struct dest *d = &dests[i];
-		if (__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != 2 || !d->attempts)
-			continue;
-		fn_endpoint_format(&d->ep, name, sizeof(name));
-		dump_dest(b, d, name);
-	}
-	if (dests[DESTS].attempts)
-		dump_dest(b, &dests[DESTS], "other");
-}
-
-uint64_t fn_stats_generation(void)
-{
-	return __atomic_load_n(&ring_head, __ATOMIC_RELAXED) + fn_stats_requests_seen();
-}
-
-void fn_events_dump(struct fn_buf *b, uint64_t *since)
-{
-	uint64_t head = __atomic_load_n(&ring_head, __ATOMIC_ACQUIRE);
-	uint64_t from = *since;
-	if (head - from > EVENTS)
-		from = head - EVENTS; /* the older ones were overwritten */
-	for (uint64_t s = from; s < head; s++) {
-		struct event copy = ring[s % EVENTS];
-		if (__atomic_load_n(&ring[s % EVENTS].seq, __ATOMIC_ACQUIRE) != s + 1 ||
-		    copy.seq != s + 1)
-			break; /* still being written: next time */
-		char dst[64];
-		fn_endpoint_format(&copy.ep, dst, sizeof(dst));
-		fn_buf_printf(b, "event seq=%llu wall_us=%lld mono_us=%lld pid=%d fd=%d proto=%s",
-			      (unsigned long long)s, (long long)copy.wall_us,
-			      (long long)copy.mono_us, (int)getpid(), copy.fd,
-			      copy.proto == FN_PROTO_UDP ? "udp" : "tcp");
-		fn_buf_field(b, "rule", copy.rule);
-		fn_buf_printf(b, " action=%s",
-			      copy.action < 0 ? "none"
-					      : fn_action_name((enum fn_action)copy.action));
-		fn_buf_field(b, "dest", dst);
-		fn_buf_field(b, "outcome", copy.outcome);
-		fn_buf_add(b, "\n", 1);
-		*since = s + 1;
-	}
+	if (handle >= 0 && handle <= FN_SEG_DESTS)
+		__atomic_add_fetch(&fn_seg->dests[handle].bytes, bytes, __ATOMIC_RELAXED);
 }
 
 void fn_stats_fd_lost(int fd)
@@ -253,9 +174,9 @@ void fn_stats_fd_lost(int fd)
 
 void fn_stats_atfork_child(void)
 {
-	for (int i = 0; i < DESTS; i++)
-		if (dests[i].state == 1)
-			dests[i].state = 0;
+	for (int i = 0; i < FN_SEG_DESTS; i++)
+		if (fn_seg->dests[i].state == 1)
+			fn_seg->dests[i].state = 0;
 }
 
 const char *fn_events_open(void)

@@ -1,12 +1,15 @@
 /* stats.h - what the app really did, for faultctl stats and events:
- * per-destination counters and a ring of recent events, both filled from
- * the app's threads without locks, and FAULTNET_EVENTS, a JSON-lines file. */
+ * per-rule and per-destination counters and a ring of recent events, filled
+ * from the app's threads without locks into the member's published state
+ * (core/segment.h), which faultctl reads on its own; and FAULTNET_EVENTS, a
+ * JSON-lines file. */
 #ifndef FAULTNET_STATS_H
 #define FAULTNET_STATS_H
 
 #include <stdint.h>
 
 #include "core/rules.h"
+#include "core/segment.h"
 #include "core/wire.h"
 
 /* An attempt (connect, Fast Open or datagram) to a destination some rule
@@ -28,13 +31,16 @@ void fn_stats_bytes(int handle, uint64_t bytes);
 /* The name of errno e ("ETIMEDOUT"), or "ok" for 0. */
 const char *fn_errname(int e);
 
-/* Appends records for faultctl: "dest ..." lines, and "event ..." lines
- * with sequence numbers after *since (updated). */
-void fn_stats_dump(struct fn_buf *b);
-void fn_events_dump(struct fn_buf *b, uint64_t *since);
+/* Where the counts go: the member's file in the run directory, mapped
+ * shared, once control has started (shim/control/segfile.c); before that,
+ * and without a run directory, memory of the shim's own. */
+extern struct fn_seg *fn_seg;
 
-/* Changes whenever an attempt is counted. */
-uint64_t fn_stats_generation(void);
+/* Lists p's rules in fn_seg: each rule's counters go to its name's slot,
+ * and the slots say the policy's order, actions, states and parameters.
+ * Runs under the change lock before p is published; fresh: fn_seg is new,
+ * so every rule looks for its slot again. */
+void fn_stats_list(const struct fn_policy *p, bool fresh);
 
 /* The app closed fd: if it was the events file, stop writing to it. */
 void fn_stats_fd_lost(int fd);
@@ -47,13 +53,15 @@ const char *fn_events_open(void);
 
 /* Set once the shim has seen the app create or accept an IPv4 or IPv6
  * socket: faultctl ps tells a process that loaded the shim but makes its
- * own system calls (a Go program built with cgo) by its absence. */
+ * own system calls (a Go program built with cgo) by its absence. Kept
+ * here for the hook's one load, and in fn_seg for faultctl. */
 extern int fn_sockets_seen;
+void fn_stats_socket_first(void);
 
 static inline void fn_stats_socket_seen(void)
 {
 	if (!__atomic_load_n(&fn_sockets_seen, __ATOMIC_RELAXED))
-		__atomic_store_n(&fn_sockets_seen, 1, __ATOMIC_RELAXED);
+		fn_stats_socket_first();
 }
 
 /* requests.c: one HTTP request on a relayed connection, and what became
@@ -68,11 +76,6 @@ void fn_stats_request(const struct fn_rule *seen, const struct fn_rule *r,
  * there): counted, and an event ("not-http", "bad-request", "bad-response"). */
 enum fn_unparsed { FN_UNPARSED_NOT_HTTP, FN_UNPARSED_REQUEST, FN_UNPARSED_RESPONSE };
 void fn_stats_unparsed(const struct fn_endpoint *ep, enum fn_unparsed what);
-
-/* How many requests were counted: part of fn_stats_generation. */
-uint64_t fn_stats_requests_seen(void);
-/* "http ..." records, one per method, Host and path prefix. */
-void fn_stats_requests_dump(struct fn_buf *b);
 
 /* lookups.c: one name lookup by the resolver hooks; r is the dns rule that
  * faulted it (NULL when resolved as usual); what is one of the below.
@@ -90,7 +93,5 @@ enum {
 void fn_stats_lookup(const char *name, const struct fn_rule *r, int what);
 /* A connect to an address name resolved to (fn_names_each's callback). */
 void fn_stats_name_connect(const char *name, void *unused);
-/* "name ..." records, one per name looked up. */
-void fn_stats_lookups_dump(struct fn_buf *b);
 
 #endif

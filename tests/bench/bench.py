@@ -523,7 +523,7 @@ def control():
         procs.extend(ps)
         for _ in range(1200):
             if len([f for f in os.listdir(RUNDIR) if f.startswith(group + ".")
-                    and f.endswith(".sock")]) >= n:
+                    and f.endswith(".mem")]) >= n:
                 break
             time.sleep(0.05)
         e = dict(os.environ, FAULTNET_RUNDIR=RUNDIR)

@@ -1,16 +1,57 @@
-/* fuzz_protocol.c - libFuzzer harness: any bytes as request lines on the
- * control socket, run through the same command code as the control thread,
- * and any reply-like line through the record parser faultctl uses. */
+/* fuzz_protocol.c - libFuzzer harness for the two inputs a member and
+ * faultctl take from files others can write: any bytes as the group's
+ * journal, replayed by the same code a member runs at its catch-up; and
+ * any bytes as a member's state file, read by the code faultctl makes its
+ * records with; and any record-like line through the record parser. */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "shim/control/commands.h"
 #include "core/rules.h"
+#include "core/segment.h"
 #include "core/wire.h"
+#include "shim/control/commands.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
+
+static void as_journal(const uint8_t *data, size_t n)
+{
+	char path[] = "/tmp/fuzz-journal-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return;
+	ssize_t w = write(fd, data, n);
+	close(fd);
+	if (w == (ssize_t)n) {
+		fn_cmd_set_group("fuzz", path);
+		fn_cmd_catch_up(true);
+	}
+	unlink(path);
+}
+
+/* The bytes repeated over a whole state, so that every table sees them. */
+static void as_state(const uint8_t *data, size_t n)
+{
+	struct fn_seg *s = malloc(sizeof(*s));
+	if (!s || !n) {
+		free(s);
+		return;
+	}
+	for (size_t at = 0; at < sizeof(*s); at += n)
+		memcpy((char *)s + at, data, at + n <= sizeof(*s) ? n : sizeof(*s) - at);
+	fn_seg_terminate(s, true);
+	struct fn_buf b = {0};
+	uint64_t since = n > 8 ? data[0] : 0;
+	fn_seg_info(s, &b);
+	fn_seg_rules(s, &b);
+	fn_seg_stats(s, &b);
+	fn_seg_events(s, &b, &since);
+	fn_buf_free(&b);
+	free(s);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 {
@@ -19,16 +60,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 	text[n] = '\0';
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *copy = strdup(line), *keys[32], *values[32];
+		char *keys[32], *values[32];
 		int k;
-		fn_record_parse(copy, keys, values, 32, &k);
-		free(copy);
-		struct fn_buf out = {0};
-		bool follow = false;
-		uint64_t since = 0;
-		fn_cmd_run(line, &out, &follow, &since);
-		fn_buf_free(&out);
+		fn_record_parse(line, keys, values, 32, &k);
 	}
 	free(text);
+	as_journal(data, n);
+	as_state(data, n);
 	return 0;
 }

@@ -1,22 +1,22 @@
-"""faultnet - the faultnet control protocol from Python, standard library
-only: change the faults of live processes (a group, or given pids), read
-their rules, counters and events, and start programs under the shim.
+"""faultnet - faultnet from Python, standard library only: change the
+faults of live processes (a group, or given pids), read their rules,
+counters and events, and start programs under the shim.
 
     fn = Faultnet(group="api")
     with fn.fault("blackhole", to="127.66.0.0/16", port=443):
         ...                       # every member of group api meets it
     fn.assert_attempts(rule="nat-lost", equals=3)
 
-A change to a group is written to the group's journal first (so that a
-process joining meanwhile still applies it), then sent to every live
-member, exactly as `faultctl -g GROUP VERB` does; a change to pids goes to
-those processes only. Errors raise FaultnetError with the reason the
-process or faultctl gave."""
-import fcntl
+Everything goes through faultctl (found on PATH, or given), with --json:
+processes publish their state in files that faultctl reads, and take
+their changes from their group's journal, which faultctl writes and
+checks; one implementation of that protocol, not two. Errors raise
+FaultnetError with the reason faultctl gave."""
+import json
 import os
 import shutil
-import socket
 import subprocess
+import tempfile
 
 __all__ = ["Faultnet", "FaultnetError", "Record", "rundir", "rule_text"]
 
@@ -41,7 +41,7 @@ class Record(dict):
 
 
 def rundir():
-    """Where control sockets and group journals live, as the shim finds it."""
+    """Where members' state files and group journals live, as the shim finds it."""
     v = os.environ.get("FAULTNET_RUNDIR")
     if v:
         return v
@@ -58,48 +58,9 @@ def rundir():
     return os.path.join(os.path.expanduser("~"), ".faultnet-run")
 
 
-def _split_fields(text):
-    """'a=1 b="x y"' -> [("a", "1"), ("b", "x y")], with C escapes."""
-    out, i, n = [], 0, len(text)
-    escapes = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"'}
-    while i < n:
-        while i < n and text[i] == " ":
-            i += 1
-        eq = text.find("=", i)
-        if eq < 0:
-            break
-        key, i = text[i:eq], eq + 1
-        if i < n and text[i] == '"':
-            i += 1
-            val = []
-            while i < n and text[i] != '"':
-                if text[i] == "\\" and i + 1 < n:
-                    c = text[i + 1]
-                    if c == "x" and i + 3 < n:
-                        val.append(chr(int(text[i + 2:i + 4], 16)))
-                        i += 4
-                        continue
-                    val.append(escapes.get(c, c))
-                    i += 2
-                    continue
-                val.append(text[i])
-                i += 1
-            i += 1
-            out.append((key, "".join(val)))
-        else:
-            end = text.find(" ", i)
-            end = n if end < 0 else end
-            out.append((key, text[i:end]))
-            i = end
-    return out
-
-
-def _record(line):
-    kind, _, rest = line.partition(" ")
-    fields = {}
-    for k, v in _split_fields(rest):
-        fields[k] = int(v) if v.isdigit() and (v == "0" or not v.startswith("0")) else v
-    return Record(kind, fields)
+def _json_record(line):
+    fields = json.loads(line)
+    return Record(fields.pop("type", ""), fields)
 
 
 def rule_text(action, name=None, **keys):
@@ -130,158 +91,72 @@ def rule_text(action, name=None, **keys):
 
 
 class _Target:
-    def __init__(self, pid, group, path):
-        self.pid, self.group, self.path = pid, group, path
+    def __init__(self, pid, group):
+        self.pid, self.group = pid, group
 
 
 class Faultnet:
     """The processes of one group (default: FAULTNET_GROUP or "default"),
     or the given pids."""
 
-    def __init__(self, group=None, pids=None, rundir=None, timeout=5.0):
+    def __init__(self, group=None, pids=None, rundir=None, timeout=5.0, faultctl=None):
         self.group = group or os.environ.get("FAULTNET_GROUP") or "default"
         self.pids = list(pids or [])
         self.dir = rundir or globals()["rundir"]()
         self.timeout = timeout
+        self.faultctl = faultctl or shutil.which("faultctl")
 
-    # ---- discovery and requests --------------------------------------------
+    # ---- faultctl ------------------------------------------------------------
+
+    def _argv(self, *args):
+        if not self.faultctl:
+            raise FaultnetError("faultctl not found: put it on PATH or pass faultctl=")
+        sel = []
+        for p in self.pids:
+            sel += ["-p", str(p)]
+        return [self.faultctl] + (sel or ["-g", self.group]) + list(args)
+
+    def _env(self):
+        return dict(os.environ, FAULTNET_RUNDIR=self.dir)
+
+    def _run(self, *args):
+        r = subprocess.run(self._argv(*args), env=self._env(), capture_output=True, text=True,
+                           timeout=self.timeout + 30)
+        if r.returncode != 0:
+            raise FaultnetError((r.stderr or r.stdout).strip() or "faultctl exited %d" % r.returncode)
+        return r.stdout
+
+    def _query(self, verb):
+        return [_json_record(line) for line in self._run("--json", verb).splitlines()
+                if line.startswith("{")]
 
     def targets(self):
         try:
-            names = os.listdir(self.dir)
-        except FileNotFoundError:
+            return sorted((_Target(r["pid"], r["group"]) for r in self._query("ps")),
+                          key=lambda t: t.pid)
+        except FaultnetError:
             return []
-        out = []
-        for n in names:
-            if not n.endswith(".sock"):
-                continue
-            group, _, pid = n[:-5].rpartition(".")
-            if not pid.isdigit() or not group:
-                continue
-            pid = int(pid)
-            if (self.pids and pid not in self.pids) or (not self.pids and group != self.group):
-                continue
-            t = _Target(pid, group, os.path.join(self.dir, n))
-            if self._alive(t):
-                out.append(t)
-        return sorted(out, key=lambda t: t.pid)
-
-    def _alive(self, t):
-        try:
-            self._connect(t).close()
-            return True
-        except OSError:
-            return False
-
-    def _connect(self, t):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        try:
-            s.connect(t.path)
-        except OSError:
-            s.close()
-            raise
-        return s
-
-    def _request(self, t, line):
-        with self._connect(t) as s:
-            s.sendall(line.encode() + b"\n")
-            buf = b""
-            while True:
-                part = s.recv(65536)
-                if not part:
-                    break
-                buf += part
-                text = buf.decode(errors="replace")
-                if text.endswith("\n") and (text.startswith(("ok", "error")) or
-                                             text == "end\n" or text.endswith("\nend\n")):
-                    break
-        text = buf.decode(errors="replace")
-        if not text:
-            raise FaultnetError("no reply from process %d" % t.pid)
-        return text
-
-    def _query(self, verb):
-        out = []
-        for t in self.targets():
-            for line in self._request(t, verb).splitlines():
-                if line.startswith("error"):
-                    raise FaultnetError("process %d: %s" % (t.pid, line[6:]))
-                if line and line != "end" and not line.startswith("ok"):
-                    out.append(_record(line))
-        return out
 
     # ---- changes -------------------------------------------------------------
 
-    def _journal(self, line):
-        """Appends "SEQ line" to the group's journal under its lock, as
-        faultctl does; returns (lock fd, seq)."""
-        os.makedirs(self.dir, mode=0o700, exist_ok=True)
-        lock = os.open(os.path.join(self.dir, self.group + ".lock"),
-                       os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        journal = os.path.join(self.dir, self.group + ".journal")
-        last = 0
-        try:
-            with open(journal) as f:
-                for entry in f:
-                    head = entry.split(" ", 1)[0]
-                    if head.isdigit():
-                        last = max(last, int(head))
-        except FileNotFoundError:
-            pass
-        seq = 1 if line == "reset" and last >= 1 << 53 else last + 1
-        if last >= 1 << 53 and line != "reset":
-            os.close(lock)
-            raise FaultnetError("%s: sequence number %d was not written by faultctl" % (journal, last))
-        entry = "%d %s\n" % (seq, line)
-        if line == "reset":  # a reset starts the journal over
-            tmp = journal + ".new"
-            with open(tmp, "w") as f:
-                f.write(entry)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o600)
-            os.rename(tmp, journal)
-        else:
-            fd = os.open(journal, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-            os.write(fd, entry.encode())
-            os.fsync(fd)
-            os.close(fd)
-        return lock, seq
-
-    def _drop(self, seq):
-        journal = os.path.join(self.dir, self.group + ".journal")
-        with open(journal) as f:
-            keep = [x for x in f if x.split(" ", 1)[0] != str(seq)]
-        with open(journal + ".new", "w") as f:
-            f.writelines(keep)
-        os.rename(journal + ".new", journal)
-
     def change(self, line):
-        """Sends one change line ("enable NAME", "add RULE", ...)."""
+        """Carries out one change line ("enable NAME", "add RULE", ...) as
+        faultctl does: journaled, checked, in force for every target's next
+        call when it returns."""
         if any(c in line for c in "\r\n\0"):
             raise FaultnetError("a change is one line: no line breaks")
-        if self.pids:
-            bad = [(t.pid, r) for t in self.targets() for r in [self._request(t, line)]
-                   if not r.startswith("ok")]
-            if bad:
-                raise FaultnetError("; ".join("process %d: %s" % (p, r.strip()) for p, r in bad))
-            return
-        lock, seq = self._journal(line)
-        try:
-            targets = self.targets()
-            bad = []
-            for t in targets:
-                r = self._request(t, "@%d %s" % (seq, line))
-                if not r.startswith("ok"):
-                    bad.append("process %d: %s" % (t.pid, r.strip()))
-            if targets and len(bad) == len(targets):
-                self._drop(seq)
-            if bad:
-                raise FaultnetError("; ".join(bad))
-        finally:
-            os.close(lock)
+        verb, _, arg = line.partition(" ")
+        if verb == "enable":
+            arg = arg.split(" since=", 1)[0]  # faultctl says when itself
+        if verb == "add" and arg.startswith("first "):
+            self._run("add", "--first", arg[6:])
+        elif verb == "load":
+            with tempfile.NamedTemporaryFile("w", suffix=".conf") as f:
+                f.write(arg)
+                f.flush()
+                self._run("load", f.name)
+        else:
+            self._run(*([verb] + ([arg] if arg else [])))
 
     def enable(self, name):
         import time
@@ -299,8 +174,7 @@ class Faultnet:
         self.change("rm " + name)
 
     def load(self, path):
-        with open(path) as f:
-            self.change("load " + " ".join(f.read().replace("\t", " ").splitlines()))
+        self._run("load", os.path.abspath(path))
 
     def zone(self, zone):
         self.change("zone " + zone)
@@ -321,23 +195,19 @@ class Faultnet:
         if not follow:
             yield from (r for r in self._query("events") if r.kind == "event")
             return
-        targets = self.targets()
-        if not targets:
+        if not self.targets():
             raise FaultnetError("no process of group '%s' is running" % self.group)
-        s = self._connect(targets[0])
-        s.settimeout(None)
-        s.sendall(b"events follow\n")
-        buf = b""
-        with s:
-            while True:
-                part = s.recv(65536)
-                if not part:
-                    return
-                buf += part
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    if line.startswith(b"event "):
-                        yield _record(line.decode(errors="replace"))
+        p = subprocess.Popen(self._argv("--json", "events", "--follow"), env=self._env(),
+                             stdout=subprocess.PIPE, text=True)
+        try:
+            for line in p.stdout:
+                if line.startswith("{"):
+                    r = _json_record(line)
+                    if r.kind == "event":
+                        yield r
+        finally:
+            p.terminate()
+            p.wait()
 
     def attempts(self, rule):
         return sum(r.get("attempts", 0) for r in self.stats() if r.kind == "rule" and r.get("name") == rule)

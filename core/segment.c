@@ -1,0 +1,315 @@
+/* segment.c - a member's published state (segment.h): the rule names'
+ * slots, and the control protocol's records made from a copy of it for
+ * faultctl. Counters are read with relaxed loads: each is exact, a record's
+ * fields together are a snapshot taken while the member runs. */
+#include "core/segment.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define PROBES 64
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+struct fn_seg_rule *fn_seg_rule_slot(struct fn_seg *s, const char *name, bool claim)
+{
+	uint64_t h = name_hash(name);
+	for (unsigned i = 0; i < PROBES; i++) {
+		struct fn_seg_rule *r = &s->rules[(h + i) % FN_SEG_RULES];
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != 2) {
+			if (!claim)
+				return NULL;
+			memset(r, 0, sizeof(*r));
+			snprintf(r->name, sizeof(r->name), "%s", name);
+			r->order = -1;
+			__atomic_store_n(&r->state, 2, __ATOMIC_RELEASE);
+			return r;
+		}
+		if (strcmp(r->name, name) == 0)
+			return r;
+	}
+	return NULL;
+}
+
+#define END(field) ((field)[sizeof(field) - 1] = '\0')
+
+void fn_seg_terminate(struct fn_seg *s, bool whole)
+{
+	END(s->h.group);
+	END(s->h.config);
+	END(s->h.start_zone);
+	END(s->h.cmd);
+	END(s->h.zone);
+	/* Only what was read: the rest is zero, and writing it would only
+	 * fault in pages nobody reads. */
+	for (int i = 0; whole && i < FN_SEG_RULES; i++) {
+		END(s->rules[i].name);
+		END(s->rules[i].params);
+	}
+	for (int i = 0; whole && i <= FN_SEG_KEYS; i++) {
+		END(s->keys[i].method);
+		END(s->keys[i].host);
+		END(s->keys[i].prefix);
+	}
+	for (int i = 0; whole && i <= FN_SEG_NAMES; i++)
+		END(s->names[i].name);
+}
+
+void fn_seg_info(const struct fn_seg *s, struct fn_buf *b)
+{
+	fn_buf_printf(b, "process pid=%d", (int)s->h.pid);
+	fn_buf_field(b, "group", s->h.group);
+	fn_buf_field(b, "zone", s->h.zone[0] ? s->h.zone : "-");
+	fn_buf_printf(b, " rules=%u enabled=%u seq=%llu", s->h.nrules, s->h.enabled,
+		      (unsigned long long)s->h.seq);
+	fn_buf_field(b, "sockets", s->h.sockets_seen ? "seen" : "no socket calls seen");
+	fn_buf_field(b, "cmd", s->h.cmd);
+	fn_buf_add(b, "\nend\n", 5);
+}
+
+/* The slots of the policy in force, in its order (NULL-ended array). */
+static const struct fn_seg_rule **in_order(const struct fn_seg *s)
+{
+	const struct fn_seg_rule **v = calloc(FN_SEG_RULES + 1, sizeof(*v));
+	for (int i = 0; v && i < FN_SEG_RULES; i++) {
+		int32_t o = s->rules[i].order;
+		if (s->rules[i].state == 2 && o >= 0 && o < FN_SEG_RULES && !v[o])
+			v[o] = &s->rules[i];
+	}
+	/* Close the gaps a change in progress may have left. */
+	int k = 0;
+	for (int i = 0; v && i < FN_SEG_RULES; i++)
+		if (v[i])
+			v[k++] = v[i];
+	if (v)
+		v[k] = NULL;
+	return v;
+}
+
+static void rule_head(struct fn_buf *b, const struct fn_seg *s, const struct fn_seg_rule *r)
+{
+	fn_buf_printf(b, "rule pid=%d", (int)s->h.pid);
+	fn_buf_field(b, "name", r->name);
+}
+
+static const char *action_of(const struct fn_seg_rule *r)
+{
+	return r->action < FN_ACT_COUNT ? fn_action_name((enum fn_action)r->action) : "?";
+}
+
+static void unlisted_note(const struct fn_seg *s, struct fn_buf *b)
+{
+	if (s->h.unlisted)
+		fn_buf_printf(b, "unlisted pid=%d rules=%u\n", (int)s->h.pid, s->h.unlisted);
+}
+
+static void rules_record(struct fn_buf *b, const struct fn_seg *s, const char *name,
+			 const char *action, bool enabled, const struct fn_rulecounts *n,
+			 const char *params)
+{
+	fn_buf_printf(b, "rule pid=%d", (int)s->h.pid);
+	fn_buf_field(b, "name", name);
+	fn_buf_printf(b, " action=%s enabled=%s faults=%llu attempts=%llu", action,
+		      enabled ? "yes" : "no", (unsigned long long)(n ? LOAD(n->faults) : 0),
+		      (unsigned long long)(n ? LOAD(n->attempts) : 0));
+	fn_buf_field(b, "params", params);
+	fn_buf_add(b, "\n", 1);
+}
+
+void fn_seg_rules(const struct fn_seg *s, struct fn_buf *b)
+{
+	const struct fn_seg_rule **v = in_order(s);
+	for (int i = 0; v && v[i]; i++)
+		rules_record(b, s, v[i]->name, action_of(v[i]), v[i]->enabled, &v[i]->n,
+			     v[i]->params);
+	free(v);
+	unlisted_note(s, b);
+	fn_buf_add(b, "end\n", 4);
+}
+
+void fn_seg_rules_of(const struct fn_seg *s, const struct fn_policy *p, struct fn_buf *b)
+{
+	char params[FN_SEG_PARAMS];
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct fn_rule *r = &p->rules[i];
+		/* No claim: the search only reads. */
+		const struct fn_seg_rule *slot =
+		    fn_seg_rule_slot((struct fn_seg *)s, r->name, false);
+		fn_rule_describe(r, params, sizeof(params));
+		rules_record(b, s, r->name, fn_action_name(r->action), r->enabled,
+			     slot ? &slot->n : NULL, params);
+	}
+	fn_buf_add(b, "end\n", 4);
+}
+
+static void rule_counts(struct fn_buf *b, const struct fn_seg *s, const struct fn_seg_rule *r,
+			bool http)
+{
+	rule_head(b, s, r);
+	fn_buf_printf(b, " action=%s attempts=%llu faults=%llu bytes=%llu", action_of(r),
+		      (unsigned long long)LOAD(r->n.attempts),
+		      (unsigned long long)LOAD(r->n.faults), (unsigned long long)LOAD(r->n.bytes));
+	if (http) {
+		fn_buf_printf(
+		    b, " requests=%llu answered=%llu slowed=%llu aborted=%llu forwarded=%llu",
+		    (unsigned long long)LOAD(r->n.requests),
+		    (unsigned long long)LOAD(r->n.answered), (unsigned long long)LOAD(r->n.slowed),
+		    (unsigned long long)LOAD(r->n.aborted),
+		    (unsigned long long)LOAD(r->n.forwarded));
+		if (r->action == FN_ACT_RESPOND)
+			fn_buf_printf(b, " status=%d", r->status);
+	}
+	fn_buf_add(b, "\n", 1);
+}
+
+static void dest_record(struct fn_buf *b, const struct fn_seg *s, const struct fn_seg_dest *d,
+			const char *name)
+{
+	fn_buf_printf(b, "dest pid=%d", (int)s->h.pid);
+	fn_buf_field(b, "dest", name);
+	fn_buf_printf(b,
+		      " proto=%s attempts=%llu faults=%llu blackhole=%llu stall=%llu drop=%llu "
+		      "bytes=%llu",
+		      d->proto == FN_PROTO_UDP ? "udp" : "tcp",
+		      (unsigned long long)LOAD(d->attempts), (unsigned long long)LOAD(d->faults),
+		      (unsigned long long)LOAD(d->by_action[FN_ACT_BLACKHOLE]),
+		      (unsigned long long)LOAD(d->by_action[FN_ACT_STALL]),
+		      (unsigned long long)LOAD(d->by_action[FN_ACT_DROP]),
+		      (unsigned long long)LOAD(d->bytes));
+	/* The newer actions are listed only when they happened, so that the
+	 * line stays short for the common ones. */
+	for (int a = FN_ACT_REFUSE; a < FN_ACT_COUNT; a++) {
+		uint64_t n = LOAD(d->by_action[a]);
+		if (n)
+			fn_buf_printf(b, " %s=%llu", fn_action_name((enum fn_action)a),
+				      (unsigned long long)n);
+	}
+	fn_buf_add(b, "\n", 1);
+}
+
+static void dests(const struct fn_seg *s, struct fn_buf *b)
+{
+	char name[64];
+	for (int i = 0; i < FN_SEG_DESTS; i++) {
+		const struct fn_seg_dest *d = &s->dests[i];
+		if (d->state != 2 || !LOAD(d->attempts))
+			continue;
+		fn_endpoint_format(&d->ep, name, sizeof(name));
+		dest_record(b, s, d, name);
+	}
+	if (LOAD(s->dests[FN_SEG_DESTS].attempts))
+		dest_record(b, s, &s->dests[FN_SEG_DESTS], "other");
+}
+
+static void key_record(struct fn_buf *b, const struct fn_seg *s, const struct fn_seg_key *k,
+		       const char *prefix)
+{
+	uint64_t n[4];
+	for (int i = 0; i < 4; i++)
+		n[i] = LOAD(k->n[i]);
+	fn_buf_printf(b, "http pid=%d", (int)s->h.pid);
+	fn_buf_field(b, "method", k->method[0] ? k->method : "-");
+	fn_buf_field(b, "host", k->host[0] ? k->host : "-");
+	fn_buf_field(b, "path", prefix);
+	fn_buf_printf(b, " requests=%llu forwarded=%llu answered=%llu slowed=%llu aborted=%llu\n",
+		      (unsigned long long)(n[0] + n[1] + n[2] + n[3]), (unsigned long long)n[0],
+		      (unsigned long long)n[1], (unsigned long long)n[2], (unsigned long long)n[3]);
+}
+
+static void requests(const struct fn_seg *s, struct fn_buf *b)
+{
+	const uint64_t *u = s->h.unparsed;
+	if (u[0] || u[1] || u[2])
+		fn_buf_printf(b, "parser pid=%d not_http=%llu bad_request=%llu bad_response=%llu\n",
+			      (int)s->h.pid, (unsigned long long)u[0], (unsigned long long)u[1],
+			      (unsigned long long)u[2]);
+	for (int i = 0; i < FN_SEG_KEYS; i++)
+		if (s->keys[i].state == 2)
+			key_record(b, s, &s->keys[i], s->keys[i].prefix);
+	const uint64_t *o = s->keys[FN_SEG_KEYS].n;
+	if (o[0] + o[1] + o[2] + o[3])
+		key_record(b, s, &s->keys[FN_SEG_KEYS], "other");
+}
+
+static void name_record(struct fn_buf *b, const struct fn_seg *s, const struct fn_seg_name *n,
+			const char *name)
+{
+	static const char *const keys[FN_LK_N] = {"lookups", "nxdomain", "servfail",
+						  "nodata",  "timeout",	 "refused",
+						  "delayed", "answered", "connects"};
+	fn_buf_printf(b, "name pid=%d", (int)s->h.pid);
+	fn_buf_field(b, "name", name);
+	for (int k = 0; k < FN_LK_N; k++)
+		fn_buf_printf(b, " %s=%llu", keys[k], (unsigned long long)LOAD(n->n[k]));
+	fn_buf_add(b, "\n", 1);
+}
+
+static void names(const struct fn_seg *s, struct fn_buf *b)
+{
+	for (int i = 0; i < FN_SEG_NAMES; i++)
+		if (s->names[i].state == 2)
+			name_record(b, s, &s->names[i], s->names[i].name);
+	const struct fn_seg_name *o = &s->names[FN_SEG_NAMES];
+	if (o->n[FN_LK_LOOKUPS] || o->n[FN_LK_CONNECTS])
+		name_record(b, s, o, "other");
+}
+
+void fn_seg_stats(const struct fn_seg *s, struct fn_buf *b)
+{
+	const struct fn_seg_rule **v = in_order(s);
+	for (int i = 0; v && v[i]; i++)
+		rule_counts(b, s, v[i], v[i]->http);
+	free(v);
+	/* Rules no longer in the policy keep their counts. */
+	for (int i = 0; i < FN_SEG_RULES; i++)
+		if (s->rules[i].state == 2 && s->rules[i].order < 0)
+			rule_counts(b, s, &s->rules[i], false);
+	unlisted_note(s, b);
+	dests(s, b);
+	requests(s, b);
+	names(s, b);
+}
+
+static void event_record(struct fn_buf *b, const struct fn_seg *s, const struct fn_seg_event *e,
+			 uint64_t seq)
+{
+	char dst[64];
+	fn_endpoint_format(&e->ep, dst, sizeof(dst));
+	fn_buf_printf(b, "event seq=%llu wall_us=%lld mono_us=%lld pid=%d fd=%d proto=%s",
+		      (unsigned long long)seq, (long long)e->wall_us, (long long)e->mono_us,
+		      (int)s->h.pid, e->fd, e->proto == FN_PROTO_UDP ? "udp" : "tcp");
+	fn_buf_field(b, "rule", e->rule);
+	fn_buf_printf(b, " action=%s",
+		      e->action < 0 || e->action >= FN_ACT_COUNT
+			  ? "none"
+			  : fn_action_name((enum fn_action)e->action));
+	fn_buf_field(b, "dest", dst);
+	fn_buf_field(b, "outcome", e->outcome);
+	fn_buf_add(b, "\n", 1);
+}
+
+void fn_seg_events(const struct fn_seg *s, struct fn_buf *b, uint64_t *since)
+{
+	uint64_t head = __atomic_load_n(&s->h.ring_head, __ATOMIC_ACQUIRE);
+	uint64_t from = *since;
+	if (head - from > FN_SEG_EVENTS)
+		from = head - FN_SEG_EVENTS; /* the older ones were overwritten */
+	for (uint64_t seq = from; seq < head; seq++) {
+		struct fn_seg_event copy = s->ring[seq % FN_SEG_EVENTS];
+		if (__atomic_load_n(&s->ring[seq % FN_SEG_EVENTS].seq, __ATOMIC_ACQUIRE) !=
+			seq + 1 ||
+		    copy.seq != seq + 1)
+			break; /* still being written: next time */
+		copy.rule[sizeof(copy.rule) - 1] = copy.outcome[sizeof(copy.outcome) - 1] = '\0';
+		event_record(b, s, &copy, seq);
+		*since = seq + 1;
+	}
+}

@@ -1,0 +1,136 @@
+/* segment.h - a member's state, published in a file of the run directory
+ * ("GROUP.PID.mem") that the member maps shared and writes as it goes, and
+ * that faultctl reads: who the process is, the rules of its policy with
+ * their counters, its destinations, HTTP requests, name lookups and recent
+ * events. faultctl never asks a member anything, so the process needs no
+ * thread for it, and a stopped or dead member is read as it left things.
+ * The layout is this file's; a reader checks magic and size. */
+#ifndef FAULTNET_SEGMENT_H
+#define FAULTNET_SEGMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/actions.h"
+#include "core/addr.h"
+#include "core/rules.h"
+#include "core/wire.h"
+
+#define FN_SEG_MAGIC 0x32304d45534e4655ull /* "UFNSEM02" */
+#define FN_SEG_RULES 4096		   /* rule names with counters */
+#define FN_SEG_DESTS 1024		   /* beyond this many, counts go to "other" */
+#define FN_SEG_EVENTS 4096
+#define FN_SEG_KEYS 256	 /* HTTP method, Host and path prefixes */
+#define FN_SEG_NAMES 256 /* names looked up */
+#define FN_SEG_PARAMS 256
+
+struct fn_seg_head {
+	uint64_t magic; /* FN_SEG_MAGIC once the file is complete */
+	uint64_t size;	/* sizeof(struct fn_seg) */
+	int32_t pid;
+	uint32_t sockets_seen; /* the app created or accepted an IP socket */
+	uint64_t start;	       /* start time, clock ticks after boot (/proc/PID/stat) */
+	char group[FN_NAME_MAX];
+	char config[4096]; /* FAULTNET_CONFIG as an absolute path; "" for none */
+	char start_zone[FN_NAME_MAX];
+	char cmd[512];
+	/* Written under the change lock each time a policy is published;
+	 * list_gen is odd while they and the rule slots' places change. */
+	uint64_t list_gen;
+	uint64_t seq;			    /* the group journal's last entry applied */
+	uint32_t nrules, enabled, unlisted; /* unlisted: rules no slot was left for */
+	char zone[FN_NAME_MAX];		    /* "-" for none */
+	/* Counters of the stats room. */
+	uint64_t ring_head; /* events written so far */
+	uint64_t requests;  /* HTTP requests counted */
+	uint64_t unparsed[3];
+};
+
+/* A rule name's slot: claimed once (state 2), never given back, so that
+ * counts are per name for the process's life, whatever load, rm and add do. */
+struct fn_seg_rule {
+	uint32_t state;
+	int32_t order; /* its index in the policy in force, -1 when not in it */
+	uint8_t action, enabled, http;
+	int16_t status; /* an HTTP respond rule's */
+	uint64_t owner; /* the rule definition that wrote params (fn_rulestat id) */
+	char name[FN_NAME_MAX];
+	char params[FN_SEG_PARAMS];
+	struct fn_rulecounts n;
+};
+
+struct fn_seg_dest {
+	int state; /* 0 free, 1 being claimed, 2 ready */
+	struct fn_endpoint ep;
+	uint8_t proto;
+	uint64_t attempts, faults, bytes, by_action[FN_ACT_COUNT];
+};
+
+struct fn_seg_event {
+	uint64_t seq; /* 0 while being written, else its number + 1 */
+	int64_t wall_us, mono_us;
+	int fd;
+	uint8_t proto;
+	int8_t action; /* -1 for none */
+	struct fn_endpoint ep;
+	char rule[FN_NAME_MAX];
+	char outcome[24];
+};
+
+struct fn_seg_key {
+	int state; /* 0 free, 2 ready (one writer: no claiming step) */
+	char method[16], host[64], prefix[64];
+	uint64_t n[4]; /* by fate: forwarded, answered, slowed, aborted */
+};
+
+enum {
+	FN_LK_LOOKUPS,
+	FN_LK_NXDOMAIN,
+	FN_LK_SERVFAIL,
+	FN_LK_NODATA,
+	FN_LK_TIMEOUT,
+	FN_LK_REFUSED,
+	FN_LK_DELAYED,
+	FN_LK_ANSWERED,
+	FN_LK_CONNECTS,
+	FN_LK_N
+};
+
+struct fn_seg_name {
+	int state; /* 0 free, 1 being claimed, 2 ready */
+	char name[128];
+	uint64_t n[FN_LK_N];
+};
+
+struct fn_seg {
+	struct fn_seg_head h;
+	struct fn_seg_rule rules[FN_SEG_RULES];
+	struct fn_seg_dest dests[FN_SEG_DESTS + 1]; /* the last one is "other" */
+	struct fn_seg_event ring[FN_SEG_EVENTS];
+	struct fn_seg_key keys[FN_SEG_KEYS + 1];    /* the last one is "other" */
+	struct fn_seg_name names[FN_SEG_NAMES + 1]; /* the same */
+};
+
+/* The slot of rule name: found, or claimed when claim is set; NULL when
+ * the table has no room for it within a bounded search. Only the member,
+ * under its change lock, claims. */
+struct fn_seg_rule *fn_seg_rule_slot(struct fn_seg *s, const char *name, bool claim);
+
+/* Ends every string of a copy read from a file with a NUL (the head's, or
+ * all): the file is written by another process, which faultctl does not
+ * trust. Events' strings are ended as they are read (fn_seg_events). */
+void fn_seg_terminate(struct fn_seg *s, bool whole);
+
+/* The control protocol's records (core/wire.h) made from a segment, for
+ * faultctl: "process" (ps), "rule" (rules), the stats records ("rule",
+ * "dest", "parser", "http", "name"; no "end"), and "event" records after
+ * *since (updated). */
+void fn_seg_info(const struct fn_seg *s, struct fn_buf *b);
+void fn_seg_rules(const struct fn_seg *s, struct fn_buf *b);
+/* The "rule" records of policy p (the member's policy rebuilt by faultctl,
+ * with changes it has not applied yet) with the member's counters. */
+void fn_seg_rules_of(const struct fn_seg *s, const struct fn_policy *p, struct fn_buf *b);
+void fn_seg_stats(const struct fn_seg *s, struct fn_buf *b);
+void fn_seg_events(const struct fn_seg *s, struct fn_buf *b, uint64_t *since);
+
+#endif
