@@ -87,23 +87,28 @@ bool fn_mem_path(char *out, size_t len, const char *dir, const char *group, pid_
 	return n > 0 && (size_t)n < len;
 }
 
-uint64_t fn_proc_start(pid_t pid)
+const char *fn_proc_fields(pid_t pid, char *buf, size_t len)
 {
-	char path[64], buf[1024];
+	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	/* stdio: read and close are the shim's own hooks (core is linked
 	 * into it), which core never calls. */
 	FILE *f = fopen(path, "re");
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
 	if (f)
 		fclose(f);
-	if (!n)
-		return 0;
 	buf[n] = '\0';
-	/* "PID (COMM) STATE ...": COMM may hold anything, so from the last
-	 * ')'; the start time is the 22nd field, the 20th after it. */
-	const char *p = strrchr(buf, ')');
-	for (int field = 2; p && field < 22; field++)
+	/* "PID (COMM) STATE ...": COMM may hold anything, so the last ')'. */
+	const char *p = n ? strrchr(buf, ')') : NULL;
+	return p && p[1] == ' ' ? p + 1 : NULL;
+}
+
+uint64_t fn_proc_start(pid_t pid)
+{
+	char buf[1024];
+	const char *p = fn_proc_fields(pid, buf, sizeof(buf));
+	/* The start time is the 22nd field, the 20th after the name. */
+	for (int field = 3; p && field < 22; field++)
 		p = strchr(p + 1, ' ');
 	return p ? strtoull(p + 1, NULL, 10) : 0;
 }

@@ -19,6 +19,10 @@ const char *fn_rundir(char *dir, size_t len);
 /* Group names follow rule names: 1 to 63 of letters, digits, _.:- */
 bool fn_group_valid(const char *g);
 
+/* The fields of /proc/PID/stat after the process's name (" STATE PPID
+ * ..."), read into buf; NULL when the process is gone or unreadable. */
+const char *fn_proc_fields(pid_t pid, char *buf, size_t len);
+
 /* A process's start time in clock ticks after boot (/proc/PID/stat), which
  * with its pid names it for good (a pid is reused, the pair is not); 0 when
  * the process is gone or unreadable. */

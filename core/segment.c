@@ -41,6 +41,16 @@ struct fn_seg_rule *fn_seg_rule_slot(struct fn_seg *s, const char *name, bool cl
 
 #define END(field) ((field)[sizeof(field) - 1] = '\0')
 
+/* A bool read from a file may hold any byte, and loading one that is not 0
+ * or 1 is undefined: the byte is made 0 or 1 first. */
+static void fix_bool(bool *b)
+{
+	unsigned char c;
+	memcpy(&c, b, 1);
+	c = c != 0;
+	memcpy(b, &c, 1);
+}
+
 void fn_seg_terminate(struct fn_seg *s, bool whole)
 {
 	END(s->h.group);
@@ -61,6 +71,8 @@ void fn_seg_terminate(struct fn_seg *s, bool whole)
 	}
 	for (int i = 0; whole && i <= FN_SEG_NAMES; i++)
 		END(s->names[i].name);
+	for (int i = 0; whole && i <= FN_SEG_DESTS; i++)
+		fix_bool(&s->dests[i].ep.v4);
 }
 
 void fn_seg_info(const struct fn_seg *s, struct fn_buf *b)
@@ -309,6 +321,7 @@ void fn_seg_events(const struct fn_seg *s, struct fn_buf *b, uint64_t *since)
 		    copy.seq != seq + 1)
 			break; /* still being written: next time */
 		copy.rule[sizeof(copy.rule) - 1] = copy.outcome[sizeof(copy.outcome) - 1] = '\0';
+		fix_bool(&copy.ep.v4);
 		event_record(b, s, &copy, seq);
 		*since = seq + 1;
 	}

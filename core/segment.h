@@ -116,9 +116,10 @@ struct fn_seg {
  * under its change lock, claims. */
 struct fn_seg_rule *fn_seg_rule_slot(struct fn_seg *s, const char *name, bool claim);
 
-/* Ends every string of a copy read from a file with a NUL (the head's, or
- * all): the file is written by another process, which faultctl does not
- * trust. Events' strings are ended as they are read (fn_seg_events). */
+/* Makes a copy read from a file safe to read: every string of the head (or
+ * of all) ended with a NUL, every address's bool 0 or 1. The file is
+ * written by another process, which faultctl does not trust. Events are
+ * made safe as they are read (fn_seg_events). */
 void fn_seg_terminate(struct fn_seg *s, bool whole);
 
 /* The control protocol's records (core/wire.h) made from a segment, for

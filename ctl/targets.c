@@ -469,14 +469,7 @@ bool targets_seq_store(const char *dir, const char *group, unsigned long long se
 
 bool targets_stopped(pid_t pid)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "re");
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-	if (f)
-		fclose(f);
-	buf[n] = '\0';
-	/* "PID (COMM) STATE ...": COMM may hold anything, so the last ')'. */
-	const char *p = strrchr(buf, ')');
-	return p && (p[2] == 'T' || p[2] == 't');
+	char buf[512];
+	const char *p = fn_proc_fields(pid, buf, sizeof(buf));
+	return p && (p[1] == 'T' || p[1] == 't');
 }

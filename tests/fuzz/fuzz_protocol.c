@@ -40,8 +40,10 @@ static void as_state(const uint8_t *data, size_t n)
 		free(s);
 		return;
 	}
-	for (size_t at = 0; at < sizeof(*s); at += n)
-		memcpy((char *)s + at, data, at + n <= sizeof(*s) ? n : sizeof(*s) - at);
+	size_t size = sizeof(*s), done = n < size ? n : size;
+	memcpy(s, data, done);
+	for (; done < size; done *= 2) /* doubling: a 1-byte input costs 22 copies */
+		memcpy((char *)s + done, s, done <= size - done ? done : size - done);
 	fn_seg_terminate(s, true);
 	struct fn_buf b = {0};
 	uint64_t since = n > 8 ? data[0] : 0;

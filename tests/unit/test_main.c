@@ -14,6 +14,7 @@ void add_rundir_tests(void);
 void add_bpfplan_tests(void);
 void add_edit_tests(void);
 void add_bpfpace_tests(void);
+void add_segment_tests(void);
 
 int main(int argc, char **argv)
 {
@@ -31,5 +32,6 @@ int main(int argc, char **argv)
 	add_bpfplan_tests();
 	add_edit_tests();
 	add_bpfpace_tests();
+	add_segment_tests();
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }
