@@ -85,10 +85,16 @@ struct fn_seg *seg_read(const char *path, enum seg_part part, uint64_t since, ch
 		uint64_t head = s->h.ring_head, from = since;
 		if (head - from > FN_SEG_EVENTS)
 			from = head - FN_SEG_EVENTS;
-		for (uint64_t i = from; ok && i < head; i++) {
-			size_t at = offsetof(struct fn_seg, ring) +
-				    (i % FN_SEG_EVENTS) * sizeof(struct fn_seg_event);
-			ok = read_at(fd, (char *)s + at, sizeof(struct fn_seg_event), (off_t)at);
+		/* At most two runs of the ring: up to its end, then from its
+		 * start. */
+		while (ok && from < head) {
+			uint64_t i = from % FN_SEG_EVENTS, run = FN_SEG_EVENTS - i;
+			if (run > head - from)
+				run = head - from;
+			size_t at = offsetof(struct fn_seg, ring) + i * sizeof(struct fn_seg_event);
+			ok = read_at(fd, (char *)s + at, run * sizeof(struct fn_seg_event),
+				     (off_t)at);
+			from += run;
 		}
 	}
 	if (!ok && s && !err[0])

@@ -397,9 +397,10 @@ static void *loop(void *arg)
 	struct epoll_event ev[64];
 	uint64_t next = 0;
 	for (;;) {
-		fn_end_if_alone();
 		uint64_t check = fn_now_ns() + LOST_CHECK_NS;
 		int n = epfd >= 0 ? wait_until(ev, 64, next < check ? next : check) : 0;
+		if (n <= 0) /* idle: every 200 ms at most, whatever the traffic was */
+			fn_end_if_alone();
 		if (epfd < 0)
 			nanosleep(&(struct timespec){0, (long)LOST_CHECK_NS}, NULL);
 		pthread_mutex_lock(&lock);

@@ -3,11 +3,27 @@
  * place in the policy, action, state and parameters. Runs under the change
  * lock, before the policy it lists is published. */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/http.h"
 #include "shim/stats/stats.h"
+
+/* The slots this process has claimed, so that a listing visits those and
+ * not the whole table: reading a slot of a new file faults its page in. */
+static uint16_t claimed[FN_SEG_RULES];
+static unsigned nclaimed;
+
+static struct fn_seg_rule *claim(struct fn_seg *s, const char *name)
+{
+	struct fn_seg_rule *slot = fn_seg_rule_slot(s, name, false);
+	if (slot || !(slot = fn_seg_rule_slot(s, name, true)))
+		return slot;
+	if (nclaimed < FN_SEG_RULES)
+		claimed[nclaimed++] = (uint16_t)(slot - s->rules);
+	return slot;
+}
 
 /* The slot a rule's counters already go to, or one found or claimed for
  * its name; NULL when the table has no room (then once for all). */
@@ -18,7 +34,7 @@ static struct fn_seg_rule *slot_of(struct fn_seg *s, const struct fn_rule *r, bo
 		return (struct fn_seg_rule *)((char *)st->n - offsetof(struct fn_seg_rule, n));
 	if (!fresh && st->unlisted)
 		return NULL;
-	struct fn_seg_rule *slot = fn_seg_rule_slot(s, r->name, true);
+	struct fn_seg_rule *slot = claim(s, r->name);
 	st->unlisted = slot == NULL;
 	/* Counters move to the slot before any thread can count there: the
 	 * policy is not published yet, or (a fork child's new file) no
@@ -45,9 +61,10 @@ void fn_stats_list(const struct fn_policy *p, bool fresh)
 	struct fn_seg *s = fn_seg;
 	struct fn_seg_head *h = &s->h;
 	__atomic_store_n(&h->list_gen, h->list_gen + 1, __ATOMIC_RELEASE); /* odd: changing */
-	for (int i = 0; i < FN_SEG_RULES; i++)
-		if (s->rules[i].state == 2)
-			s->rules[i].order = -1;
+	if (fresh)
+		nclaimed = 0; /* a new file: nothing claimed in it yet */
+	for (unsigned i = 0; i < nclaimed; i++)
+		s->rules[claimed[i]].order = -1;
 	uint32_t on = 0, listed = 0, unlisted = 0;
 	for (size_t i = 0; p && i < p->nrules; i++) {
 		const struct fn_rule *r = &p->rules[i];
