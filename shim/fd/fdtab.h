@@ -1,7 +1,7 @@
 /* fdtab.h - what the shim knows about each file descriptor.
  * One flag byte per fd in a static table, so that the question "does the shim
- * care about this fd?" is one bounds check, one load and one branch, with no
- * lock, allocation or syscall. Faulted sockets also get a state record. */
+ * care about this fd?" is one bounds check (or mask), one load and one branch,
+ * with no lock, allocation or syscall. Faulted sockets also get a state record. */
 #ifndef FAULTNET_FDTAB_H
 #define FAULTNET_FDTAB_H
 
@@ -28,6 +28,27 @@ static inline unsigned fn_fd_get(int fd)
 	if (__builtin_expect((unsigned)fd >= FN_FD_MAX, 0))
 		return 0;
 	return __atomic_load_n(&fn_fd_flags[fd], __ATOMIC_RELAXED);
+}
+
+/* Whether fd's flags may hold a bit of mask: the receive hooks' first test,
+ * in as few instructions as the pass-through can have (a copy and a mask of
+ * the fd, the table's address, one test of memory, one branch). An fd at or
+ * past FN_FD_MAX (or negative) reads the byte of fd mod FN_FD_MAX, so a yes
+ * is only a maybe that the slow path confirms with fn_fd_get(); a no is
+ * exact, since such an fd has no flags. On x86-64 the test is written out:
+ * the compilers load a relaxed atomic into a register before testing it,
+ * one instruction more on every unmatched call (a byte load is atomic on
+ * that machine, which is all the relaxed load asked for). */
+static inline bool fn_fd_maybe(int fd, unsigned mask)
+{
+	const uint8_t *f = &fn_fd_flags[(unsigned)fd & (FN_FD_MAX - 1)];
+#if defined(__x86_64__)
+	bool any;
+	__asm__("testb %2, %1" : "=@ccnz"(any) : "m"(*f), "i"(mask));
+	return any;
+#else
+	return (__atomic_load_n(f, __ATOMIC_RELAXED) & mask) != 0;
+#endif
 }
 
 static inline void fn_fd_set(int fd, unsigned flags)

@@ -313,16 +313,19 @@ static __attribute__((noinline)) ssize_t recv_filtered(int fd, struct msghdr *ms
 	}
 }
 
-/* True only for a socket the shim saw made as UDP: the receive paths'
- * first test, one load of the fd table. */
+/* False for every socket but one the shim saw made as UDP: the receive
+ * paths' first test, one test of the fd table (fn_fd_maybe: a yes is only
+ * a maybe, which udp_filter_on() settles). */
 static inline bool maybe_udp(int fd)
 {
-	return __builtin_expect((fn_fd_get(fd) & FDF_UDP) != 0, 0);
+	return __builtin_expect(fn_fd_maybe(fd, FDF_UDP), 0);
 }
 
 /* Filtering is needed only on UDP sockets while a UDP rule is enabled. */
-static inline bool udp_filter_on(void)
+static inline bool udp_filter_on(int fd)
 {
+	if (!(fn_fd_get(fd) & FDF_UDP)) /* an fd past the table's end */
+		return false;
 	const struct fn_policy *p = fn_policy_fresh();
 	return p && ((p->active_protos & FN_PROTO_UDP) || fn_dns_responder_active());
 }
@@ -331,7 +334,7 @@ static bool needs_filter(int fd)
 {
 	if (!maybe_udp(fd))
 		return false;
-	return udp_filter_on();
+	return udp_filter_on(fd);
 }
 
 ssize_t fn_recvmsg(int fd, struct msghdr *msg, int flags)
@@ -362,7 +365,7 @@ static __attribute__((noinline)) ssize_t recvfrom_filtered(int fd, void *buf, si
 static __attribute__((noinline)) ssize_t recvfrom_udp(int fd, void *buf, size_t n, int flags,
 						      struct sockaddr *sa, socklen_t *len)
 {
-	if (!udp_filter_on())
+	if (!udp_filter_on(fd))
 		return LIBC(recvfrom)(fd, buf, n, flags, sa, len);
 	return recvfrom_filtered(fd, buf, n, flags, sa, len);
 }
@@ -376,7 +379,7 @@ ssize_t fn_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *sa,
 
 static __attribute__((noinline)) ssize_t recv_udp(int fd, void *buf, size_t n, int flags)
 {
-	if (!udp_filter_on())
+	if (!udp_filter_on(fd))
 		return LIBC(recv)(fd, buf, n, flags);
 	return recvfrom_filtered(fd, buf, n, flags, NULL, NULL);
 }
@@ -403,7 +406,7 @@ static __attribute__((noinline)) ssize_t read_filtered(int fd, void *buf, size_t
 
 static __attribute__((noinline)) ssize_t read_udp(int fd, void *buf, size_t n)
 {
-	if (!udp_filter_on())
+	if (!udp_filter_on(fd))
 		return LIBC(read)(fd, buf, n);
 	return read_filtered(fd, buf, n);
 }

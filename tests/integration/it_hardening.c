@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <spawn.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 #include "../cunit_run.h"
@@ -237,6 +238,48 @@ static void test_spawn_storm(void)
 	CU_ASSERT_EQUAL(refused(), 0);
 }
 
+/* The receive hooks' first test reads the fd table at the fd modulo its
+ * size (2^20), so fd u - 2^20 and fd INT_MIN + u read the byte of fd u.
+ * With a UDP socket at u, a datagram waiting in it and a UDP rule on, every
+ * receive call on those negative fds must still be libc's: -1 with EBADF,
+ * and the datagram left where it is. */
+static int receive_calls(int fd, int errs[5])
+{
+	char b[16];
+	struct iovec iov = {.iov_base = b, .iov_len = sizeof(b)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t r[5] = {recv(fd, b, sizeof(b), MSG_DONTWAIT)};
+	errs[0] = errno;
+	r[1] = recvfrom(fd, b, sizeof(b), MSG_DONTWAIT, NULL, NULL), errs[1] = errno;
+	r[2] = read(fd, b, sizeof(b)), errs[2] = errno;
+	r[3] = readv(fd, &iov, 1), errs[3] = errno;
+	r[4] = recvmsg(fd, &m, MSG_DONTWAIT), errs[4] = errno;
+	int failed = 0;
+	for (int i = 0; i < 5; i++)
+		failed += r[i] == -1;
+	return failed;
+}
+
+static void test_negative_fd(void)
+{
+	int u = bound_socket(SOCK_DGRAM, "127.0.0.1", PORT + 3), s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_storage to;
+	socklen_t tl = mkaddr(&to, "127.0.0.1", PORT + 3);
+	CU_ASSERT_EQUAL(sendto(s, "kept", 4, 0, (struct sockaddr *)&to, tl), 4);
+	usleep(20000);
+	int fds[2] = {u - (1 << 20), INT_MIN + u};
+	for (int k = 0; k < 2; k++) {
+		int errs[5];
+		CU_ASSERT_EQUAL(receive_calls(fds[k], errs), 5);
+		for (int i = 0; i < 5; i++)
+			CU_ASSERT_EQUAL(errs[i], EBADF);
+	}
+	char b[16];
+	CU_ASSERT_EQUAL(recv(u, b, sizeof(b), MSG_DONTWAIT), 4);
+	close(u);
+	close(s);
+}
+
 int main(int argc, char **argv)
 {
 	remember_self(argv[0]);
@@ -260,5 +303,7 @@ int main(int argc, char **argv)
 	CU_add_test(s, "10,000 sockets at once, all faulted", test_ten_thousand_sockets);
 	CU_add_test(s, "200 forks while another thread is inside the shim", test_fork_while_busy);
 	CU_add_test(s, "posix_spawn and vfork storms", test_spawn_storm);
+	CU_add_test(s, "a negative fd in every receive hook is libc's, whatever the fd table says",
+		    test_negative_fd);
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }
