@@ -106,49 +106,33 @@ static void toggle(struct fnb_ctl *c, const char *verb, char *arg, struct fn_buf
 }
 
 /* One change: enable, disable, add, rm, load, zone or reset, as the shim
- * takes them (core/edit.c), carried out by a new plan in the maps. */
+ * takes them (core/edit.c), carried out by a new plan in the maps; an
+ * enable or disable flips its rule in the plan in place, with no copy of
+ * the policy. */
 static void apply(struct fnb_ctl *c, char *line, struct fn_buf *out)
 {
-	static struct {
-		const char *verb;
-		struct fn_policy *(*edit)(const struct fn_policy *, const char *, char *, size_t);
-	} const edits[] = {{"add", fn_edit_add},
-			   {"rm", fn_edit_rm},
-			   {"load", fn_edit_load},
-			   {"zone", fn_edit_zone}};
-	char reply[1200], *arg = strchr(line, ' ');
-	if (arg)
-		*arg++ = '\0';
-	if (strcmp(line, "reset") == 0) {
+	char reply[1200];
+	if (fn_edit_is_reset(line)) {
 		struct fn_policy *np = fn_policy_clone(c->base);
 		if (np && install(c, np, reply, sizeof(reply)))
 			snprintf(reply, sizeof(reply), "ok reset to the run's policy");
 		fn_buf_printf(out, "%s\n", np ? reply : "error out of memory");
 		return;
 	}
-	bool known = strcmp(line, "enable") == 0 || strcmp(line, "disable") == 0;
-	for (size_t k = 0; k < sizeof(edits) / sizeof(edits[0]); k++)
-		known |= strcmp(line, edits[k].verb) == 0;
-	if (!known) {
-		fn_buf_printf(out, "error unknown verb '%.40s'\n", line);
-		return;
+	char *arg = strchr(line, ' ');
+	if (arg && arg[1] &&
+	    (strncmp(line, "enable ", 7) == 0 || strncmp(line, "disable ", 8) == 0)) {
+		*arg = '\0';
+		return toggle(c, line, arg + 1, out);
 	}
-	if (!arg || !*arg) {
-		fn_buf_printf(out, "error %s needs an argument\n", line);
-		return;
-	}
-	if (line[0] == 'e' || line[0] == 'd')
-		return toggle(c, line, arg, out);
-	for (size_t k = 0; k < sizeof(edits) / sizeof(edits[0]); k++) {
-		if (strcmp(line, edits[k].verb) != 0)
-			continue;
-		struct fn_policy *np = edits[k].edit(c->p, arg, reply, sizeof(reply));
-		char ok[sizeof(reply)];
-		snprintf(ok, sizeof(ok), "%s", reply);
-		if (np && install(c, np, reply, sizeof(reply)))
-			snprintf(reply, sizeof(reply), "%s", ok);
-		fn_buf_printf(out, "%s\n", reply);
-	}
+	int rule;
+	uint64_t at;
+	struct fn_policy *np = fn_edit_line(c->p, line, &rule, &at, reply, sizeof(reply));
+	char ok[sizeof(reply)];
+	snprintf(ok, sizeof(ok), "%s", reply);
+	if (np && install(c, np, reply, sizeof(reply)))
+		snprintf(reply, sizeof(reply), "%s", ok);
+	fn_buf_printf(out, "%s\n", reply);
 }
 
 /* The journal's entries past the last one applied, in order. */

@@ -180,6 +180,11 @@ struct fn_policy *fn_edit_line(const struct fn_policy *cur, char *line, int *rul
 	return NULL;
 }
 
+bool fn_edit_is_reset(const char *line)
+{
+	return strncmp(line, "reset", 5) == 0 && (!line[5] || line[5] == ' ');
+}
+
 char *fn_edit_target(char *text, pid_t *pid, uint64_t *start)
 {
 	*pid = 0;

@@ -4,6 +4,7 @@
 #ifndef FAULTNET_EDIT_H
 #define FAULTNET_EDIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -33,6 +34,11 @@ uint64_t fn_edit_enabled_at(char *arg);
  * (-1 and 0 for the others); or NULL with "error ..." in reply. Cuts line. */
 struct fn_policy *fn_edit_line(const struct fn_policy *cur, char *line, int *rule, uint64_t *at,
 			       char *reply, size_t len);
+/* True for "reset" (with or without words after it): the change that goes
+ * back to the member's base policy, which fn_edit_line() does not know;
+ * each caller finds the base its own way. */
+bool fn_edit_is_reset(const char *line);
+
 /* A journal entry's change: "pid=PID.START verb ..." is for the one
  * process with that pid and start time (core/rundir.h: fn_proc_start),
  * which faultctl -p names; returns "verb ..." with *pid and *start set.

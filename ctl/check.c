@@ -32,7 +32,7 @@ static bool apply(struct fn_policy **p, const struct fn_policy *base, const char
 	struct fn_policy *np;
 	int rule;
 	uint64_t at;
-	if (strncmp(line, "reset", 5) == 0 && (!line[5] || line[5] == ' ')) {
+	if (fn_edit_is_reset(line)) {
 		np = fn_policy_clone(base);
 		snprintf(reply, len, np ? "ok reset to %s" : "error out of memory",
 			 *config ? config : "no rules");
@@ -98,7 +98,7 @@ int check_change(const struct fn_seg_head *h, const char *journal, unsigned long
 	struct fn_policy *p = check_rebuild(h, journal, seq - 1, why, sizeof(why));
 	/* What reset goes back to, only for a reset: a config file read once
 	 * a change, not twice. */
-	bool reset = strncmp(line, "reset", 5) == 0;
+	bool reset = fn_edit_is_reset(line);
 	struct fn_policy *base = p && reset ? base_of(h, why, sizeof(why)) : NULL;
 	char *copy = strdup(line);
 	int rc = -1;

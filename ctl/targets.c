@@ -1,6 +1,7 @@
 /* targets.c - discovery, requests and the group journal. */
 #include "ctl/targets.h"
 
+#include "core/edit.h"
 #include "core/rundir.h"
 #include "core/rules.h"
 #include "ctl/check.h"
@@ -390,7 +391,7 @@ int journal_append(const char *dir, const char *group, const char *line, unsigne
 	*seq = last + 1;
 	/* faultctl writes one number after another from 1; anything near the
 	 * top of the range was not written by it, and would wrap. */
-	bool reset = strcmp(line, "reset") == 0;
+	bool reset = fn_edit_is_reset(line);
 	if (last >= (1ULL << 53) && reset)
 		*seq = 1;
 	else if (last >= (1ULL << 53)) {

@@ -99,8 +99,11 @@ static void after_fork_child(void)
 {
 	fn_groupseq_atfork_child();
 	fn_owner_reset();
-	fn_segfile_atfork_child(); /* first: the parent's state is not the child's */
-	fn_stats_atfork_child();
+	/* First: the parent's state is not the child's. Fresh memory holds no
+	 * slot a parent thread was claiming; the walk of the parent's copy
+	 * would touch 48 pages. */
+	if (!fn_segfile_atfork_child())
+		fn_stats_atfork_child();
 	fn_sink_atfork_child();
 	fn_relay_atfork_child();
 	fn_reinject_atfork_child();

@@ -26,22 +26,6 @@ function rundir() {
   return path.join(os.homedir(), '.faultnet-run');
 }
 
-// 'a=1 b="x y"' -> { a: 1, b: 'x y' }, C escapes undone.
-function parseRecord(line) {
-  const sp = line.indexOf(' ');
-  const rec = { kind: sp < 0 ? line : line.slice(0, sp) };
-  const re = /([^\s=]+)=("((?:[^"\\]|\\.)*)"|\S*)/g;
-  let m;
-  while ((m = re.exec(sp < 0 ? '' : line.slice(sp + 1)))) {
-    let v = m[3] !== undefined
-      ? m[3].replace(/\\x([0-9a-fA-F]{2})/g, (_, h) => String.fromCharCode(parseInt(h, 16)))
-          .replace(/\\(.)/g, (_, c) => ({ n: '\n', t: '\t', r: '\r' })[c] || c)
-      : m[2];
-    rec[m[1]] = /^(0|[1-9][0-9]*)$/.test(v) ? Number(v) : v;
-  }
-  return rec;
-}
-
 // A rule in the policy file's syntax from an action and keys; match keys
 // (to, port, proto, from_zone, to_zone, host, method, path) go in match.
 function ruleText(action, keys = {}) {
@@ -147,4 +131,4 @@ function spawnWithFaults(fn, cmd, args = [], { config, zone, library, ...options
   return spawn(cmd, args, { ...options, env });
 }
 
-module.exports = { Faultnet, FaultnetError, spawnWithFaults, ruleText, parseRecord, rundir };
+module.exports = { Faultnet, FaultnetError, spawnWithFaults, ruleText, rundir };

@@ -91,11 +91,6 @@ static struct fn_policy *current_copy(void)
 	return cur ? fn_policy_clone(cur) : fn_edit_empty();
 }
 
-static void reply_error(struct fn_buf *out, const char *msg)
-{
-	fn_buf_printf(out, "error %s\n", msg);
-}
-
 /* Conditions count and time from the moment a rule is switched on: r's
  * when it goes from off to on. */
 static void switched_on(struct fn_rule *r, uint64_t at)
@@ -107,24 +102,26 @@ static void switched_on(struct fn_rule *r, uint64_t at)
 		__atomic_store_n(&r->stat->enabled_ns, at, __ATOMIC_RELEASE);
 }
 
-static void reset(struct fn_buf *out)
+/* Back to what this process started with. A config that no longer loads
+ * leaves the policy as it is: faultctl checked the change against the
+ * same file before journaling it. */
+static void reset(void)
 {
 	char err[1024];
 	struct fn_policy *p = base_config
 				  ? fn_config_load_file(base_config, base_zone, err, sizeof(err))
 				  : fn_edit_empty();
-	if (!p)
-		return reply_error(out, err);
-	publish(p);
-	fn_buf_printf(out, "ok reset to %s\n", base_config ? base_config : "no rules");
+	if (p)
+		publish(p);
 }
 
-/* One change: reset here (it goes back to what this process started
- * with), the others as core/edit.c makes them; published when good. */
-static void run_change(char *line, struct fn_buf *out)
+/* One change: reset here, the others as core/edit.c makes them; published
+ * when good. No reply: faultctl has checked the change (ctl/check.c) and
+ * reads the outcome from the state file. */
+static void run_change(char *line)
 {
-	if (strncmp(line, "reset", 5) == 0 && (!line[5] || line[5] == ' '))
-		return reset(out);
+	if (fn_edit_is_reset(line))
+		return reset();
 	char reply[1200];
 	int i;
 	uint64_t at;
@@ -132,7 +129,6 @@ static void run_change(char *line, struct fn_buf *out)
 	struct fn_policy *p = fn_edit_line(cur, line, &i, &at, reply, sizeof(reply));
 	if (p && i >= 0 && p->rules[i].enabled && !cur->rules[i].enabled)
 		switched_on(&p->rules[i], at);
-	fn_buf_printf(out, "%s\n", reply);
 	if (p)
 		publish(p);
 }
@@ -238,9 +234,7 @@ static void apply_entry(char *line)
 	char *change = fn_edit_target(end + 1, &pid, &start);
 	if (change && (!pid || for_me(pid, start)) && !batch_toggle(change)) {
 		batch_flush();
-		struct fn_buf ignored = {0};
-		run_change(change, &ignored);
-		fn_buf_free(&ignored);
+		run_change(change);
 	}
 	applied_seq = seq;
 	fn_seg->h.seq = seq;

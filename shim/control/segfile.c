@@ -122,15 +122,14 @@ const char *fn_segfile_create(const char *rundir, const char *group, const char 
 	return NULL;
 }
 
-void fn_segfile_atfork_child(void)
+bool fn_segfile_atfork_child(void)
 {
 	/* The parent's file is the parent's: the child counts in private
 	 * memory at the same address (every pointer into it stays good) until
 	 * it makes a file of its own. If that memory cannot be had, it counts
 	 * on in the parent's file: a wrong count, never a fault. */
-	if (mapped)
-		mmap(mapped, sizeof(struct fn_seg), PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	return mapped && mmap(mapped, sizeof(struct fn_seg), PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED;
 }
 
 __attribute__((destructor)) static void fn_segfile_remove(void)

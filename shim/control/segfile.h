@@ -3,6 +3,7 @@
 #ifndef FAULTNET_SEGFILE_H
 #define FAULTNET_SEGFILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Makes, maps and lists the file (fn_seg points at it from then on), for
@@ -13,7 +14,8 @@ const char *fn_segfile_create(const char *rundir, const char *group, const char 
 			      const char *zone, uint64_t seq);
 
 /* In a fork child, first of all: private memory where the parent's file
- * was mapped (the child makes its file at its first covered call). */
-void fn_segfile_atfork_child(void);
+ * was mapped (the child makes its file at its first covered call). True
+ * when the child's state is that fresh, zeroed memory. */
+bool fn_segfile_atfork_child(void);
 
 #endif

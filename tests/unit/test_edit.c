@@ -122,10 +122,21 @@ static void test_line(void)
 	fn_policy_free(p);
 }
 
+/* reset is each caller's to carry out; they tell it the same way. */
+static void test_is_reset(void)
+{
+	CU_ASSERT(fn_edit_is_reset("reset"));
+	CU_ASSERT(fn_edit_is_reset("reset to base"));
+	CU_ASSERT(!fn_edit_is_reset("resets"));
+	CU_ASSERT(!fn_edit_is_reset("rese"));
+	CU_ASSERT(!fn_edit_is_reset("enable reset"));
+}
+
 void add_edit_tests(void)
 {
 	CU_pSuite s = CU_add_suite("edit", NULL, NULL);
 	CU_add_test(s, "add and rm: copies, replies, refusals", test_add_rm);
 	CU_add_test(s, "load and zone: copies, replies, refusals", test_load_zone);
 	CU_add_test(s, "a change line: verb, rule switched, refusals", test_line);
+	CU_add_test(s, "reset, told apart from other lines", test_is_reset);
 }
