@@ -324,7 +324,9 @@ static inline bool maybe_udp(int fd)
 /* Filtering is needed only on UDP sockets while a UDP rule is enabled. */
 static inline bool udp_filter_on(int fd)
 {
-	if (!(fn_fd_get(fd) & FDF_UDP)) /* an fd past the table's end */
+	/* maybe_udp() read fd's own byte unless fd lies outside the table:
+	 * then it read another fd's, and fd itself has no flags. */
+	if ((unsigned)fd >= FN_FD_MAX)
 		return false;
 	const struct fn_policy *p = fn_policy_fresh();
 	return p && ((p->active_protos & FN_PROTO_UDP) || fn_dns_responder_active());
