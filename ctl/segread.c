@@ -27,6 +27,33 @@ static bool read_at(int fd, void *to, size_t len, off_t at)
 	return true;
 }
 
+/* The parts of the first size bytes that hold data, read into to at their
+ * offsets; the holes are left as they are in to (zero: a part is never a
+ * hole again once written). The file is 2.5 MB of mostly holes, and on a
+ * disk file system reading a hole fills the page cache with zeroed pages:
+ * every member's whole file for each faultctl rules or stats. Where the
+ * file system cannot tell holes apart, everything is data. */
+static bool read_data(int fd, void *to, size_t size)
+{
+	const off_t end = (off_t)size;
+	for (off_t at = 0; at < end;) {
+		off_t data = lseek(fd, at, SEEK_DATA);
+		if (data < 0 && errno == ENXIO) /* holes only, to the end of the file */
+			return lseek(fd, 0, SEEK_END) >= end;
+		if (data < 0)
+			return read_at(fd, (char *)to + at, size - (size_t)at, at);
+		if (data >= end)
+			return true;
+		off_t hole = lseek(fd, data, SEEK_HOLE);
+		if (hole < 0 || hole > end)
+			hole = end;
+		if (!read_at(fd, (char *)to + data, (size_t)(hole - data), data))
+			return false;
+		at = hole;
+	}
+	return true;
+}
+
 /* The whole state, with its listing of rules read between two changes of
  * the policy (list_gen even and the same before and after), if one comes
  * within a few tries: a listing caught mid-change only shows a rule twice
@@ -36,7 +63,7 @@ static bool read_whole(int fd, struct fn_seg *s)
 	const off_t gen_at = (off_t)offsetof(struct fn_seg, h.list_gen);
 	for (int tries = 0;; tries++) {
 		uint64_t after;
-		if (!read_at(fd, s, sizeof(*s), 0) || !read_at(fd, &after, sizeof(after), gen_at))
+		if (!read_data(fd, s, sizeof(*s)) || !read_at(fd, &after, sizeof(after), gen_at))
 			return false;
 		if ((after == s->h.list_gen && !(after & 1)) || tries == 3)
 			return true;

@@ -34,15 +34,17 @@ static inline unsigned fn_fd_get(int fd)
  * in as few instructions as the pass-through can have (a copy and a mask of
  * the fd, the table's address, one test of memory, one branch). An fd at or
  * past FN_FD_MAX (or negative) reads the byte of fd mod FN_FD_MAX, so a yes
- * is only a maybe that the slow path confirms with fn_fd_get(); a no is
- * exact, since such an fd has no flags. On x86-64 the test is written out:
- * the compilers load a relaxed atomic into a register before testing it,
- * one instruction more on every unmatched call (a byte load is atomic on
- * that machine, which is all the relaxed load asked for). */
-static inline bool fn_fd_maybe(int fd, unsigned mask)
+ * is only a maybe that the slow path confirms by checking that fd is below
+ * FN_FD_MAX; a no is exact, since such an fd has no flags. On x86-64 the
+ * test is written out: the compilers load a relaxed atomic into a register
+ * before testing it, one instruction more on every unmatched call (a byte
+ * load is atomic on that machine, which is all the relaxed load asked
+ * for). The asm needs mask as a constant: always inlined, and only
+ * where the compiler optimises (at -O0 nothing propagates it). */
+static inline __attribute__((always_inline)) bool fn_fd_maybe(int fd, unsigned mask)
 {
 	const uint8_t *f = &fn_fd_flags[(unsigned)fd & (FN_FD_MAX - 1)];
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(__OPTIMIZE__)
 	bool any;
 	__asm__("testb %2, %1" : "=@ccnz"(any) : "m"(*f), "i"(mask));
 	return any;

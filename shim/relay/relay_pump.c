@@ -22,6 +22,7 @@
  * transfers keep it full: fewer system calls for them, little memory for
  * the many connections that carry a request and a reply. */
 #define BUF_MAX (1024 * 1024)
+#define SMALL_READ (16 * 1024) /* see fill() */
 #define MS 1000000ull
 
 static int src_fd(const struct fn_conn *c, int d)
@@ -75,11 +76,13 @@ static size_t skip_filler(struct fn_dir *dr, size_t n)
 }
 
 /* Reads what the buffer has room for; *drained when the source had no
- * more (a read came back short or would block). A short read of a stream
- * socket emptied its receive queue: the next read would only fail with
- * EAGAIN (a system call per event for nothing: two in each 64-byte round
- * trip), and the level-triggered epoll reports whatever comes after. False
- * on a fatal error. */
+ * more (a read would block, or came back small). A short read of a stream
+ * socket emptied its receive queue, and the level-triggered epoll reports
+ * whatever comes after: when it was small (a request, an answer), the next
+ * read would only fail with EAGAIN (two system calls for nothing in each
+ * 64-byte round trip). A large one is a bulk transfer whose sender is
+ * still writing: reading on gathers more for each write. False on a fatal
+ * error. */
 static bool fill(struct fn_conn *c, int d, bool *drained)
 {
 	struct fn_dir *dr = &c->dir[d];
@@ -108,13 +111,13 @@ static bool fill(struct fn_conn *c, int d, bool *drained)
 		}
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR;
-		bool all = (size_t)n == room;
+		bool small = (size_t)n < room && n < SMALL_READ;
 		n = (ssize_t)skip_filler(dr, (size_t)n);
 		dr->hi += (size_t)n;
 		dr->in += (uint64_t)n;
 		if (latency)
 			fn_shape_mark(c, dr, fn_now_ns()); /* when read, not when the round began */
-		if (!all)
+		if (small)
 			return true;
 	}
 	*drained = false; /* stopped by room, the rate's limit or the marks */

@@ -271,6 +271,30 @@ def test_bad_input():
     a.stop()
 
 
+def resident_pages(path):
+    """(pages of the file in the page cache, pages of the file): mincore on
+    a shared mapping of it, through libc."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    size = os.path.getsize(path)
+    pages = (size + 4095) // 4096
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+        vec = ctypes.create_string_buffer(pages)
+        ok = addr not in (None, ctypes.c_void_p(-1).value) and libc.mincore(addr, size, vec) == 0
+        if addr not in (None, ctypes.c_void_p(-1).value):
+            libc.munmap(addr, size)
+    finally:
+        os.close(fd)
+    return (sum(b & 1 for b in vec.raw) if ok else None), pages
+
+
 def test_stats_and_events(servers):
     events = os.path.join(WORK, "events.jsonl")
     a = Agent.start(group="count", extra={"FAULTNET_EVENTS": events})
@@ -289,6 +313,13 @@ def test_stats_and_events(servers):
           rule and rule[0]["attempts"] == n_on + n_off and rule[0]["faults"] == n_on, str(rule))
     check("stats: per-destination attempts and blackholes",
           dest and dest[0]["attempts"] == n_on + n_off and dest[0]["blackhole"] == n_on, str(dest))
+    # The state file is 2.5 MB of mostly holes: faultctl reads only its
+    # parts that hold data (reading a hole on a disk file system, /tmp
+    # here, fills the page cache with zeroes: 622 of 622 pages before).
+    ctl("-p", str(a.pid), "rules")
+    got, pages = resident_pages(os.path.join(RUNDIR, "count.%d.mem" % a.pid))
+    check("rules and stats read only the state file's pages that hold data (%s of %d in memory)"
+          % (got, pages), got is not None and got * 4 < pages)
     r = ctl("-p", str(a.pid), "--json", "events")
     ev = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
     check("events: one per attempt with rule, action and outcome",
