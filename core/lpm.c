@@ -27,6 +27,7 @@ struct builder {
 	 * not 131,072 slots for every policy a process loads. */
 	uint64_t used[2][FN_LPM_ROOT / 64 / 64];
 	size_t skips_cap;
+	size_t pool_cap; /* the pool's room: it doubles (see finish_slots) */
 	bool oom;
 };
 
@@ -223,10 +224,18 @@ static bool finish_slots(struct builder *b, uint32_t *slots, size_t n, uint32_t 
 			continue;
 		if (!offset[v]) {
 			size_t need = t->npool + b->len[v] + 1;
-			uint32_t *pool = realloc(t->pool, need * sizeof(uint32_t));
-			if (!pool)
-				return false;
-			t->pool = pool;
+			/* Room doubles: grown by each list, the pool was a
+			 * realloc per list (100,000 rules: a system call each
+			 * in glibc, a copy each under ASan, 47 s). */
+			if (need > b->pool_cap) {
+				size_t cap = b->pool_cap * 2 > need ? b->pool_cap * 2 : need;
+				uint32_t *pool = realloc(t->pool, cap * sizeof(uint32_t));
+				if (!pool)
+					return false;
+				t->pool = pool;
+				b->pool_cap = cap;
+			}
+			uint32_t *pool = t->pool;
 			uint32_t at = (uint32_t)t->npool, k = b->len[v];
 			pool[at + k] = t->end;
 			for (uint32_t id = v; id; id = b->parent[id])
@@ -390,6 +399,7 @@ struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 	t->end = (uint32_t)p->nrules;
 	t->pool[0] = t->end; /* the empty list, at offset 0: what a slot starts as */
 	t->npool = 1;
+	b.pool_cap = 1;
 	t->refs = 1;
 	b.t = t;
 	new_list(&b, 0, 0); /* id 0: the empty list */
@@ -399,6 +409,11 @@ struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 	bool ok = offset && each_block(&b, 0, offset, finish_block) &&
 		  each_block(&b, 1, offset, finish_block) &&
 		  finish_slots(&b, t->nodes, t->nnodes * 256, offset);
+	if (ok && t->npool < b.pool_cap) { /* the room left over given back */
+		uint32_t *fit = realloc(t->pool, t->npool * sizeof(uint32_t));
+		if (fit)
+			t->pool = fit;
+	}
 	if (ok) {
 		child_offsets(t->nodes, t->nnodes * 256);
 		t->nodes_biased = (uintptr_t)t->nodes - ((uintptr_t)CHILD << 2);
