@@ -23,9 +23,11 @@ struct builder {
 	size_t memo_mask, memo_used;
 	size_t nodes_cap;
 	/* The roots' blocks of 64 slots that a prefix touched (a bit each,
-	 * root4 then root6): the passes after the inserts visit only these,
-	 * not 131,072 slots for every policy a process loads. */
-	uint64_t used[2][FN_LPM_ROOT / 64 / 64];
+	 * root4 then the homes' roots): the passes after the inserts visit
+	 * only these, not 65,536 slots a root for every policy a process
+	 * loads. */
+	uint64_t used[1 + FN_LPM_HOMES][FN_LPM_ROOT / 64 / 64];
+	unsigned at_now; /* the home's bytes, for compress_block */
 	size_t skips_cap;
 	size_t pool_cap; /* the pool's room: it doubles (see finish_slots) */
 	bool oom;
@@ -136,12 +138,19 @@ static uint32_t new_node(struct builder *b, uint32_t value)
 	return (uint32_t)t->nnodes++ | CHILD;
 }
 
-static uint32_t *slot_of(struct builder *b, uint32_t *root, uint32_t node, unsigned i)
+/* Root f: IPv4's (0), or home f - 1's. */
+static uint32_t *root_of(const struct fn_lpm *t, unsigned f)
+{
+	return f ? t->home[f - 1].root : t->root4;
+}
+
+/* Slot i of node (CHILD - 1: of root f). */
+static uint32_t *slot_of(struct builder *b, unsigned f, uint32_t node, unsigned i)
 {
 	if (node != CHILD - 1)
 		return &b->t->nodes[(size_t)node * 256 + i];
-	b->used[root != b->t->root4][i >> 12] |= 1ull << ((i >> 6) & 63);
-	return &root[i];
+	b->used[f][i >> 12] |= 1ull << ((i >> 6) & 63);
+	return &root_of(b->t, f)[i];
 }
 
 /* Child slots name a node by index while building; the lookup wants the
@@ -165,17 +174,18 @@ static void add_to(struct builder *b, uint32_t *slot, uint32_t rule)
 		add_to(b, &b->t->nodes[(size_t)node * 256 + i], rule);
 }
 
-/* The strides, the same for both families: the first 16 bits in one step
- * (a root of 65,536 slots), then 8 bits a step. Level k of a prefix ends at
- * bit end_of(), and key_of() is its slot at that level. */
-static unsigned end_of(unsigned level)
+/* The strides, the same for both families: 16 bits in one step (a root
+ * of 65,536 slots), then 8 bits a step, from byte at (IPv6's home bytes
+ * skipped; 0 for IPv4). Level k of a prefix ends at bit end_of(), and
+ * key_of() is its slot at that level. */
+static unsigned end_of(unsigned at, unsigned level)
 {
-	return 16 + level * 8;
+	return at * 8 + 16 + level * 8;
 }
 
-static unsigned key_of(const struct fn_cidr *c, unsigned level)
+static unsigned key_of(const struct fn_cidr *c, unsigned at, unsigned level)
 {
-	return level ? c->ip[level + 1] : (unsigned)c->ip[0] << 8 | c->ip[1];
+	return level ? c->ip[at + level + 1] : (unsigned)c->ip[at] << 8 | c->ip[at + 1];
 }
 
 /* The slot of key at a level: a root is indexed by its two bytes in
@@ -186,31 +196,66 @@ static unsigned slot_index(unsigned level, unsigned key)
 	return level ? key : (key >> 8) | (key & 255) << 8;
 }
 
-/* Inserts rule for the prefix c: down to the level where it ends, then
- * into every slot it covers there. */
-static void insert(struct builder *b, const struct fn_cidr *c, uint32_t rule)
+/* Inserts rule for the prefix c into root f, whose first step takes the
+ * two bytes after at: down to the level where it ends, then into every
+ * slot it covers there (all of the root's when it is no longer than at
+ * bytes: the home's bytes themselves, or a /0). */
+static void insert_at(struct builder *b, const struct fn_cidr *c, uint32_t rule, unsigned f,
+		      unsigned at)
 {
-	uint32_t *root = c->v4 ? b->t->root4 : b->t->root6;
 	uint32_t node = CHILD - 1; /* the root */
+	if (c->prefix <= at * 8) {
+		for (unsigned s = 0; s < FN_LPM_ROOT && !b->oom; s++)
+			add_to(b, slot_of(b, f, node, s), rule);
+		return;
+	}
 	for (unsigned level = 0;; level++) {
-		unsigned end = end_of(level), key = key_of(c, level);
+		unsigned end = end_of(at, level), key = key_of(c, at, level);
 		if (c->prefix <= end) {
 			unsigned span = 1u << (end - c->prefix), first = key & ~(span - 1);
 			for (unsigned s = first; s < first + span && !b->oom; s++)
-				add_to(b, slot_of(b, root, node, slot_index(level, s)), rule);
+				add_to(b, slot_of(b, f, node, slot_index(level, s)), rule);
 			return;
 		}
-		unsigned at = slot_index(level, key);
-		uint32_t *slot = slot_of(b, root, node, at);
+		unsigned i = slot_index(level, key);
+		uint32_t *slot = slot_of(b, f, node, i);
 		if (!(*slot & CHILD)) {
 			uint32_t child = new_node(b, *slot);
 			if (b->oom)
 				return;
-			slot = slot_of(b, root, node, at); /* nodes may have moved */
+			slot = slot_of(b, f, node, i); /* nodes may have moved */
 			*slot = child;
 		}
 		node = *slot & ~CHILD;
 	}
+}
+
+/* True if the IPv6 prefix c is under home h. */
+static bool under(const struct fn_lpm_home *h, const struct fn_cidr *c)
+{
+	for (unsigned k = 0; k < h->at; k++)
+		if (c->ip[k] != ((const uint8_t *)h->pattern)[k])
+			return false;
+	return c->prefix >= h->at * 8;
+}
+
+/* An IPv4 prefix into root4; an IPv6 one into its home's root, or a /0
+ * into every home's and out6. */
+static void insert(struct builder *b, const struct fn_cidr *c, uint32_t rule)
+{
+	struct fn_lpm *t = b->t;
+	if (c->v4) {
+		insert_at(b, c, rule, 0, 0);
+		return;
+	}
+	if (!c->prefix)
+		t->out6 = append(b, t->out6, rule);
+	for (const struct fn_lpm_home *h = t->home; h < t->homes_end && !b->oom; h++)
+		if (!c->prefix || under(h, c)) {
+			insert_at(b, c, rule, 1 + (unsigned)(h - t->home), h->at);
+			if (c->prefix)
+				return;
+		}
 }
 
 /* Replaces list ids in slots by offsets into the pool, writing each list
@@ -224,6 +269,8 @@ static bool finish_slots(struct builder *b, uint32_t *slots, size_t n, uint32_t 
 			continue;
 		if (!offset[v]) {
 			size_t need = t->npool + b->len[v] + 1;
+			if (need > FN_LPM_SKIP) /* offsets are below the skip mark */
+				return false;
 			/* Room doubles: grown by each list, the pool was a
 			 * realloc per list (100,000 rules: a system call each
 			 * in glibc, a copy each under ASan, 47 s). */
@@ -248,18 +295,26 @@ static bool finish_slots(struct builder *b, uint32_t *slots, size_t n, uint32_t 
 	return true;
 }
 
+/* The prefixes rule r matches by address (*n of them); NULL with *n 0
+ * when it matches every destination. */
+static const struct fn_cidr *rule_cidrs(const struct fn_policy *p, const struct fn_rule *r,
+					size_t *n)
+{
+	*n = r->nto;
+	if (r->nto || r->to_zone < 0)
+		return r->nto ? r->to : NULL;
+	*n = p->zones[r->to_zone].ncidrs;
+	return p->zones[r->to_zone].cidrs;
+}
+
 static bool add_rule(struct builder *b, const struct fn_policy *p, size_t i)
 {
 	const struct fn_rule *r = &p->rules[i];
 	if (r->action == FN_ACT_DNS) /* matched by name, never by address */
 		return true;
-	const struct fn_cidr *cidrs = r->to;
-	size_t n = r->nto;
-	if (!n && r->to_zone >= 0) {
-		cidrs = p->zones[r->to_zone].cidrs;
-		n = p->zones[r->to_zone].ncidrs;
-	}
-	if (!n && r->to_zone < 0) {
+	size_t n;
+	const struct fn_cidr *cidrs = rule_cidrs(p, r, &n);
+	if (!cidrs) {
 		/* Every destination: in every slot of both families, so that a
 		 * lookup has one list to read, already in file order. */
 		static const struct fn_cidr all[2] = {{.v4 = true}, {.v4 = false}};
@@ -271,6 +326,120 @@ static bool add_rule(struct builder *b, const struct fn_policy *p, size_t i)
 	for (size_t k = 0; k < n && !b->oom; k++)
 		insert(b, &cidrs[k], (uint32_t)i);
 	return !b->oom;
+}
+
+/* A group of IPv6 prefixes being gathered into a home: the bytes all of
+ * them start with so far (len of home's), and how many there are. */
+struct group {
+	const uint8_t *home;
+	unsigned len;
+	size_t n;
+};
+
+/* Adds prefix c to group g: len shrinks to the bytes c shares, whole
+ * bytes only and at most 14 (the root takes the next two). */
+static void gather(struct group *g, const struct fn_cidr *c)
+{
+	if (!g->n++) {
+		g->home = c->ip;
+		g->len = 14;
+	}
+	unsigned same = 0;
+	while (same < g->len && same < c->prefix / 8u && c->ip[same] == g->home[same])
+		same++;
+	g->len = same;
+}
+
+/* Calls fn(arg, c) on every IPv6 prefix of the policy but a /0. */
+static void each_prefix6(const struct fn_policy *p, void (*fn)(void *, const struct fn_cidr *),
+			 void *arg)
+{
+	for (size_t i = 0; i < p->nrules; i++) {
+		size_t n;
+		const struct fn_cidr *c = rule_cidrs(p, &p->rules[i], &n);
+		for (size_t k = 0; p->rules[i].action != FN_ACT_DNS && k < n; k++)
+			if (!c[k].v4 && c[k].prefix)
+				fn(arg, &c[k]);
+	}
+}
+
+/* The split of a policy's IPv6 prefixes by their byte after the bytes
+ * they all share (at): a group per value, while there are few. */
+struct split {
+	struct group all, by[FN_LPM_HOMES];
+	uint8_t value[FN_LPM_HOMES];
+	unsigned ngroups;
+	bool ok; /* every prefix has the byte, in one of few values */
+};
+
+static void gather_all(void *arg, const struct fn_cidr *c)
+{
+	gather(&((struct split *)arg)->all, c);
+}
+
+static void gather_split(void *arg, const struct fn_cidr *c)
+{
+	struct split *sp = arg;
+	unsigned at = sp->all.len, g = 0;
+	if (!sp->ok || c->prefix < at * 8 + 8) {
+		sp->ok = false;
+		return;
+	}
+	while (g < sp->ngroups && sp->value[g] != c->ip[at])
+		g++;
+	if (g == FN_LPM_HOMES) {
+		sp->ok = false;
+		return;
+	}
+	if (g == sp->ngroups)
+		sp->value[sp->ngroups++] = c->ip[at];
+	gather(&sp->by[g], c);
+}
+
+static void set_home(struct fn_lpm_home *h, const struct group *g)
+{
+	h->at = g->n ? g->len : 0;
+	for (unsigned k = 0; k < h->at; k++) {
+		((uint8_t *)h->pattern)[k] = g->home[k];
+		((uint8_t *)h->mask)[k] = 0xff;
+	}
+}
+
+/* The homes: the bytes every IPv6 prefix shares; or, when those are
+ * fewer than 14 and the prefixes differ in the next byte in at most
+ * FN_LPM_HOMES ways, each sharing more, a home per way, the largest
+ * group first. */
+static void find_homes(struct fn_lpm *t, const struct fn_policy *p)
+{
+	struct split sp = {.ok = true};
+	each_prefix6(p, gather_all, &sp);
+	unsigned n = 1;
+	if (sp.all.n && sp.all.len < 14) {
+		each_prefix6(p, gather_split, &sp);
+		n = sp.ok ? sp.ngroups : 1;
+		/* Worth it only when each group's bytes go on two bytes past
+		 * the one that splits them: trying a home costs about as
+		 * much as two steps. */
+		for (unsigned g = 0; g < n; g++)
+			if (sp.by[g].len < sp.all.len + 3)
+				n = 1;
+	}
+	if (n == 1) {
+		set_home(&t->home[0], &sp.all);
+	} else {
+		bool taken[FN_LPM_HOMES] = {false};
+		for (unsigned k = 0; k < n; k++) { /* by size, largest first */
+			unsigned best = 0;
+			while (taken[best])
+				best++;
+			for (unsigned g = best + 1; g < n; g++)
+				if (!taken[g] && sp.by[g].n > sp.by[best].n)
+					best = g;
+			taken[best] = true;
+			set_home(&t->home[k], &sp.by[best]);
+		}
+	}
+	t->homes_end = &t->home[n];
 }
 
 /* The node under child slot v: its 256 slots. */
@@ -304,14 +473,14 @@ static bool add_skip(struct builder *b, const struct fn_lpm_skip *s, uint32_t *s
 	if (t->nskips == b->skips_cap) {
 		size_t cap = b->skips_cap ? b->skips_cap * 2 : 16;
 		struct fn_lpm_skip *more =
-		    cap <= FN_LPM_SKIP ? realloc(t->skips, cap * sizeof(*more)) : NULL;
+		    t->skip0 + cap <= FN_LPM_SKIP ? realloc(t->skips, cap * sizeof(*more)) : NULL;
 		if (!more)
 			return false;
 		t->skips = more;
 		b->skips_cap = cap;
 	}
 	t->skips[t->nskips] = *s;
-	*slot = CHILD | FN_LPM_SKIP | (uint32_t)t->nskips++;
+	*slot = t->skip0 + (uint32_t)t->nskips++;
 	return true;
 }
 
@@ -348,12 +517,27 @@ static bool compress(struct builder *b, uint32_t *slot, unsigned k)
 	return add_skip(b, &s, slot);
 }
 
-/* Calls what(b, slots, 64) on each touched block of 64 slots of the root
- * of family f (0 IPv4, 1 IPv6); false as soon as a call is. */
-static bool each_block(struct builder *b, int f, uint32_t *offset,
+/* A skip's slot, read as a list's offset, finds the index no rule has
+ * past the end (fn_lpm_down6): one entry each after the lists, which also
+ * gives back the pool's spare room. */
+static bool skip_lists(struct fn_lpm *t)
+{
+	uint32_t *pool = realloc(t->pool, (t->npool + t->nskips) * sizeof(uint32_t));
+	if (!pool)
+		return !t->nskips; /* the spare room kept, when there was none to add */
+	t->pool = pool;
+	for (size_t i = 0; i < t->nskips; i++)
+		pool[t->npool++] = t->end + 1;
+	return true;
+}
+
+/* Calls what(b, slots, 64) on each touched block of 64 slots of root f
+ * (root_of); false as soon as a call is. */
+static bool each_block(struct builder *b, unsigned f, uint32_t *offset,
 		       bool (*what)(struct builder *, uint32_t *, uint32_t *))
 {
-	uint32_t *root = f ? b->t->root6 : b->t->root4;
+	uint32_t *root = root_of(b->t, f);
+	b->at_now = f ? b->t->home[f - 1].at : 0;
 	for (unsigned blk = 0; blk < FN_LPM_ROOT / 64; blk++)
 		if ((b->used[f][blk >> 6] & (1ull << (blk & 63))) &&
 		    !what(b, &root[blk * 64], offset))
@@ -370,54 +554,71 @@ static bool finish_block(struct builder *b, uint32_t *slots, uint32_t *offset)
 	return true;
 }
 
-/* An IPv6 root block's runs compressed (the nodes under it finished). */
+/* A home's root block's runs compressed (the nodes under it finished). */
 static bool compress_block(struct builder *b, uint32_t *slots, uint32_t *offset)
 {
 	(void)offset;
 	for (unsigned i = 0; i < 64; i++)
-		if (!compress(b, &slots[i], 2))
+		if (!compress(b, &slots[i], b->at_now + 2))
+			return false;
+	return true;
+}
+
+/* The index, its roots and the empty list allocated (NULL when memory is
+ * short). calloc: a root's untouched pages stay unwritten, and 0 is the
+ * empty list. */
+static struct fn_lpm *new_index(const struct fn_policy *p)
+{
+	struct fn_lpm *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->refs = 1;
+	t->end = (uint32_t)p->nrules;
+	find_homes(t, p);
+	bool ok = (t->root4 = calloc(FN_LPM_ROOT, sizeof(uint32_t))) &&
+		  (t->pool = malloc(sizeof(uint32_t)));
+	for (struct fn_lpm_home *h = t->home; ok && h < t->homes_end; h++)
+		ok = (h->root = calloc(FN_LPM_ROOT, sizeof(uint32_t)));
+	if (!ok) {
+		fn_lpm_put(t);
+		return NULL;
+	}
+	t->pool[0] = t->end; /* the empty list, at offset 0: what a slot starts as */
+	t->npool = 1;
+	return t;
+}
+
+/* Calls what on the touched blocks of every root; false as soon as it
+ * fails. */
+static bool each_root(struct builder *b, uint32_t *offset,
+		      bool (*what)(struct builder *, uint32_t *, uint32_t *), bool v4)
+{
+	unsigned roots = 1 + (unsigned)(b->t->homes_end - b->t->home);
+	for (unsigned f = v4 ? 0 : 1; f < roots; f++)
+		if (!each_block(b, f, offset, what))
 			return false;
 	return true;
 }
 
 struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 {
-	struct builder b = {0};
-	struct fn_lpm *t = calloc(1, sizeof(*t));
-	/* calloc: the root's untouched pages stay unwritten, and 0 is the
-	 * empty list. */
-	if (!t || !(t->root4 = calloc(FN_LPM_ROOT, sizeof(uint32_t))) ||
-	    !(t->root6 = calloc(FN_LPM_ROOT, sizeof(uint32_t))) ||
-	    !(t->pool = malloc(sizeof(uint32_t)))) {
-		if (t) {
-			free(t->root4);
-			free(t->root6);
-		}
-		free(t);
+	struct builder b = {.pool_cap = 1};
+	struct fn_lpm *t = new_index(p);
+	if (!t)
 		return NULL;
-	}
-	t->end = (uint32_t)p->nrules;
-	t->pool[0] = t->end; /* the empty list, at offset 0: what a slot starts as */
-	t->npool = 1;
-	b.pool_cap = 1;
-	t->refs = 1;
 	b.t = t;
 	new_list(&b, 0, 0); /* id 0: the empty list */
 	for (size_t i = 0; i < p->nrules && !b.oom; i++)
 		add_rule(&b, p, i);
 	uint32_t *offset = b.oom ? NULL : calloc(b.nlists + 1, sizeof(uint32_t));
-	bool ok = offset && each_block(&b, 0, offset, finish_block) &&
-		  each_block(&b, 1, offset, finish_block) &&
-		  finish_slots(&b, t->nodes, t->nnodes * 256, offset);
-	if (ok && t->npool < b.pool_cap) { /* the room left over given back */
-		uint32_t *fit = realloc(t->pool, t->npool * sizeof(uint32_t));
-		if (fit)
-			t->pool = fit;
-	}
+	bool ok = offset && each_root(&b, offset, finish_block, true) &&
+		  finish_slots(&b, t->nodes, t->nnodes * 256, offset) &&
+		  finish_slots(&b, &t->out6, 1, offset);
 	if (ok) {
 		child_offsets(t->nodes, t->nnodes * 256);
 		t->nodes_biased = (uintptr_t)t->nodes - ((uintptr_t)CHILD << 2);
-		ok = each_block(&b, 1, NULL, compress_block);
+		t->skip0 = (uint32_t)t->npool;
+		ok = each_root(&b, NULL, compress_block, false) && skip_lists(t);
 	}
 	free(offset);
 	free(b.parent);
@@ -437,7 +638,8 @@ void fn_lpm_put(struct fn_lpm *t)
 	if (!t || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
 	free(t->root4);
-	free(t->root6);
+	for (struct fn_lpm_home *h = t->home; h < t->homes_end; h++)
+		free(h->root);
 	free(t->skips);
 	free(t->nodes);
 	free(t->pool);
@@ -446,6 +648,7 @@ void fn_lpm_put(struct fn_lpm *t)
 
 size_t fn_lpm_bytes(const struct fn_lpm *t)
 {
-	return sizeof(*t) + (2 * FN_LPM_ROOT + t->nnodes * 256 + t->npool) * sizeof(uint32_t) +
+	size_t roots = 1 + (size_t)(t->homes_end - t->home);
+	return sizeof(*t) + (roots * FN_LPM_ROOT + t->nnodes * 256 + t->npool) * sizeof(uint32_t) +
 	       t->nskips * sizeof(struct fn_lpm_skip);
 }

@@ -13,6 +13,7 @@
 #ifndef FAULTNET_LPM_H
 #define FAULTNET_LPM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,8 +22,12 @@
 #define FN_LPM_ROOT 65536 /* the first step: 16 bits */
 
 /* A slot's value: a list's offset in the pool, or FN_LPM_CHILD | the first
- * slot's offset of the node under it, or FN_LPM_CHILD | FN_LPM_SKIP | a skip's
- * index. */
+ * slot's offset of the node under it, or skip0 + a skip's index. A skip is
+ * not a child, so that a walk down plain nodes tests one bit a step and
+ * stops at a skip as at a leaf; read as a list, it holds end + 1, a rule
+ * index no rule has and that is not the end: the caller's first-candidate
+ * test fails and it looks the address up whole (fn_lpm_lookup). Offsets
+ * stay below FN_LPM_SKIP. */
 #define FN_LPM_CHILD 0x80000000u
 #define FN_LPM_SKIP 0x40000000u
 
@@ -34,9 +39,30 @@ struct fn_lpm_skip {
 	uint32_t next, miss, to;
 };
 
+/* IPv6 homes: the bytes a group of a policy's IPv6 prefixes share (a
+ * site's), at most this many groups. */
+#define FN_LPM_HOMES 4
+
+/* A home: its at bytes (pattern under mask, in address order), and the
+ * root indexed by the two bytes after them. A policy's IPv6 rules are
+ * mostly a site's or a few sites': their shared bytes cost one comparison
+ * instead of a step each. */
+struct fn_lpm_home {
+	uint64_t pattern[2], mask[2];
+	uint32_t *root; /* FN_LPM_ROOT slots */
+	uint32_t at;
+};
+
 struct fn_lpm {
 	uint64_t refs;
-	uint32_t *root4, *root6; /* FN_LPM_ROOT slots each */
+	uint32_t *root4; /* FN_LPM_ROOT slots */
+	/* IPv6's homes, tried in turn (the one with the most prefixes first);
+	 * every IPv6 prefix but a /0 is under one of them. An address under
+	 * none is covered only by the rules of every destination: the list
+	 * out6. */
+	struct fn_lpm_home home[FN_LPM_HOMES];
+	const struct fn_lpm_home *homes_end;
+	uint32_t out6;
 	struct fn_lpm_skip *skips;
 	size_t nskips;
 	uint32_t *nodes; /* 256 slots per node */
@@ -48,6 +74,7 @@ struct fn_lpm {
 	uint32_t end;		/* the number of rules: the index no rule has */
 	size_t npool;
 	size_t prefixes;
+	uint32_t skip0; /* the first skip's slot value */
 };
 
 struct fn_policy;
@@ -66,42 +93,99 @@ static inline uint32_t fn_lpm_step(const struct fn_lpm *t, uint32_t v, uint8_t b
 	return *(const uint32_t *)(t->nodes_biased + (((uintptr_t)v + b) << 2));
 }
 
-/* Past a skip: its next slot, with *k moved past the bytes it compared, or
- * its miss list when the address leaves the run. */
-static inline uint32_t fn_lpm_skip(const struct fn_lpm *t, uint32_t v, const uint8_t ip[16],
-				   unsigned *k)
+/* Past a skip: its next slot, with *q at the byte after those it
+ * compared, or its miss list when the address leaves the run. */
+static inline uint32_t fn_lpm_skip(const struct fn_lpm *t, uint32_t v, const uint8_t *ip,
+				   const uint8_t **q)
 {
-	const struct fn_lpm_skip *s = &t->skips[v & (FN_LPM_SKIP - 1)];
+	const struct fn_lpm_skip *s = &t->skips[v - t->skip0];
 	uint64_t a, b;
 	__builtin_memcpy(&a, ip, 8);
 	__builtin_memcpy(&b, ip + 8, 8);
 	if (((a ^ s->pattern[0]) & s->mask[0]) | ((b ^ s->pattern[1]) & s->mask[1]))
 		return s->miss;
-	*k = s->to;
+	*q = ip + s->to;
 	return s->next;
+}
+
+/* True if ip is not under home h. */
+static inline __attribute__((always_inline)) bool fn_lpm_away(const struct fn_lpm_home *h,
+							      const uint8_t *ip)
+{
+	uint64_t a, b;
+	__builtin_memcpy(&a, ip, 8);
+	__builtin_memcpy(&b, ip + 8, 8);
+	return ((a ^ h->pattern[0]) & h->mask[0]) | ((b ^ h->pattern[1]) & h->mask[1]);
+}
+
+/* IPv6 down to a leaf or a skip, whichever comes first: under no home,
+ * the list out6; under one, its root at the two bytes after its bytes,
+ * then a step a byte. *q is the byte after those used. A skip's value
+ * reads as the list {end + 1, end}. */
+static inline __attribute__((always_inline)) uint32_t
+fn_lpm_down6(const struct fn_lpm *t, const uint8_t *ip, const uint8_t **q)
+{
+	const uint32_t *root = t->home[0].root;
+	size_t k = t->home[0].at;
+	uint16_t key;
+	if (__builtin_expect(fn_lpm_away(&t->home[0], ip), 0)) {
+		const struct fn_lpm_home *h = t->home;
+		do { /* the other homes: ip read anew, not held in registers */
+			if (++h == t->homes_end)
+				return t->out6;
+			__asm__("" ::: "memory");
+		} while (fn_lpm_away(h, ip));
+		root = h->root;
+		k = h->at;
+	}
+	__builtin_memcpy(&key, ip + k, 2);
+	uint32_t v = root[key];
+	for (k += 2; v & FN_LPM_CHILD; k++)
+		v = fn_lpm_step(t, v, ip[k]);
+	*q = ip + k;
+	return v;
+}
+
+/* IPv6 on from slot v (q the byte after those used) to a leaf, past
+ * skips: down6's way on when it stopped at a skip. */
+static inline uint32_t fn_lpm_resume(const struct fn_lpm *t, uint32_t v, const uint8_t *ip,
+				     const uint8_t *q)
+{
+	for (;;) {
+		while (v & FN_LPM_CHILD)
+			v = fn_lpm_step(t, v, *q++);
+		if (v < t->skip0)
+			return v;
+		v = fn_lpm_skip(t, v, ip, &q);
+	}
+}
+
+/* IPv4 down to a leaf: at most three steps, unrolled. */
+static inline __attribute__((always_inline)) uint32_t fn_lpm_leaf4(const struct fn_lpm *t,
+								   const uint8_t *ip)
+{
+	uint32_t v = t->root4[ip[0] | (unsigned)ip[1] << 8];
+	if (v & FN_LPM_CHILD) {
+		v = fn_lpm_step(t, v, ip[2]);
+		if (v & FN_LPM_CHILD)
+			v = fn_lpm_step(t, v, ip[3]);
+	}
+	return v;
 }
 
 /* The rules whose destinations cover ep, in file order, ended by t->end
  * (never NULL). A leaf slot holds its list's offset in the pool. Both
- * roots are indexed by the first two bytes in little-endian order, which
- * is one load on the machines we run on. */
-static inline const uint32_t *fn_lpm_lookup(const struct fn_lpm *t, const struct fn_endpoint *ep)
+ * roots are indexed by two bytes in little-endian order, which is one
+ * load on the machines we run on: IPv4's first two, IPv6's two after a
+ * home's bytes. */
+static inline __attribute__((always_inline)) const uint32_t *
+fn_lpm_lookup(const struct fn_lpm *t, const struct fn_endpoint *ep)
 {
-	uint32_t v;
-	if (ep->v4) { /* at most three steps: unrolled */
-		v = t->root4[ep->ip[0] | (unsigned)ep->ip[1] << 8];
-		if (v & FN_LPM_CHILD) {
-			v = fn_lpm_step(t, v, ep->ip[2]);
-			if (v & FN_LPM_CHILD)
-				v = fn_lpm_step(t, v, ep->ip[3]);
-		}
-	} else {
-		v = t->root6[ep->ip[0] | (unsigned)ep->ip[1] << 8];
-		for (unsigned k = 2; v & FN_LPM_CHILD;)
-			v = v & FN_LPM_SKIP ? fn_lpm_skip(t, v, ep->ip, &k)
-					    : fn_lpm_step(t, v, ep->ip[k++]);
-	}
-	return &t->pool[v];
+	if (ep->v4)
+		return &t->pool[fn_lpm_leaf4(t, ep->ip)];
+	const uint8_t *q = ep->ip; /* out6 is a leaf: no step reads q */
+	uint32_t v = fn_lpm_down6(t, ep->ip, &q);
+	return &t->pool[fn_lpm_resume(t, v, ep->ip, q)];
 }
 
 /* Bytes the index takes, for the benchmark. */

@@ -126,7 +126,8 @@ struct fn_policy {
 	bool lpm_stale;	    /* rules or their CIDRs changed since it was built */
 	uint8_t *quick;	    /* per rule, by fn_policy_finish: its protocols when it
 			       is enabled and its CIDR is all its match, else 0;
-			       and 0 for index nrules (a list's end). A lookup's
+			       and 0 for indices nrules and nrules + 1 (a list's end, a
+			       skip's mark: core/lpm.h). A lookup's
 			       first candidate is judged with one load. */
 	struct fn_zone *zones;
 	size_t nzones;
@@ -168,8 +169,9 @@ bool fn_name_valid(const char *s);
 bool fn_rule_covers(const struct fn_policy *p, const struct fn_rule *r,
 		    const struct fn_endpoint *peer, uint8_t proto);
 
-/* First enabled rule matching a peer for one of the protocols in proto;
- * NULL when none does. If seen is given, it gets the rule an attempt counts
+/* First enabled rule of p (never NULL: the shim's connects ask, and the
+ * test is an instruction less) matching a peer for one of the protocols in
+ * proto; NULL when none does. If seen is given, it gets the rule an attempt counts
  * against: the deciding rule, else the first disabled rule that would match
  * (so that attempts are counted while a rule is switched off), else NULL. */
 const struct fn_rule *fn_policy_match(const struct fn_policy *p, const struct fn_endpoint *peer,

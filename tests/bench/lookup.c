@@ -7,6 +7,8 @@
  *
  *   lookup N K hit|miss     prints the index's build time and bytes per prefix
  *   lookup N K hit6|miss6   the same with N IPv6 /128 rules (fd00:91::I)
+ *   lookup N K hit6x        the IPv6 rules at two sites (fd00:91::I for even
+ *                           I, fd01:91::I for odd), the last rule's address
  *   lookup N 0 load         prints the seconds a policy file of N rules takes
  */
 #include <stdio.h>
@@ -33,12 +35,15 @@ static void prefix_of(long i, uint8_t ip[4])
 	ip[3] = (uint8_t)(i & 255);
 }
 
-/* The IPv6 rules: fd00:91::I/128, never an address anything is sent to
- * (the program only looks up). */
+/* The IPv6 rules: fd00:91::I/128 (or fd01:91::I for odd I at two sites),
+ * never an address anything is sent to (the program only looks up). */
+static bool two_sites;
+
 static void prefix6_of(long i, uint8_t ip[16])
 {
 	memset(ip, 0, 16);
 	ip[0] = 0xfd;
+	ip[1] = (uint8_t)(two_sites && (i & 1));
 	ip[3] = 0x91;
 	ip[13] = (uint8_t)(i >> 16);
 	ip[14] = (uint8_t)((i >> 8) & 255);
@@ -75,6 +80,7 @@ int main(int argc, char **argv)
 		return load(n);
 	bool v6 = strncmp(mode, "hit6", 4) == 0 || strcmp(mode, "miss6") == 0,
 	     miss = strncmp(mode, "miss", 4) == 0;
+	two_sites = strcmp(mode, "hit6x") == 0;
 	struct fn_policy *p = calloc(1, sizeof(*p));
 	p->self_zone = -1;
 	p->nrules = (size_t)n;
@@ -106,7 +112,7 @@ int main(int argc, char **argv)
 	if (miss && !v6)
 		ep.ip[1] = 99; /* 127.99.x.y: below every rule's prefix */
 	if (miss && v6)
-		ep.ip[12] = 1; /* fd00:91::1:..: beside every rule's prefix, as deep */
+		ep.ip[12] = 1; /* byte 12 set: off the bytes every rule shares */
 	long hits = 0;
 	for (long i = 0; i < k; i++) { /* as the shim calls it: with the rule seen */
 		const struct fn_rule *seen;

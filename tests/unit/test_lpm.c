@@ -1,7 +1,8 @@
 /* test_lpm.c - the rule index against the plain scan it replaces: random
  * policies (IPv4 and IPv6 prefixes of every length, ports, protocols,
  * zones, disabled rules, rules with no destination) and random
- * destinations, biased to fall inside the prefixes; both must give the
+ * destinations, biased to fall inside the prefixes (half the policies with
+ * every IPv6 prefix under shared bytes, or a /0); both must give the
  * same rule, the same "seen" rule, the same answer when starting past a
  * declined rule and the same established rule. Plus the index's size and a policy of 100,000 rules.
  */
@@ -23,11 +24,45 @@ static uint32_t rnd(uint32_t n)
 	return test_rnd(&state, n);
 }
 
+/* A policy's homes: when home_len is set, every IPv6 prefix is a /0 or
+ * lies under the first home_len bytes of one of nhomes sites (the index
+ * then roots IPv6 after them), and destinations are near them. Sites
+ * differ in the byte after the bytes they share, at a random place. */
+static unsigned home_len, nhomes;
+static uint8_t homes[3][16];
+
+static const uint8_t *some_home(void)
+{
+	return homes[rnd(nhomes)];
+}
+
+static void new_homes(void)
+{
+	home_len = 1 + rnd(15);
+	nhomes = 1 + rnd(3);
+	unsigned split = rnd(home_len);
+	for (int i = 0; i < 16; i++)
+		homes[0][i] = (uint8_t)rnd(256);
+	for (unsigned h = 1; h < nhomes; h++) {
+		memcpy(homes[h], homes[0], 16);
+		homes[h][split] = (uint8_t)(homes[0][split] + h);
+	}
+}
+
 static void random_cidr(struct fn_cidr *c, bool v4)
 {
 	memset(c, 0, sizeof(*c));
 	c->v4 = v4;
 	c->prefix = (uint8_t)rnd(v4 ? 33 : 129);
+	if (!v4 && home_len) {
+		const uint8_t *home = some_home();
+		c->prefix = rnd(10) ? (uint8_t)(home_len * 8 + rnd(129 - home_len * 8)) : 0;
+		for (int i = 0; i < 16; i++)
+			c->ip[i] = i < (int)home_len ? home[i] : (uint8_t)rnd(3);
+		for (int b = c->prefix; b < 128; b++)
+			c->ip[b / 8] &= (uint8_t) ~(0x80u >> (b % 8));
+		return;
+	}
 	/* Few distinct leading bytes, so that prefixes nest and overlap; half
 	 * the IPv6 ones share their middle bytes too (long runs of one-way
 	 * nodes, which the index compresses). */
@@ -94,6 +129,13 @@ static void random_endpoint(const struct fn_policy *p, struct fn_endpoint *ep)
 			ep->ip[b / 8] = (uint8_t)((ep->ip[b / 8] & ~bit) | (c->ip[b / 8] & bit));
 		}
 	}
+	if (!ep->v4 && home_len && rnd(2)) { /* at a home, or a byte off it */
+		const uint8_t *home = some_home();
+		for (unsigned i = 0; i < home_len; i++)
+			ep->ip[i] = home[i];
+		if (rnd(3) == 0)
+			ep->ip[rnd(home_len)] ^= (uint8_t)(1 + rnd(255));
+	}
 	if (ep->v4)
 		memset(ep->ip + 4, 0, 12);
 	ep->port = (uint16_t)rnd(5);
@@ -101,10 +143,16 @@ static void random_endpoint(const struct fn_policy *p, struct fn_endpoint *ep)
 
 static void test_same_as_scan(void)
 {
-	int mismatches = 0, hits = 0, open = 0;
-	for (int round = 0; round < 300; round++) {
+	int mismatches = 0, hits = 0, open = 0, homed = 0, multi = 0;
+	for (int round = 0; round < 600; round++) {
+		/* Half the policies keep their IPv6 prefixes at sites. */
+		home_len = 0;
+		if (round % 2)
+			new_homes();
 		struct fn_policy *p = random_policy(1 + rnd(40));
 		CU_ASSERT_PTR_NOT_NULL_FATAL(p->lpm);
+		homed += p->lpm->home[0].at > 0;
+		multi += p->lpm->homes_end - p->lpm->home > 1;
 		for (int k = 0; k < 300; k++) {
 			struct fn_endpoint ep;
 			random_endpoint(p, &ep);
@@ -132,9 +180,12 @@ static void test_same_as_scan(void)
 		}
 		fn_policy_free(p);
 	}
+	home_len = 0;
 	CU_ASSERT_EQUAL(mismatches, 0);
 	CU_ASSERT(hits > 1000); /* the destinations did hit rules */
 	CU_ASSERT(open > 1000); /* and established rules */
+	CU_ASSERT(homed > 250); /* and the index rooted IPv6 after a home */
+	CU_ASSERT(multi > 30);	/* or after each of a few */
 }
 
 /* Policy text: n refuse rules, rule i named NAME<i> with match.to written
@@ -164,6 +215,11 @@ static void to_v4(size_t i, char *cidr, size_t len)
 static void to_v6(size_t i, char *cidr, size_t len)
 {
 	snprintf(cidr, len, "fd00:91::%zx/128", i);
+}
+
+static void to_two_sites(size_t i, char *cidr, size_t len)
+{
+	snprintf(cidr, len, "fd0%zu:91::%zx/128", i & 1, i);
 }
 
 static void test_large(void)
@@ -235,10 +291,80 @@ static void test_compressed_runs(void)
 	free(text);
 }
 
+/* Every IPv6 prefix under fd00:91::/104: the root takes bytes 13 and 14.
+ * A rule for those 13 bytes covers everything at home; an address off
+ * home by any bit is covered only by the rules of every destination (an
+ * explicit ::/0 and a rule without one), in file order. */
+static void test_home(void)
+{
+	char err[256];
+	const char *text = "rules = (\n"
+			   "{ name = \"one\"; action = \"refuse\"; match = { to = "
+			   "\"fd00:91::1:5/128\"; }; },\n"
+			   "{ name = \"all6\"; action = \"refuse\"; enabled = false; "
+			   "match = { to = \"::/0\"; }; },\n"
+			   "{ name = \"site\"; action = \"blackhole\"; match = { to = "
+			   "\"fd00:91::/104\"; }; },\n"
+			   "{ name = \"any\"; action = \"blackhole\"; match = { proto = "
+			   "\"udp\"; }; }\n"
+			   ");\n";
+	struct fn_policy *p = fn_config_load_string(text, "home", NULL, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p->lpm);
+	CU_ASSERT_EQUAL(p->lpm->home[0].at, 13);
+	struct fn_endpoint ep = {.v4 = false, .ip = {0xfd, 0, 0, 0x91}, .port = 53};
+	ep.ip[13] = 1, ep.ip[15] = 5;
+	const struct fn_rule *r = fn_policy_match(p, &ep, FN_PROTO_TCP, NULL), *seen;
+	CU_ASSERT(r && strcmp(r->name, "one") == 0);
+	ep.ip[15] = 6; /* home, not fd00:91::1:5 */
+	r = fn_policy_match(p, &ep, FN_PROTO_TCP, &seen);
+	CU_ASSERT(r && strcmp(r->name, "site") == 0 && seen == r);
+	for (int bit = 0; bit < 104; bit++) {
+		struct fn_endpoint off = ep;
+		off.ip[bit / 8] ^= (uint8_t)(0x80u >> (bit % 8));
+		r = fn_policy_match(p, &off, FN_PROTO_TCP, &seen);
+		CU_ASSERT(!r && seen && strcmp(seen->name, "all6") == 0); /* counted while off */
+		r = fn_policy_match(p, &off, FN_PROTO_UDP, NULL);
+		CU_ASSERT(r && strcmp(r->name, "any") == 0);
+	}
+	fn_policy_free(p);
+}
+
+/* /128s at two sites, fd00:91::I and fd01:91::I: a home each, and
+ * each rule found under its own. */
+static void test_two_homes(void)
+{
+	char err[256];
+	char *text =
+	    refuse_rules(1000, "s", to_two_sites, "{ name = \"end\"; action = \"refuse\"; }");
+	struct fn_policy *p = fn_config_load_string(text, "sites", NULL, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p->lpm);
+	CU_ASSERT_EQUAL(p->lpm->homes_end - p->lpm->home, 2);
+	CU_ASSERT_EQUAL(p->lpm->home[0].at, 14);
+	int found = 0;
+	for (size_t i = 0; i < 1000; i++) {
+		char cidr[64], want[16];
+		struct fn_cidr c;
+		to_two_sites(i, cidr, sizeof(cidr));
+		fn_cidr_parse(&c, cidr);
+		struct fn_endpoint ep = {.v4 = false, .port = 443};
+		memcpy(ep.ip, c.ip, 16);
+		snprintf(want, sizeof(want), "s%zu", i);
+		const struct fn_rule *r = fn_policy_match(p, &ep, FN_PROTO_TCP, NULL);
+		found += r && strcmp(r->name, want) == 0;
+	}
+	CU_ASSERT_EQUAL(found, 1000);
+	fn_policy_free(p);
+	free(text);
+}
+
 void add_lpm_tests(void)
 {
 	CU_pSuite s = CU_add_suite("rule index", NULL, NULL);
 	CU_add_test(s, "the same answers as a scan, 90,000 random lookups", test_same_as_scan);
 	CU_add_test(s, "100,000 rules: loaded, found", test_large);
 	CU_add_test(s, "IPv6 runs compressed, left at any byte", test_compressed_runs);
+	CU_add_test(s, "IPv6 rooted after its home bytes, left at any bit", test_home);
+	CU_add_test(s, "IPv6 at two sites: a home each", test_two_homes);
 }
