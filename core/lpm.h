@@ -3,13 +3,13 @@
  * steps that does not grow with the number of rules. A multibit trie over
  * IPv4 and IPv6 alike: the first 16 bits in one step, then 8 bits a step;
  * each leaf slot holds the sorted list of covering rule indices (prefixes
- * are expanded to the slots they cover, so coverage is exact). IPv6 paths
- * are also compressed: a run of nodes that each have one child and the
- * same list in every other slot (the bytes every prefix under them shares,
- * fd00:91:: of a policy of /128s, say) is one skip, which compares those
- * bytes at once. A rule with no destination is a /0 of both families, so
- * every list is complete and a lookup reads one. Immutable once built; a
- * policy's copies share it (refs). */
+ * are expanded to the slots they cover, so coverage is exact). IPv6 starts
+ * after the bytes its prefixes share (a home, or a home per site: see
+ * struct fn_lpm_home), compared at once; below, a run of nodes that each
+ * have one child and the same list in every other slot is one skip, which
+ * also compares its bytes at once. A rule with no destination is a /0 of
+ * both families, so every list is complete and a lookup reads one.
+ * Immutable once built; a policy's copies share it (refs). */
 #ifndef FAULTNET_LPM_H
 #define FAULTNET_LPM_H
 

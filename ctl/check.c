@@ -46,6 +46,26 @@ static bool apply(struct fn_policy **p, const struct fn_policy *base, const char
 	return true;
 }
 
+/* enable and disable, most of a journal, applied to p in place (p is the
+ * replay's own): through fn_edit_line, each was a copy of the policy, and
+ * a check cost a copy per entry before it (a flip 500 ms after 6,000
+ * entries of a 1,000-rule policy). A rule that is not there was refused
+ * by the member, and is skipped as the member skipped it. False when line
+ * is another change. */
+static bool toggle_in_place(struct fn_policy *p, char *line)
+{
+	bool on = strncmp(line, "enable ", 7) == 0;
+	if (!on && strncmp(line, "disable ", 8) != 0)
+		return false;
+	char *name = line + (on ? 7 : 8);
+	if (on)
+		fn_edit_enabled_at(name); /* cuts " since=..." off */
+	int i = fn_policy_rule_index(p, name);
+	if (i >= 0)
+		p->rules[i].enabled = on;
+	return true;
+}
+
 /* The journal's entries up to upto that are the member's replayed on *p;
  * false when the journal cannot be read. Entries a member refused are
  * skipped, as members skip them ("SEQ refused" is no verb). */
@@ -66,7 +86,7 @@ static bool replay(struct fn_policy **p, const struct fn_policy *base, const str
 		uint64_t start;
 		if (rest != line && *rest == ' ' && s <= upto &&
 		    (change = fn_edit_target(rest + 1, &pid, &start)) &&
-		    (!pid || (pid == h->pid && start == h->start)))
+		    (!pid || (pid == h->pid && start == h->start)) && !toggle_in_place(*p, change))
 			apply(p, base, h->config, change, reply, sizeof(reply));
 	}
 	free(line);
