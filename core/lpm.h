@@ -26,8 +26,8 @@
  * not a child, so that a walk down plain nodes tests one bit a step and
  * stops at a skip as at a leaf; read as a list, it holds end + 1, a rule
  * index no rule has and that is not the end: the caller's first-candidate
- * test fails and it looks the address up whole (fn_lpm_lookup). Offsets
- * stay below FN_LPM_SKIP. */
+ * test fails and it goes on from the skip (fn_lpm_resume). Offsets stay
+ * below FN_LPM_SKIP. */
 #define FN_LPM_CHILD 0x80000000u
 #define FN_LPM_SKIP 0x40000000u
 
@@ -93,16 +93,24 @@ static inline uint32_t fn_lpm_step(const struct fn_lpm *t, uint32_t v, uint8_t b
 	return *(const uint32_t *)(t->nodes_biased + (((uintptr_t)v + b) << 2));
 }
 
+/* True if ip's bytes under mask are not pattern's (a skip's run, a
+ * home's bytes). */
+static inline __attribute__((always_inline)) bool
+fn_lpm_differs(const uint64_t pattern[2], const uint64_t mask[2], const uint8_t *ip)
+{
+	uint64_t a, b;
+	__builtin_memcpy(&a, ip, 8);
+	__builtin_memcpy(&b, ip + 8, 8);
+	return ((a ^ pattern[0]) & mask[0]) | ((b ^ pattern[1]) & mask[1]);
+}
+
 /* Past a skip: its next slot, with *q at the byte after those it
  * compared, or its miss list when the address leaves the run. */
 static inline uint32_t fn_lpm_skip(const struct fn_lpm *t, uint32_t v, const uint8_t *ip,
 				   const uint8_t **q)
 {
 	const struct fn_lpm_skip *s = &t->skips[v - t->skip0];
-	uint64_t a, b;
-	__builtin_memcpy(&a, ip, 8);
-	__builtin_memcpy(&b, ip + 8, 8);
-	if (((a ^ s->pattern[0]) & s->mask[0]) | ((b ^ s->pattern[1]) & s->mask[1]))
+	if (fn_lpm_differs(s->pattern, s->mask, ip))
 		return s->miss;
 	*q = ip + s->to;
 	return s->next;
@@ -112,10 +120,7 @@ static inline uint32_t fn_lpm_skip(const struct fn_lpm *t, uint32_t v, const uin
 static inline __attribute__((always_inline)) bool fn_lpm_away(const struct fn_lpm_home *h,
 							      const uint8_t *ip)
 {
-	uint64_t a, b;
-	__builtin_memcpy(&a, ip, 8);
-	__builtin_memcpy(&b, ip + 8, 8);
-	return ((a ^ h->pattern[0]) & h->mask[0]) | ((b ^ h->pattern[1]) & h->mask[1]);
+	return fn_lpm_differs(h->pattern, h->mask, ip);
 }
 
 /* IPv6 down to a leaf or a skip, whichever comes first: under no home,

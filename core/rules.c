@@ -220,6 +220,7 @@ first(const struct fn_policy *p, const struct fn_endpoint *peer, unsigned proto,
 	return walk(p, peer, proto, seen, from);
 }
 
+/* first() out of line, for past_skip(). */
 static __attribute__((noinline)) const struct fn_rule *
 judge(const struct fn_policy *p, const struct fn_endpoint *peer, unsigned proto,
       const struct fn_rule **seen, size_t from, uint32_t i)
