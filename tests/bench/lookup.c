@@ -9,6 +9,9 @@
  *   lookup N K hit6|miss6   the same with N IPv6 /128 rules (fd00:91::I)
  *   lookup N K hit6x        the IPv6 rules at two sites (fd00:91::I for even
  *                           I, fd01:91::I for odd), the last rule's address
+ *   lookup N K hit6m        N IPv6 /48s at 16 sites that differ in their
+ *                           first bytes, as a cloud's published ranges do
+ *                           (2a0S:I::/48 for site S = I mod 16)
  *   lookup N 0 load         prints the seconds a policy file of N rules takes
  */
 #include <stdio.h>
@@ -37,11 +40,19 @@ static void prefix_of(long i, uint8_t ip[4])
 
 /* The IPv6 rules: fd00:91::I/128 (or fd01:91::I for odd I at two sites),
  * never an address anything is sent to (the program only looks up). */
-static bool two_sites;
+static bool two_sites, many_sites;
 
 static void prefix6_of(long i, uint8_t ip[16])
 {
 	memset(ip, 0, 16);
+	if (many_sites) {
+		ip[0] = 0x2a;
+		ip[1] = (uint8_t)(i & 15);
+		ip[2] = (uint8_t)(i >> 12);
+		ip[3] = (uint8_t)((i >> 4) & 255);
+		ip[4] = (uint8_t)(i >> 20);
+		return;
+	}
 	ip[0] = 0xfd;
 	ip[1] = (uint8_t)(two_sites && (i & 1));
 	ip[3] = 0x91;
@@ -81,6 +92,7 @@ int main(int argc, char **argv)
 	bool v6 = strncmp(mode, "hit6", 4) == 0 || strcmp(mode, "miss6") == 0,
 	     miss = strncmp(mode, "miss", 4) == 0;
 	two_sites = strcmp(mode, "hit6x") == 0;
+	many_sites = strcmp(mode, "hit6m") == 0;
 	struct fn_policy *p = calloc(1, sizeof(*p));
 	p->self_zone = -1;
 	p->nrules = (size_t)n;
@@ -95,7 +107,7 @@ int main(int argc, char **argv)
 		r->nto = 1;
 		r->to = calloc(1, sizeof(*r->to));
 		r->to->v4 = !v6;
-		r->to->prefix = v6 ? 128 : 32;
+		r->to->prefix = v6 ? (many_sites ? 48 : 128) : 32;
 		if (v6)
 			prefix6_of(i, r->to->ip);
 		else
@@ -111,6 +123,8 @@ int main(int argc, char **argv)
 		prefix_of(n - 1, ep.ip);
 	if (miss && !v6)
 		ep.ip[1] = 99; /* 127.99.x.y: below every rule's prefix */
+	if (many_sites)
+		ep.ip[15] = 7; /* a host under the /48 */
 	if (miss && v6)
 		ep.ip[12] = 1; /* byte 12 set: off the bytes every rule shares */
 	long hits = 0;

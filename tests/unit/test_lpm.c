@@ -143,7 +143,7 @@ static void random_endpoint(const struct fn_policy *p, struct fn_endpoint *ep)
 
 static void test_same_as_scan(void)
 {
-	int mismatches = 0, hits = 0, open = 0, homed = 0, multi = 0;
+	int mismatches = 0, hits = 0, open = 0, homed = 0, multi = 0, skipped = 0;
 	for (int round = 0; round < 600; round++) {
 		/* Half the policies keep their IPv6 prefixes at sites. */
 		home_len = 0;
@@ -153,6 +153,7 @@ static void test_same_as_scan(void)
 		CU_ASSERT_PTR_NOT_NULL_FATAL(p->lpm);
 		homed += p->lpm->home[0].at > 0;
 		multi += p->lpm->homes_end - p->lpm->home > 1;
+		skipped += p->lpm->nskips > 0;
 		for (int k = 0; k < 300; k++) {
 			struct fn_endpoint ep;
 			random_endpoint(p, &ep);
@@ -182,10 +183,11 @@ static void test_same_as_scan(void)
 	}
 	home_len = 0;
 	CU_ASSERT_EQUAL(mismatches, 0);
-	CU_ASSERT(hits > 1000); /* the destinations did hit rules */
-	CU_ASSERT(open > 1000); /* and established rules */
-	CU_ASSERT(homed > 250); /* and the index rooted IPv6 after a home */
-	CU_ASSERT(multi > 30);	/* or after each of a few */
+	CU_ASSERT(hits > 1000);	 /* the destinations did hit rules */
+	CU_ASSERT(open > 1000);	 /* and established rules */
+	CU_ASSERT(homed > 250);	 /* and the index rooted IPv6 after a home */
+	CU_ASSERT(multi > 30);	 /* or after each of a few */
+	CU_ASSERT(skipped > 30); /* and long runs were skips */
 }
 
 /* Policy text: n refuse rules, rule i named NAME<i> with match.to written
@@ -261,9 +263,10 @@ static void test_large(void)
 	free(text);
 }
 
-/* IPv6 /128s that share 13 bytes (fd00:91::I) and a /64 around them: the
- * shared bytes become one skip, not thirteen steps, and addresses that
- * leave the run at any byte fall back to the /64's rule or to none. */
+/* IPv6 /128s that share 13 bytes (fd00:91::I) and a /64 around them:
+ * rooted after the /64's 8 bytes, the 4 one-way nodes below stay steps (a
+ * skip that short costs more than it saves: lpm.c), and addresses that
+ * leave them at any byte fall back to the /64's rule or to none. */
 static void test_compressed_runs(void)
 {
 	char err[256];
@@ -273,7 +276,7 @@ static void test_compressed_runs(void)
 	struct fn_policy *p = fn_config_load_string(text, "runs", NULL, err, sizeof(err));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p->lpm);
-	CU_ASSERT(p->lpm->nskips >= 1);
+	CU_ASSERT_EQUAL(p->lpm->nskips, 0);
 	struct fn_endpoint ep = {.v4 = false, .ip = {0xfd, 0, 0, 0x91}, .port = 443};
 	ep.ip[14] = 0x0b, ep.ip[15] = 0xb7; /* fd00:91::bb7, the rule h2999 */
 	const struct fn_rule *r = fn_policy_match(p, &ep, FN_PROTO_TCP, NULL);
@@ -287,6 +290,42 @@ static void test_compressed_runs(void)
 		r = fn_policy_match(p, &off, FN_PROTO_TCP, NULL);
 		CU_ASSERT(k < 8 ? r == NULL : r && strcmp(r->name, "net") == 0);
 	}
+	fn_policy_free(p);
+	free(text);
+}
+
+/* The same /128s under fd00::/16, and a 2000::/7 that leaves IPv6 no home
+ * (no whole byte shared): rooted at bytes 0 and 1, the 12 one-way nodes
+ * from byte 2 to 13 are one skip, and an address that leaves it at any
+ * byte meets the /16's rule. */
+static void test_long_run(void)
+{
+	char err[256];
+	char *text = refuse_rules(3000, "h", to_v6,
+				  "{ name = \"net\"; action = \"blackhole\"; match = { to = "
+				  "\"fd00::/16\"; }; },\n{ name = \"far\"; action = \"refuse\"; "
+				  "match = { to = \"2000::/7\"; }; }");
+	struct fn_policy *p = fn_config_load_string(text, "long", NULL, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p->lpm);
+	CU_ASSERT_EQUAL(p->lpm->home[0].at, 0);
+	CU_ASSERT_EQUAL(p->lpm->nskips, 1);
+	struct fn_endpoint ep = {.v4 = false, .ip = {0xfd, 0, 0, 0x91}, .port = 443};
+	ep.ip[14] = 0x0b, ep.ip[15] = 0xb7; /* fd00:91::bb7, the rule h2999 */
+	const struct fn_rule *r = fn_policy_match(p, &ep, FN_PROTO_TCP, NULL);
+	CU_ASSERT(r && strcmp(r->name, "h2999") == 0);
+	for (int k = 2; k < 14; k++) { /* off the run at byte k */
+		struct fn_endpoint off = ep;
+		off.ip[k] ^= 0x20;
+		r = fn_policy_match(p, &off, FN_PROTO_TCP, NULL);
+		CU_ASSERT(r && strcmp(r->name, "net") == 0);
+	}
+	ep.ip[0] = 0x21; /* 2100:91::bb7 */
+	r = fn_policy_match(p, &ep, FN_PROTO_TCP, NULL);
+	CU_ASSERT(r && strcmp(r->name, "far") == 0);
+	ep.ip[1] = 1; /* fd01:91::bb7 */
+	ep.ip[0] = 0xfd;
+	CU_ASSERT_PTR_NULL(fn_policy_match(p, &ep, FN_PROTO_TCP, NULL));
 	fn_policy_free(p);
 	free(text);
 }
@@ -364,7 +403,8 @@ void add_lpm_tests(void)
 	CU_pSuite s = CU_add_suite("rule index", NULL, NULL);
 	CU_add_test(s, "the same answers as a scan, 90,000 random lookups", test_same_as_scan);
 	CU_add_test(s, "100,000 rules: loaded, found", test_large);
-	CU_add_test(s, "IPv6 runs compressed, left at any byte", test_compressed_runs);
+	CU_add_test(s, "IPv6 short runs stepped, left at any byte", test_compressed_runs);
+	CU_add_test(s, "IPv6 long runs compressed, left at any byte", test_long_run);
 	CU_add_test(s, "IPv6 rooted after its home bytes, left at any bit", test_home);
 	CU_add_test(s, "IPv6 at two sites: a home each", test_two_homes);
 }
