@@ -286,15 +286,15 @@ def start_peer(cmd):
 
 
 def peer_relays():
-    """(label, ip, port) of the relays measured beside faultnet's: a plain
-    copy relay (two threads, 1 MiB buffers) and socat -b 1048576."""
+    """(label, ip, port, pid) of the relays measured beside faultnet's: a
+    plain copy relay (two threads, 1 MiB buffers) and socat -b 1048576."""
     peers = []
     p = start_peer([os.path.join(BIN, "copyrelay"), "127.80.0.2", str(PORT + 1), SERVER_IP,
                     str(PORT)])
     if p.stdout.readline().strip() == "ready":
-        peers.append(("copy relay (2 threads, 1 MiB buffers)", "127.80.0.2", PORT + 1))
+        peers.append(("copy relay (2 threads, 1 MiB buffers)", "127.80.0.2", PORT + 1, p.pid))
     if shutil.which("socat"):
-        start_peer(["socat", "-b", "1048576", "TCP-LISTEN:%d,bind=127.80.0.3,fork,reuseaddr"
+        p = start_peer(["socat", "-b", "1048576", "TCP-LISTEN:%d,bind=127.80.0.3,fork,reuseaddr"
                     % (PORT + 2), "TCP:%s:%d" % (SERVER_IP, PORT)])
         for _ in range(50):
             try:
@@ -302,14 +302,31 @@ def peer_relays():
                 break
             except OSError:
                 time.sleep(0.1)
-        peers.append(("socat -b 1048576", "127.80.0.3", PORT + 2))
+        peers.append(("socat -b 1048576", "127.80.0.3", PORT + 2, p.pid))
     return peers
 
 
-def rates(ip, port, env, mib, n_rr):
-    t = float(stream(["bulk", ip, str(port), str(mib)], env)[0])
+def cpu_seconds(pid):
+    """CPU seconds process pid and its reaped children have used."""
+    if not pid:
+        return 0.0
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def rates(ip, port, env, mib, n_rr, relay_pid=None):
+    """Bulk MiB/s, round trips/s, and the CPU seconds per GiB of bulk that
+    the client and the relay used (with the shim, the relay is a thread of
+    the client's; a peer is a process of its own, and socat's connection a
+    child it reaps: given time to)."""
+    before = cpu_seconds(relay_pid)
+    out = stream(["bulk", ip, str(port), str(mib)], env)
+    if relay_pid:
+        time.sleep(0.3)
+    cpu = float(out[1]) + cpu_seconds(relay_pid) - before
     r = [float(x) for x in stream(["rr", ip, str(port), str(n_rr), "64"], env) if x]
-    return mib / t, 1e6 * len(r) / sum(r)
+    return mib / float(out[0]), 1e6 * len(r) / sum(r), cpu * 1024 / mib
 
 
 def throughput():
@@ -322,7 +339,7 @@ def throughput():
     held = conf("established.conf", ['{ name = "route"; action = "blackhole"; established = true;'
                                      ' enabled = false; match = { to = "%s/32"; }; }' % SERVER_IP])
     mib = 16 if SMOKE else 1024
-    rounds = 1 if SMOKE else 5
+    rounds = 1 if SMOKE else 9
     n_rr = 200 if SMOKE else 5000
     peers = peer_relays()
     say("Method: `stream bulk` sends %d MiB to a loopback sink, `stream rr` makes %d round"
@@ -331,35 +348,41 @@ def throughput():
         " blackhole that is off (relayed untouched so that an enable reaches it), and"
         " through the peers, each a relay"
         " process between the same client and server: %s. %d rounds, alternating, medians;"
-        " %d CPUs." % (mib, n_rr, ", ".join(x[0] for x in peers) or "none installed", rounds,
+        " %d CPUs. CPU per GiB: the seconds of CPU the client and the relay used for the bulk"
+        " transfer (with the shim the relay is a thread of the client's; a peer is a process"
+        " of its own), scaled to 1 GiB."
+        % (mib, n_rr, ", ".join(x[0] for x in peers) or "none installed", rounds,
                        os.cpu_count() or 0))
     say("")
-    rows = [("direct", SERVER_IP, PORT, plain_env()),
-            ("faultnet relay", SERVER_IP, PORT, shim_env(relay)),
-            ("faultnet, established blackhole off", SERVER_IP, PORT, shim_env(held))]
-    rows += [(label, ip, port, plain_env()) for label, ip, port in peers]
-    got = {label: ([], []) for label, _, _, _ in rows}
+    rows = [("direct", SERVER_IP, PORT, plain_env(), None),
+            ("faultnet relay", SERVER_IP, PORT, shim_env(relay), None),
+            ("faultnet, established blackhole off", SERVER_IP, PORT, shim_env(held), None)]
+    rows += [(label, ip, port, plain_env(), pid) for label, ip, port, pid in peers]
+    got = {row[0]: ([], [], []) for row in rows}
     for _ in range(rounds):
-        for label, ip, port, env in rows:
-            bulk, rr = rates(ip, port, env, mib, n_rr)
-            got[label][0].append(bulk)
-            got[label][1].append(rr)
-    med = {k: (statistics.median(v[0]), statistics.median(v[1])) for k, v in got.items()}
-    say("| path | bulk MiB/s | of direct | 64-byte round trips /s | of direct |")
-    say("|---|---|---|---|---|")
-    for label, _, _, _ in rows:
-        b, r = med[label]
-        say("| %s | %.0f | %.2f | %.0f | %.2f |" % (label, b, b / med["direct"][0], r,
-                                                    r / med["direct"][1]))
+        for label, ip, port, env, pid in rows:
+            for k, v in enumerate(rates(ip, port, env, mib, n_rr, pid)):
+                got[label][k].append(v)
+    med = {k: tuple(statistics.median(x) for x in v) for k, v in got.items()}
+    say("| path | bulk MiB/s | of direct | CPU s per GiB | 64-byte round trips /s | of direct |")
+    say("|---|---|---|---|---|---|")
+    for row in rows:
+        b, r, c = med[row[0]]
+        say("| %s | %.0f | %.2f | %.2f | %.0f | %.2f |" % (row[0], b, b / med["direct"][0], c,
+                                                           r, r / med["direct"][1]))
     say("")
-    fb, fr = med["faultnet relay"]
+    fb, fr, fc = med["faultnet relay"]
     if peers:
         best_b = max(med[p[0]][0] for p in peers)
         best_r = max(med[p[0]][1] for p in peers)
+        least_c = min(med[p[0]][2] for p in peers)
         say("faultnet's relay against the best peer: %.2f for bulk, %.2f for round trips"
             " (target: 0.95 or more: %s)." % (fb / best_b, fr / best_r,
                                               "met" if min(fb / best_b, fr / best_r) >= 0.95
                                               else "missed"))
+        say("")
+        say("CPU for the bulk transfer, client and relay together: faultnet %.2f s per GiB,"
+            " the most frugal peer %.2f (%.2f of it)." % (fc, least_c, fc / least_c))
         say("")
     return fb / med["direct"][0]
 

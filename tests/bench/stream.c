@@ -4,7 +4,9 @@
  * a ratio of two runs of the same program.
  *
  *   stream serve IP PORT                 server (B: sink, E: echo, S: source)
- *   stream bulk IP PORT MIB              seconds to send MIB MiB
+ *   stream bulk IP PORT MIB              seconds to send MIB MiB, then the CPU
+ *                                        seconds this process used (with the
+ *                                        shim: its relay thread's too)
  *   stream rr IP PORT N SIZE             microseconds of each of N round trips
  *   stream down IP PORT SECONDS          bytes per second received
  *   stream connect IP PORT N SYNCNT      microseconds and errno of N connects
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -165,7 +168,12 @@ static int bulk(const char *ip, const char *port, long mib)
 	shutdown(fd, SHUT_WR);
 	if (!read_all(fd, (char *)&total, sizeof(total)) || total != (uint64_t)mib << 20)
 		return 1;
-	printf("%.6f\n", now() - t0);
+	double took = now() - t0;
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	printf("%.6f\n%.6f\n", took,
+	       (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+		   (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
 	return 0;
 }
 
