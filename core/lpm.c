@@ -414,8 +414,8 @@ static void set_home(struct fn_lpm_home *h, const struct group *g)
 
 /* The homes: the bytes every IPv6 prefix shares; or, when those are
  * fewer than 14 and the prefixes differ in the next byte in at most
- * FN_LPM_HOMES ways, each sharing more, a home per way, the largest
- * group first. */
+ * FN_LPM_HOMES ways, a home per way (each then starts at least one byte
+ * further, and is found by that byte: lpm.h). */
 static void find_homes(struct fn_lpm *t, const struct fn_policy *p)
 {
 	struct split sp = {.ok = true};
@@ -423,30 +423,18 @@ static void find_homes(struct fn_lpm *t, const struct fn_policy *p)
 	unsigned n = 1;
 	if (sp.all.n && sp.all.len < 14) {
 		each_prefix6(p, gather_split, &sp);
-		n = sp.ok ? sp.ngroups : 1;
-		/* Worth it only when each group's bytes go on two bytes past
-		 * the one that splits them: trying a home costs about as
-		 * much as two steps. */
-		for (unsigned g = 0; g < n; g++)
-			if (sp.by[g].len < sp.all.len + 3)
-				n = 1;
+		n = sp.ok && sp.ngroups > 1 ? sp.ngroups : 1;
 	}
-	if (n == 1) {
+	if (n == 1)
 		set_home(&t->home[0], &sp.all);
-	} else {
-		bool taken[FN_LPM_HOMES] = {false};
-		for (unsigned k = 0; k < n; k++) { /* by size, largest first */
-			unsigned best = 0;
-			while (taken[best])
-				best++;
-			for (unsigned g = best + 1; g < n; g++)
-				if (!taken[g] && sp.by[g].n > sp.by[best].n)
-					best = g;
-			taken[best] = true;
-			set_home(&t->home[k], &sp.by[best]);
-		}
-	}
+	for (unsigned g = 0; n > 1 && g < n; g++)
+		set_home(&t->home[g], &sp.by[g]);
 	t->homes_end = &t->home[n];
+	t->sel_at = n > 1 ? sp.all.len : 0;
+	for (unsigned v = 0; v < 256; v++)
+		t->sel[v] = &t->home[0];
+	for (unsigned g = 1; g < n; g++)
+		t->sel[sp.value[g]] = &t->home[g];
 }
 
 /* The node under child slot v: its 256 slots. */

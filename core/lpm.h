@@ -41,7 +41,7 @@ struct fn_lpm_skip {
 
 /* IPv6 homes: the bytes a group of a policy's IPv6 prefixes share (a
  * site's), at most this many groups. */
-#define FN_LPM_HOMES 4
+#define FN_LPM_HOMES 32
 
 /* A home: its at bytes (pattern under mask, in address order), and the
  * root indexed by the two bytes after them. A policy's IPv6 rules are
@@ -56,10 +56,14 @@ struct fn_lpm_home {
 struct fn_lpm {
 	uint64_t refs;
 	uint32_t *root4; /* FN_LPM_ROOT slots */
-	/* IPv6's homes, tried in turn (the one with the most prefixes first);
-	 * every IPv6 prefix but a /0 is under one of them. An address under
-	 * none is covered only by the rules of every destination: the list
-	 * out6. */
+	/* IPv6's homes, one per site; every IPv6 prefix but a /0 is under
+	 * one of them. The sites differ in their byte sel_at, and sel gives
+	 * the home for each value of it: the only one an address can be
+	 * under (a value no site has gets home[0], whose bytes include
+	 * sel_at: the address is under none). An address under none is
+	 * covered only by the rules of every destination: the list out6. */
+	const struct fn_lpm_home *sel[256];
+	uint32_t sel_at;
 	struct fn_lpm_home home[FN_LPM_HOMES];
 	const struct fn_lpm_home *homes_end;
 	uint32_t out6;
@@ -124,27 +128,19 @@ static inline __attribute__((always_inline)) bool fn_lpm_away(const struct fn_lp
 }
 
 /* IPv6 down to a leaf or a skip, whichever comes first: under no home,
- * the list out6; under one, its root at the two bytes after its bytes,
- * then a step a byte. *q is the byte after those used. A skip's value
- * reads as the list {end + 1, end}. */
+ * the list out6; under one (its site's, picked by one byte), its root at
+ * the two bytes after its bytes, then a step a byte. *q is the byte after
+ * those used. A skip's value reads as the list {end + 1, end}. */
 static inline __attribute__((always_inline)) uint32_t
 fn_lpm_down6(const struct fn_lpm *t, const uint8_t *ip, const uint8_t **q)
 {
-	const uint32_t *root = t->home[0].root;
-	size_t k = t->home[0].at;
+	const struct fn_lpm_home *h = t->sel[ip[t->sel_at]];
+	if (__builtin_expect(fn_lpm_away(h, ip), 0))
+		return t->out6;
+	size_t k = h->at;
 	uint16_t key;
-	if (__builtin_expect(fn_lpm_away(&t->home[0], ip), 0)) {
-		const struct fn_lpm_home *h = t->home;
-		do { /* the other homes: ip read anew, not held in registers */
-			if (++h == t->homes_end)
-				return t->out6;
-			__asm__("" ::: "memory");
-		} while (fn_lpm_away(h, ip));
-		root = h->root;
-		k = h->at;
-	}
 	__builtin_memcpy(&key, ip + k, 2);
-	uint32_t v = root[key];
+	uint32_t v = h->root[key];
 	for (k += 2; v & FN_LPM_CHILD; k++)
 		v = fn_lpm_step(t, v, ip[k]);
 	*q = ip + k;

@@ -191,7 +191,8 @@ def lookups():
         " list the covering rules in file order"
         " (core/lpm.c); a step down is an add and a load. IPv6 is rooted after the bytes all"
         " its prefixes share (a home: fd00:91::/104 here, one comparison instead of 13 steps),"
-        " or after each of up to four sites' (tried in turn, the largest first); a run of"
+        " or after each site's bytes, for up to 32 sites that differ in one byte (the"
+        " address's byte there picks the home to compare); a run of"
         " one-way nodes below is one skip, taken out of line, when it replaces 12 steps or more. The first candidate is judged"
         " from one byte per rule. Build time (under callgrind, so slow) and memory from the"
         " same program; the load time parses a policy file of N IPv4 rules natively (`lookup N"
@@ -233,12 +234,12 @@ def lookups():
                             "met" if loads[2] < 0.5 else "missed"))
     say("")
     say("Target: under 50 instructions per lookup at any rule count. IPv4: %s (%.0f at most)."
-        " IPv6 at one site: %s (%.0f at most: after the home, a destination walks one 8-bit"
-        " step per byte below the root in which the prefixes differ: none at 10 rules, one at"
-        " 100,000). IPv6 at two sites: %s (%.0f at most: the second site's home is tried after"
-        " the first's). IPv6 at 16 sites: %s (%.0f at most: too many sites for a home"
-        " each, so the home is the one byte they share, the root takes the next two and a"
-        " /48 walks three steps more). The lookup runs only for a connect or an addressed"
+        " IPv6 at one site: %s (%.0f at most). IPv6 at two sites: %s (%.0f at most)."
+        " IPv6 /48s at 16 sites: %s (%.0f at most). Below a home's root a destination walks"
+        " one 8-bit step per byte in which that home's prefixes differ: none for the /128s"
+        " at one site (at 100,000 rules their byte 13 takes two values: two homes), one at"
+        " two sites from 100,000 rules, one for the /48s at 1,000 and two from 100,000. The"
+        " lookup runs only for a connect or an addressed"
         " send on a socket whose protocol some rule covers; a socket no rule's protocol"
         " covers looks nothing up (below)."
         % ("met" if worst4 < 50 else "missed", worst4, "met" if worst6 < 50 else "missed", worst6,

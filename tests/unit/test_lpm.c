@@ -219,6 +219,8 @@ static void to_v6(size_t i, char *cidr, size_t len)
 	snprintf(cidr, len, "fd00:91::%zx/128", i);
 }
 
+static size_t sites; /* to_sites()'s */
+
 static void to_two_sites(size_t i, char *cidr, size_t len)
 {
 	snprintf(cidr, len, "fd0%zu:91::%zx/128", i & 1, i);
@@ -369,6 +371,50 @@ static void test_home(void)
 	fn_policy_free(p);
 }
 
+static void to_sites(size_t i, char *cidr, size_t len)
+{
+	snprintf(cidr, len, "2a%02zx:%zx::/48", i % sites, i / sites + 1);
+}
+
+/* /48s at as many sites as a cloud's ranges (2aSS:I::/48, the sites told
+ * apart by byte 1): a home per site, each found by that byte, every rule
+ * found under its own and an address at no site covered only by the rule
+ * of every destination; one site more than there can be homes: one home,
+ * the same answers. */
+static void test_many_sites(void)
+{
+	char err[256];
+	for (sites = 20; sites <= FN_LPM_HOMES + 1; sites += FN_LPM_HOMES + 1 - 20) {
+		char *text = refuse_rules(sites * 50, "s", to_sites,
+					  "{ name = \"end\"; action = \"refuse\"; }");
+		struct fn_policy *p = fn_config_load_string(text, "sites", NULL, err, sizeof(err));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p->lpm);
+		bool homes = sites <= FN_LPM_HOMES;
+		CU_ASSERT_EQUAL(p->lpm->homes_end - p->lpm->home, homes ? (long)sites : 1);
+		CU_ASSERT_EQUAL(p->lpm->sel_at, homes ? 1u : 0u);
+		size_t found = 0;
+		for (size_t i = 0; i < sites * 50; i++) {
+			char cidr[64], want[16];
+			struct fn_cidr c;
+			to_sites(i, cidr, sizeof(cidr));
+			fn_cidr_parse(&c, cidr);
+			struct fn_endpoint ep = {.v4 = false, .port = 443};
+			memcpy(ep.ip, c.ip, 16);
+			ep.ip[15] = (uint8_t)i; /* a host under the /48 */
+			snprintf(want, sizeof(want), "s%zu", i);
+			const struct fn_rule *r = fn_policy_match(p, &ep, FN_PROTO_TCP, NULL);
+			found += r && strcmp(r->name, want) == 0;
+			ep.ip[1] = (uint8_t)(sites + i % 7); /* at no site */
+			r = fn_policy_match(p, &ep, FN_PROTO_TCP, NULL);
+			found += r && strcmp(r->name, "end") == 0;
+		}
+		CU_ASSERT_EQUAL(found, sites * 100);
+		fn_policy_free(p);
+		free(text);
+	}
+}
+
 /* /128s at two sites, fd00:91::I and fd01:91::I: a home each, and
  * each rule found under its own. */
 static void test_two_homes(void)
@@ -407,4 +453,5 @@ void add_lpm_tests(void)
 	CU_add_test(s, "IPv6 long runs compressed, left at any byte", test_long_run);
 	CU_add_test(s, "IPv6 rooted after its home bytes, left at any bit", test_home);
 	CU_add_test(s, "IPv6 at two sites: a home each", test_two_homes);
+	CU_add_test(s, "IPv6 at 20 and 33 sites: a home each, found by a byte", test_many_sites);
 }
