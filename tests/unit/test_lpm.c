@@ -7,6 +7,7 @@
  * declined rule and the same established rule. Plus the index's size and a policy of 100,000 rules.
  */
 #include <CUnit/CUnit.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,6 +372,31 @@ static void test_home(void)
 	fn_policy_free(p);
 }
 
+/* The address of the prefix to() writes for rule i, port 443. */
+static struct fn_endpoint address_of(void (*to)(size_t, char *, size_t), size_t i)
+{
+	char cidr[64];
+	struct fn_cidr c;
+	to(i, cidr, sizeof(cidr));
+	fn_cidr_parse(&c, cidr);
+	struct fn_endpoint ep = {.v4 = c.v4, .port = 443};
+	memcpy(ep.ip, c.ip, 16);
+	return ep;
+}
+
+/* True if ep's lookup finds the rule NAME<i> (NAME, for i SIZE_MAX). */
+static bool finds(const struct fn_policy *p, const struct fn_endpoint *ep, const char *name,
+		  size_t i)
+{
+	char want[32];
+	if (i == SIZE_MAX)
+		snprintf(want, sizeof(want), "%s", name);
+	else
+		snprintf(want, sizeof(want), "%s%zu", name, i);
+	const struct fn_rule *r = fn_policy_match(p, ep, FN_PROTO_TCP, NULL);
+	return r && strcmp(r->name, want) == 0;
+}
+
 static void to_sites(size_t i, char *cidr, size_t len)
 {
 	snprintf(cidr, len, "2a%02zx:%zx::/48", i % sites, i / sites + 1);
@@ -395,19 +421,11 @@ static void test_many_sites(void)
 		CU_ASSERT_EQUAL(p->lpm->sel_at, homes ? 1u : 0u);
 		size_t found = 0;
 		for (size_t i = 0; i < sites * 50; i++) {
-			char cidr[64], want[16];
-			struct fn_cidr c;
-			to_sites(i, cidr, sizeof(cidr));
-			fn_cidr_parse(&c, cidr);
-			struct fn_endpoint ep = {.v4 = false, .port = 443};
-			memcpy(ep.ip, c.ip, 16);
+			struct fn_endpoint ep = address_of(to_sites, i);
 			ep.ip[15] = (uint8_t)i; /* a host under the /48 */
-			snprintf(want, sizeof(want), "s%zu", i);
-			const struct fn_rule *r = fn_policy_match(p, &ep, FN_PROTO_TCP, NULL);
-			found += r && strcmp(r->name, want) == 0;
+			found += finds(p, &ep, "s", i);
 			ep.ip[1] = (uint8_t)(sites + i % 7); /* at no site */
-			r = fn_policy_match(p, &ep, FN_PROTO_TCP, NULL);
-			found += r && strcmp(r->name, "end") == 0;
+			found += finds(p, &ep, "end", SIZE_MAX);
 		}
 		CU_ASSERT_EQUAL(found, sites * 100);
 		fn_policy_free(p);
@@ -429,15 +447,8 @@ static void test_two_homes(void)
 	CU_ASSERT_EQUAL(p->lpm->home[0].at, 14);
 	int found = 0;
 	for (size_t i = 0; i < 1000; i++) {
-		char cidr[64], want[16];
-		struct fn_cidr c;
-		to_two_sites(i, cidr, sizeof(cidr));
-		fn_cidr_parse(&c, cidr);
-		struct fn_endpoint ep = {.v4 = false, .port = 443};
-		memcpy(ep.ip, c.ip, 16);
-		snprintf(want, sizeof(want), "s%zu", i);
-		const struct fn_rule *r = fn_policy_match(p, &ep, FN_PROTO_TCP, NULL);
-		found += r && strcmp(r->name, want) == 0;
+		struct fn_endpoint ep = address_of(to_two_sites, i);
+		found += finds(p, &ep, "s", i);
 	}
 	CU_ASSERT_EQUAL(found, 1000);
 	fn_policy_free(p);
