@@ -203,13 +203,30 @@ static unsigned slot_index(unsigned level, unsigned key)
 	return level ? key : (key >> 8) | (key & 255) << 8;
 }
 
-/* Inserts rule for the prefix c into root f, whose first step takes the
- * two bytes after at: down to the level where it ends, then into every
- * slot it covers there (all of the root's when it is no longer than at
- * bytes: the home's bytes themselves, or a /0). */
-static void insert_at(struct builder *b, const struct fn_cidr *c, uint32_t rule, unsigned f,
-		      unsigned at)
+/* True if home h compares every byte of prefix c from byte k on (c has
+ * them whole, and they are h's: lpm.h): an address under h that reaches
+ * a node taking byte k is in c. NULL for IPv4's root, which has no home. */
+static bool settled(const struct fn_lpm_home *h, const struct fn_cidr *c, unsigned k)
 {
+	if (!h || c->prefix % 8)
+		return false;
+	for (; k < c->prefix / 8u; k++)
+		if (!((const uint8_t *)h->mask)[k])
+			return false;
+	return true;
+}
+
+/* Inserts rule for the prefix c into root f (IPv6: home h's), whose first
+ * step takes the two bytes after at: down to the level where it ends, then
+ * into every slot it covers there (all of the root's when it is no longer
+ * than at bytes: the home's bytes themselves, or a /0); or into the slot
+ * from which the rest of it is bytes the home compares, so that no node
+ * is built, and no step taken, for them (a site's /48s whose last bytes
+ * are all 0). */
+static void insert_at(struct builder *b, const struct fn_cidr *c, uint32_t rule, unsigned f,
+		      const struct fn_lpm_home *h)
+{
+	unsigned at = h ? h->at : 0;
 	uint32_t node = CHILD - 1; /* the root */
 	if (c->prefix <= at * 8) {
 		for (unsigned s = 0; s < FN_LPM_ROOT && !b->oom; s++)
@@ -226,6 +243,10 @@ static void insert_at(struct builder *b, const struct fn_cidr *c, uint32_t rule,
 		}
 		unsigned i = slot_index(level, key);
 		uint32_t *slot = slot_of(b, f, node, i);
+		if (!(*slot & CHILD) && settled(h, c, end / 8)) {
+			*slot = append(b, *slot, rule);
+			return;
+		}
 		if (!(*slot & CHILD)) {
 			uint32_t child = new_node(b, *slot);
 			if (b->oom)
@@ -252,14 +273,14 @@ static void insert(struct builder *b, const struct fn_cidr *c, uint32_t rule)
 {
 	struct fn_lpm *t = b->t;
 	if (c->v4) {
-		insert_at(b, c, rule, 0, 0);
+		insert_at(b, c, rule, 0, NULL);
 		return;
 	}
 	if (!c->prefix)
 		t->out6 = append(b, t->out6, rule);
 	for (const struct fn_lpm_home *h = t->home; h < t->homes_end && !b->oom; h++)
 		if (!c->prefix || under(h, c)) {
-			insert_at(b, c, rule, 1 + (unsigned)(h - t->home), h->at);
+			insert_at(b, c, rule, 1 + (unsigned)(h - t->home), h);
 			if (c->prefix)
 				return;
 		}
@@ -336,10 +357,12 @@ static bool add_rule(struct builder *b, const struct fn_policy *p, size_t i)
 }
 
 /* A group of IPv6 prefixes being gathered into a home: the bytes all of
- * them start with so far (len of home's), and how many there are. */
+ * them start with so far (len of home's), the bytes each of them has whole
+ * and all have alike wherever they are (same), and how many there are. */
 struct group {
 	const uint8_t *home;
 	unsigned len;
+	bool same[16];
 	size_t n;
 };
 
@@ -350,11 +373,14 @@ static void gather(struct group *g, const struct fn_cidr *c)
 	if (!g->n++) {
 		g->home = c->ip;
 		g->len = 14;
+		memset(g->same, true, sizeof(g->same));
 	}
 	unsigned same = 0;
 	while (same < g->len && same < c->prefix / 8u && c->ip[same] == g->home[same])
 		same++;
 	g->len = same;
+	for (unsigned k = 0; k < 16; k++)
+		g->same[k] &= k < c->prefix / 8u && c->ip[k] == g->home[k];
 }
 
 /* Calls fn(arg, c) on every IPv6 prefix of the policy but a /0. */
@@ -403,13 +429,17 @@ static void gather_split(void *arg, const struct fn_cidr *c)
 	gather(&sp->by[g], c);
 }
 
+/* A home compares the bytes its prefixes start with and, further on, any
+ * others they all have (a site's /48s below their varying bytes): an
+ * address that differs there is under none of them either. */
 static void set_home(struct fn_lpm_home *h, const struct group *g)
 {
 	h->at = g->n ? g->len : 0;
-	for (unsigned k = 0; k < h->at; k++) {
-		((uint8_t *)h->pattern)[k] = g->home[k];
-		((uint8_t *)h->mask)[k] = 0xff;
-	}
+	for (unsigned k = 0; g->n && k < 16; k++)
+		if (g->same[k]) {
+			((uint8_t *)h->pattern)[k] = g->home[k];
+			((uint8_t *)h->mask)[k] = 0xff;
+		}
 }
 
 /* The homes: the bytes every IPv6 prefix shares; or, when those are

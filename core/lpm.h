@@ -43,10 +43,13 @@ struct fn_lpm_skip {
  * site's), at most this many groups. */
 #define FN_LPM_HOMES 32
 
-/* A home: its at bytes (pattern under mask, in address order), and the
- * root indexed by the two bytes after them. A policy's IPv6 rules are
- * mostly a site's or a few sites': their shared bytes cost one comparison
- * instead of a step each. */
+/* A home: its at bytes, and any later byte all its prefixes have whole
+ * and alike (pattern under mask, in address order), and the root indexed
+ * by the two bytes after the at bytes. A policy's IPv6 rules are mostly a
+ * site's or a few sites': their shared bytes cost one comparison instead
+ * of a step each, and no node is built for the later ones (a prefix
+ * whose remaining bytes are all such is a leaf where they start: lpm.c,
+ * settled()). */
 struct fn_lpm_home {
 	uint64_t pattern[2], mask[2];
 	uint32_t *root; /* FN_LPM_ROOT slots */

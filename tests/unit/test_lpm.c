@@ -28,8 +28,11 @@ static uint32_t rnd(uint32_t n)
 /* A policy's homes: when home_len is set, every IPv6 prefix is a /0 or
  * lies under the first home_len bytes of one of nhomes sites (the index
  * then roots IPv6 after them), and destinations are near them. Sites
- * differ in the byte after the bytes they share, at a random place. */
-static unsigned home_len, nhomes;
+ * differ in the byte after the bytes they share, at a random place. In
+ * half the policies the prefixes are also at least tail_len bytes long and
+ * have their site's bytes up to there but at byte vary, which the home
+ * then compares too (lpm.c: settled()). */
+static unsigned home_len, nhomes, tail_len, vary;
 static uint8_t homes[3][16];
 
 static const uint8_t *some_home(void)
@@ -41,6 +44,8 @@ static void new_homes(void)
 {
 	home_len = 1 + rnd(15);
 	nhomes = 1 + rnd(3);
+	tail_len = rnd(2) ? home_len : home_len + rnd(17 - home_len);
+	vary = home_len + rnd(tail_len - home_len + 1);
 	unsigned split = rnd(home_len);
 	for (int i = 0; i < 16; i++)
 		homes[0][i] = (uint8_t)rnd(256);
@@ -57,9 +62,9 @@ static void random_cidr(struct fn_cidr *c, bool v4)
 	c->prefix = (uint8_t)rnd(v4 ? 33 : 129);
 	if (!v4 && home_len) {
 		const uint8_t *home = some_home();
-		c->prefix = rnd(10) ? (uint8_t)(home_len * 8 + rnd(129 - home_len * 8)) : 0;
-		for (int i = 0; i < 16; i++)
-			c->ip[i] = i < (int)home_len ? home[i] : (uint8_t)rnd(3);
+		c->prefix = rnd(10) ? (uint8_t)(tail_len * 8 + rnd(129 - tail_len * 8)) : 0;
+		for (unsigned i = 0; i < 16; i++)
+			c->ip[i] = i < tail_len && i != vary ? home[i] : (uint8_t)rnd(3);
 		for (int b = c->prefix; b < 128; b++)
 			c->ip[b / 8] &= (uint8_t) ~(0x80u >> (b % 8));
 		return;
@@ -134,8 +139,10 @@ static void random_endpoint(const struct fn_policy *p, struct fn_endpoint *ep)
 		const uint8_t *home = some_home();
 		for (unsigned i = 0; i < home_len; i++)
 			ep->ip[i] = home[i];
-		if (rnd(3) == 0)
-			ep->ip[rnd(home_len)] ^= (uint8_t)(1 + rnd(255));
+		for (unsigned i = home_len; i < tail_len; i++) /* on the tail, */
+			ep->ip[i] = i != vary ? home[i] : (uint8_t)rnd(3);
+		if (rnd(3) == 0) /* or a byte off home or tail */
+			ep->ip[rnd(tail_len)] ^= (uint8_t)(1 + rnd(255));
 	}
 	if (ep->v4)
 		memset(ep->ip + 4, 0, 12);
@@ -144,7 +151,7 @@ static void random_endpoint(const struct fn_policy *p, struct fn_endpoint *ep)
 
 static void test_same_as_scan(void)
 {
-	int mismatches = 0, hits = 0, open = 0, homed = 0, multi = 0, skipped = 0;
+	int mismatches = 0, hits = 0, open = 0, homed = 0, multi = 0, skipped = 0, tails = 0;
 	for (int round = 0; round < 600; round++) {
 		/* Half the policies keep their IPv6 prefixes at sites. */
 		home_len = 0;
@@ -155,6 +162,8 @@ static void test_same_as_scan(void)
 		homed += p->lpm->home[0].at > 0;
 		multi += p->lpm->homes_end - p->lpm->home > 1;
 		skipped += p->lpm->nskips > 0;
+		const struct fn_lpm_home *h = &p->lpm->home[0];
+		tails += h->at < 14 && ((const uint8_t *)h->mask)[h->at + 2] != 0;
 		for (int k = 0; k < 300; k++) {
 			struct fn_endpoint ep;
 			random_endpoint(p, &ep);
@@ -189,6 +198,7 @@ static void test_same_as_scan(void)
 	CU_ASSERT(homed > 250);	 /* and the index rooted IPv6 after a home */
 	CU_ASSERT(multi > 30);	 /* or after each of a few */
 	CU_ASSERT(skipped > 30); /* and long runs were skips */
+	CU_ASSERT(tails > 30);	 /* and homes compared bytes past their root's */
 }
 
 /* Policy text: n refuse rules, rule i named NAME<i> with match.to written
@@ -406,7 +416,10 @@ static void to_sites(size_t i, char *cidr, size_t len)
  * apart by byte 1): a home per site, each found by that byte, every rule
  * found under its own and an address at no site covered only by the rule
  * of every destination; one site more than there can be homes: one home,
- * the same answers. */
+ * the same answers. The /48s differ in byte 3 at most and all have 0 in
+ * bytes 4 and 5, which the home compares: no node is built for them (with
+ * them, two per /48), a lookup reads no byte past 4 (with steps for them,
+ * 6), and an address with 1 in byte 5 is under no /48. */
 static void test_many_sites(void)
 {
 	char err[256];
@@ -420,14 +433,23 @@ static void test_many_sites(void)
 		CU_ASSERT_EQUAL(p->lpm->homes_end - p->lpm->home, homes ? (long)sites : 1);
 		CU_ASSERT_EQUAL(p->lpm->sel_at, homes ? 1u : 0u);
 		size_t found = 0;
+		long used = 0;
 		for (size_t i = 0; i < sites * 50; i++) {
 			struct fn_endpoint ep = address_of(to_sites, i);
 			ep.ip[15] = (uint8_t)i; /* a host under the /48 */
 			found += finds(p, &ep, "s", i);
+			const uint8_t *q = ep.ip;
+			fn_lpm_down6(p->lpm, ep.ip, &q);
+			used = q - ep.ip > used ? q - ep.ip : used;
+			ep.ip[5] = 1; /* past the /48 */
+			found += finds(p, &ep, "end", SIZE_MAX);
+			ep.ip[5] = 0;
 			ep.ip[1] = (uint8_t)(sites + i % 7); /* at no site */
 			found += finds(p, &ep, "end", SIZE_MAX);
 		}
-		CU_ASSERT_EQUAL(found, sites * 100);
+		CU_ASSERT_EQUAL(found, sites * 150);
+		CU_ASSERT(used <= 5);
+		CU_ASSERT(p->lpm->nnodes <= sites); /* one for byte 3 under each site at most */
 		fn_policy_free(p);
 		free(text);
 	}
