@@ -319,18 +319,25 @@ def cpu_seconds(pid):
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def round_trips(ip, port, env, n, size):
+    """Round trips of size bytes each way per second."""
+    r = [float(x) for x in stream(["rr", ip, str(port), str(n), str(size)], env) if x]
+    return 1e6 * len(r) / sum(r)
+
+
 def rates(ip, port, env, mib, n_rr, relay_pid=None):
-    """Bulk MiB/s, round trips/s, and the CPU seconds per GiB of bulk that
-    the client and the relay used (with the shim, the relay is a thread of
-    the client's; a peer is a process of its own, and socat's connection a
-    child it reaps: given time to)."""
+    """Bulk MiB/s, the CPU seconds per GiB of bulk that the client and the
+    relay used (with the shim, the relay is a thread of the client's; a
+    peer is a process of its own, and socat's connection a child it reaps:
+    given time to), and round trips/s of 64 bytes and of 64 KiB (a fifth
+    as many)."""
     before = cpu_seconds(relay_pid)
     out = stream(["bulk", ip, str(port), str(mib)], env)
     if relay_pid:
         time.sleep(0.3)
     cpu = float(out[1]) + cpu_seconds(relay_pid) - before
-    r = [float(x) for x in stream(["rr", ip, str(port), str(n_rr), "64"], env) if x]
-    return mib / float(out[0]), 1e6 * len(r) / sum(r), cpu * 1024 / mib
+    return (mib / float(out[0]), cpu * 1024 / mib, round_trips(ip, port, env, n_rr, 64),
+            round_trips(ip, port, env, n_rr // 5, 65536))
 
 
 def throughput():
@@ -347,7 +354,7 @@ def throughput():
     n_rr = 200 if SMOKE else 5000
     peers = peer_relays()
     say("Method: `stream bulk` sends %d MiB to a loopback sink, `stream rr` makes %d round"
-        " trips of 64 bytes: direct (no preload), through faultnet's relay (a `bandwidth`"
+        " trips of 64 bytes and %d of 64 KiB: direct (no preload), through faultnet's relay (a `bandwidth`"
         " rule of 1 TiB/s, i.e. relayed with no delay), under an `established = true`"
         " blackhole that is off (relayed untouched so that an enable reaches it), and"
         " through the peers, each a relay"
@@ -355,35 +362,36 @@ def throughput():
         " %d CPUs. CPU per GiB: the seconds of CPU the client and the relay used for the bulk"
         " transfer (with the shim the relay is a thread of the client's; a peer is a process"
         " of its own), scaled to 1 GiB."
-        % (mib, n_rr, ", ".join(x[0] for x in peers) or "none installed", rounds,
+        % (mib, n_rr, n_rr // 5, ", ".join(x[0] for x in peers) or "none installed", rounds,
                        os.cpu_count() or 0))
     say("")
     rows = [("direct", SERVER_IP, PORT, plain_env(), None),
             ("faultnet relay", SERVER_IP, PORT, shim_env(relay), None),
             ("faultnet, established blackhole off", SERVER_IP, PORT, shim_env(held), None)]
     rows += [(label, ip, port, plain_env(), pid) for label, ip, port, pid in peers]
-    got = {row[0]: ([], [], []) for row in rows}
+    got = {row[0]: ([], [], [], []) for row in rows}
     for _ in range(rounds):
         for label, ip, port, env, pid in rows:
             for k, v in enumerate(rates(ip, port, env, mib, n_rr, pid)):
                 got[label][k].append(v)
     med = {k: tuple(statistics.median(x) for x in v) for k, v in got.items()}
-    say("| path | bulk MiB/s | of direct | CPU s per GiB | 64-byte round trips /s | of direct |")
-    say("|---|---|---|---|---|---|")
+    say("| path | bulk MiB/s | of direct | CPU s per GiB | 64-byte round trips /s | of direct |"
+        " 64 KiB round trips /s | of direct |")
+    say("|---|---|---|---|---|---|---|---|")
+    d = med["direct"]
     for row in rows:
-        b, r, c = med[row[0]]
-        say("| %s | %.0f | %.2f | %.2f | %.0f | %.2f |" % (row[0], b, b / med["direct"][0], c,
-                                                           r, r / med["direct"][1]))
+        b, c, r, k = med[row[0]]
+        say("| %s | %.0f | %.2f | %.2f | %.0f | %.2f | %.0f | %.2f |"
+            % (row[0], b, b / d[0], c, r, r / d[2], k, k / d[3]))
     say("")
-    fb, fr, fc = med["faultnet relay"]
+    fb, fc, fr, fk = med["faultnet relay"]
     if peers:
-        best_b = max(med[p[0]][0] for p in peers)
-        best_r = max(med[p[0]][1] for p in peers)
-        least_c = min(med[p[0]][2] for p in peers)
-        say("faultnet's relay against the best peer: %.2f for bulk, %.2f for round trips"
-            " (target: 0.95 or more: %s)." % (fb / best_b, fr / best_r,
-                                              "met" if min(fb / best_b, fr / best_r) >= 0.95
-                                              else "missed"))
+        best_b, best_r, best_k = (max(med[p[0]][i] for p in peers) for i in (0, 2, 3))
+        least_c = min(med[p[0]][1] for p in peers)
+        ratios = (fb / best_b, fr / best_r, fk / best_k)
+        say("faultnet's relay against the best peer: %.2f for bulk, %.2f for 64-byte round"
+            " trips, %.2f for 64 KiB round trips (target: 0.95 or more in each: %s)."
+            % (ratios + ("met" if min(ratios) >= 0.95 else "missed",)))
         say("")
         say("CPU for the bulk transfer, client and relay together: faultnet %.2f s per GiB,"
             " the most frugal peer %.2f (%.2f of it)." % (fc, least_c, fc / least_c))
