@@ -123,13 +123,6 @@ static inline uint32_t fn_lpm_skip(const struct fn_lpm *t, uint32_t v, const uin
 	return s->next;
 }
 
-/* True if ip is not under home h. */
-static inline __attribute__((always_inline)) bool fn_lpm_away(const struct fn_lpm_home *h,
-							      const uint8_t *ip)
-{
-	return fn_lpm_differs(h->pattern, h->mask, ip);
-}
-
 /* IPv6 down to a leaf or a skip, whichever comes first: under no home,
  * the list out6; under one (its site's, picked by one byte), its root at
  * the two bytes after its bytes, then a step a byte. *q is the byte after
@@ -138,7 +131,7 @@ static inline __attribute__((always_inline)) uint32_t
 fn_lpm_down6(const struct fn_lpm *t, const uint8_t *ip, const uint8_t **q)
 {
 	const struct fn_lpm_home *h = t->sel[ip[t->sel_at]];
-	if (__builtin_expect(fn_lpm_away(h, ip), 0))
+	if (__builtin_expect(fn_lpm_differs(h->pattern, h->mask, ip), 0)) /* under none */
 		return t->out6;
 	size_t k = h->at;
 	uint16_t key;
