@@ -366,21 +366,19 @@ struct group {
 	size_t n;
 };
 
-/* Adds prefix c to group g: len shrinks to the bytes c shares, whole
- * bytes only and at most 14 (the root takes the next two). */
+/* Adds prefix c to group g: same loses the bytes c has not whole or has
+ * otherwise, and len is the bytes from the first on that are left, at
+ * most 14 (the root takes the next two). */
 static void gather(struct group *g, const struct fn_cidr *c)
 {
 	if (!g->n++) {
 		g->home = c->ip;
-		g->len = 14;
 		memset(g->same, true, sizeof(g->same));
 	}
-	unsigned same = 0;
-	while (same < g->len && same < c->prefix / 8u && c->ip[same] == g->home[same])
-		same++;
-	g->len = same;
 	for (unsigned k = 0; k < 16; k++)
 		g->same[k] &= k < c->prefix / 8u && c->ip[k] == g->home[k];
+	for (g->len = 0; g->len < 14 && g->same[g->len];)
+		g->len++;
 }
 
 /* Calls fn(arg, c) on every IPv6 prefix of the policy but a /0. */
