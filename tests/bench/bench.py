@@ -396,6 +396,12 @@ def throughput():
         say("CPU for the bulk transfer, client and relay together: faultnet %.2f s per GiB,"
             " the most frugal peer %.2f (%.2f of it)." % (fc, least_c, fc / least_c))
         say("")
+    hb, _, hr, hk = med["faultnet, established blackhole off"]
+    say("Both faultnet rows go through the same relay, one under a rate it never reaches and"
+        " one untouched: the second is %.2f of the first for bulk, %.2f and %.2f for the round"
+        " trips, about how far this run's medians move for one path." % (hb / fb, hr / fr,
+                                                                        hk / fk))
+    say("")
     return fb / med["direct"][0]
 
 
