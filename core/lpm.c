@@ -243,11 +243,11 @@ static void insert_at(struct builder *b, const struct fn_cidr *c, uint32_t rule,
 		}
 		unsigned i = slot_index(level, key);
 		uint32_t *slot = slot_of(b, f, node, i);
-		if (!(*slot & CHILD) && settled(h, c, end / 8)) {
-			*slot = append(b, *slot, rule);
-			return;
-		}
 		if (!(*slot & CHILD)) {
+			if (settled(h, c, end / 8)) {
+				*slot = append(b, *slot, rule);
+				return;
+			}
 			uint32_t child = new_node(b, *slot);
 			if (b->oom)
 				return;
@@ -258,13 +258,11 @@ static void insert_at(struct builder *b, const struct fn_cidr *c, uint32_t rule,
 	}
 }
 
-/* True if the IPv6 prefix c is under home h. */
+/* True if the IPv6 prefix c is under home h: the comparison a lookup
+ * makes (a prefix of h's group has every byte h compares). */
 static bool under(const struct fn_lpm_home *h, const struct fn_cidr *c)
 {
-	for (unsigned k = 0; k < h->at; k++)
-		if (c->ip[k] != ((const uint8_t *)h->pattern)[k])
-			return false;
-	return c->prefix >= h->at * 8;
+	return c->prefix >= h->at * 8 && !fn_lpm_differs(h->pattern, h->mask, c->ip);
 }
 
 /* An IPv4 prefix into root4; an IPv6 one into its home's root, or a /0
