@@ -75,6 +75,12 @@ s_faults() {
 		echo "=== $1: the fault catalogue under the shim: $fam"
 		under "$1" "$2" catalogue.conf "it_catalogue_$fam"
 	done
+	# strace times the normal build only: the sanitizers' own calls would
+	# blur the count.
+	if [ "$1" = build ]; then
+		echo "=== $1: the relay's system calls per round trip (strace)"
+		pyscript tests/integration/relay_calls.py "$1"
+	fi
 }
 
 # What legitimate but unusual programs do to the shim, and what another

@@ -379,6 +379,7 @@ static void rebuild(void)
 	for (struct fn_conn *c = conns; c; c = c->next) {
 		c->watching[0] = c->watching[1] = FN_WATCH_NONE;
 		c->ready = true;
+		c->dir[0].quiet = c->dir[1].quiet = false;
 	}
 }
 
@@ -418,7 +419,11 @@ static void *loop(void *arg)
 				continue;
 			}
 			uintptr_t tag = (uintptr_t)ev[i].data.ptr;
-			((struct fn_conn *)(tag & ~(uintptr_t)1))->ready = true;
+			struct fn_conn *c = (struct fn_conn *)(tag & ~(uintptr_t)1);
+			c->ready = true;
+			/* The socket tag & 1 is the source of direction tag & 1. */
+			if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+				c->dir[tag & 1].quiet = false;
 		}
 		next = step_all(fn_now_ns());
 		pthread_mutex_unlock(&lock);
@@ -533,8 +538,10 @@ __attribute__((destructor)) static void drain_at_exit(void)
 			return;
 		}
 		if (on_relay_thread) { /* nobody else steps them: step them here */
-			for (struct fn_conn *c = conns; c; c = c->next)
-				c->ready = true;
+			for (struct fn_conn *c = conns; c; c = c->next) {
+				c->ready = true; /* no epoll here: read anyway */
+				c->dir[0].quiet = c->dir[1].quiet = false;
+			}
 			step_all(fn_now_ns());
 		}
 		pthread_mutex_unlock(&lock);

@@ -52,6 +52,13 @@ struct fn_dir {
 	bool shut;    /* the destination was told so */
 	bool stopped; /* stall or close: nothing more goes this way */
 	bool blocked; /* the destination's buffer was full */
+	/* The last read found the source empty (EAGAIN or a short read) and
+	 * epoll has reported no input on it since: a read now would only fail
+	 * with EAGAIN. The level-triggered epoll reports whatever comes. */
+	bool quiet;
+	/* Reads after a read that found bytes (see read_on() in relay_pump.c)
+	 * that failed with EAGAIN in a row, and the chances skipped since. */
+	uint8_t misses, skips;
 	/* Bytes of the shim's own (go_dark's filler) in the source's stream,
 	 * from raw offset skip_from: thrown away if the stream is read again. */
 	uint64_t raw_in, skip_from, skip_len;

@@ -75,19 +75,28 @@ static size_t skip_filler(struct fn_dir *dr, size_t n)
 	return n - (size_t)(ce - cs);
 }
 
+/* Whether to read again right after a read that found bytes, before epoll
+ * says more came. In a bulk transfer the sender is still writing and the
+ * read gathers more for each write; in a request and its answer (64 KiB
+ * ones included) it only fails with EAGAIN: one system call for nothing in
+ * each direction of each round trip. Once such reads failed twice in a
+ * row, the direction leaves it to the level-triggered epoll, which reports
+ * whatever comes, and tries again one chance in 16 to notice a change. */
+static bool read_on(struct fn_dir *dr)
+{
+	return dr->misses < 2 || (++dr->skips & 15) == 0;
+}
+
 /* Reads what the buffer has room for; *drained when the source had no
- * more (a read would block, or came back small). A short read of a stream
- * socket emptied its receive queue, and the level-triggered epoll reports
- * whatever comes after: when it was small (a request, an answer), the next
- * read would only fail with EAGAIN (two system calls for nothing in each
- * 64-byte round trip). A large one is a bulk transfer whose sender is
- * still writing: reading on gathers more for each write. False on a fatal
- * error. */
-static bool fill(struct fn_conn *c, int d, bool *drained)
+ * more (a read would block, came back small, or read_on() said not to
+ * look). *on: a read in this round found bytes already. A short read of a
+ * stream socket emptied its receive queue: when it was small (a request,
+ * an answer), the next read would only fail. False on a fatal error. */
+static bool fill(struct fn_conn *c, int d, bool *drained, bool *on)
 {
 	struct fn_dir *dr = &c->dir[d];
 	*drained = true;
-	if (dr->eof || dr->stopped)
+	if (dr->eof || dr->stopped || dr->quiet)
 		return true;
 	if (dr->lo == dr->hi)
 		dr->lo = dr->hi = 0;
@@ -101,6 +110,8 @@ static bool fill(struct fn_conn *c, int d, bool *drained)
 	grow(c, dr);
 	while (dr->hi < dr->cap && dr->hi - dr->lo < limit &&
 	       !(latency && dr->mcount == FN_MARKS)) {
+		if (*on && !read_on(dr))
+			return (dr->quiet = true);
 		size_t room = dr->cap - dr->hi;
 		if (room > limit - (dr->hi - dr->lo))
 			room = limit - (dr->hi - dr->lo);
@@ -109,8 +120,15 @@ static bool fill(struct fn_conn *c, int d, bool *drained)
 			dr->eof = true;
 			return true;
 		}
-		if (n < 0)
+		if (n < 0) {
+			dr->quiet = errno == EAGAIN;
+			if (*on && dr->quiet && dr->misses < 2)
+				dr->misses++;
 			return errno == EAGAIN || errno == EINTR;
+		}
+		if (*on)
+			dr->misses = 0;
+		*on = true;
 		bool small = (size_t)n < room && n < SMALL_READ;
 		n = (ssize_t)skip_filler(dr, (size_t)n);
 		dr->hi += (size_t)n;
@@ -118,7 +136,7 @@ static bool fill(struct fn_conn *c, int d, bool *drained)
 		if (latency)
 			fn_shape_mark(c, dr, fn_now_ns()); /* when read, not when the round began */
 		if (small)
-			return true;
+			return (dr->quiet = true);
 	}
 	*drained = false; /* stopped by room, the rate's limit or the marks */
 	return true;
@@ -291,10 +309,10 @@ void fn_conn_pump(struct fn_conn *c, uint64_t now)
 		 * goes through without a trip through epoll for each buffer. */
 		uint64_t moved;
 		int rounds = 0;
-		bool drained;
+		bool drained, on = false;
 		do {
 			moved = dr->in + dr->out;
-			if (!fill(c, d, &drained) || !flush(c, d, now)) {
+			if (!fill(c, d, &drained, &on) || !flush(c, d, now)) {
 				fn_conn_finish(c, true); /* pass a reset on as a reset */
 				return;
 			}
