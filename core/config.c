@@ -18,6 +18,7 @@
 #include "core/hparse.h"
 #include "core/http.h"
 #include "core/lcfg.h"
+#include "core/slices.h"
 #include "core/wideint.h"
 #include "core/wire.h"
 
@@ -28,12 +29,18 @@ struct ctx {
 	char *err;
 	size_t errlen;
 	struct fn_policy *p;
+	/* A rules list parsed a slice at a time (parse_cut): the file's text
+	 * and where its rules are. */
+	const char *text;
+	const struct fn_slices *sl;
+	int line0;     /* lines of the file above the slice being parsed */
+	size_t slices; /* parsed so far */
 };
 
 static bool fail(struct ctx *c, const config_setting_t *s, const char *fmt, ...)
 {
 	int n = 0;
-	int line = s ? config_setting_source_line(s) : 0;
+	int line = s ? config_setting_source_line(s) + c->line0 : 0;
 	/* A setting from an @include'd file is reported against that file. */
 	const char *file =
 	    s && config_setting_source_file(s) ? config_setting_source_file(s) : c->file;
@@ -621,7 +628,7 @@ static bool parse_rule(struct ctx *c, const config_setting_t *s, struct fn_rule 
 	if (!(r->stat = fn_rulestat_new()))
 		return fail(c, s, "out of memory");
 	r->from_zone = r->to_zone = -1;
-	r->line = config_setting_source_line(s);
+	r->line = config_setting_source_line(s) + c->line0;
 	if (!config_setting_is_group(s))
 		return fail(c, s,
 			    "each entry of rules must be a group { name = ...; action = ...; }");
@@ -674,30 +681,97 @@ static long seen_name(uint32_t *slots, size_t mask, const struct fn_rule *rules,
 	}
 }
 
-static bool parse_rules(struct ctx *c, const config_setting_t *s)
+/* The rules array and the name hash for n rules; false with the error. */
+static bool rules_alloc(struct ctx *c, const config_setting_t *s, size_t n, uint32_t **slots,
+			size_t *size)
 {
 	if (!config_setting_is_list(s) && !(config_setting_is_array(s) && c->lc.length(s) == 0))
 		return fail(c, s, "rules must be a list ( { ... }, { ... } )");
-	size_t n = (size_t)c->lc.length(s), size = 16;
-	while (size < 2 * n)
-		size *= 2;
+	for (*size = 16; *size < 2 * n;)
+		*size *= 2;
 	c->p->rules = calloc(n ? n : 1, sizeof(struct fn_rule));
-	uint32_t *slots = calloc(size, sizeof(*slots));
-	if (!c->p->rules || !slots) {
-		free(slots);
+	*slots = calloc(*size, sizeof(**slots));
+	if (!c->p->rules || !*slots) {
+		free(*slots);
 		return fail(c, s, "out of memory");
 	}
+	return true;
+}
+
+static bool one_rule(struct ctx *c, const config_setting_t *e, size_t i, uint32_t *slots,
+		     size_t size)
+{
+	c->p->nrules = i + 1;
+	if (!parse_rule(c, e, &c->p->rules[i]))
+		return false;
+	long j = seen_name(slots, size - 1, c->p->rules, i);
+	return j < 0 || fail(c, e, "duplicate rule name '%s' (first defined at line %d)",
+			     c->p->rules[i].name, c->p->rules[j].line);
+}
+
+static bool parse_rules(struct ctx *c, const config_setting_t *s)
+{
+	uint32_t *slots;
+	size_t n = (size_t)c->lc.length(s), size;
+	if (!rules_alloc(c, s, n, &slots, &size))
+		return false;
 	bool ok = true;
-	for (size_t i = 0; ok && i < n; i++) {
-		const config_setting_t *e = c->lc.elem(s, (unsigned)i);
-		c->p->nrules = i + 1;
-		if (!(ok = parse_rule(c, e, &c->p->rules[i])))
-			break;
-		long j = seen_name(slots, size - 1, c->p->rules, i);
-		if (j >= 0)
-			ok = fail(c, e, "duplicate rule name '%s' (first defined at line %d)",
-				  c->p->rules[i].name, c->p->rules[j].line);
-	}
+	for (size_t i = 0; ok && i < n; i++)
+		ok = one_rule(c, c->lc.elem(s, (unsigned)i), i, slots, size);
+	free(slots);
+	return ok;
+}
+
+/* Rules per slice (see parse_cut); lists under twice as many are parsed
+ * whole. Tests set it lower, and read fn_config_slices: the slices of the
+ * loads that kept their cut. */
+static size_t slice_rules = 1000;
+_Thread_local size_t fn_config_slices;
+
+void fn_config_slice_rules(size_t n)
+{
+	slice_rules = n ? n : 1;
+}
+
+/* Rules [first, last) as a file of their own, "rules=(" and their text,
+ * whose lines libconfig counts from the slice's first (c->line0 adds the
+ * file's lines above it). False on any error (parse_text then parses the
+ * whole file). */
+static bool parse_slice(struct ctx *c, size_t first, size_t last, uint32_t *slots, size_t size)
+{
+	const struct fn_slices *sl = c->sl;
+	size_t len = sl->at[last] - 1 - sl->at[first];
+	char *t = malloc(7 + len + 2);
+	if (!t)
+		return fail(c, NULL, "out of memory");
+	memcpy(t, "rules=(", 7);
+	memcpy(t + 7, c->text + sl->at[first], len);
+	memcpy(t + 7 + len, ")", 2);
+	c->line0 = sl->line[first] - 1;
+	config_t cfg;
+	c->lc.init(&cfg);
+	const config_setting_t *list =
+	    c->lc.read_string(&cfg, t) ? member(c, config_root_setting(&cfg), "rules") : NULL;
+	bool ok = list && c->lc.length(config_root_setting(&cfg)) == 1 &&
+		  (size_t)c->lc.length(list) == last - first;
+	for (size_t i = first; ok && i < last; i++)
+		ok = one_rule(c, c->lc.elem(list, (unsigned)(i - first)), i, slots, size);
+	c->line0 = 0;
+	c->lc.destroy(&cfg);
+	free(t);
+	c->slices++;
+	return ok;
+}
+
+static bool parse_rules_cut(struct ctx *c, const config_setting_t *s)
+{
+	uint32_t *slots;
+	size_t n = c->sl->n, size;
+	if (!rules_alloc(c, s, n, &slots, &size))
+		return false;
+	bool ok = true;
+	for (size_t i = 0; ok && i < n; i += slice_rules)
+		ok = parse_slice(c, i, n - i < slice_rules ? n : i + slice_rules, slots, size);
 	free(slots);
 	return ok;
 }
@@ -786,7 +860,7 @@ static bool parse_root(struct ctx *c, const config_setting_t *root, const char *
 		return false;
 	if (!set_self_zone(c, root, zone_override))
 		return false;
-	if ((s = member(c, root, "rules")) && !parse_rules(c, s))
+	if ((s = member(c, root, "rules")) && !(c->sl ? parse_rules_cut(c, s) : parse_rules(c, s)))
 		return false;
 	fn_policy_finish(c->p);
 	return http_parser_ready(c);
@@ -876,45 +950,93 @@ static struct fn_policy *load(const char *path, const char *text, const char *zo
 	return p;
 }
 
-static struct fn_policy *parse_text(const char *path, const char *text, const char *zone_override,
-				    const struct fn_policy *base, char *err, size_t errlen)
+/* Parses text (all of it, or with c->sl the head: the file with its rules
+ * list emptied) and converts it. */
+static struct fn_policy *parse_with(struct ctx *c, const char *path, const char *text,
+				    const char *zone_override)
 {
-	struct ctx c = {.file = path, .err = err, .errlen = errlen, .base = base};
-	const char *why = fn_lcfg_open(&c.lc);
+	const char *why = fn_lcfg_open(&c->lc);
 	if (why) {
-		snprintf(err, errlen, "%s: %s", path, why);
+		snprintf(c->err, c->errlen, "%s: %s", path, why);
 		return NULL;
 	}
 	config_t cfg;
-	c.lc.init(&cfg);
+	c->lc.init(&cfg);
 	/* @include "x.conf" is found beside the file that includes it. */
 	char dir[4096];
 	snprintf(dir, sizeof(dir), "%s", path);
 	char *slash = strrchr(dir, '/');
 	if (slash) {
 		*slash = '\0';
-		c.lc.set_include_dir(&cfg, dir[0] ? dir : "/");
+		c->lc.set_include_dir(&cfg, dir[0] ? dir : "/");
 	}
-	int ok = c.lc.read_string(&cfg, text);
+	int ok = c->lc.read_string(&cfg, text);
 	if (!ok) {
 		if (config_error_type(&cfg) == CONFIG_ERR_FILE_IO)
-			snprintf(err, errlen, "%s: cannot read the file", path);
+			snprintf(c->err, c->errlen, "%s: cannot read the file", path);
 		else /* an error in an @include'd file names that file */
-			snprintf(err, errlen, "%s:%d: %s",
+			snprintf(c->err, c->errlen, "%s:%d: %s",
 				 config_error_file(&cfg) ? config_error_file(&cfg) : path,
 				 config_error_line(&cfg), config_error_text(&cfg));
-	} else if ((c.p = calloc(1, sizeof(*c.p)))) {
-		c.p->self_zone = -1;
-		if (!parse_root(&c, config_root_setting(&cfg), zone_override)) {
-			fn_policy_free(c.p);
-			c.p = NULL;
+	} else if ((c->p = calloc(1, sizeof(*c->p)))) {
+		c->p->self_zone = -1;
+		if (!parse_root(c, config_root_setting(&cfg), zone_override)) {
+			fn_policy_free(c->p);
+			c->p = NULL;
 		}
 	} else {
-		snprintf(err, errlen, "%s: out of memory", path);
+		snprintf(c->err, c->errlen, "%s: out of memory", path);
 	}
-	c.lc.destroy(&cfg);
-	fn_lcfg_close(&c.lc);
-	return c.p;
+	c->lc.destroy(&cfg);
+	fn_lcfg_close(&c->lc);
+	return c->p;
+}
+
+/* A large rules list goes to libconfig a slice of rules at a time, each
+ * freed before the next: libconfig keeps about 900 bytes per rule while it
+ * holds a whole file (90 MB for 100,000 rules, every page of it new to the
+ * process), and a slice's are used again by the next. NULL on any error:
+ * the whole file is then parsed as it is, so that what an error says, and
+ * which error of several is said, never depend on the cut. */
+static struct fn_policy *parse_cut(struct ctx *c, const char *path, const char *text,
+				   const char *zone_override, const struct fn_slices *sl)
+{
+	/* The head: the file with only the newlines of its rules list left,
+	 * so that what follows the list keeps its lines. */
+	size_t n = strlen(text), k = sl->open + 1;
+	char *head = malloc(n + 1);
+	if (!head)
+		return NULL;
+	memcpy(head, text, k);
+	for (size_t i = k; i < sl->close; i++)
+		if (text[i] == '\n')
+			head[k++] = '\n';
+	memcpy(head + k, text + sl->close, n - sl->close + 1);
+	c->text = text;
+	c->sl = sl;
+	struct fn_policy *p = parse_with(c, path, head, zone_override);
+	free(head);
+	return p;
+}
+
+static struct fn_policy *parse_text(const char *path, const char *text, const char *zone_override,
+				    const struct fn_policy *base, char *err, size_t errlen)
+{
+	struct fn_slices sl;
+	struct ctx c = {.file = path, .err = err, .errlen = errlen, .base = base};
+	if (fn_slices_find(text, &sl)) {
+		struct fn_policy *p =
+		    sl.n >= 2 * slice_rules ? parse_cut(&c, path, text, zone_override, &sl) : NULL;
+		fn_slices_free(&sl);
+		if (p) {
+			fn_config_slices += c.slices;
+			return p;
+		}
+		c.text = NULL;
+		c.sl = NULL;
+		c.p = NULL;
+	}
+	return parse_with(&c, path, text, zone_override);
 }
 
 struct fn_policy *fn_config_load_file(const char *path, const char *zone_override, char *err,

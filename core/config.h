@@ -25,4 +25,10 @@ struct fn_policy *fn_config_load_string(const char *text, const char *origin,
 struct fn_policy *fn_config_load_change(const char *text, const char *origin,
 					const struct fn_policy *base, char *err, size_t errlen);
 
+/* A rules list of at least twice n rules is parsed n at a time (1,000
+ * unless set); fn_config_slices counts the slices this thread parsed.
+ * For tests. */
+void fn_config_slice_rules(size_t n);
+extern _Thread_local size_t fn_config_slices;
+
 #endif

@@ -15,6 +15,7 @@ void add_bpfplan_tests(void);
 void add_edit_tests(void);
 void add_bpfpace_tests(void);
 void add_segment_tests(void);
+void add_slices_tests(void);
 
 int main(int argc, char **argv)
 {
@@ -33,5 +34,6 @@ int main(int argc, char **argv)
 	add_edit_tests();
 	add_bpfpace_tests();
 	add_segment_tests();
+	add_slices_tests();
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }
