@@ -119,7 +119,7 @@ int targets_find(const char *dir, const struct selection *sel, struct target **o
 		return -1;
 	}
 	struct target *v = NULL;
-	int n = 0;
+	int n = 0, cap = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		struct target t;
@@ -130,10 +130,17 @@ int targets_find(const char *dir, const struct selection *sel, struct target **o
 			continue;
 		if (sel->quick ? !exists(&t) : !alive(&t))
 			continue;
-		struct target *grown = realloc(v, (size_t)(n + 1) * sizeof(*v));
-		if (!grown)
-			break;
-		v = grown;
+		/* Doubled, not grown by one: past glibc's mmap threshold (about
+		 * 220 targets) every realloc is an mremap, a system call per
+		 * member of a large group. */
+		if (n == cap) {
+			struct target *grown =
+			    realloc(v, (size_t)(cap ? 2 * cap : 16) * sizeof(*v));
+			if (!grown)
+				break;
+			v = grown;
+			cap = cap ? 2 * cap : 16;
+		}
 		v[n++] = t;
 	}
 	closedir(d);
