@@ -321,15 +321,67 @@ for section in "$@"; do
 	*) echo "run.sh: no section '$section' (run.sh --list)" >&2; exit 2 ;;
 	esac
 done
+# Runs one section as a job of its own (its own process group) under a time
+# limit, then ends whatever it left running: a test that dies before its
+# cleanup must cost one failure, never the whole run. A process left holding
+# the output pipe would otherwise keep tee, and so make test, waiting for
+# ever. FN_SECTION_LIMIT: seconds a section may take (1,200).
+run_section() {
+	local section=$1 limit=${FN_SECTION_LIMIT:-1200} pid dog rc t0=$SECONDS
+	set -m
+	case " $PER_BUILD " in
+	*" $section "*) "s_$section" build "" & ;;
+	*) "s_$section" & ;;
+	esac
+	pid=$!
+	(sleep "$limit" && kill -TERM -- "-$pid" && sleep 20 && kill -KILL -- "-$pid") \
+		</dev/null >/dev/null 2>&1 &
+	dog=$!
+	set +m
+	wait "$pid"
+	rc=$?
+	kill -KILL -- "-$dog" 2>/dev/null
+	wait "$dog" 2>/dev/null
+	if [ $((SECONDS - t0)) -ge "$limit" ]; then
+		echo "  FAIL - section $section did not end within $limit s (exit $rc): stopped"
+		echo fail >>"$FN_COUNTS"
+	fi
+	end_leftovers "$section" "$pid"
+	echo "--- section $section: $((SECONDS - t0)) s"
+}
+
+# Ends, and counts as one failure, what a section left running: its process
+# group, and any other process still holding this run's output pipe.
+end_leftovers() {
+	local section=$1 pgid=$2 scan pids p left=""
+	scan=$(mktemp)
+	pgrep -g "$pgid" >"$scan" 2>/dev/null
+	# Standard output and error only: tee reads the same pipe on its fd 0.
+	find /proc/[0-9]*/fd/[12] -maxdepth 0 -lname "$FN_PIPE" -printf '%h\n' \
+		</dev/null >>"$scan" 2>/dev/null
+	pids=$(sed -n 's|^/proc/\([0-9]*\)/fd$|\1|p; /^[0-9]*$/p' "$scan" | sort -un)
+	rm -f "$scan"
+	for p in $pids; do
+		[ "$p" = "$BASHPID" ] && continue
+		left="$left $p ($(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-80))"
+		kill -KILL "$p" 2>/dev/null
+	done
+	[ -z "$left" ] && return
+	echo "  FAIL - section $section left processes running, now killed:$left"
+	echo fail >>"$FN_COUNTS"
+}
+
 # The whole run is also kept in a log, so that the closing lines can name
 # what failed: a long run's first failure may be far above its end.
 FN_LOG=$(mktemp)
 trap 'rm -rf "$FN_COUNTS" "$FAULTNET_RUNDIR" "$FN_LOG"' EXIT
 for section in "$@"; do
-	case " $PER_BUILD " in
-	*" $section "*) "s_$section" build "" ;;
-	*) "s_$section" ;;
-	esac
+	if [ -z "${FN_PIPE:-}" ]; then
+		# find -lname's pattern for this subshell's output, "pipe:[N]".
+		me=$BASHPID
+		FN_PIPE=$(readlink "/proc/$me/fd/1" | sed 's/[][]/\\&/g')
+	fi
+	run_section "$section"
 done 2>&1 | tee "$FN_LOG"
 
 p=$(grep -c '^pass$' "$FN_COUNTS")

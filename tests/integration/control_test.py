@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.abspath(sys.argv[1])
@@ -70,9 +71,29 @@ def ctl(*args):
 
 
 class Agent:
+    every = []  # all agents started or adopted, so a failed test can end them
+
     def __init__(self, pid):
         self.pid = pid
         self.seen = 0
+        Agent.every.append(self)
+
+    @staticmethod
+    def end_all():
+        """SIGKILLs every agent of this run still alive: those a failed test
+        left, forked and spawned ones included (their argv names WORK)."""
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    argv = f.read().split(b"\0")
+                if len(argv) > 2 and argv[1].endswith(b"agent.py") and argv[2] == WORK.encode():
+                    os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+        for a in Agent.every:
+            if hasattr(a, "proc"):
+                a.proc.poll()
+        Agent.every = []
 
     @staticmethod
     def start(group="g", zone=None, extra=None):
@@ -599,20 +620,23 @@ def main():
     servers[0].close()
     echo = subprocess.Popen([PY, os.path.join(HERE, "echo_server.py"), "127.66.0.1", "8443"])
     time.sleep(0.3)
+    tests = [lambda: test_live_flips(servers), test_zones, test_fork_exec, test_bad_input,
+             test_escaping, lambda: test_stats_and_events(servers),
+             lambda: test_existing_connections(servers), test_verbs, test_run_group_and_stats,
+             test_stopped_and_threadless, test_refused_then_next, test_long_journal,
+             test_timing_32]
     try:
-        test_live_flips(servers)
-        test_zones()
-        test_fork_exec()
-        test_bad_input()
-        test_escaping()
-        test_stats_and_events(servers)
-        test_existing_connections(servers)
-        test_verbs()
-        test_run_group_and_stats()
-        test_stopped_and_threadless()
-        test_refused_then_next()
-        test_long_journal()
-        test_timing_32()
+        for t in tests:
+            # A test that raises is one failure; the agents it left are
+            # ended, and the next test still runs.
+            try:
+                t()
+            except Exception:
+                name = t.__name__ if t.__name__ != "<lambda>" else t.__code__.co_names[0]
+                check("%s ran to its end" % name, False,
+                      traceback.format_exc())
+            finally:
+                Agent.end_all()
     finally:
         echo.kill()
         shutil.rmtree(WORK, ignore_errors=True)
