@@ -22,6 +22,7 @@ import sys
 
 DIR = sys.argv[1]
 kept = []
+reading = None  # this agent's FIFO while serve() reads it
 
 
 def fifo_path():
@@ -78,6 +79,7 @@ def handle(words):
     if cmd == "fork":
         pid = os.fork()
         if pid == 0:
+            reading.close()  # the parent's FIFO is the parent's alone
             serve()
             os._exit(0)
         return "forked %d" % pid
@@ -92,21 +94,23 @@ def handle(words):
 
 
 def serve():
+    global reading
     path = fifo_path()
     os.mkfifo(path)
-    while True:
-        with open(path) as f:
-            for line in f:
-                words = line.split()
-                if not words:
-                    continue
-                if words[0] == "exit":
-                    try:
-                        os.unlink(path)
-                    except FileNotFoundError:
-                        pass
-                    return
-                answer(handle(words))
+    # Opened for reading and writing: the FIFO always has this reader, so
+    # a test's line never lands in a pipe that only a forked child's copy
+    # holds while this agent reopens it, and no read meets end of file
+    # between two commands.
+    with os.fdopen(os.open(path, os.O_RDWR), "r") as f:
+        reading = f
+        for line in f:
+            words = line.split()
+            if not words:
+                continue
+            if words[0] == "exit":
+                os.unlink(path)
+                return
+            answer(handle(words))
 
 
 serve()
