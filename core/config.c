@@ -727,6 +727,7 @@ static bool parse_rules(struct ctx *c, const config_setting_t *s)
  * loads that kept their cut. */
 static size_t slice_rules = 1000;
 _Thread_local size_t fn_config_slices;
+_Thread_local size_t fn_config_scans;
 
 void fn_config_slice_rules(size_t n)
 {
@@ -1024,7 +1025,9 @@ static struct fn_policy *parse_text(const char *path, const char *text, const ch
 {
 	struct fn_slices sl;
 	struct ctx c = {.file = path, .err = err, .errlen = errlen, .base = base};
-	if (fn_slices_find(text, &sl)) {
+	/* A rule takes three bytes at the least ("{},"): a text shorter than
+	 * twice a slice of them is never cut, and is not scanned for one. */
+	if (strlen(text) >= 2 * slice_rules * 3 && (++fn_config_scans, fn_slices_find(text, &sl))) {
 		struct fn_policy *p =
 		    sl.n >= 2 * slice_rules ? parse_cut(&c, path, text, zone_override, &sl) : NULL;
 		fn_slices_free(&sl);
@@ -1032,9 +1035,7 @@ static struct fn_policy *parse_text(const char *path, const char *text, const ch
 			fn_config_slices += c.slices;
 			return p;
 		}
-		c.text = NULL;
-		c.sl = NULL;
-		c.p = NULL;
+		c = (struct ctx){.file = path, .err = err, .errlen = errlen, .base = base};
 	}
 	return parse_with(&c, path, text, zone_override);
 }

@@ -30,5 +30,7 @@ struct fn_policy *fn_config_load_change(const char *text, const char *origin,
  * For tests. */
 void fn_config_slice_rules(size_t n);
 extern _Thread_local size_t fn_config_slices;
+/* Texts this thread scanned for a rules list to cut (long ones only). */
+extern _Thread_local size_t fn_config_scans;
 
 #endif

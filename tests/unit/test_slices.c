@@ -209,9 +209,11 @@ static void test_large(void)
 				       i, i / 256, i % 256, i + 1 < n ? "," : "");
 	snprintf(text + at, cap - at, ");\n");
 	fn_config_slices = 0;
+	fn_config_scans = 0;
 	struct fn_policy *p = fn_config_load_string(text, "big.conf", NULL, err, sizeof(err));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	CU_ASSERT_EQUAL(fn_config_slices, 5);
+	CU_ASSERT_EQUAL(fn_config_scans, 1);
 	CU_ASSERT_EQUAL_FATAL(p->nrules, n);
 	for (size_t i = 0; i < n; i += 999) {
 		char name[32];
@@ -229,6 +231,24 @@ static void test_large(void)
 	free(text);
 }
 
+/* A text too short to hold two slices of rules is never scanned: the
+ * shim's own policy at start and faultctl's replays pay nothing for the
+ * cutter. */
+static void test_short_not_scanned(void)
+{
+	char err[512] = "";
+	fn_config_scans = 0;
+	struct fn_policy *p = fn_config_load_string(texts[0], "t.conf", NULL, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL(p);
+	fn_policy_free(p);
+	CU_ASSERT_EQUAL(fn_config_scans, 0);
+	fn_config_slice_rules(1);
+	p = fn_config_load_string(texts[0], "t.conf", NULL, err, sizeof(err));
+	fn_policy_free(p);
+	CU_ASSERT_EQUAL(fn_config_scans, 1);
+	fn_config_slice_rules(1000);
+}
+
 void add_slices_tests(void)
 {
 	CU_pSuite s = CU_add_suite("config slices", NULL, NULL);
@@ -238,4 +258,5 @@ void add_slices_tests(void)
 	CU_add_test(s, "what the cutter declines", test_declines);
 	CU_add_test(s, "errors say what the whole file says", test_errors);
 	CU_add_test(s, "5,000 rules in five slices", test_large);
+	CU_add_test(s, "a short text is not scanned", test_short_not_scanned);
 }
