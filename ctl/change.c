@@ -155,7 +155,9 @@ static int group_change(const char *dir, struct selection *sel, bool json, const
 	sel->group = group;
 	sel->quick = true;
 	struct target *t = NULL;
-	int n = targets_find(dir, sel, &t, err, sizeof(err)), rc = 0;
+	int stored = 0, rc = 0;
+	/* check() tries at most 3 state files: the rest are only counted. */
+	int n = targets_count(dir, sel, 3, &t, &stored, err, sizeof(err));
 	if (n < 0) {
 		fprintf(stderr, "faultctl: %s\n", err);
 		rc = 1;
@@ -168,7 +170,7 @@ static int group_change(const char *dir, struct selection *sel, bool json, const
 		if (rc)
 			fprintf(stderr, "faultctl: %s\n", err);
 	} else {
-		int c = check(dir, t, n, group, seq, line, reply, sizeof(reply));
+		int c = check(dir, t, stored, group, seq, line, reply, sizeof(reply));
 		bool ok = c >= 0 && strncmp(reply, "ok", 2) == 0;
 		print_group_reply(json, group, n, ok,
 				  reply + (ok ? 2 + (reply[2] == ' ') : 6 * (reply[0] == 'e')));

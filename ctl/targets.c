@@ -99,53 +99,146 @@ static bool alive(struct target *t)
 	return false;
 }
 
-/* Liveness without reading anything: a group of thousands is listed in a
- * few milliseconds. A pid reused by a process outside the shim counts
- * until its file is next read. */
-static bool exists(const struct target *t)
+/* The processes alive now, read once from /proc: for a large group, one
+ * listing instead of a kill(pid, 0) per member (about 5 us each on a
+ * machine with costly system calls). Sorted, as /proc lists them. */
+struct live {
+	pid_t *pids;
+	int n;
+	bool tried;
+};
+
+static int cmp_pid(const void *a, const void *b)
 {
-	if (kill(t->pid, 0) == 0 || errno == EPERM)
-		return true;
-	unlink(t->path);
-	return false;
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
 }
 
-int targets_find(const char *dir, const struct selection *sel, struct target **out, char *err,
-		 size_t errlen)
+static void live_list(struct live *l)
+{
+	l->tried = true;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return;
+	int cap = 0;
+	bool sorted = true;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		if (l->n == cap) {
+			pid_t *grown =
+			    realloc(l->pids, (size_t)(cap ? 2 * cap : 1024) * sizeof(pid_t));
+			if (!grown)
+				break;
+			l->pids = grown;
+			cap = cap ? 2 * cap : 1024;
+		}
+		l->pids[l->n] = (pid_t)atoi(e->d_name);
+		sorted = sorted && (l->n == 0 || l->pids[l->n - 1] < l->pids[l->n]);
+		l->n++;
+	}
+	closedir(d);
+	if (!sorted)
+		qsort(l->pids, (size_t)l->n, sizeof(pid_t), cmp_pid);
+}
+
+/* Liveness without reading anything: a group of thousands is listed in a
+ * few milliseconds. The first members are asked with kill(pid, 0); past
+ * LIVE_LISTING of them, /proc is listed once, and a pid missing there is
+ * asked before its file goes (it may have started since). A pid reused by
+ * a process outside the shim counts until its file is next read. */
+enum { LIVE_LISTING = 32 };
+
+static bool exists(const struct target *t, struct live *l, int seen)
+{
+	if (seen >= LIVE_LISTING && !l->tried)
+		live_list(l);
+	if (l->n && bsearch(&t->pid, l->pids, (size_t)l->n, sizeof(pid_t), cmp_pid))
+		return true;
+	return kill(t->pid, 0) == 0 || errno == EPERM;
+}
+
+/* Appends t to *v (n of cap). Doubled, not grown by one: past glibc's
+ * mmap threshold (about 220 targets) every realloc is an mremap, a system
+ * call per member of a large group. */
+static bool store(struct target **v, int *n, int *cap, const struct target *t)
+{
+	if (*n == *cap) {
+		int more = *cap ? 2 * *cap : 16;
+		struct target *grown = realloc(*v, (size_t)more * sizeof(**v));
+		if (!grown)
+			return false;
+		*v = grown;
+		*cap = more;
+	}
+	(*v)[(*n)++] = *t;
+	return true;
+}
+
+static void set_path(struct target *t, const char *dir, size_t dirlen, const char *name, size_t len)
+{
+	memcpy(t->path, dir, dirlen);
+	t->path[dirlen] = '/';
+	memcpy(t->path + dirlen + 1, name, len + 1);
+}
+
+/* Walks dir for sel's live targets: counts them all, and stores the
+ * sockets and the first keep state files (keep < 0: all) in *out. A
+ * target's path is written only when it is stored or its file removed:
+ * for a group of thousands that is most of the walk's cost. */
+static int walk(const char *dir, const struct selection *sel, int keep, struct target **out,
+		int *stored, char *err, size_t errlen)
 {
 	DIR *d = opendir(dir);
 	if (!d) {
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
 		return -1;
 	}
-	struct target *v = NULL;
-	int n = 0, cap = 0;
+	struct target *v = NULL, t;
+	struct live live = {0};
+	int n = 0, cap = 0, seen = 0, count = 0, segs = 0;
+	size_t dirlen = strlen(dir);
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		struct target t;
-		if (!parse_name(e->d_name, &t) || !selected(sel, &t))
+		size_t len = strlen(e->d_name);
+		if (!parse_name(e->d_name, &t) || !selected(sel, &t) ||
+		    dirlen + 1 + len >= sizeof(t.path))
 			continue;
-		if ((size_t)snprintf(t.path, sizeof(t.path), "%s/%s", dir, e->d_name) >=
-		    sizeof(t.path))
-			continue;
-		if (sel->quick ? !exists(&t) : !alive(&t))
-			continue;
-		/* Doubled, not grown by one: past glibc's mmap threshold (about
-		 * 220 targets) every realloc is an mremap, a system call per
-		 * member of a large group. */
-		if (n == cap) {
-			struct target *grown =
-			    realloc(v, (size_t)(cap ? 2 * cap : 16) * sizeof(*v));
-			if (!grown)
-				break;
-			v = grown;
-			cap = cap ? 2 * cap : 16;
+		bool keep_it = !t.seg || keep < 0 || segs < keep;
+		if (keep_it || !sel->quick)
+			set_path(&t, dir, dirlen, e->d_name, len);
+		bool live_now = sel->quick ? exists(&t, &live, seen++) : alive(&t);
+		if (!live_now && sel->quick) {
+			set_path(&t, dir, dirlen, e->d_name, len);
+			unlink(t.path);
 		}
-		v[n++] = t;
+		if (!live_now)
+			continue;
+		count++;
+		if (keep_it && !store(&v, &n, &cap, &t))
+			break;
+		segs += keep_it && t.seg;
 	}
 	closedir(d);
+	free(live.pids);
 	*out = v;
-	return n;
+	*stored = n;
+	return count;
+}
+
+int targets_find(const char *dir, const struct selection *sel, struct target **out, char *err,
+		 size_t errlen)
+{
+	int stored;
+	int n = walk(dir, sel, -1, out, &stored, err, errlen);
+	return n < 0 ? n : stored;
+}
+
+int targets_count(const char *dir, const struct selection *sel, int keep, struct target **out,
+		  int *stored, char *err, size_t errlen)
+{
+	return walk(dir, sel, keep, out, stored, err, errlen);
 }
 
 static bool reply_complete(const struct fn_buf *b)

@@ -32,6 +32,13 @@ struct selection {
 int targets_find(const char *dir, const struct selection *sel, struct target **out, char *err,
 		 size_t errlen);
 
+/* The same walk for a change to a whole group: every live target is
+ * counted (the return value), but only the sockets and the first keep
+ * state files are stored in *out (*stored of them): enough to check the
+ * change, without a path per member of a group of thousands. */
+int targets_count(const char *dir, const struct selection *sel, int keep, struct target **out,
+		  int *stored, char *err, size_t errlen);
+
 /* One request line (info, rules, stats, events; changes too for a socket):
  * the whole reply lands in reply, made from the member's file or received.
  * False on a problem (message in reply). */

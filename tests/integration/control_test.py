@@ -598,6 +598,42 @@ def test_long_journal():
     a.stop()
 
 
+def test_large_group_liveness():
+    """A flip for a group past 32 members lists /proc once instead of a
+    kill(pid, 0) per member, and still counts only the live ones and
+    removes the files of the dead."""
+    group, n, dead = "big", 48, 6
+    ps = [subprocess.Popen(["sleep", "60"], env=env(group)) for _ in range(n)]
+    def files():
+        return [f for f in os.listdir(RUNDIR) if f.startswith(group + ".") and f.endswith(".mem")]
+    for _ in range(600):
+        if len(files()) >= n:
+            break
+        time.sleep(0.05)
+    gone = ps[:dead]
+    for p in gone:
+        p.kill()
+        p.wait()
+    log = os.path.join(WORK, "kill.strace")
+    e = dict(os.environ, FAULTNET_RUNDIR=RUNDIR)
+    if FIRST:
+        e["LD_PRELOAD"] = FIRST
+    r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=kill", "-o", log, CTL, "-g", group,
+                        "enable", "bh"], env=e, capture_output=True, text=True, timeout=120)
+    with open(log) as f:
+        kills = sum(1 for line in f if "kill(" in line)
+    check("a flip of %d members, %d of them dead: counts %d" % (n, dead, n - dead),
+          r.returncode == 0 and "(%d processes)" % (n - dead) in r.stdout, r.stdout + r.stderr)
+    check("it lists /proc instead of a kill per member: %d kill calls for %d members"
+          " (at most 32 + the %d dead)" % (kills, n, dead), kills <= 32 + dead, str(kills))
+    left = {int(f.split(".")[1]) for f in files()}
+    check("the files of the dead members are removed",
+          not left & {p.pid for p in gone} and len(left) == n - dead, str(sorted(left)))
+    for p in ps[dead:]:
+        p.kill()
+        p.wait()
+
+
 def test_timing_32():
     agents = [Agent.start(group="g32") for _ in range(32)]
     times = []
@@ -624,7 +660,7 @@ def main():
              test_escaping, lambda: test_stats_and_events(servers),
              lambda: test_existing_connections(servers), test_verbs, test_run_group_and_stats,
              test_stopped_and_threadless, test_refused_then_next, test_long_journal,
-             test_timing_32]
+             test_large_group_liveness, test_timing_32]
     try:
         for t in tests:
             # A test that raises is one failure; the agents it left are
