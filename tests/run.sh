@@ -325,9 +325,10 @@ done
 # limit, then ends whatever it left running: a test that dies before its
 # cleanup must cost one failure, never the whole run. A process left holding
 # the output pipe would otherwise keep tee, and so make test, waiting for
-# ever. FN_SECTION_LIMIT: seconds a section may take (1,200).
+# ever. FN_SECTION_LIMIT: seconds a section may take (1,800: a run of about
+# 48 minutes with one hung section still ends inside CI's 90).
 run_section() {
-	local section=$1 limit=${FN_SECTION_LIMIT:-1200} pid dog rc t0=$SECONDS
+	local section=$1 limit=${FN_SECTION_LIMIT:-1800} pid dog rc t0=$SECONDS
 	set -m
 	case " $PER_BUILD " in
 	*" $section "*) "s_$section" build "" & ;;
