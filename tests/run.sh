@@ -354,7 +354,7 @@ run_section() {
 # Ends, and counts as one failure, what a section left running: its process
 # group, and any other process still holding this run's output pipe.
 end_leftovers() {
-	local section=$1 pgid=$2 scan pids p left=""
+	local section=$1 pgid=$2 scan pids p st left=""
 	scan=$(mktemp)
 	pgrep -g "$pgid" >"$scan" 2>/dev/null
 	# Standard output and error only: tee reads the same pipe on its fd 0.
@@ -364,6 +364,10 @@ end_leftovers() {
 	rm -f "$scan"
 	for p in $pids; do
 		[ "$p" = "$BASHPID" ] && continue
+		# A zombie holds nothing. An orphan that has ended stays one where
+		# pid 1 does not reap (this machine's init does not).
+		st=$(cut -d')' -f2 "/proc/$p/stat" 2>/dev/null | cut -c2)
+		[ -z "$st" ] || [ "$st" = Z ] && continue
 		left="$left $p ($(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-80))"
 		kill -KILL "$p" 2>/dev/null
 	done
