@@ -38,13 +38,14 @@ HEADERS := $(wildcard core/*.h shim/*/*.h ctl/*.h)
 BPF_HEADERS := $(wildcard bpf/*.h)
 
 # The kernel-side backend (bpf/): its programs are built with clang
-# (-target bpf) and bpftool's skeleton, and faultctl links libbpf. Without
+# (-target bpf) and bpftool's skeleton; faultctl loads libbpf when a run uses the
+# backend (bpf/lbpf.h), so no other verb pays for it at start. Without
 # libbpf-dev, bpftool or clang, faultctl is built without it and says so.
 BPFTOOL := $(or $(shell command -v bpftool 2>/dev/null),$(wildcard /usr/sbin/bpftool))
 HAVE_BPF := $(if $(and $(BPFTOOL),$(wildcard /usr/include/bpf/libbpf.h),$(shell command -v clang 2>/dev/null)),1)
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
-BPF_SRC := bpf/compile.c $(if $(HAVE_BPF),bpf/backend.c bpf/cgroup.c bpf/control.c bpf/endpoints.c bpf/events.c bpf/maps.c bpf/pace.c bpf/pump.c bpf/relay.c bpf/slots.c)
-BPF_LIBS := $(if $(HAVE_BPF),-lbpf -lelf -lz)
+BPF_SRC := bpf/compile.c $(if $(HAVE_BPF),bpf/backend.c bpf/lbpf.c bpf/cgroup.c bpf/control.c bpf/endpoints.c bpf/events.c bpf/maps.c bpf/pace.c bpf/pump.c bpf/relay.c bpf/slots.c)
+BPF_LIBS :=
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 CORE_LIB := $(BUILD)/libfaultnet-core.a

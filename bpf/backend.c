@@ -24,8 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <bpf/libbpf.h>
-#include <zlib.h>
+#include "bpf/lbpf.h"
 
 #include "bpf/cgroup.h"
 #include "bpf/compile.h"
@@ -318,13 +317,16 @@ int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stat
 {
 	static struct run r; /* large; one per process */
 	char err[1024] = "";
-	const char *seed = fn_seed_init();
+	/* libbpf is loaded here, not at faultctl's start (lbpf.h) */
+	const char *early = fn_lbpf_open();
 	int rc = FAIL;
+	if (!early)
+		early = fn_seed_init();
 	r = (struct run){.cgfd = -1, .relay = {.lfd = {-1, -1}, .ep = -1, .wake = -1, .spare = -1}};
 	for (int k = 0; k < FNB_EP_KINDS; k++)
 		r.ep.fd[k][0] = r.ep.fd[k][1] = -1;
-	if (seed)
-		snprintf(err, sizeof(err), "%s", seed);
+	if (early)
+		snprintf(err, sizeof(err), "%s", early);
 	else if (set_up(&r, p, err, sizeof(err)) && prepare(&r, err, sizeof(err))) {
 		join(&r, group, argv);
 		if (attach(r.s, r.cgfd, err, sizeof(err))) {

@@ -25,7 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <bpf/libbpf.h>
+#include "bpf/lbpf.h"
 
 #include "bpf/maps.h"
 #include "bpf/slots.h"

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <bpf/libbpf.h>
+#include "bpf/lbpf.h"
 
 #include "bpf/shared.h"
 #include "bpf/slots.h"

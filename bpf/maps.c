@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include <bpf/libbpf.h>
+#include "bpf/lbpf.h"
 
 #include "bpf/compile.h"
 #include "core/rules.h"

@@ -21,7 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <bpf/bpf.h>
+#include "bpf/lbpf.h"
 
 #include "bpf/endpoints.h"
 #include "bpf/pump.h"

@@ -632,6 +632,18 @@ run "$tmp/nobpf/faultctl" run --backend=bpf -- true
 check "...and its --backend=bpf stops with exit 2, saying why ($err)" \
 	holds '[ "$rc" = 2 ] && contains "$err" "built without the kernel-side backend"'
 
+# libbpf is loaded by a backend run only: no other verb (a group flip above
+# all) pays for mapping libbpf, libelf and libz at its start.
+needed=$(readelf -d "$ctl" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+check "faultctl does not load libbpf, libelf or libz at its start (needs: $needed)" \
+	holds '! echo "$needed" | grep -q "libbpf\|libelf\|libz"'
+# A libbpf.so.1 that lacks what the backend calls: the run says which.
+mkdir -p "$tmp/fakelib"
+echo 'int fn_fake;' | gcc -shared -fPIC -x c -o "$tmp/fakelib/libbpf.so.1" -
+run env LD_LIBRARY_PATH="$tmp/fakelib" "$ctl" run --backend=bpf --config "$tmp/p.conf" -- true
+check "a libbpf.so.1 without the backend's functions: exit 2, naming the first missing ($err)" \
+	holds '[ "$rc" = 2 ] && contains "$err" "libbpf.so.1 lacks bpf_map__fd"'
+
 # Nothing stays behind: no cgroup of ours, no program of ours loaded.
 cgroot=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
 cgself=$(sed -n 's/^0:://p' /proc/self/cgroup)
