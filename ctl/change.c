@@ -159,7 +159,8 @@ static int group_change(const char *dir, struct selection *sel, bool json, const
 	/* check() tries at most 3 state files: the rest are only counted. */
 	int n = targets_count(dir, sel, 3, &t, &stored, err, sizeof(err));
 	if (n < 0) {
-		fprintf(stderr, "faultctl: %s\n", err);
+		fprintf(stderr, "faultctl: %s: the change is not in force%s\n", err,
+			journal_drop(dir, group, seq) ? "; it is not kept in the journal" : "");
 		rc = 1;
 	} else if (n == 0) { /* on stderr, so that it is said with --json too */
 		fprintf(stderr,

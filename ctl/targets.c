@@ -187,8 +187,8 @@ static void set_path(struct target *t, const char *dir, size_t dirlen, const cha
  * sockets and the first keep state files (keep < 0: all) in *out. A
  * target's path is written only when it is stored or its file removed:
  * for a group of thousands that is most of the walk's cost. */
-static int walk(const char *dir, const struct selection *sel, int keep, struct target **out,
-		int *stored, char *err, size_t errlen)
+int targets_count(const char *dir, const struct selection *sel, int keep, struct target **out,
+		  int *stored, char *err, size_t errlen)
 {
 	DIR *d = opendir(dir);
 	if (!d) {
@@ -216,12 +216,21 @@ static int walk(const char *dir, const struct selection *sel, int keep, struct t
 		if (!live_now)
 			continue;
 		count++;
-		if (keep_it && !store(&v, &n, &cap, &t))
+		if (keep_it && !store(&v, &n, &cap, &t)) {
+			/* a partial list would be a change said to be in
+			 * force in members nobody checked */
+			snprintf(err, errlen, "%s: out of memory", dir);
+			count = -1;
 			break;
+		}
 		segs += keep_it && t.seg;
 	}
 	closedir(d);
 	free(live.pids);
+	if (count < 0) {
+		free(v);
+		v = NULL, n = 0;
+	}
 	*out = v;
 	*stored = n;
 	return count;
@@ -231,14 +240,8 @@ int targets_find(const char *dir, const struct selection *sel, struct target **o
 		 size_t errlen)
 {
 	int stored;
-	int n = walk(dir, sel, -1, out, &stored, err, errlen);
+	int n = targets_count(dir, sel, -1, out, &stored, err, errlen);
 	return n < 0 ? n : stored;
-}
-
-int targets_count(const char *dir, const struct selection *sel, int keep, struct target **out,
-		  int *stored, char *err, size_t errlen)
-{
-	return walk(dir, sel, keep, out, stored, err, errlen);
 }
 
 static bool reply_complete(const struct fn_buf *b)
