@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "core/actions.h"
+#include "core/bigalloc.h"
 #include "core/dns.h"
 #include "core/hparse.h"
 #include "core/http.h"
@@ -689,7 +690,7 @@ static bool rules_alloc(struct ctx *c, const config_setting_t *s, size_t n, uint
 		return fail(c, s, "rules must be a list ( { ... }, { ... } )");
 	for (*size = 16; *size < 2 * n;)
 		*size *= 2;
-	c->p->rules = calloc(n ? n : 1, sizeof(struct fn_rule));
+	c->p->rules = fn_big_calloc(n ? n : 1, sizeof(struct fn_rule));
 	*slots = calloc(*size, sizeof(**slots));
 	if (!c->p->rules || !*slots) {
 		free(*slots);

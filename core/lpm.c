@@ -4,6 +4,7 @@
  * list share one copy, and only the lists the finished trie refers to are
  * written out. */
 #include "core/lpm.h"
+#include "core/bigalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +52,8 @@ static uint64_t mix(uint64_t x)
 static bool memo_grow(struct builder *b)
 {
 	size_t size = b->memo_mask ? (b->memo_mask + 1) * 2 : 1024;
-	uint64_t *keys = calloc(size, sizeof(*keys));
-	uint32_t *ids = calloc(size, sizeof(*ids));
+	uint64_t *keys = fn_big_calloc(size, sizeof(*keys));
+	uint32_t *ids = fn_big_calloc(size, sizeof(*ids));
 	if (!keys || !ids) {
 		free(keys);
 		free(ids);
@@ -79,8 +80,9 @@ static uint32_t new_list(struct builder *b, uint32_t parent, uint32_t rule)
 {
 	if (b->nlists == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 1024;
-		uint32_t *p = realloc(b->parent, cap * 4), *l = realloc(b->last, cap * 4),
-			 *n = realloc(b->len, cap * 4);
+		uint32_t *p = fn_big_realloc(b->parent, cap * 4),
+			 *l = fn_big_realloc(b->last, cap * 4),
+			 *n = fn_big_realloc(b->len, cap * 4);
 		if (p)
 			b->parent = p;
 		if (l)
@@ -130,7 +132,7 @@ static uint32_t new_node(struct builder *b, uint32_t value)
 		/* Offsets must stay below the skip mark (fn_lpm_step); checked
 		 * before realloc, which may move the nodes. */
 		uint32_t *n = cap * 256 < FN_LPM_SKIP
-				  ? realloc(t->nodes, cap * 256 * sizeof(uint32_t))
+				  ? fn_big_realloc(t->nodes, cap * 256 * sizeof(uint32_t))
 				  : NULL;
 		if (!n) {
 			b->oom = true;
@@ -302,7 +304,7 @@ static bool finish_slots(struct builder *b, uint32_t *slots, size_t n, uint32_t 
 			 * in glibc, a copy each under ASan, 47 s). */
 			if (need > b->pool_cap) {
 				size_t cap = b->pool_cap * 2 > need ? b->pool_cap * 2 : need;
-				uint32_t *pool = realloc(t->pool, cap * sizeof(uint32_t));
+				uint32_t *pool = fn_big_realloc(t->pool, cap * sizeof(uint32_t));
 				if (!pool)
 					return false;
 				t->pool = pool;
