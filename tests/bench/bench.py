@@ -325,19 +325,23 @@ def round_trips(ip, port, env, n, size):
     return 1e6 * len(r) / sum(r)
 
 
-def rates(ip, port, env, mib, n_rr, relay_pid=None):
-    """Bulk MiB/s, the CPU seconds per GiB of bulk that the client and the
-    relay used (with the shim, the relay is a thread of the client's; a
+def bulk_rate(ip, port, env, mib, relay_pid=None):
+    """Bulk MiB/s, and the CPU seconds per GiB of bulk that the client and
+    the relay used (with the shim, the relay is a thread of the client's; a
     peer is a process of its own, and socat's connection a child it reaps:
-    given time to), and round trips/s of 64 bytes and of 64 KiB (a fifth
-    as many)."""
+    given time to)."""
     before = cpu_seconds(relay_pid)
     out = stream(["bulk", ip, str(port), str(mib)], env)
     if relay_pid:
         time.sleep(0.3)
     cpu = float(out[1]) + cpu_seconds(relay_pid) - before
-    return (mib / float(out[0]), cpu * 1024 / mib, round_trips(ip, port, env, n_rr, 64),
-            round_trips(ip, port, env, n_rr // 5, 65536))
+    return mib / float(out[0]), cpu * 1024 / mib
+
+
+# Round trips take a fraction of a second a run, and on two shared cores one
+# run's figure swings with where its threads happen to be scheduled (a
+# fifth either way here): each round measures them this many times a path.
+RR_PER_ROUND = 3
 
 
 def throughput():
@@ -358,12 +362,13 @@ def throughput():
         " rule of 1 TiB/s, i.e. relayed with no delay), under an `established = true`"
         " blackhole that is off (relayed untouched so that an enable reaches it), and"
         " through the peers, each a relay"
-        " process between the same client and server: %s. %d rounds, alternating, medians;"
-        " %d CPUs. CPU per GiB: the seconds of CPU the client and the relay used for the bulk"
+        " process between the same client and server: %s. %d rounds, alternating, medians"
+        " (the round trips %d times a round: %d runs a path); %d CPUs. CPU per GiB: the seconds of CPU the client and the relay used for the bulk"
         " transfer (with the shim the relay is a thread of the client's; a peer is a process"
         " of its own), scaled to 1 GiB."
         % (mib, n_rr, n_rr // 5, ", ".join(x[0] for x in peers) or "none installed", rounds,
-                       os.cpu_count() or 0))
+           1 if SMOKE else RR_PER_ROUND, rounds * (1 if SMOKE else RR_PER_ROUND),
+           os.cpu_count() or 0))
     say("")
     rows = [("direct", SERVER_IP, PORT, plain_env(), None),
             ("faultnet relay", SERVER_IP, PORT, shim_env(relay), None),
@@ -372,8 +377,12 @@ def throughput():
     got = {row[0]: ([], [], [], []) for row in rows}
     for _ in range(rounds):
         for label, ip, port, env, pid in rows:
-            for k, v in enumerate(rates(ip, port, env, mib, n_rr, pid)):
+            for k, v in enumerate(bulk_rate(ip, port, env, mib, pid)):
                 got[label][k].append(v)
+        for _ in range(1 if SMOKE else RR_PER_ROUND):
+            for label, ip, port, env, pid in rows:
+                got[label][2].append(round_trips(ip, port, env, n_rr, 64))
+                got[label][3].append(round_trips(ip, port, env, n_rr // 5, 65536))
     med = {k: tuple(statistics.median(x) for x in v) for k, v in got.items()}
     say("| path | bulk MiB/s | of direct | CPU s per GiB | 64-byte round trips /s | of direct |"
         " 64 KiB round trips /s | of direct |")
