@@ -3,11 +3,17 @@
  * touched 15,000 pages, most of them in its rules array), and the kernel
  * only gives huge pages to memory that asks for them when THP is in its
  * "madvise" mode, Debian's default. The mark is advice: with THP off, or
- * an old kernel, nothing changes. glibc serves an array this large with a
- * mapping of its own, so the advice touches no other allocation's pages;
- * free() unmaps it whole. */
+ * an old kernel, nothing changes.
+ *
+ * Only an array that is a mapping of its own is marked. glibc serves one
+ * this large from its heap too once its mmap threshold has risen (it
+ * follows the largest mapped chunk freed, up to 32 MiB), and advice given
+ * to heap pages outlives the array: whatever the host puts there later
+ * would get huge pages. Another allocator (jemalloc, a sanitizer's) is
+ * left alone. */
 #include "core/bigalloc.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -15,10 +21,26 @@
 #define BIG ((size_t)4 << 20)
 #define HUGE_PAGE ((uintptr_t)2 << 20)
 
+/* Whether p is glibc's chunk of a mapping of its own: such a chunk starts
+ * a page, p 16 bytes in, after its size word, a multiple of the page with
+ * IS_MMAPPED (2) its only flag. The word lies in p's own page, so reading
+ * it is safe whatever allocator returned p; a sanitizer's redzone there is
+ * read unchecked. */
+__attribute__((no_sanitize_address, no_sanitize_thread)) static bool own_mapping(const void *p,
+										 size_t size)
+{
+	uintptr_t a = (uintptr_t)p;
+	if ((a & 4095) != 2 * sizeof(size_t))
+		return false;
+	__asm__("" : "+r"(a)); /* the word is glibc's, outside what calloc gave */
+	size_t head = *(const size_t *)(a - sizeof(size_t));
+	return (head & 4095) == 2 && head - 2 >= size + 2 * sizeof(size_t);
+}
+
 /* Marks the whole huge pages inside [p, p + size). */
 static void *advise(void *p, size_t size)
 {
-	if (!p || size < BIG)
+	if (!p || size < BIG || !own_mapping(p, size))
 		return p;
 	uintptr_t from = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
 	uintptr_t to = ((uintptr_t)p + size) & ~(HUGE_PAGE - 1);
