@@ -34,53 +34,88 @@ static bool same_zones(const struct fn_policy *a, const struct fn_policy *b)
 	return true;
 }
 
-/* "[first] RULE": exactly one rule, whose zones must be the policy's
- * (zones of its own would not match the zone indexes of the policy it
- * joins). */
-struct fn_policy *fn_edit_add(const struct fn_policy *cur, const char *text, char *reply,
-			      size_t len)
+/* "[first] RULE" into p: exactly one rule, whose zones must be the
+ * policy's (zones of its own would not match the zone indexes of the
+ * policy it joins). */
+static bool add_in(struct fn_policy *p, const char *text, char *reply, size_t len)
 {
 	bool first = strncmp(text, "first ", 6) == 0;
 	if (first)
 		text += 6;
 	struct fn_buf src = {0};
 	fn_buf_printf(&src, "rules = ( %s );", text);
-	char err[1024];
-	struct fn_policy *p = copy(cur);
+	char err[1024] = "out of memory";
 	struct fn_policy *tmp =
-	    src.s && p ? fn_config_load_change(src.s, "add", p, err, sizeof(err)) : NULL;
+	    src.s ? fn_config_load_change(src.s, "add", p, err, sizeof(err)) : NULL;
 	fn_buf_free(&src);
-	if (!tmp || tmp->nrules != 1 || !same_zones(tmp, p)) {
+	bool ok = false;
+	if (!tmp || tmp->nrules != 1 || !same_zones(tmp, p))
 		snprintf(reply, len, "error %s",
-			 tmp ? "add takes exactly one rule and nothing else"
-			     : (p ? err : "out of memory"));
-	} else if (fn_policy_rule_index(p, tmp->rules[0].name) >= 0) {
+			 tmp ? "add takes exactly one rule and nothing else" : err);
+	else if (fn_policy_rule_index(p, tmp->rules[0].name) >= 0)
 		snprintf(reply, len, "error a rule named '%s' exists already", tmp->rules[0].name);
-	} else if (!fn_policy_insert(p, &tmp->rules[0], first)) {
+	else if (!fn_policy_insert(p, &tmp->rules[0], first))
 		snprintf(reply, len, "error out of memory");
-	} else {
+	else {
 		tmp->nrules = 0;
 		snprintf(reply, len, "ok added %s", p->rules[first ? 0 : p->nrules - 1].name);
-		fn_policy_free(tmp);
-		return p;
+		ok = true;
 	}
 	fn_policy_free(tmp);
+	return ok;
+}
+
+static bool rm_in(struct fn_policy *p, const char *name, char *reply, size_t len)
+{
+	int i = fn_policy_rule_index(p, name);
+	if (i < 0) {
+		snprintf(reply, len, "error no rule named '%s'", name);
+		return false;
+	}
+	fn_policy_remove(p, (size_t)i);
+	snprintf(reply, len, "ok removed %s", name);
+	return true;
+}
+
+static bool zone_in(struct fn_policy *p, const char *name, char *reply, size_t len)
+{
+	int z = fn_policy_zone_index(p, name);
+	if (z < 0) {
+		snprintf(reply, len, "error zone '%s' is not defined in this process's zones",
+			 name);
+		return false;
+	}
+	p->self_zone = z;
+	snprintf(reply, len, "ok zone %s", name);
+	return true;
+}
+
+/* An edit in place applied to a copy of cur, finished (its index built)
+ * when it succeeds. */
+static struct fn_policy *on_copy(const struct fn_policy *cur,
+				 bool (*in)(struct fn_policy *, const char *, char *, size_t),
+				 const char *arg, char *reply, size_t len)
+{
+	struct fn_policy *p = copy(cur);
+	if (p && in(p, arg, reply, len)) {
+		fn_policy_finish(p);
+		return p;
+	}
+	if (!p)
+		snprintf(reply, len, "error out of memory");
 	fn_policy_free(p);
 	return NULL;
 }
 
+struct fn_policy *fn_edit_add(const struct fn_policy *cur, const char *text, char *reply,
+			      size_t len)
+{
+	return on_copy(cur, add_in, text, reply, len);
+}
+
 struct fn_policy *fn_edit_rm(const struct fn_policy *cur, const char *name, char *reply, size_t len)
 {
-	struct fn_policy *p = copy(cur);
-	int i = p ? fn_policy_rule_index(p, name) : -1;
-	if (i < 0) {
-		fn_policy_free(p);
-		snprintf(reply, len, "error no rule named '%s'", name);
-		return NULL;
-	}
-	fn_policy_remove(p, (size_t)i);
-	snprintf(reply, len, "ok removed %s", name);
-	return p;
+	return on_copy(cur, rm_in, name, reply, len);
 }
 
 struct fn_policy *fn_edit_load(const struct fn_policy *cur, const char *text, char *reply,
@@ -101,17 +136,7 @@ struct fn_policy *fn_edit_load(const struct fn_policy *cur, const char *text, ch
 struct fn_policy *fn_edit_zone(const struct fn_policy *cur, const char *name, char *reply,
 			       size_t len)
 {
-	struct fn_policy *p = copy(cur);
-	int z = p ? fn_policy_zone_index(p, name) : -1;
-	if (z < 0) {
-		fn_policy_free(p);
-		snprintf(reply, len, "error zone '%s' is not defined in this process's zones",
-			 name);
-		return NULL;
-	}
-	p->self_zone = z;
-	snprintf(reply, len, "ok zone %s", name);
-	return p;
+	return on_copy(cur, zone_in, name, reply, len);
 }
 
 /* "NAME since=WALL_MS": faultctl says when it switched the rule on, so
@@ -136,20 +161,55 @@ uint64_t fn_edit_enabled_at(char *arg)
 	return ago_ns < now_mono ? now_mono - ago_ns : 1;
 }
 
+static bool toggle_in(struct fn_policy *p, bool on, const char *name, int *rule, char *reply,
+		      size_t len)
+{
+	*rule = fn_policy_rule_index(p, name);
+	if (*rule < 0) {
+		snprintf(reply, len, "error no rule named '%s'", name);
+		return false;
+	}
+	p->rules[*rule].enabled = on;
+	snprintf(reply, len, "ok %s %s", name, on ? "enabled" : "disabled");
+	return true;
+}
+
 static struct fn_policy *toggle(const struct fn_policy *cur, bool on, char *name, int *rule,
 				uint64_t *at, char *reply, size_t len)
 {
 	*at = on ? fn_edit_enabled_at(name) : 0;
 	struct fn_policy *p = copy(cur);
-	*rule = p ? fn_policy_rule_index(p, name) : -1;
-	if (*rule < 0) {
-		snprintf(reply, len, p ? "error no rule named '%s'" : "error out of memory", name);
-		fn_policy_free(p);
-		return NULL;
+	if (p && toggle_in(p, on, name, rule, reply, len))
+		return p;
+	if (!p)
+		snprintf(reply, len, "error out of memory");
+	fn_policy_free(p);
+	return NULL;
+}
+
+int fn_edit_in_place(struct fn_policy *p, char *line, char *reply, size_t len)
+{
+	static const struct {
+		const char *verb;
+		bool (*in)(struct fn_policy *, const char *, char *, size_t);
+	} edits[] = {{"enable ", NULL},
+		     {"disable ", NULL},
+		     {"add ", add_in},
+		     {"rm ", rm_in},
+		     {"zone ", zone_in}};
+	for (size_t k = 0; k < sizeof(edits) / sizeof(edits[0]); k++) {
+		size_t n = strlen(edits[k].verb);
+		if (strncmp(line, edits[k].verb, n) != 0)
+			continue;
+		char *arg = line + n;
+		int rule;
+		if (edits[k].in)
+			return edits[k].in(p, arg, reply, len);
+		if (line[0] == 'e')
+			fn_edit_enabled_at(arg); /* cuts " since=..." off */
+		return toggle_in(p, line[0] == 'e', arg, &rule, reply, len);
 	}
-	p->rules[*rule].enabled = on;
-	snprintf(reply, len, "ok %s %s", name, on ? "enabled" : "disabled");
-	return p;
+	return -1;
 }
 
 struct fn_policy *fn_edit_line(const struct fn_policy *cur, char *line, int *rule, uint64_t *at,

@@ -34,6 +34,12 @@ uint64_t fn_edit_enabled_at(char *arg);
  * (-1 and 0 for the others); or NULL with "error ..." in reply. Cuts line. */
 struct fn_policy *fn_edit_line(const struct fn_policy *cur, char *line, int *rule, uint64_t *at,
 			       char *reply, size_t len);
+/* enable, disable, add, rm and zone applied to p itself, with its index
+ * left for fn_policy_finish(): for a replay of many changes on a policy
+ * of its own (faultctl's check), where a copy and an index a change cost
+ * as much as the policy. 1 when done, 0 when refused (p unchanged, the
+ * reason in reply), -1 for another verb. Cuts line. */
+int fn_edit_in_place(struct fn_policy *p, char *line, char *reply, size_t len);
 /* True for "reset" (with or without words after it): the change that goes
  * back to the member's base policy, which fn_edit_line() does not know;
  * each caller finds the base its own way. */

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/rules.h"
 
@@ -587,9 +588,25 @@ static bool compress_block(struct builder *b, uint32_t *slots, uint32_t *offset)
 	return true;
 }
 
+/* A root: 256 KiB mapped for it alone, so that its untouched pages stay
+ * unwritten (0 is the empty list). calloc wrote them all once glibc's mmap
+ * threshold had risen past 256 KiB (after a larger chunk was freed): a
+ * memset of 256 KiB for the one-rule policy of every add. */
+static uint32_t *root_new(void)
+{
+	void *r = mmap(NULL, FN_LPM_ROOT * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return r == MAP_FAILED ? NULL : r;
+}
+
+static void root_free(uint32_t *r)
+{
+	if (r)
+		munmap(r, FN_LPM_ROOT * sizeof(uint32_t));
+}
+
 /* The index, its roots and the empty list allocated (NULL when memory is
- * short). calloc: a root's untouched pages stay unwritten, and 0 is the
- * empty list. */
+ * short). */
 static struct fn_lpm *new_index(const struct fn_policy *p)
 {
 	struct fn_lpm *t = calloc(1, sizeof(*t));
@@ -598,10 +615,9 @@ static struct fn_lpm *new_index(const struct fn_policy *p)
 	t->refs = 1;
 	t->end = (uint32_t)p->nrules;
 	find_homes(t, p);
-	bool ok = (t->root4 = calloc(FN_LPM_ROOT, sizeof(uint32_t))) &&
-		  (t->pool = malloc(sizeof(uint32_t)));
+	bool ok = (t->root4 = root_new()) && (t->pool = malloc(sizeof(uint32_t)));
 	for (struct fn_lpm_home *h = t->home; ok && h < t->homes_end; h++)
-		ok = (h->root = calloc(FN_LPM_ROOT, sizeof(uint32_t)));
+		ok = (h->root = root_new());
 	if (!ok) {
 		fn_lpm_put(t);
 		return NULL;
@@ -660,9 +676,9 @@ void fn_lpm_put(struct fn_lpm *t)
 {
 	if (!t || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
-	free(t->root4);
+	root_free(t->root4);
 	for (struct fn_lpm_home *h = t->home; h < t->homes_end; h++)
-		free(h->root);
+		root_free(h->root);
 	free(t->skips);
 	free(t->nodes);
 	free(t->pool);

@@ -487,7 +487,6 @@ bool fn_policy_insert(struct fn_policy *p, struct fn_rule *r, bool first)
 	memset(r, 0, sizeof(*r));
 	p->nrules++;
 	p->lpm_stale = true;
-	fn_policy_finish(p);
 	return true;
 }
 
@@ -497,5 +496,4 @@ void fn_policy_remove(struct fn_policy *p, size_t i)
 	memmove(&p->rules[i], &p->rules[i + 1], (p->nrules - i - 1) * sizeof(p->rules[0]));
 	p->nrules--;
 	p->lpm_stale = true;
-	fn_policy_finish(p);
 }

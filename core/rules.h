@@ -192,7 +192,8 @@ const struct fn_rule *fn_policy_match_from(const struct fn_policy *p,
  * published whole once done. */
 struct fn_policy *fn_policy_clone(const struct fn_policy *p);
 int fn_policy_rule_index(const struct fn_policy *p, const char *name);
-/* Moves r (its arrays and counters) into p, first or last. */
+/* Moves r (its arrays and counters) into p, first or last; removes rule
+ * i. Both leave p's index stale: fn_policy_finish() before p is used. */
 bool fn_policy_insert(struct fn_policy *p, struct fn_rule *r, bool first);
 void fn_policy_remove(struct fn_policy *p, size_t i);
 struct fn_rulestat *fn_rulestat_new(void);

@@ -1,7 +1,9 @@
 /* test_edit.c - live changes as pure functions (core/edit.c): what add,
  * rm, load and zone make of a policy, the replies the control protocol
- * sends, and that the policy they start from is never changed. */
+ * sends, and that the policy they start from is never changed; and the
+ * same changes in place, as faultctl replays a journal. */
 #include <CUnit/CUnit.h>
+#include <arpa/inet.h>
 #include <string.h>
 
 #include "core/config.h"
@@ -132,6 +134,51 @@ static void test_is_reset(void)
 	CU_ASSERT(!fn_edit_is_reset("enable reset"));
 }
 
+static const struct fn_rule *match(const struct fn_policy *p, const char *ip)
+{
+	struct fn_endpoint ep = {.v4 = true, .port = 80};
+	inet_pton(AF_INET, ip, ep.ip);
+	return fn_policy_match(p, &ep, FN_PROTO_TCP, NULL);
+}
+
+/* In place: p itself changes, its index waits for fn_policy_finish, and
+ * what the index then finds is what the copies would have found. */
+static void test_in_place(void)
+{
+	char reply[1200];
+	struct fn_policy *p = base();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	char add[] = "add first { name = \"two\"; action = \"drop\"; match = { to = "
+		     "\"127.4.0.0/16\"; }; }";
+	CU_ASSERT_EQUAL(fn_edit_in_place(p, add, reply, sizeof(reply)), 1);
+	CU_ASSERT_STRING_EQUAL(reply, "ok added two");
+	CU_ASSERT_EQUAL(p->nrules, 2);
+	CU_ASSERT(p->lpm_stale);
+	char rm[] = "rm one", again[] = "rm one", zone[] = "zone b", nozone[] = "zone c";
+	CU_ASSERT_EQUAL(fn_edit_in_place(p, rm, reply, sizeof(reply)), 1);
+	CU_ASSERT_EQUAL(fn_edit_in_place(p, again, reply, sizeof(reply)), 0);
+	CU_ASSERT_STRING_EQUAL(reply, "error no rule named 'one'");
+	CU_ASSERT_EQUAL(fn_edit_in_place(p, zone, reply, sizeof(reply)), 1);
+	CU_ASSERT_EQUAL(fn_edit_in_place(p, nozone, reply, sizeof(reply)), 0);
+	CU_ASSERT_EQUAL(p->self_zone, 1);
+	char off[] = "disable two", on[] = "enable two since=1";
+	CU_ASSERT_EQUAL(fn_edit_in_place(p, off, reply, sizeof(reply)), 1);
+	fn_policy_finish(p);
+	CU_ASSERT_FALSE(p->lpm_stale);
+	CU_ASSERT_PTR_NULL(match(p, "127.4.0.9"));
+	CU_ASSERT_EQUAL(fn_edit_in_place(p, on, reply, sizeof(reply)), 1);
+	CU_ASSERT_STRING_EQUAL(reply, "ok two enabled");
+	fn_policy_finish(p);
+	const struct fn_rule *r = match(p, "127.4.0.9");
+	CU_ASSERT(r && strcmp(r->name, "two") == 0);
+	CU_ASSERT_PTR_NULL(match(p, "127.3.0.1")); /* "one" is gone */
+	char load[] = "load rules = ( );", reset[] = "reset";
+	CU_ASSERT_EQUAL(fn_edit_in_place(p, load, reply, sizeof(reply)), -1);
+	CU_ASSERT_EQUAL(fn_edit_in_place(p, reset, reply, sizeof(reply)), -1);
+	CU_ASSERT_EQUAL(p->nrules, 1);
+	fn_policy_free(p);
+}
+
 void add_edit_tests(void)
 {
 	CU_pSuite s = CU_add_suite("edit", NULL, NULL);
@@ -139,4 +186,5 @@ void add_edit_tests(void)
 	CU_add_test(s, "load and zone: copies, replies, refusals", test_load_zone);
 	CU_add_test(s, "a change line: verb, rule switched, refusals", test_line);
 	CU_add_test(s, "reset, told apart from other lines", test_is_reset);
+	CU_add_test(s, "in place: replies, refusals, the index after", test_in_place);
 }
