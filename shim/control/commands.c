@@ -18,6 +18,7 @@
 #include "core/config.h"
 #include "core/edit.h"
 #include "core/http.h"
+#include "core/lcfg.h"
 #include "core/rundir.h"
 #include "shim/base/policy.h"
 #include "shim/stats/stats.h"
@@ -133,17 +134,26 @@ static void run_change(char *line)
 		publish(p);
 }
 
-/* Replaying a journal at start-up is linear in its length: consecutive
- * enables and disables are applied to one private copy of the policy,
- * found by a hash of rule names, and published once; any other change
- * publishes what came before it first. While the process is alone (at
+/* Replaying a journal is linear in its length: consecutive enables,
+ * disables, adds, rms and zones are applied to one private copy of the
+ * policy (a rule found by a hash of rule names, rebuilt after an add or
+ * rm) and published once, its index built then; a load or a reset
+ * publishes what came before it first. Each add and rm had been a copy,
+ * an index and a load of libconfig: a process joining a group after 1,000
+ * adds and 1,000 rms took 0.5 s to start. While the process is alone (at
  * start, or in a fork child) a replaced policy is freed at once: no thread
  * can be reading it. */
 static struct batch {
 	struct fn_policy *p;
 	int *slot; /* rule index + 1 by name hash; 0 when free */
 	size_t mask;
+	bool hashed; /* slot is p's */
 } batch;
+
+/* libconfig, held through a catch-up from its first parse (an add or a
+ * load) on, so that each parse does not load and unload it. */
+static struct fn_lcfg parser;
+static bool parser_held;
 
 static uint64_t name_hash(const char *s)
 {
@@ -153,28 +163,32 @@ static uint64_t name_hash(const char *s)
 	return h;
 }
 
-static bool batch_open(void)
+/* The name hash of batch.p's rules; false when memory is short. */
+static bool batch_hash(void)
 {
-	if (batch.p)
+	if (batch.hashed)
 		return true;
-	batch.p = current_copy();
-	size_t n = batch.p ? batch.p->nrules : 0, size = 16;
+	size_t n = batch.p->nrules, size = 16;
 	while (size < 2 * n)
 		size *= 2;
+	free(batch.slot);
 	batch.slot = calloc(size, sizeof(int));
 	batch.mask = size - 1;
-	if (!batch.p || !batch.slot) {
-		fn_policy_free(batch.p);
-		free(batch.slot);
-		batch = (struct batch){0};
+	if (!batch.slot)
 		return false;
-	}
 	for (size_t i = 0; i < n; i++) {
 		size_t h = name_hash(batch.p->rules[i].name) & batch.mask;
 		while (batch.slot[h])
 			h = (h + 1) & batch.mask;
 		batch.slot[h] = (int)i + 1;
 	}
+	return batch.hashed = true;
+}
+
+static bool batch_open(void)
+{
+	if (!batch.p && !(batch.p = current_copy()))
+		return false;
 	return true;
 }
 
@@ -182,18 +196,15 @@ static void batch_flush(void)
 {
 	if (!batch.p)
 		return;
-	publish(batch.p);
+	publish(batch.p); /* builds its index */
 	free(batch.slot);
 	batch = (struct batch){0};
 }
 
-/* An enable or disable applied to the batch; false if it is not one or
- * names no rule (then it runs the ordinary way, which replies the error). */
-static bool batch_toggle(char *line)
+/* An enable or disable applied to the batch by the name hash (a rule that
+ * is not there: refused, nothing changes). */
+static void batch_toggle(char *line, bool on)
 {
-	bool on = strncmp(line, "enable ", 7) == 0;
-	if ((!on && strncmp(line, "disable ", 8) != 0) || !batch_open())
-		return false;
 	char *name = line + (on ? 7 : 8);
 	uint64_t at = fn_edit_enabled_at(name);
 	for (size_t h = name_hash(name) & batch.mask; batch.slot[h]; h = (h + 1) & batch.mask) {
@@ -203,9 +214,35 @@ static bool batch_toggle(char *line)
 		if (on && !r->enabled)
 			switched_on(r, at);
 		r->enabled = on;
+		return;
+	}
+}
+
+/* A change applied to the batch: true when it was one of the batch's
+ * (applied, or refused as the ordinary way would have: a refused change
+ * publishes nothing). False for a load or a reset, or when memory is
+ * short: then it runs the ordinary way. */
+static bool batch_edit(char *line)
+{
+	static const char *const verbs[] = {"enable ", "disable ", "add ", "rm ", "zone "};
+	size_t k = 0;
+	while (k < 5 && strncmp(line, verbs[k], strlen(verbs[k])) != 0)
+		k++;
+	bool on = k == 0;
+	if (k == 5 || !batch_open())
+		return false;
+	if (k < 2) {
+		if (!batch_hash())
+			return false;
+		batch_toggle(line, on);
 		return true;
 	}
-	return false;
+	if (k == 2 && !parser_held)
+		parser_held = !fn_lcfg_open(&parser);
+	char reply[1200];
+	if (fn_edit_in_place(batch.p, line, reply, sizeof(reply)) > 0 && k < 4)
+		batch.hashed = false; /* rule indexes moved */
+	return true;
 }
 
 /* This process's pid and start time, for entries meant for one process;
@@ -232,8 +269,10 @@ static void apply_entry(char *line)
 	pid_t pid;
 	uint64_t start;
 	char *change = fn_edit_target(end + 1, &pid, &start);
-	if (change && (!pid || for_me(pid, start)) && !batch_toggle(change)) {
+	if (change && (!pid || for_me(pid, start)) && !batch_edit(change)) {
 		batch_flush();
+		if (strncmp(change, "load ", 5) == 0 && !parser_held)
+			parser_held = !fn_lcfg_open(&parser);
 		run_change(change);
 	}
 	applied_seq = seq;
@@ -273,6 +312,9 @@ void fn_cmd_catch_up(bool only_thread)
 		apply_entry(line);
 	}
 	batch_flush();
+	if (parser_held)
+		fn_lcfg_close(&parser);
+	parser_held = false;
 	alone = false;
 	free(line);
 	fclose(f);
