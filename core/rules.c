@@ -437,7 +437,9 @@ struct fn_policy *fn_policy_clone(const struct fn_policy *p)
 	if (c->lpm) /* the same rules and CIDRs: the same index */
 		__atomic_add_fetch(&c->lpm->refs, 1, __ATOMIC_RELAXED);
 	bool ok = true;
-	c->quick = p->quick ? dup_array(p->quick, p->nrules + 2, 1, &ok) : NULL;
+	/* A stale policy's quick array is of its last finish, not of its rules
+	 * now: the copy gets its own at its finish. */
+	c->quick = p->quick && !p->lpm_stale ? dup_array(p->quick, p->nrules + 2, 1, &ok) : NULL;
 	c->rules = calloc(p->nrules + 1, sizeof(*c->rules));
 	c->zones = calloc(p->nzones + 1, sizeof(*c->zones));
 	c->nrules = c->nzones = 0;

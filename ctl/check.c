@@ -48,21 +48,18 @@ static bool apply(struct fn_policy **p, const struct fn_policy *base, const char
 }
 
 /* enable, disable, add, rm and zone, most of a journal, are applied to p
- * in place (p is the replay's own) and its index built once, after the
- * replay: through fn_edit_line, each was a copy of the policy and each add
- * or rm a new index, so a check cost as much per entry before it (a flip
- * 500 ms after 6,000 enables of a 1,000-rule policy; 45 ms after 200 adds
- * and rms of one, against 6 ms). A change the member refused is skipped,
- * as the member skipped it. Another change (load, reset) goes through
- * apply(), on a finished policy. */
+ * in place (p is the replay's own), its index left stale: nothing a check
+ * reads needs it. Through fn_edit_line each was a copy of the policy and
+ * each add or rm a new index, so a check cost as much per entry before it
+ * (a flip 500 ms after 6,000 enables of a 1,000-rule policy; 45 ms after
+ * 200 adds and rms of one, against 6 ms). A change the member refused is
+ * skipped, as the member skipped it. Another change (load, reset) goes
+ * through apply(). */
 static void edit(struct fn_policy **p, const struct fn_policy *base, const char *config, char *line,
 		 char *reply, size_t len)
 {
-	if (fn_edit_in_place(*p, line, reply, len) >= 0)
-		return;
-	if ((*p)->lpm_stale) /* a copy reads its per-rule arrays */
-		fn_policy_finish(*p);
-	apply(p, base, config, line, reply, len);
+	if (fn_edit_in_place(*p, line, reply, len) < 0)
+		apply(p, base, config, line, reply, len);
 }
 
 /* The journal's entries up to upto that are the member's replayed on *p;
@@ -74,10 +71,6 @@ static bool replay(struct fn_policy **p, const struct fn_policy *base, const str
 	FILE *f = fopen(journal, "re");
 	if (!f)
 		return false;
-	/* libconfig held through the replay: each add's parse would load and
-	 * unload it, most of what an add cost. */
-	struct fn_lcfg pin;
-	bool pinned = !fn_lcfg_open(&pin);
 	char *line = NULL, reply[1200];
 	size_t cap = 0;
 	ssize_t n;
@@ -94,15 +87,16 @@ static bool replay(struct fn_policy **p, const struct fn_policy *base, const str
 	}
 	free(line);
 	fclose(f);
-	if (pinned)
-		fn_lcfg_close(&pin);
-	fn_policy_finish(*p);
 	return true;
 }
 
 struct fn_policy *check_rebuild(const struct fn_seg_head *h, const char *journal,
 				unsigned long long upto, char *err, size_t len)
 {
+	/* libconfig held through the base's load and the replay: each add's
+	 * parse would load and unload it, most of what an add cost. */
+	struct fn_lcfg pin;
+	bool pinned = !fn_lcfg_open(&pin);
 	char why[1100];
 	struct fn_policy *base = base_of(h, why, sizeof(why));
 	struct fn_policy *p = base ? fn_policy_clone(base) : NULL;
@@ -114,6 +108,8 @@ struct fn_policy *check_rebuild(const struct fn_seg_head *h, const char *journal
 		p = NULL;
 	}
 	fn_policy_free(base);
+	if (pinned)
+		fn_lcfg_close(&pin);
 	return p;
 }
 

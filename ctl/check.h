@@ -15,7 +15,8 @@
  * policy cannot be rebuilt ("error ..." in reply: the config file is gone,
  * say). */
 /* The policy the member whose state's head is h has once it has applied
- * the journal up to entry upto; NULL with the reason in err. */
+ * the journal up to entry upto, for its rules and zone: its index is left
+ * stale (fn_policy_finish before a match). NULL with the reason in err. */
 struct fn_policy *check_rebuild(const struct fn_seg_head *h, const char *journal,
 				unsigned long long upto, char *err, size_t len);
 
