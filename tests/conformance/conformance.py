@@ -210,6 +210,28 @@ def within(ms, ref_ms, slack=0.25):
 
 
 def cell(name, argv, classify, want_att, fault, baseline, slack, bpf=False):
+    # A cell whose outcome matches but whose time does not is measured once
+    # more, both runs: a JVM or Node.js start-up on a loaded 2-CPU machine
+    # can take most of a second extra once in a while (a refused connect
+    # took 941 ms under faultnet against 161 ms real in one CI run). A real
+    # timing defect shows in both measurements; a wrong outcome or count of
+    # attempts is never measured again.
+    for tries in (1, 2):
+        got, ms, att, ref, ref_ms, how, same, ok = measure(argv, classify, fault, baseline, slack, bpf)
+        if fault in ("blackhole", "stall") and want_att is not None and att != want_att:
+            ok = same = False
+        if ok or not same:
+            break
+    again = "" if tries == 1 else " (measured twice)"
+    check("%s vs %s: %s in %d ms; %s: %s in %d ms; %d attempts counted%s" % (name, fault, got, ms, how, ref,
+                                                                            ref_ms, att, again), ok)
+    return {"client": name, "fault": fault, "error": got, "ms": ms, "ref": ref, "ref_ms": ref_ms,
+            "ref_kind": how, "attempts": att, "ok": ok, "measured": tries}
+
+
+def measure(argv, classify, fault, baseline, slack, bpf):
+    """One run under faultnet against its reference: (outcome, ms, attempts,
+    reference outcome, its ms, its kind, outcomes equal, cell passes)."""
     host, extra, kind, _ = FAULTS[fault]
     rc, out, err, ms, att = run_under(argv(host), extra, timeout=40, bpf=bpf)
     got = classify(rc, out + err)
@@ -230,12 +252,7 @@ def cell(name, argv, classify, want_att, fault, baseline, slack, bpf=False):
         # No faster than the added time allows, no slower than the healthy
         # run plus twice that (start-up times vary too much for more).
         ok = got == ref and ADDED_MS[fault] * 0.9 <= ms <= ref_ms + ADDED_MS[fault] * 2 + 1500
-    if fault in ("blackhole", "stall") and want_att is not None:
-        ok = ok and att == want_att
-    check("%s vs %s: %s in %d ms; %s: %s in %d ms; %d attempts counted" % (name, fault, got, ms, how, ref,
-                                                                          ref_ms, att), ok)
-    return {"client": name, "fault": fault, "error": got, "ms": ms, "ref": ref, "ref_ms": ref_ms,
-            "ref_kind": how, "attempts": att, "ok": ok}
+    return got, ms, att, ref, ref_ms, how, got == ref, ok
 
 
 def run_matrix():
@@ -408,7 +425,10 @@ def write_report():
                 "the time is the real one's within 25% + 500 ms (60% for boto3, whose retries wait a "
                 "random backoff, drawn from the same seed in both runs; delay and latency: at least the added time, at most the healthy "
                 "time plus twice the added time). Against blackhole and stall, the attempts `faultctl run "
-                "--stats` counted must also equal those the client's retry settings imply.\n\n")
+                "--stats` counted must also equal those the client's retry settings imply. A cell whose "
+                "outcome and attempts match but whose time is off is measured once more, both runs "
+                "(a JVM's start-up on this 2-CPU machine can take most of a second extra); such a cell "
+                "is marked (2nd).\n\n")
         names = list(FAULTS)
         f.write("| client | " + " | ".join(names) + " |\n")
         f.write("|---|" + "---|" * len(names) + "\n")
@@ -422,10 +442,11 @@ def write_report():
                 if not r:
                     out.append("-")
                 else:
-                    out.append("%s %s ms; %s: %s %s ms%s %s" % (
+                    out.append("%s %s ms; %s: %s %s ms%s %s%s" % (
                         r["error"], r["ms"], r["ref_kind"], r["ref"], r["ref_ms"],
                         "; %s att." % r["attempts"] if n in ("blackhole", "stall") else "",
-                        "**pass**" if r["ok"] else "**FAIL**"))
+                        "**pass**" if r["ok"] else "**FAIL**",
+                        " (2nd)" if r["measured"] > 1 else ""))
             f.write("| %s | %s |\n" % (client, " | ".join(out)))
         f.write("\nFaults: " + "; ".join("%s = %s" % (k, v[3]) for k, v in FAULTS.items()) + ".\n")
         f.write("redis-cli 7.0, Debian 12's, has no connect or read timeout option: against a dead route "
@@ -488,4 +509,5 @@ def main():
     sys.exit(1 if failed else 0)
 
 
-main()
+if __name__ == "__main__":
+    main()
