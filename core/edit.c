@@ -187,29 +187,38 @@ static struct fn_policy *toggle(const struct fn_policy *cur, bool on, char *name
 	return NULL;
 }
 
+/* In fn_edit_kind's order, each with the space before its argument. */
+static const char *const in_place_verbs[] = {"enable ", "disable ", "add ", "rm ", "zone "};
+
+enum fn_edit_kind fn_edit_kind(const char *line)
+{
+	int k = 0;
+	while (k < FN_EDIT_OTHER &&
+	       strncmp(line, in_place_verbs[k], strlen(in_place_verbs[k])) != 0)
+		k++;
+	return (enum fn_edit_kind)k;
+}
+
 int fn_edit_in_place(struct fn_policy *p, char *line, char *reply, size_t len)
 {
-	static const struct {
-		const char *verb;
-		bool (*in)(struct fn_policy *, const char *, char *, size_t);
-	} edits[] = {{"enable ", NULL},
-		     {"disable ", NULL},
-		     {"add ", add_in},
-		     {"rm ", rm_in},
-		     {"zone ", zone_in}};
-	for (size_t k = 0; k < sizeof(edits) / sizeof(edits[0]); k++) {
-		size_t n = strlen(edits[k].verb);
-		if (strncmp(line, edits[k].verb, n) != 0)
-			continue;
-		char *arg = line + n;
-		int rule;
-		if (edits[k].in)
-			return edits[k].in(p, arg, reply, len);
-		if (line[0] == 'e')
-			fn_edit_enabled_at(arg); /* cuts " since=..." off */
-		return toggle_in(p, line[0] == 'e', arg, &rule, reply, len);
+	enum fn_edit_kind k = fn_edit_kind(line);
+	if (k == FN_EDIT_OTHER)
+		return -1;
+	char *arg = line + strlen(in_place_verbs[k]);
+	int rule;
+	switch (k) {
+	case FN_EDIT_ADD:
+		return add_in(p, arg, reply, len);
+	case FN_EDIT_RM:
+		return rm_in(p, arg, reply, len);
+	case FN_EDIT_ZONE:
+		return zone_in(p, arg, reply, len);
+	case FN_EDIT_ENABLE:
+		fn_edit_enabled_at(arg); /* cuts " since=..." off */
+		return toggle_in(p, true, arg, &rule, reply, len);
+	default:
+		return toggle_in(p, false, arg, &rule, reply, len);
 	}
-	return -1;
 }
 
 struct fn_policy *fn_edit_line(const struct fn_policy *cur, char *line, int *rule, uint64_t *at,

@@ -441,6 +441,7 @@ struct fn_policy *fn_policy_clone(const struct fn_policy *p)
 	 * now: the copy gets its own at its finish. */
 	c->quick = p->quick && !p->lpm_stale ? dup_array(p->quick, p->nrules + 2, 1, &ok) : NULL;
 	c->rules = calloc(p->nrules + 1, sizeof(*c->rules));
+	c->rules_room = p->nrules + 1;
 	c->zones = calloc(p->nzones + 1, sizeof(*c->zones));
 	c->nrules = c->nzones = 0;
 	if (!c->rules || !c->zones)
@@ -477,12 +478,22 @@ int fn_policy_rule_index(const struct fn_policy *p, const char *name)
 	return -1;
 }
 
+/* The rules array grows by half at a time: a journal's adds are replayed
+ * one by one on one policy (core/edit.c), and a realloc for each copied the
+ * whole array where realloc cannot grow it in place (under ASan, always:
+ * 1,000 adds to 1,000 rules took 1.6 s there). */
 bool fn_policy_insert(struct fn_policy *p, struct fn_rule *r, bool first)
 {
-	struct fn_rule *grown = realloc(p->rules, (p->nrules + 1) * sizeof(*grown));
-	if (!grown)
-		return false;
-	p->rules = grown;
+	size_t room = p->rules_room > p->nrules ? p->rules_room : p->nrules;
+	if (p->nrules + 1 > room) {
+		size_t want = room + room / 2 + 8;
+		struct fn_rule *grown = realloc(p->rules, want * sizeof(*grown));
+		if (!grown)
+			return false;
+		p->rules = grown;
+		p->rules_room = want;
+	}
+	struct fn_rule *grown = p->rules;
 	size_t at = first ? 0 : p->nrules;
 	memmove(&grown[at + 1], &grown[at], (p->nrules - at) * sizeof(*grown));
 	grown[at] = *r;

@@ -139,6 +139,8 @@ struct fn_policy {
 	size_t nzones;
 	struct fn_rule *rules;
 	size_t nrules;
+	size_t rules_room;	/* rules allocated, by fn_policy_insert and clone;
+				   0: as many as nrules (a loaded policy's) */
 	int self_zone;		/* this process's zone index, -1 for none */
 	uint8_t active_protos;	/* union of the enabled rules' protocols */
 	uint8_t watch_protos;	/* the same over every rule that can apply here */

@@ -224,23 +224,20 @@ static void batch_toggle(char *line, bool on)
  * short: then it runs the ordinary way. */
 static bool batch_edit(char *line)
 {
-	static const char *const verbs[] = {"enable ", "disable ", "add ", "rm ", "zone "};
-	size_t k = 0;
-	while (k < 5 && strncmp(line, verbs[k], strlen(verbs[k])) != 0)
-		k++;
-	bool on = k == 0;
-	if (k == 5 || !batch_open())
+	enum fn_edit_kind k = fn_edit_kind(line);
+	if (k == FN_EDIT_OTHER || !batch_open())
 		return false;
-	if (k < 2) {
+	if (k == FN_EDIT_ENABLE || k == FN_EDIT_DISABLE) {
 		if (!batch_hash())
 			return false;
-		batch_toggle(line, on);
+		batch_toggle(line, k == FN_EDIT_ENABLE);
 		return true;
 	}
-	if (k == 2 && !parser_held)
+	if (k == FN_EDIT_ADD && !parser_held)
 		parser_held = !fn_lcfg_open(&parser);
 	char reply[1200];
-	if (fn_edit_in_place(batch.p, line, reply, sizeof(reply)) > 0 && k < 4)
+	if (fn_edit_in_place(batch.p, line, reply, sizeof(reply)) > 0 &&
+	    (k == FN_EDIT_ADD || k == FN_EDIT_RM))
 		batch.hashed = false; /* rule indexes moved */
 	return true;
 }

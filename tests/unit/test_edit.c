@@ -179,6 +179,59 @@ static void test_in_place(void)
 	fn_policy_free(p);
 }
 
+/* 1,000 adds and rms on one policy, as a journal's replay makes them: the
+ * rules array grows by half at a time, not by one rule a realloc (which
+ * copied the array each time where realloc could not grow it in place),
+ * and every rule added is there after. */
+static void test_many_adds(void)
+{
+	char reply[1200], line[200];
+	struct fn_policy *p = base();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	int moves = 0;
+	for (int i = 0; i < 1000; i++) {
+		const struct fn_rule *before = p->rules;
+		snprintf(line, sizeof(line), "add { name = \"x%d\"; action = \"refuse\"; }", i);
+		CU_ASSERT_EQUAL(fn_edit_in_place(p, line, reply, sizeof(reply)), 1);
+		moves += p->rules != before;
+		if (i % 2) {
+			snprintf(line, sizeof(line), "rm x%d", i - 1);
+			CU_ASSERT_EQUAL(fn_edit_in_place(p, line, reply, sizeof(reply)), 1);
+		}
+	}
+	CU_ASSERT_EQUAL(p->nrules, 501);
+	CU_ASSERT(p->rules_room >= p->nrules);
+	CU_ASSERT(moves <= 20);
+	CU_ASSERT_STRING_EQUAL(p->rules[500].name, "x999");
+	CU_ASSERT_STRING_EQUAL(p->rules[1].name, "x1");
+	struct fn_policy *c = fn_policy_clone(p); /* a copy's room is its own */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(c->rules_room, 502);
+	snprintf(line, sizeof(line), "add { name = \"z\"; action = \"refuse\"; }");
+	CU_ASSERT_EQUAL(fn_edit_in_place(c, line, reply, sizeof(reply)), 1);
+	snprintf(line, sizeof(line), "add { name = \"z2\"; action = \"refuse\"; }");
+	CU_ASSERT_EQUAL(fn_edit_in_place(c, line, reply, sizeof(reply)), 1);
+	CU_ASSERT_STRING_EQUAL(c->rules[502].name, "z2");
+	fn_policy_free(c);
+	fn_policy_free(p);
+}
+
+/* The kind of a change line is its first word, with its space: what the
+ * shim's catch-up batch goes by. */
+static void test_kind(void)
+{
+	CU_ASSERT_EQUAL(fn_edit_kind("enable x since=2"), FN_EDIT_ENABLE);
+	CU_ASSERT_EQUAL(fn_edit_kind("disable x"), FN_EDIT_DISABLE);
+	CU_ASSERT_EQUAL(fn_edit_kind("add first { }"), FN_EDIT_ADD);
+	CU_ASSERT_EQUAL(fn_edit_kind("rm x"), FN_EDIT_RM);
+	CU_ASSERT_EQUAL(fn_edit_kind("zone b"), FN_EDIT_ZONE);
+	CU_ASSERT_EQUAL(fn_edit_kind("load rules = ( );"), FN_EDIT_OTHER);
+	CU_ASSERT_EQUAL(fn_edit_kind("reset"), FN_EDIT_OTHER);
+	CU_ASSERT_EQUAL(fn_edit_kind("enabled x"), FN_EDIT_OTHER);
+	CU_ASSERT_EQUAL(fn_edit_kind("rm"), FN_EDIT_OTHER); /* no argument: not in place */
+	CU_ASSERT_EQUAL(fn_edit_kind(""), FN_EDIT_OTHER);
+}
+
 void add_edit_tests(void)
 {
 	CU_pSuite s = CU_add_suite("edit", NULL, NULL);
@@ -187,4 +240,6 @@ void add_edit_tests(void)
 	CU_add_test(s, "a change line: verb, rule switched, refusals", test_line);
 	CU_add_test(s, "reset, told apart from other lines", test_is_reset);
 	CU_add_test(s, "in place: replies, refusals, the index after", test_in_place);
+	CU_add_test(s, "kind: a change line's verb", test_kind);
+	CU_add_test(s, "many adds: the array grows by half, the rules stay", test_many_adds);
 }
