@@ -493,10 +493,9 @@ bool fn_policy_insert(struct fn_policy *p, struct fn_rule *r, bool first)
 		p->rules = grown;
 		p->rules_room = want;
 	}
-	struct fn_rule *grown = p->rules;
 	size_t at = first ? 0 : p->nrules;
-	memmove(&grown[at + 1], &grown[at], (p->nrules - at) * sizeof(*grown));
-	grown[at] = *r;
+	memmove(&p->rules[at + 1], &p->rules[at], (p->nrules - at) * sizeof(*r));
+	p->rules[at] = *r;
 	memset(r, 0, sizeof(*r));
 	p->nrules++;
 	p->lpm_stale = true;

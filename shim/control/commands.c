@@ -201,11 +201,11 @@ static void batch_flush(void)
 	batch = (struct batch){0};
 }
 
-/* An enable or disable applied to the batch by the name hash (a rule that
+/* An enable or disable of the rule name (the line's argument) applied to
+ * the batch by the name hash (a rule that
  * is not there: refused, nothing changes). */
-static void batch_toggle(char *line, bool on)
+static void batch_toggle(char *name, bool on)
 {
-	char *name = line + (on ? 7 : 8);
 	uint64_t at = fn_edit_enabled_at(name);
 	for (size_t h = name_hash(name) & batch.mask; batch.slot[h]; h = (h + 1) & batch.mask) {
 		struct fn_rule *r = &batch.p->rules[batch.slot[h] - 1];
@@ -224,13 +224,14 @@ static void batch_toggle(char *line, bool on)
  * short: then it runs the ordinary way. */
 static bool batch_edit(char *line)
 {
-	enum fn_edit_kind k = fn_edit_kind(line);
+	const char *arg;
+	enum fn_edit_kind k = fn_edit_kind(line, &arg);
 	if (k == FN_EDIT_OTHER || !batch_open())
 		return false;
 	if (k == FN_EDIT_ENABLE || k == FN_EDIT_DISABLE) {
 		if (!batch_hash())
 			return false;
-		batch_toggle(line, k == FN_EDIT_ENABLE);
+		batch_toggle(line + (arg - line), k == FN_EDIT_ENABLE);
 		return true;
 	}
 	if (k == FN_EDIT_ADD && !parser_held)

@@ -220,16 +220,19 @@ static void test_many_adds(void)
  * shim's catch-up batch goes by. */
 static void test_kind(void)
 {
-	CU_ASSERT_EQUAL(fn_edit_kind("enable x since=2"), FN_EDIT_ENABLE);
-	CU_ASSERT_EQUAL(fn_edit_kind("disable x"), FN_EDIT_DISABLE);
-	CU_ASSERT_EQUAL(fn_edit_kind("add first { }"), FN_EDIT_ADD);
-	CU_ASSERT_EQUAL(fn_edit_kind("rm x"), FN_EDIT_RM);
-	CU_ASSERT_EQUAL(fn_edit_kind("zone b"), FN_EDIT_ZONE);
-	CU_ASSERT_EQUAL(fn_edit_kind("load rules = ( );"), FN_EDIT_OTHER);
-	CU_ASSERT_EQUAL(fn_edit_kind("reset"), FN_EDIT_OTHER);
-	CU_ASSERT_EQUAL(fn_edit_kind("enabled x"), FN_EDIT_OTHER);
-	CU_ASSERT_EQUAL(fn_edit_kind("rm"), FN_EDIT_OTHER); /* no argument: not in place */
-	CU_ASSERT_EQUAL(fn_edit_kind(""), FN_EDIT_OTHER);
+	CU_ASSERT_EQUAL(fn_edit_kind("enable x since=2", NULL), FN_EDIT_ENABLE);
+	CU_ASSERT_EQUAL(fn_edit_kind("disable x", NULL), FN_EDIT_DISABLE);
+	CU_ASSERT_EQUAL(fn_edit_kind("add first { }", NULL), FN_EDIT_ADD);
+	CU_ASSERT_EQUAL(fn_edit_kind("rm x", NULL), FN_EDIT_RM);
+	CU_ASSERT_EQUAL(fn_edit_kind("zone b", NULL), FN_EDIT_ZONE);
+	CU_ASSERT_EQUAL(fn_edit_kind("load rules = ( );", NULL), FN_EDIT_OTHER);
+	CU_ASSERT_EQUAL(fn_edit_kind("reset", NULL), FN_EDIT_OTHER);
+	CU_ASSERT_EQUAL(fn_edit_kind("enabled x", NULL), FN_EDIT_OTHER);
+	CU_ASSERT_EQUAL(fn_edit_kind("rm", NULL), FN_EDIT_OTHER); /* no argument: not in place */
+	CU_ASSERT_EQUAL(fn_edit_kind("", NULL), FN_EDIT_OTHER);
+	const char *line = "disable r7", *arg = NULL;
+	CU_ASSERT_EQUAL(fn_edit_kind(line, &arg), FN_EDIT_DISABLE);
+	CU_ASSERT_PTR_EQUAL(arg, line + 8); /* the rule's name */
 }
 
 void add_edit_tests(void)
