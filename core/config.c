@@ -34,8 +34,9 @@ struct ctx {
 	 * and where its rules are. */
 	const char *text;
 	const struct fn_slices *sl;
-	int line0;     /* lines of the file above the slice being parsed */
-	size_t slices; /* parsed so far */
+	int line0;	 /* lines of the file above the slice being parsed */
+	size_t slices;	 /* parsed so far */
+	bool rules_only; /* fn_config_load_rules: not finished */
 };
 
 static bool fail(struct ctx *c, const config_setting_t *s, const char *fmt, ...)
@@ -864,7 +865,10 @@ static bool parse_root(struct ctx *c, const config_setting_t *root, const char *
 		return false;
 	if ((s = member(c, root, "rules")) && !(c->sl ? parse_rules_cut(c, s) : parse_rules(c, s)))
 		return false;
-	fn_policy_finish(c->p);
+	if (c->rules_only)
+		c->p->lpm_stale = true; /* any fn_policy_finish builds it */
+	else
+		fn_policy_finish(c->p);
 	return http_parser_ready(c);
 }
 
@@ -923,10 +927,12 @@ static bool has_nul(const char *path, const char *text, size_t n, char *err, siz
 }
 
 static struct fn_policy *parse_text(const char *path, const char *text, const char *zone_override,
-				    const struct fn_policy *base, char *err, size_t errlen);
+				    const struct fn_policy *base, bool rules_only, char *err,
+				    size_t errlen);
 
 static struct fn_policy *load(const char *path, const char *text, const char *zone_override,
-			      const struct fn_policy *base, char *err, size_t errlen)
+			      const struct fn_policy *base, bool rules_only, char *err,
+			      size_t errlen)
 {
 	char *own = NULL, why[128];
 	if (!text && !(text = own = slurp(path, why, sizeof(why)))) {
@@ -947,7 +953,7 @@ static struct fn_policy *load(const char *path, const char *text, const char *zo
 			 "%sL",
 			 path, line, num, num);
 	else
-		p = parse_text(path, text, zone_override, base, err, errlen);
+		p = parse_text(path, text, zone_override, base, rules_only, err, errlen);
 	free(own);
 	return p;
 }
@@ -1022,10 +1028,13 @@ static struct fn_policy *parse_cut(struct ctx *c, const char *path, const char *
 }
 
 static struct fn_policy *parse_text(const char *path, const char *text, const char *zone_override,
-				    const struct fn_policy *base, char *err, size_t errlen)
+				    const struct fn_policy *base, bool rules_only, char *err,
+				    size_t errlen)
 {
 	struct fn_slices sl;
-	struct ctx c = {.file = path, .err = err, .errlen = errlen, .base = base};
+	const struct ctx fresh = {
+	    .file = path, .err = err, .errlen = errlen, .base = base, .rules_only = rules_only};
+	struct ctx c = fresh;
 	/* A rule takes three bytes at the least ("{},"): a text shorter than
 	 * twice a slice of them is never cut, and is not scanned for one. */
 	if (strlen(text) >= 2 * slice_rules * 3 && (++fn_config_scans, fn_slices_find(text, &sl))) {
@@ -1036,7 +1045,7 @@ static struct fn_policy *parse_text(const char *path, const char *text, const ch
 			fn_config_slices += c.slices;
 			return p;
 		}
-		c = (struct ctx){.file = path, .err = err, .errlen = errlen, .base = base};
+		c = fresh;
 	}
 	return parse_with(&c, path, text, zone_override);
 }
@@ -1044,17 +1053,23 @@ static struct fn_policy *parse_text(const char *path, const char *text, const ch
 struct fn_policy *fn_config_load_file(const char *path, const char *zone_override, char *err,
 				      size_t errlen)
 {
-	return load(path, NULL, zone_override, NULL, err, errlen);
+	return load(path, NULL, zone_override, NULL, false, err, errlen);
 }
 
 struct fn_policy *fn_config_load_string(const char *text, const char *origin,
 					const char *zone_override, char *err, size_t errlen)
 {
-	return load(origin, text, zone_override, NULL, err, errlen);
+	return load(origin, text, zone_override, NULL, false, err, errlen);
 }
 
 struct fn_policy *fn_config_load_change(const char *text, const char *origin,
 					const struct fn_policy *base, char *err, size_t errlen)
 {
-	return load(origin, text, NULL, base, err, errlen);
+	return load(origin, text, NULL, base, false, err, errlen);
+}
+
+struct fn_policy *fn_config_load_rules(const char *text, const char *origin,
+				       const struct fn_policy *base, char *err, size_t errlen)
+{
+	return load(origin, text, NULL, base, true, err, errlen);
 }

@@ -25,6 +25,13 @@ struct fn_policy *fn_config_load_string(const char *text, const char *origin,
 struct fn_policy *fn_config_load_change(const char *text, const char *origin,
 					const struct fn_policy *base, char *err, size_t errlen);
 
+/* The same, for a text whose rules go into another policy (faultctl add):
+ * what is returned is not finished (no index: see fn_policy_finish), so it
+ * must not be matched. An index of its own, of a root of 256 KiB, was built
+ * and freed for each add of a journal's replay. */
+struct fn_policy *fn_config_load_rules(const char *text, const char *origin,
+				       const struct fn_policy *base, char *err, size_t errlen);
+
 /* A rules list of at least twice n rules is parsed n at a time (1,000
  * unless set); fn_config_slices counts the slices this thread parsed.
  * For tests. */

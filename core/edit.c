@@ -46,7 +46,7 @@ static bool add_in(struct fn_policy *p, const char *text, char *reply, size_t le
 	fn_buf_printf(&src, "rules = ( %s );", text);
 	char err[1024] = "out of memory";
 	struct fn_policy *tmp =
-	    src.s ? fn_config_load_change(src.s, "add", p, err, sizeof(err)) : NULL;
+	    src.s ? fn_config_load_rules(src.s, "add", p, err, sizeof(err)) : NULL;
 	fn_buf_free(&src);
 	bool ok = false;
 	if (!tmp || tmp->nrules != 1 || !same_zones(tmp, p))

@@ -639,9 +639,12 @@ static bool each_root(struct builder *b, uint32_t *offset,
 	return true;
 }
 
+_Thread_local size_t fn_lpm_builds;
+
 struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 {
 	struct builder b = {.pool_cap = 1};
+	fn_lpm_builds++;
 	struct fn_lpm *t = new_index(p);
 	if (!t)
 		return NULL;

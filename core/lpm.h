@@ -89,6 +89,8 @@ struct fn_policy;
 /* Builds the index of p's rules; NULL when memory is short (callers then
  * scan, which gives the same answers). */
 struct fn_lpm *fn_lpm_build(const struct fn_policy *p);
+/* Indexes this thread has built. For tests. */
+extern _Thread_local size_t fn_lpm_builds;
 void fn_lpm_put(struct fn_lpm *t);
 
 /* One step down: v is a child slot (the child mark | the child's first

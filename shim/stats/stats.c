@@ -25,6 +25,11 @@ struct fn_seg *fn_seg = &own;
 
 static int events_fd = -1;
 
+bool fn_stats_private(void)
+{
+	return __atomic_load_n(&fn_seg, __ATOMIC_RELAXED) == &own;
+}
+
 void fn_stats_socket_first(void)
 {
 	/* Sequentially consistent, as the store in fn_seg when control maps

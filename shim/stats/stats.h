@@ -35,6 +35,8 @@ const char *fn_errname(int e);
  * shared, once control has started (shim/control/segfile.c); before that,
  * and without a run directory, memory of the shim's own. */
 extern struct fn_seg *fn_seg;
+/* fn_seg is still that memory of the shim's own, which nobody reads. */
+bool fn_stats_private(void);
 
 /* Lists p's rules in fn_seg: each rule's counters go to its name's slot,
  * and the slots say the policy's order, actions, states and parameters.

@@ -8,6 +8,7 @@
 
 #include "core/config.h"
 #include "core/edit.h"
+#include "core/lpm.h"
 #include "core/rules.h"
 
 static struct fn_policy *base(void)
@@ -216,6 +217,38 @@ static void test_many_adds(void)
 	fn_policy_free(p);
 }
 
+/* An add's text is parsed into a policy of its own only for its rule: no
+ * index is built for that one (a root of 256 KiB each, built and freed for
+ * every add of a replayed journal; a rule without "to" filled all of it),
+ * and the policy's own, built once after, finds the rule. The same from a
+ * copy (fn_edit_add): one index, the copy's. */
+static void test_add_builds_once(void)
+{
+	char reply[1200];
+	struct fn_policy *p = base();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	char add[] =
+	    "add { name = \"two\"; action = \"drop\"; match = { to = \"127.4.0.0/16\"; }; }",
+	     all[] = "add { name = \"all\"; action = \"drop\"; }";
+	size_t before = fn_lpm_builds;
+	CU_ASSERT_EQUAL(fn_edit_in_place(p, add, reply, sizeof(reply)), 1);
+	CU_ASSERT_EQUAL(fn_edit_in_place(p, all, reply, sizeof(reply)), 1);
+	CU_ASSERT_EQUAL(fn_lpm_builds, before);
+	fn_policy_finish(p);
+	CU_ASSERT_EQUAL(fn_lpm_builds, before + 1);
+	const struct fn_rule *r = match(p, "127.4.0.9"), *a = match(p, "127.9.0.1");
+	CU_ASSERT(r && strcmp(r->name, "two") == 0);
+	CU_ASSERT(a && strcmp(a->name, "all") == 0);
+	struct fn_policy *q =
+	    fn_edit_add(p, "{ name = \"three\"; action = \"drop\"; }", reply, sizeof(reply));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+	CU_ASSERT_EQUAL(fn_lpm_builds, before + 2);
+	CU_ASSERT_PTR_NOT_NULL(q->lpm);
+	CU_ASSERT_FALSE(q->lpm_stale);
+	fn_policy_free(q);
+	fn_policy_free(p);
+}
+
 /* The kind of a change line is its first word, with its space: what the
  * shim's catch-up batch goes by. */
 static void test_kind(void)
@@ -244,5 +277,6 @@ void add_edit_tests(void)
 	CU_add_test(s, "reset, told apart from other lines", test_is_reset);
 	CU_add_test(s, "in place: replies, refusals, the index after", test_in_place);
 	CU_add_test(s, "kind: a change line's verb", test_kind);
+	CU_add_test(s, "an add builds no index of its own", test_add_builds_once);
 	CU_add_test(s, "many adds: the array grows by half, the rules stay", test_many_adds);
 }
