@@ -56,6 +56,7 @@ struct fn_dir {
 	 * epoll has reported no input on it since: a read now would only fail
 	 * with EAGAIN. The level-triggered epoll reports whatever comes. */
 	bool quiet;
+	bool filled; /* the last fill() stopped at the buffer's end */
 	/* Reads after a read that found bytes (see read_on() in relay_pump.c)
 	 * that failed with EAGAIN in a row, and the chances skipped since. */
 	uint8_t misses, skips;

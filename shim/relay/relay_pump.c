@@ -53,8 +53,13 @@ static void grow(const struct fn_conn *c, struct fn_dir *dr)
 	/* A rate the kernel's buffers cannot shape (see small_window() in
 	 * relay_conn.c) is carried like no rate: the buffer grows. */
 	bool shaped = ahead_limit(c, dr) != SIZE_MAX && c->par.rate < FN_KERNEL_RATE;
-	if (dr->hi < dr->cap || dr->lo > 0 || dr->cap >= BUF_MAX || shaped)
+	/* Reads that fill it, not a buffer still full now: where each write
+	 * takes all that was read, it never is at the next read, and the
+	 * buffer stayed at 128 KiB (six times the reads and writes of a
+	 * copy relay with 1 MiB for a bulk transfer). */
+	if (!dr->filled || dr->cap >= BUF_MAX || shaped)
 		return;
+	dr->filled = false;
 	char *bigger = realloc(dr->buf, dr->cap * 2);
 	if (bigger) {
 		dr->buf = bigger;
@@ -139,6 +144,7 @@ static bool fill(struct fn_conn *c, int d, bool *drained, bool *on)
 			return (dr->quiet = true);
 	}
 	*drained = false; /* stopped by room, the rate's limit or the marks */
+	dr->filled = dr->hi == dr->cap;
 	return true;
 }
 
