@@ -865,9 +865,7 @@ static bool parse_root(struct ctx *c, const config_setting_t *root, const char *
 		return false;
 	if ((s = member(c, root, "rules")) && !(c->sl ? parse_rules_cut(c, s) : parse_rules(c, s)))
 		return false;
-	if (c->rules_only)
-		c->p->lpm_stale = true; /* any fn_policy_finish builds it */
-	else
+	if (!c->rules_only) /* an index-less policy: any fn_policy_finish builds it */
 		fn_policy_finish(c->p);
 	return http_parser_ready(c);
 }

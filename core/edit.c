@@ -190,24 +190,24 @@ static struct fn_policy *toggle(const struct fn_policy *cur, bool on, char *name
 /* In fn_edit_kind's order, each with the space before its argument. */
 static const char *const in_place_verbs[] = {"enable ", "disable ", "add ", "rm ", "zone "};
 
-enum fn_edit_kind fn_edit_kind(const char *line, const char **arg)
+enum fn_edit_kind fn_edit_kind(const char *line, size_t *arg)
 {
 	int k = 0;
 	while (k < FN_EDIT_OTHER &&
 	       strncmp(line, in_place_verbs[k], strlen(in_place_verbs[k])) != 0)
 		k++;
 	if (arg && k < FN_EDIT_OTHER)
-		*arg = line + strlen(in_place_verbs[k]);
+		*arg = strlen(in_place_verbs[k]);
 	return (enum fn_edit_kind)k;
 }
 
 int fn_edit_in_place(struct fn_policy *p, char *line, char *reply, size_t len)
 {
-	const char *at;
+	size_t at;
 	enum fn_edit_kind k = fn_edit_kind(line, &at);
 	if (k == FN_EDIT_OTHER)
 		return -1;
-	char *arg = line + (at - line);
+	char *arg = line + at;
 	int rule;
 	switch (k) {
 	case FN_EDIT_ADD:

@@ -41,8 +41,8 @@ struct fn_policy *fn_edit_line(const struct fn_policy *cur, char *line, int *rul
  * reason in reply), -1 for another verb. Cuts line. */
 int fn_edit_in_place(struct fn_policy *p, char *line, char *reply, size_t len);
 /* Which of fn_edit_in_place()'s verbs a change line has, by its first
- * word, and where its argument starts (*arg, when arg is not NULL): the
- * shim's catch-up batch treats each kind its own way. */
+ * word, and where its argument starts (*arg, its offset in line, when arg
+ * is not NULL): the shim's catch-up batch treats each kind its own way. */
 enum fn_edit_kind {
 	FN_EDIT_ENABLE,
 	FN_EDIT_DISABLE,
@@ -51,7 +51,7 @@ enum fn_edit_kind {
 	FN_EDIT_ZONE,
 	FN_EDIT_OTHER /* load, reset, or not a verb: not done in place */
 };
-enum fn_edit_kind fn_edit_kind(const char *line, const char **arg);
+enum fn_edit_kind fn_edit_kind(const char *line, size_t *arg);
 /* True for "reset" (with or without words after it): the change that goes
  * back to the member's base policy, which fn_edit_line() does not know;
  * each caller finds the base its own way. */

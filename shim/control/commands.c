@@ -224,14 +224,14 @@ static void batch_toggle(char *name, bool on)
  * short: then it runs the ordinary way. */
 static bool batch_edit(char *line)
 {
-	const char *arg;
+	size_t arg;
 	enum fn_edit_kind k = fn_edit_kind(line, &arg);
 	if (k == FN_EDIT_OTHER || !batch_open())
 		return false;
 	if (k == FN_EDIT_ENABLE || k == FN_EDIT_DISABLE) {
 		if (!batch_hash())
 			return false;
-		batch_toggle(line + (arg - line), k == FN_EDIT_ENABLE);
+		batch_toggle(line + arg, k == FN_EDIT_ENABLE);
 		return true;
 	}
 	if (k == FN_EDIT_ADD && !parser_held)

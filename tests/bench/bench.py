@@ -426,7 +426,7 @@ def relay_against_peers(got, med, peers):
     cores (where the scheduler puts three busy threads), and the medians of
     the two faultnet rows, one relay, differ by as much: a ratio of medians
     would judge that noise. A round's runs share the machine's state."""
-    fb, fc, fr, fk = med["faultnet relay"]
+    fb, fc, _, fk = med["faultnet relay"]
     best = [max(peers, key=lambda p: med[p][i]) for i in (0, 2, 3)]
     bulk, small, big = (paired(got["faultnet relay"][i], got[b][i])
                         for i, b in zip((0, 2, 3), best))
