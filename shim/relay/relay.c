@@ -30,6 +30,7 @@
 #include "shim/base/signals.h"
 #include "shim/relay/reinject.h"
 #include "shim/relay/relay_conn.h"
+#include "shim/relay/splice.h"
 #include "shim/sink/sink.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -444,6 +445,7 @@ static void relay_lost(int fd)
 			epfd = -1;
 		__atomic_store_n(&rebuild_wanted, true, __ATOMIC_RELAXED);
 	}
+	fn_splice_lost(fd);
 	for (struct fn_conn *c = conns; c; c = c->next)
 		if (c->app == fd || c->up == fd || c->opener == fd)
 			fn_conn_forget_fd(c, fd);
@@ -486,6 +488,7 @@ void fn_relay_atfork_child(void)
 			LIBC(close)(fds[i]);
 		}
 	epfd = wakefd = -1;
+	fn_splice_atfork_child();
 	running = false;
 }
 

@@ -57,6 +57,8 @@ struct fn_dir {
 	 * with EAGAIN. The level-triggered epoll reports whatever comes. */
 	bool quiet;
 	bool filled; /* the last fill() stopped at the buffer's end */
+	/* bytes [lo, hi) are in the relay's pipe, not in buf (splice.h) */
+	bool piped;
 	/* Reads after a read that found bytes (see read_on() in relay_pump.c)
 	 * that failed with EAGAIN in a row, and the chances skipped since. */
 	uint8_t misses, skips;

@@ -17,6 +17,7 @@
 #include "shim/base/libc.h"
 #include "shim/relay/relay_conn.h"
 #include "shim/relay/shape.h"
+#include "shim/relay/splice.h"
 
 /* A direction's buffer starts small and doubles up to BUF_MAX while bulk
  * transfers keep it full: fewer system calls for them, little memory for
@@ -92,6 +93,37 @@ static bool read_on(struct fn_dir *dr)
 	return dr->misses < 2 || (++dr->skips & 15) == 0;
 }
 
+/* Whether the next read may take the source's bytes into the relay's pipe
+ * (splice.h) rather than into the buffer: nothing waits in the buffer
+ * (the bytes would overtake it), no latency stamps them, no drip or rate
+ * under FN_KERNEL_RATE holds them back (they would be copied out of the
+ * pipe at once), and none of go_dark's filler is still to be thrown away.
+ * A bulk transfer, whose buffer has grown to its largest, is copied: here
+ * a copy with 1 MiB reads carried 1 GiB faster than splices did, while a
+ * spliced 64 KiB request and answer went faster than copied ones. */
+static bool pipe_ok(const struct fn_conn *c, const struct fn_dir *dr)
+{
+	bool held = dr->faulted && (c->action == FN_ACT_DRIP || fn_shape_has_latency(c, dr) ||
+				    (c->par.rate && c->par.rate < FN_KERNEL_RATE));
+	bool skipping = dr->skip_len && dr->raw_in < dr->skip_from + dr->skip_len;
+	return dr->lo == dr->hi && dr->cap < BUF_MAX && !held && !skipping;
+}
+
+/* One read: into the pipe when pipe_ok() (then dr->piped, and the caller
+ * reads no more before flush() has emptied it), else into the buffer. */
+static ssize_t take(struct fn_conn *c, int d, size_t *room)
+{
+	struct fn_dir *dr = &c->dir[d];
+	size_t pipe_room = pipe_ok(c, dr) ? fn_splice_room() : 0;
+	if (!pipe_room)
+		return LIBC(recv)(src_fd(c, d), dr->buf + dr->hi, *room, MSG_DONTWAIT);
+	if (*room > pipe_room)
+		*room = pipe_room;
+	ssize_t n = fn_splice_in(src_fd(c, d), *room);
+	dr->piped = n > 0;
+	return n;
+}
+
 /* Reads what the buffer has room for; *drained when the source had no
  * more (a read would block, came back small, or read_on() said not to
  * look). *on: a read in this round found bytes already. A short read of a
@@ -120,7 +152,7 @@ static bool fill(struct fn_conn *c, int d, bool *drained, bool *on)
 		size_t room = dr->cap - dr->hi;
 		if (room > limit - (dr->hi - dr->lo))
 			room = limit - (dr->hi - dr->lo);
-		ssize_t n = LIBC(recv)(src_fd(c, d), dr->buf + dr->hi, room, MSG_DONTWAIT);
+		ssize_t n = take(c, d, &room);
 		if (n == 0) {
 			dr->eof = true;
 			return true;
@@ -142,6 +174,11 @@ static bool fill(struct fn_conn *c, int d, bool *drained, bool *on)
 			fn_shape_mark(c, dr, fn_now_ns()); /* when read, not when the round began */
 		if (small)
 			return (dr->quiet = true);
+		if (dr->piped) {
+			*drained = false;
+			dr->filled = (size_t)n == room;
+			return true;
+		}
 	}
 	*drained = false; /* stopped by room, the rate's limit or the marks */
 	dr->filled = dr->hi == dr->cap;
@@ -158,8 +195,9 @@ static bool flush(struct fn_conn *c, int d, uint64_t now)
 		uint64_t n = fn_shape_allowance(c, dr, now);
 		if (!n)
 			break;
-		ssize_t w = LIBC(sendto)(dst_fd(c, d), dr->buf + dr->lo, n,
-					 MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+		ssize_t w = dr->piped ? fn_splice_out(dst_fd(c, d), n)
+				      : LIBC(sendto)(dst_fd(c, d), dr->buf + dr->lo, n,
+						     MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EINTR) {
 				dr->blocked = true;
@@ -172,6 +210,17 @@ static bool flush(struct fn_conn *c, int d, uint64_t now)
 		fn_shape_spent(c, dr, (uint64_t)w);
 	}
 	return true;
+}
+
+/* Empties the shared pipe before the pump leaves this direction: what the
+ * destination did not take waits in the buffer, as a read's bytes do.
+ * False if those bytes could not be kept. */
+static bool unpipe(struct fn_dir *dr)
+{
+	if (!dr->piped)
+		return true;
+	dr->piped = false;
+	return dr->lo == dr->hi || fn_splice_keep(dr->buf + dr->lo, dr->hi - dr->lo);
 }
 
 /* A blackhole on an open connection: nothing more either way, no FIN, no
@@ -318,7 +367,8 @@ void fn_conn_pump(struct fn_conn *c, uint64_t now)
 		bool drained, on = false;
 		do {
 			moved = dr->in + dr->out;
-			if (!fill(c, d, &drained, &on) || !flush(c, d, now)) {
+			bool ok = fill(c, d, &drained, &on) && flush(c, d, now);
+			if (!unpipe(dr) || !ok) {
 				fn_conn_finish(c, true); /* pass a reset on as a reset */
 				return;
 			}
