@@ -372,16 +372,17 @@ static void test_4_handler_sends_while_inside(void)
 	child_passes("sigsend");
 }
 
-/* The fd numbers of the shim's eventfds (the relay's wake-up), found the
- * way an app sweeping its fds would see them. */
-static int eventfds(int *out, int max)
+/* The numbers of the fds whose link names kind (the relay's wake-up
+ * eventfd, its splice pipe), found the way an app sweeping its fds would
+ * see them. */
+static int fds_of(const char *kind, int *out, int max)
 {
 	int n = 0;
 	char path[64], link[128];
 	for (int fd = 3; fd < 4096 && n < max; fd++) {
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		ssize_t len = readlink(path, link, sizeof(link) - 1);
-		if (len > 0 && (link[len] = '\0', strstr(link, "eventfd")))
+		if (len > 0 && (link[len] = '\0', strstr(link, kind)))
 			out[n++] = fd;
 	}
 	return n;
@@ -419,7 +420,9 @@ static void *accept_echo(void *arg)
 /* 10: after the app closed every fd it did not know (in-process), the
  * relay waited on an epoll fd no one held (a relayed rule became a
  * blackhole), and once the app reused its eventfd's number a relayed
- * connect wrote 8 bytes into the app's file. */
+ * connect wrote 8 bytes into the app's file. The relay's splice pipe is
+ * swept and its numbers reused too: a relay that kept them would splice
+ * the next message into the app's file. */
 static int child_sweep(void)
 {
 	int ls = bound_socket(SOCK_STREAM, "127.73.2.1", 7330);
@@ -427,9 +430,12 @@ static int child_sweep(void)
 	spawn_detached(accept_echo, ls);
 	if (!echo_once("127.73.2.1", 7330, 2000))
 		return 2;
-	int ev[4], nev = eventfds(ev, 4);
+	int ev[8], nev = fds_of("eventfd", ev, 4), npipe = fds_of("pipe:", ev + nev, 4);
 	if (nev == 0)
 		return 3;
+	if (npipe == 0)
+		return 6;
+	nev += npipe;
 	for (int fd = 3; fd < 4096; fd++)
 		if (fd != ls)
 			close(fd);
