@@ -521,6 +521,76 @@ static void test_9_exit_delivers(void)
 	close(ls);
 }
 
+/* Echoes whatever comes, as it comes, until the peer closes. */
+static void *echo_bulk(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	static __thread char buf[65536];
+	ssize_t n;
+	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+		for (ssize_t off = 0, w; off < n; off += w)
+			if ((w = send(fd, buf + off, (size_t)(n - off), MSG_NOSIGNAL)) <= 0)
+				goto out;
+out:
+	close(fd);
+	return NULL;
+}
+
+static void *accept_bulk(void *arg)
+{
+	int ls = (int)(intptr_t)arg, c;
+	while ((c = accept4(ls, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		spawn_detached(echo_bulk, c);
+	return NULL;
+}
+
+/* n round trips of 16 KiB, each a pattern of tag's own, through the
+ * relay: true if every one came back as it went. */
+static bool tagged_trips(const char *ip, uint16_t port, int tag, int n)
+{
+	static __thread char out[16384], in[16384];
+	int fd = tcp_socket(ip, false);
+	set_timeo(fd, SO_RCVTIMEO, 5000);
+	bool ok = connect_to(fd, ip, port) == 0;
+	for (int i = 0; ok && i < n; i++) {
+		for (size_t j = 0; j < sizeof(out); j++)
+			out[j] = (char)(tag * 131 + i * 7 + (int)j);
+		size_t got = 0;
+		ok = send(fd, out, sizeof(out), MSG_NOSIGNAL) == (ssize_t)sizeof(out);
+		for (ssize_t r = 1; ok && got < sizeof(in) && r > 0; got += (size_t)(r > 0 ? r : 0))
+			r = recv(fd, in + got, sizeof(in) - got, 0);
+		ok = ok && got == sizeof(in) && memcmp(in, out, sizeof(in)) == 0;
+	}
+	close(fd);
+	return ok;
+}
+
+/* 28: a fork child's relay spliced through its parent's pipe (the same
+ * pipe, inherited): with both relays carrying messages at once, one could
+ * take the other's bytes out of it. */
+static int child_fork_relay(void)
+{
+	int ls = bound_socket(SOCK_STREAM, "127.73.2.1", 7331);
+	listen(ls, 64);
+	spawn_detached(accept_bulk, ls);
+	if (!tagged_trips("127.73.2.1", 7331, 1, 4)) /* the parent's pipe is made */
+		return 2;
+	pid_t pid = fork();
+	if (pid < 0)
+		return 3;
+	bool ok = tagged_trips("127.73.2.1", 7331, pid == 0 ? 2 : 3, 3000);
+	if (pid == 0)
+		_exit(ok ? 0 : 1);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	return !ok ? 4 : !WIFEXITED(st) || WEXITSTATUS(st) ? 5 : 0;
+}
+
+static void test_28_fork_child_own_pipe(void)
+{
+	child_passes("fork-relay");
+}
+
 /* 5: a thread cancelled during its first blackholed connect used to leave
  * the blackhole endpoint claimed: every later faulted connect spun forever. */
 static void test_5_cancelled_connect(void)
@@ -538,6 +608,8 @@ int main(int argc, char **argv)
 			return child_sweep();
 		if (strcmp(argv[2], "delayed") == 0)
 			return child_many_delayed();
+		if (strcmp(argv[2], "fork-relay") == 0)
+			return child_fork_relay();
 		if (strcmp(argv[2], "write-exit") == 0)
 			return child_write_exit();
 		return strcmp(argv[2], "cancel") == 0 ? child_cancel() : 98;
@@ -575,5 +647,7 @@ int main(int argc, char **argv)
 	CU_add_test(s, "22: reset at accept: the connect succeeds, a reader is reset",
 		    test_22_reset_after_accept_reader);
 	CU_add_test(s, "23: relayed connections add no Nagle delay", test_23_no_nagle_in_relay);
+	CU_add_test(s, "28: a fork child's relay splices through a pipe of its own",
+		    test_28_fork_child_own_pipe);
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }
