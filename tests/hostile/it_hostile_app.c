@@ -199,6 +199,26 @@ static void test_21_mapped_sockname(void)
 	close(fd);
 }
 
+/* Each accepting thread's handler, by its listening socket's number. */
+static void *(*handler_of[1024])(void *);
+
+static void *accept_each(void *arg)
+{
+	int ls = (int)(intptr_t)arg, c;
+	while ((c = accept4(ls, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		spawn_detached(handler_of[ls], c);
+	return NULL;
+}
+
+/* Serves each connection ls accepts with serve, in a thread of its own. */
+static void serve_all(int ls, void *(*serve)(void *))
+{
+	if (ls < 0 || ls >= 1024)
+		return;
+	handler_of[ls] = serve;
+	spawn_detached(accept_each, ls);
+}
+
 /* A server for test 23: reads 200 bytes, answers one. */
 static void *answer_after_200(void *arg)
 {
@@ -220,14 +240,6 @@ out:
 	return NULL;
 }
 
-static void *accept_loop(void *arg)
-{
-	int ls = (int)(intptr_t)arg, c;
-	while ((c = accept4(ls, NULL, NULL, SOCK_CLOEXEC)) >= 0)
-		spawn_detached(answer_after_200, c);
-	return NULL;
-}
-
 /* 23: the relay's sockets lacked TCP_NODELAY: a client with TCP_NODELAY that
  * writes 100 bytes, 1 ms later 100 more, and waits for a 1-byte answer took
  * over 40 ms on almost every round trip through a relayed rule. */
@@ -235,7 +247,7 @@ static void test_23_no_nagle_in_relay(void)
 {
 	int ls = bound_socket(SOCK_STREAM, "127.73.2.1", 7302);
 	listen(ls, 16);
-	spawn_detached(accept_loop, ls);
+	serve_all(ls, answer_after_200);
 	int fd = tcp_socket("127.73.2.1", false);
 	set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
 	CU_ASSERT_FATAL(connect_to(fd, "127.73.2.1", 7302) == 0);
@@ -409,14 +421,6 @@ static void *echo_one(void *arg)
 	return NULL;
 }
 
-static void *accept_echo(void *arg)
-{
-	int ls = (int)(intptr_t)arg, c;
-	while ((c = accept4(ls, NULL, NULL, SOCK_CLOEXEC)) >= 0)
-		spawn_detached(echo_one, c);
-	return NULL;
-}
-
 /* 10: after the app closed every fd it did not know (in-process), the
  * relay waited on an epoll fd no one held (a relayed rule became a
  * blackhole), and once the app reused its eventfd's number a relayed
@@ -427,7 +431,7 @@ static int child_sweep(void)
 {
 	int ls = bound_socket(SOCK_STREAM, "127.73.2.1", 7330);
 	listen(ls, 64);
-	spawn_detached(accept_echo, ls);
+	serve_all(ls, echo_one);
 	if (!echo_once("127.73.2.1", 7330, 2000))
 		return 2;
 	int ev[8], nev = fds_of("eventfd", ev, 4), npipe = fds_of("pipe:", ev + nev, 4);
@@ -536,14 +540,6 @@ out:
 	return NULL;
 }
 
-static void *accept_bulk(void *arg)
-{
-	int ls = (int)(intptr_t)arg, c;
-	while ((c = accept4(ls, NULL, NULL, SOCK_CLOEXEC)) >= 0)
-		spawn_detached(echo_bulk, c);
-	return NULL;
-}
-
 /* n round trips of 16 KiB, each a pattern of tag's own, through the
  * relay: true if every one came back as it went. */
 static bool tagged_trips(const char *ip, uint16_t port, int tag, int n)
@@ -572,7 +568,7 @@ static int child_fork_relay(void)
 {
 	int ls = bound_socket(SOCK_STREAM, "127.73.2.1", 7331);
 	listen(ls, 64);
-	spawn_detached(accept_bulk, ls);
+	serve_all(ls, echo_bulk);
 	if (!tagged_trips("127.73.2.1", 7331, 1, 4)) /* the parent's pipe is made */
 		return 2;
 	pid_t pid = fork();
