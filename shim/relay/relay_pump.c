@@ -120,6 +120,8 @@ static ssize_t take(struct fn_conn *c, int d, size_t *room)
 	if (*room > pipe_room)
 		*room = pipe_room;
 	ssize_t n = fn_splice_in(src_fd(c, d), *room);
+	if (n < 0 && fn_splice_refused(errno))
+		return LIBC(recv)(src_fd(c, d), dr->buf + dr->hi, *room, MSG_DONTWAIT);
 	dr->piped = n > 0;
 	return n;
 }
@@ -185,6 +187,17 @@ static bool fill(struct fn_conn *c, int d, bool *drained, bool *on)
 	return true;
 }
 
+/* Empties the shared pipe before the pump leaves this direction: what the
+ * destination did not take waits in the buffer, as a read's bytes do.
+ * False if those bytes could not be kept. */
+static bool unpipe(struct fn_dir *dr)
+{
+	if (!dr->piped)
+		return true;
+	dr->piped = false;
+	return dr->lo == dr->hi || fn_splice_keep(dr->buf + dr->lo, dr->hi - dr->lo);
+}
+
 /* Bandwidth: tokens at rate bytes/s, at most 50 ms' worth saved up. */
 /* Writes what may go out. False on a fatal error. */
 static bool flush(struct fn_conn *c, int d, uint64_t now)
@@ -199,6 +212,11 @@ static bool flush(struct fn_conn *c, int d, uint64_t now)
 				      : LIBC(sendto)(dst_fd(c, d), dr->buf + dr->lo, n,
 						     MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
 		if (w < 0) {
+			if (dr->piped && fn_splice_refused(errno)) {
+				if (!unpipe(dr))
+					return false;
+				continue; /* the rest goes from the buffer, now */
+			}
 			if (errno == EAGAIN || errno == EINTR) {
 				dr->blocked = true;
 				break;
@@ -210,17 +228,6 @@ static bool flush(struct fn_conn *c, int d, uint64_t now)
 		fn_shape_spent(c, dr, (uint64_t)w);
 	}
 	return true;
-}
-
-/* Empties the shared pipe before the pump leaves this direction: what the
- * destination did not take waits in the buffer, as a read's bytes do.
- * False if those bytes could not be kept. */
-static bool unpipe(struct fn_dir *dr)
-{
-	if (!dr->piped)
-		return true;
-	dr->piped = false;
-	return dr->lo == dr->hi || fn_splice_keep(dr->buf + dr->lo, dr->hi - dr->lo);
 }
 
 /* A blackhole on an open connection: nothing more either way, no FIN, no

@@ -60,8 +60,12 @@ static bool make(void)
 	return true;
 }
 
+static bool refused; /* see fn_splice_refused() */
+
 size_t fn_splice_room(void)
 {
+	if (refused)
+		return 0;
 	if (ends[0] < 0 || ends[1] < 0) {
 		drop();
 		if ((refusals && (++refusals & 63)) || !make()) {
@@ -97,6 +101,14 @@ bool fn_splice_keep(char *buf, size_t n)
 		}
 	}
 	return true;
+}
+
+bool fn_splice_refused(int err)
+{
+	bool no =
+	    err == EPERM || err == EACCES || err == ENOSYS || err == EINVAL || err == EOPNOTSUPP;
+	refused |= no;
+	return no;
 }
 
 void fn_splice_lost(int fd)

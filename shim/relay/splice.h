@@ -28,6 +28,11 @@ ssize_t fn_splice_out(int dst, size_t n);
  * and those bytes are lost to the caller, never to another connection. */
 bool fn_splice_keep(char *buf, size_t n);
 
+/* Whether err from a splice says splice is not to be had here (a seccomp
+ * filter's EPERM, a kernel without it): then no splice is tried again in
+ * this process, and the caller goes on with recv and send. */
+bool fn_splice_refused(int err);
+
 /* The app closed fd, which may be an end of the pipe. Relay's lock held. */
 void fn_splice_lost(int fd);
 

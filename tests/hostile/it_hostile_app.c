@@ -6,12 +6,26 @@
 #include "../cunit_run.h"
 #include "../integration/testutil.h"
 
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <sys/uio.h>
+
+#if defined(__x86_64__)
+#define THIS_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define THIS_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "test 29 needs this machine's AUDIT_ARCH"
+#endif
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -587,6 +601,45 @@ static void test_28_fork_child_own_pipe(void)
 	child_passes("fork-relay");
 }
 
+/* splice(2) fails with EPERM from here on, in this thread and the threads
+ * it starts, as under a sandbox's seccomp filter. */
+static bool deny_splice(void)
+{
+	struct sock_filter f[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, THIS_ARCH, 1, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_splice, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+/* 29: where a seccomp filter refuses splice (EPERM), the relay took the
+ * refusal for a broken connection and reset every relayed connection at
+ * its first message. */
+static int child_no_splice(void)
+{
+	int ls = bound_socket(SOCK_STREAM, "127.73.2.1", 7332), p[2];
+	listen(ls, 64);
+	serve_all(ls, echo_bulk);
+	if (!deny_splice() || pipe(p) < 0)
+		return 2;
+	errno = 0;
+	if (splice(p[0], NULL, p[1], NULL, 1, SPLICE_F_NONBLOCK) != -1 || errno != EPERM)
+		return 3; /* the filter is not in force */
+	return tagged_trips("127.73.2.1", 7332, 4, 200) ? 0 : 4;
+}
+
+static void test_29_relay_without_splice(void)
+{
+	child_passes("no-splice");
+}
+
 /* 5: a thread cancelled during its first blackholed connect used to leave
  * the blackhole endpoint claimed: every later faulted connect spun forever. */
 static void test_5_cancelled_connect(void)
@@ -604,6 +657,8 @@ int main(int argc, char **argv)
 			return child_sweep();
 		if (strcmp(argv[2], "delayed") == 0)
 			return child_many_delayed();
+		if (strcmp(argv[2], "no-splice") == 0)
+			return child_no_splice();
 		if (strcmp(argv[2], "fork-relay") == 0)
 			return child_fork_relay();
 		if (strcmp(argv[2], "write-exit") == 0)
@@ -645,5 +700,7 @@ int main(int argc, char **argv)
 	CU_add_test(s, "23: relayed connections add no Nagle delay", test_23_no_nagle_in_relay);
 	CU_add_test(s, "28: a fork child's relay splices through a pipe of its own",
 		    test_28_fork_child_own_pipe);
+	CU_add_test(s, "29: the relay carries bytes where a seccomp filter refuses splice",
+		    test_29_relay_without_splice);
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }
