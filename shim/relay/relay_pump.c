@@ -115,15 +115,16 @@ static ssize_t take(struct fn_conn *c, int d, size_t *room)
 {
 	struct fn_dir *dr = &c->dir[d];
 	size_t pipe_room = pipe_ok(c, dr) ? fn_splice_room() : 0;
-	if (!pipe_room)
-		return LIBC(recv)(src_fd(c, d), dr->buf + dr->hi, *room, MSG_DONTWAIT);
-	if (*room > pipe_room)
-		*room = pipe_room;
-	ssize_t n = fn_splice_in(src_fd(c, d), *room);
-	if (n < 0 && fn_splice_refused(errno))
-		return LIBC(recv)(src_fd(c, d), dr->buf + dr->hi, *room, MSG_DONTWAIT);
-	dr->piped = n > 0;
-	return n;
+	if (pipe_room) {
+		if (*room > pipe_room)
+			*room = pipe_room;
+		ssize_t n = fn_splice_in(src_fd(c, d), *room);
+		if (n >= 0 || !fn_splice_refused(errno)) {
+			dr->piped = n > 0;
+			return n;
+		}
+	}
+	return LIBC(recv)(src_fd(c, d), dr->buf + dr->hi, *room, MSG_DONTWAIT);
 }
 
 /* Reads what the buffer has room for; *drained when the source had no

@@ -18,7 +18,8 @@
 
 static int ends[2] = {-1, -1}; /* read, write; -1 when there is none */
 static size_t room;	       /* the pipe's size: at most one splice in */
-static unsigned refusals;      /* pipe2 failed: tried again 1 time in 64 */
+static unsigned pipe_fails;    /* pipe2 failed: tried again 1 time in 64 */
+static bool refused;	       /* splice itself is refused here (fn_splice_refused) */
 
 static void close_end(int i)
 {
@@ -60,19 +61,17 @@ static bool make(void)
 	return true;
 }
 
-static bool refused; /* see fn_splice_refused() */
-
 size_t fn_splice_room(void)
 {
 	if (refused)
 		return 0;
 	if (ends[0] < 0 || ends[1] < 0) {
 		drop();
-		if ((refusals && (++refusals & 63)) || !make()) {
-			refusals += !refusals; /* the fd limit, say */
+		if ((pipe_fails && (++pipe_fails & 63)) || !make()) {
+			pipe_fails += !pipe_fails; /* the fd limit, say */
 			return 0;
 		}
-		refusals = 0;
+		pipe_fails = 0;
 	}
 	return room;
 }
@@ -122,5 +121,5 @@ void fn_splice_lost(int fd)
 void fn_splice_atfork_child(void)
 {
 	drop();
-	refusals = 0;
+	pipe_fails = 0;
 }
