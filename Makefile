@@ -28,11 +28,11 @@ ALL_CFLAGS = $(CFLAGS_BASE) $(LTO) $(SANFLAGS) $(CFLAGS)
 # shim's rooms sit on it, top to bottom (see docs/ARCHITECTURE.md).
 room = $(wildcard $(1)/*.c)
 CORE_SRC := $(call room,core)
-SHIM_ROOMS := shim shim/intercept shim/control shim/relay shim/sink shim/stats shim/dns shim/fd \
-	shim/base
-SHIM_SRC := $(foreach r,$(SHIM_ROOMS),$(call room,$(r)))
+PRELOAD_ROOMS := preload preload/intercept preload/control preload/relay preload/sink preload/stats preload/dns preload/fd \
+	preload/base
+PRELOAD_SRC := $(foreach r,$(PRELOAD_ROOMS),$(call room,$(r)))
 CTL_SRC := $(call room,ctl)
-HEADERS := $(wildcard core/*.h shim/*/*.h ctl/*.h)
+HEADERS := $(wildcard core/*.h preload/*/*.h ctl/*.h)
 # bpf/'s headers are read by faultctl's objects (and the unit tests) only: a
 # change there rebuilds neither the shim nor its tests' programs.
 BPF_HEADERS := $(wildcard bpf/*.h)
@@ -72,9 +72,9 @@ $(CORE_LIB): $(call obj,$(CORE_SRC))
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(BUILD)/libfaultnet.so: $(call obj,$(SHIM_SRC)) $(CORE_LIB) shim/exports.map
-	$(CC) $(ALL_CFLAGS) -shared -o $@ $(call obj,$(SHIM_SRC)) $(CORE_LIB) \
-		-Wl,--version-script=shim/exports.map -Wl,-z,now -Wl,-z,defs -ldl -lresolv -lpthread
+$(BUILD)/libfaultnet.so: $(call obj,$(PRELOAD_SRC)) $(CORE_LIB) preload/exports.map
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $(call obj,$(PRELOAD_SRC)) $(CORE_LIB) \
+		-Wl,--version-script=preload/exports.map -Wl,-z,now -Wl,-z,defs -ldl -lresolv -lpthread
 
 $(call obj,$(CTL_SRC) $(BPF_SRC)): $(BPF_HEADERS)
 $(BUILD)/faultctl: $(call obj,$(CTL_SRC) $(BPF_SRC)) $(CORE_LIB)
@@ -136,7 +136,7 @@ deb:
 # ---- test programs -------------------------------------------------------
 # The unit tests link core/, the relay's pure shaping functions and the
 # kernel-side backend's policy compiler.
-UNIT_LINK := $(CORE_LIB) $(call obj,shim/relay/shape.c bpf/compile.c bpf/pace.c)
+UNIT_LINK := $(CORE_LIB) $(call obj,preload/relay/shape.c bpf/compile.c bpf/pace.c)
 $(BUILD)/tests/unit: $(wildcard tests/unit/*.c tests/unit/*.h) $(UNIT_LINK) $(HEADERS) $(BPF_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(wildcard tests/unit/*.c) $(UNIT_LINK) -ldl -lresolv -lcunit
@@ -243,7 +243,7 @@ bench:
 # ---- fuzzing (libFuzzer, clang) ------------------------------------------
 FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -I. -DFN_LCFG_RESIDENT -g -O1 -fsanitize=fuzzer,address,undefined
 # The protocol fuzzer runs the control commands: the rooms below control.
-FUZZ_CMDS := $(CORE_SRC) $(foreach r,shim/control shim/stats shim/fd shim/base,$(call room,$(r)))
+FUZZ_CMDS := $(CORE_SRC) $(foreach r,preload/control preload/stats preload/fd preload/base,$(call room,$(r)))
 FUZZ_SECONDS ?= 300
 build/fuzz/fuzz_config build/fuzz/fuzz_rule: build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -260,7 +260,7 @@ demo: deps
 	scripts/demo.sh
 
 format:
-	clang-format -i core/*.[ch] shim/*.c shim/*/*.[ch] ctl/*.[ch] bpf/*.[ch] ctl/probe/*.c tests/*/*.c tests/*/*.h
+	clang-format -i core/*.[ch] preload/*.c preload/*/*.[ch] ctl/*.[ch] bpf/*.[ch] ctl/probe/*.c tests/*/*.c tests/*/*.h
 
 clean:
 	rm -rf build

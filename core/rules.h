@@ -101,7 +101,7 @@ struct fn_rule {
 	bool has_cond; /* any condition besides the defaults */
 	/* established = true: TCP connections to the rule's destinations are
 	 * relayed from their first byte even while it is off, so that an
-	 * enable reaches connections already open (shim/relay/relay_follow.c).
+	 * enable reaches connections already open (preload/relay/relay_follow.c).
 	 * Beside has_cond, in its padding: see the size below. */
 	bool established;
 	int line; /* where it was defined, for messages */

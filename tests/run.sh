@@ -257,7 +257,7 @@ s_helpers() {
 	log=$venv/log
 	# Installed from a copy: a build writes build/ and *.egg-info beside
 	# its sources, and the tree stays as committed.
-	cp -r clients/python "$venv/src"
+	cp -r bindings/python "$venv/src"
 	if ! /usr/bin/python3 -m venv --system-site-packages "$venv/v" ||
 		! "$venv/v/bin/pip" install -q --no-index --no-build-isolation "$venv/src"; then
 		echo "  FAIL - pip install ./clients/python"
@@ -265,14 +265,14 @@ s_helpers() {
 		return
 	fi
 	PATH="$root/build:$PATH" "$venv/v/bin/python" -m pytest -q -p no:cacheprovider \
-		clients/python/tests/test_client.py >"$log" 2>&1
+		bindings/python/tests/test_client.py >"$log" 2>&1
 	pytest_counts "$log"
 	printf 'rules = (\n { name = "nat-lost"; action = "blackhole"; enabled = false; match = { to = "127.89.0.1/32"; }; }\n);\n' >"$venv/p.conf"
 	PATH="$root/build:$PATH" build/faultctl run --config "$venv/p.conf" -- "$venv/v/bin/python" -m pytest \
-		-q -p no:cacheprovider clients/python/tests/test_inprocess.py >"$log" 2>&1
+		-q -p no:cacheprovider bindings/python/tests/test_inprocess.py >"$log" 2>&1
 	pytest_counts "$log"
 	echo "=== the Node.js helper (node:test)"
-	PATH="$root/build:$PATH" node --test clients/node/test/ >"$log" 2>&1
+	PATH="$root/build:$PATH" node --test bindings/node/test/ >"$log" 2>&1
 	local p f
 	p=$(sed -n 's/^# pass //p' "$log")
 	f=$(sed -n 's/^# fail //p' "$log")

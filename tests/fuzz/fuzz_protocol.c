@@ -13,7 +13,7 @@
 #include "core/rules.h"
 #include "core/segment.h"
 #include "core/wire.h"
-#include "shim/control/commands.h"
+#include "preload/control/commands.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
 

@@ -2,7 +2,7 @@
 """check_layout.py - the layout rules of docs/ARCHITECTURE.md, checked on the
 built objects so that they cannot rot:
 
-1. Only the hooks (shim/hooks.c) may refer to a name that shim/exports.map
+1. Only the hooks (preload/hooks.c) may refer to a name that preload/exports.map
    exports: any other reference would bind to the shim's own hook and
    re-enter it. Everything else calls libc through LIBC().
 2. Calls go only downward between rooms: an object may use a symbol
@@ -19,27 +19,27 @@ import sys
 
 # room -> rooms it may use (besides itself).
 ALLOWED = {
-    "shim": {"shim/intercept", "shim/control", "shim/relay", "shim/sink", "shim/stats", "shim/dns",
-             "shim/fd", "shim/base", "core"},
-    "shim/intercept": {"shim/relay", "shim/sink", "shim/stats", "shim/dns", "shim/fd", "shim/base",
+    "preload": {"preload/intercept", "preload/control", "preload/relay", "preload/sink", "preload/stats", "preload/dns",
+             "preload/fd", "preload/base", "core"},
+    "preload/intercept": {"preload/relay", "preload/sink", "preload/stats", "preload/dns", "preload/fd", "preload/base",
                        "core"},
-    "shim/dns": {"shim/stats", "shim/fd", "shim/base", "core"},
-    "shim/control": {"shim/stats", "shim/fd", "shim/base", "core"},
-    "shim/relay": {"shim/sink", "shim/stats", "shim/fd", "shim/base", "core"},
-    "shim/sink": {"shim/fd", "shim/base", "core"},
-    "shim/stats": {"shim/fd", "shim/base", "core"},
-    "shim/fd": {"shim/base", "core"},
-    "shim/base": {"core"},
+    "preload/dns": {"preload/stats", "preload/fd", "preload/base", "core"},
+    "preload/control": {"preload/stats", "preload/fd", "preload/base", "core"},
+    "preload/relay": {"preload/sink", "preload/stats", "preload/fd", "preload/base", "core"},
+    "preload/sink": {"preload/fd", "preload/base", "core"},
+    "preload/stats": {"preload/fd", "preload/base", "core"},
+    "preload/fd": {"preload/base", "core"},
+    "preload/base": {"core"},
     "core": set(),
     "ctl": {"core", "bpf"},
     "bpf": {"core"},
     "ctl/probe": set(),
 }
-HOOKS = "shim/hooks.c"
+HOOKS = "preload/hooks.c"
 
 
 def exported_names(root):
-    text = open(os.path.join(root, "shim/exports.map")).read()
+    text = open(os.path.join(root, "preload/exports.map")).read()
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     glob = text.split("global:")[1].split("local:")[0]
     return {n.strip() for n in glob.split(";") if n.strip()}

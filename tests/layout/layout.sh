@@ -1,6 +1,6 @@
 #!/bin/bash
 # layout.sh - the layout rules of docs/ARCHITECTURE.md, counted as checks:
-# only shim/hooks.c refers to a name the shim exports (nm -u on every other
+# only preload/hooks.c refers to a name the shim exports (nm -u on every other
 # object), calls and includes go only downward between rooms, and every
 # source file opens with a comment saying what it is for.
 # usage: layout.sh BUILD_DIR
@@ -17,11 +17,11 @@ check "layout: no object but the hooks refers to an exported name; no upward cal
 
 # The shim's dynamic symbol table holds the interposed functions only.
 extra=$(nm -D --defined-only "$root/$build/libfaultnet.so" | awk '{print $3}' | grep -v '^_init$\|^_fini$' |
-	grep -vxF -f <(sed 's|/\*.*\*/||' "$root/shim/exports.map" | tr ';' '\n' | sed 's/global://; s/ //g' | grep -v '^$'))
+	grep -vxF -f <(sed 's|/\*.*\*/||' "$root/preload/exports.map" | tr ';' '\n' | sed 's/global://; s/ //g' | grep -v '^$'))
 check "libfaultnet.so exports only what exports.map names${extra:+ (extra: $extra)}" [ -z "$extra" ]
 
 missing=""
-for f in "$root"/core/*.[ch] "$root"/shim/*.c "$root"/shim/*/*.[ch] "$root"/ctl/*.[ch] "$root"/bpf/*.[ch]; do
+for f in "$root"/core/*.[ch] "$root"/preload/*.c "$root"/preload/*/*.[ch] "$root"/ctl/*.[ch] "$root"/bpf/*.[ch]; do
 	head -c 2 "$f" | grep -q '^/\*' || missing="$missing ${f#"$root"/}"
 done
 check "every source opens with a comment saying what it is for${missing:+ (not:$missing)}" [ -z "$missing" ]

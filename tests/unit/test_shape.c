@@ -1,4 +1,4 @@
-/* test_shape.c - the relay's shaping arithmetic (shim/relay/shape.c) driven
+/* test_shape.c - the relay's shaping arithmetic (preload/relay/shape.c) driven
  * by a made-up clock: latency release marks and their order under jitter,
  * the bandwidth token bucket's rate and burst cap, the drip schedule, and
  * the after_bytes limit. One test beside each mechanism. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/relay/shape.h"
+#include "preload/relay/shape.h"
 
 #define MS 1000000ull
 #define T0 (1000 * MS) /* an arbitrary start on the monotonic clock */

@@ -1,0 +1,143 @@
+/* control.c - a process joins its group: the group's change counter mapped
+ * (every covered call follows the group's changes from then on), the
+ * journal replayed, and the member's state published in a file of the run
+ * directory (segfile.c) that faultctl reads. No thread, socket or fd of the
+ * shim's stays behind for any of it. */
+#include "preload/control/control.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/rules.h"
+#include "core/rundir.h"
+#include "preload/base/groupseq.h"
+#include "preload/base/libc.h"
+#include "preload/base/say.h"
+#include "preload/control/commands.h"
+#include "preload/control/segfile.h"
+
+static char rundir[4096], group[FN_NAME_MAX];
+static bool publishing; /* FAULTNET_CONTROL is not off: the file is wanted */
+
+/* "GROUP.PID.mem" (or the ".sock" an earlier faultnet or a faultctl run
+ * with the kernel-side backend leaves): the pid, or 0. */
+static long pid_of(const char *name)
+{
+	size_t n = strlen(name);
+	size_t ext = n > 4 && strcmp(name + n - 4, ".mem") == 0	   ? 4
+		     : n > 5 && strcmp(name + n - 5, ".sock") == 0 ? 5
+								   : 0;
+	if (!ext || name[0] == '.')
+		return 0;
+	char base[256], *dot;
+	snprintf(base, sizeof(base), "%.*s", (int)(n - ext), name);
+	return (dot = strrchr(base, '.')) ? strtol(dot + 1, NULL, 10) : 0;
+}
+
+/* A process that ends with _exit (most fork children do), or is killed,
+ * leaves its file behind. Each process that starts (not each fork child,
+ * which must stay cheap) removes those of processes that no longer exist,
+ * before main, so that they never pile up. */
+static void sweep_dead(void)
+{
+	DIR *d = opendir(rundir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		long pid = pid_of(e->d_name);
+		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	if (d)
+		closedir(d);
+}
+
+static void publish_state(void)
+{
+	const char *why = fn_segfile_create(rundir, group, fn_cmd_base_config(), fn_cmd_base_zone(),
+					    fn_cmd_applied());
+	if (why)
+		fn_say("faultnet: faultctl cannot see this process: %s/%s.%d.mem: %s", rundir,
+		       group, (int)getpid(), why);
+}
+
+/* A fork child publishes its state from its first covered call on, not
+ * from fork: a child that only execs or _exits (a shell, a prefork pool's
+ * idle worker) makes no file. */
+static bool child_pending;
+
+/* Runs under the change lock, at a covered call that found the group's
+ * counter moved (or the fork child's deferral: fn_groupseq_defer). */
+static void catch_up_live(void)
+{
+	fn_cmd_catch_up(false);
+	if (child_pending) {
+		child_pending = false;
+		publish_state();
+	}
+}
+
+/* Maps the group's change counter: from now on every covered call of this
+ * process follows the group's changes. */
+static void attach_seq(void)
+{
+	char path[4200];
+	fn_group_file(path, sizeof(path), rundir, group, "seq");
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	const uint64_t *w = fd >= 0 ? fn_seq_map(fd, false) : NULL;
+	if (fd >= 0)
+		LIBC(close)(fd);
+	if (w)
+		fn_groupseq_attach(w, catch_up_live);
+	else
+		fn_say("faultnet: %s: %m: this process does not follow the group's changes", path);
+}
+
+const char *fn_control_start(void)
+{
+	const char *g = secure_getenv("FAULTNET_GROUP");
+	if (g && *g && !fn_group_valid(g))
+		return "FAULTNET_GROUP: a group name is 1 to 63 letters, digits or _.:-";
+	const char *ctl = secure_getenv("FAULTNET_CONTROL");
+	if (ctl && *ctl && strcmp(ctl, "on") != 0 && strcmp(ctl, "off") != 0)
+		return "FAULTNET_CONTROL: must be on or off";
+	snprintf(group, sizeof(group), "%s", g && *g ? g : FN_GROUP_DEFAULT);
+	const char *why = fn_rundir(rundir, sizeof(rundir));
+	if (why) {
+		fn_say("faultnet: control disabled: run directory %s %s", rundir, why);
+		return NULL;
+	}
+	char journal[4200];
+	fn_group_file(journal, sizeof(journal), rundir, group, "journal");
+	fn_cmd_set_group(group, journal);
+	attach_seq();
+	/* FAULTNET_CONTROL=off: the group's changes, but no file: faultctl
+	 * neither lists nor counts the process. */
+	publishing = !(ctl && strcmp(ctl, "off") == 0);
+	if (publishing)
+		sweep_dead();
+	fn_cmd_catch_up(true);
+	if (publishing)
+		publish_state();
+	return NULL;
+}
+
+void fn_control_atfork_child(void)
+{
+	if (!publishing)
+		return;
+	if (fn_groupseq_word) {
+		child_pending = true;
+		fn_groupseq_defer();
+		return;
+	}
+	fn_cmd_catch_up(true);
+	publish_state();
+}

@@ -1,0 +1,148 @@
+/* segfile.c - the member's published state (core/segment.h) as a file:
+ * "GROUP.PID.mem" in the run directory, mapped shared at one address for
+ * the process's life, which faultctl reads without asking the process.
+ * With FAULTNET_STATS_DIR (faultctl run --stats, scenarios) the file is
+ * "PID.mem" there, and the run directory's name is a link to it, so that
+ * the counts stay after the process has gone. A file appears whole: it is
+ * filled under a dot name and renamed into place, and never truncated
+ * afterwards (a reader may be mapping it). */
+#include "preload/control/segfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/rundir.h"
+#include "preload/base/libc.h"
+#include "preload/base/policy.h"
+#include "preload/stats/stats.h"
+
+static void *mapped; /* the address, kept across fork: see the fork child */
+static char run_path[4200];
+static pid_t owner;
+
+static void fill_head(struct fn_seg_head *h, const char *group, const char *config,
+		      const char *zone, uint64_t seq)
+{
+	h->size = sizeof(struct fn_seg);
+	h->pid = getpid();
+	h->start = fn_proc_start(h->pid);
+	h->seq = seq;
+	snprintf(h->group, sizeof(h->group), "%s", group);
+	snprintf(h->config, sizeof(h->config), "%s", config ? config : "");
+	snprintf(h->start_zone, sizeof(h->start_zone), "%s", zone ? zone : "");
+	FILE *f = fopen("/proc/self/cmdline", "re");
+	size_t len = f ? fread(h->cmd, 1, sizeof(h->cmd) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	for (size_t i = 0; i + 1 < len; i++)
+		if (!h->cmd[i])
+			h->cmd[i] = ' ';
+}
+
+/* A new file of the segment's size under the dot name of final, mapped at
+ * the segment's address (any, the first time). NULL with errno. */
+static struct fn_seg *map_new(const char *tmp)
+{
+	unlink(tmp); /* ours: left by this pid's image before an exec */
+	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	void *m = MAP_FAILED;
+	if (ftruncate(fd, sizeof(struct fn_seg)) == 0)
+		m = mmap(mapped, sizeof(struct fn_seg), PROT_READ | PROT_WRITE,
+			 MAP_SHARED | (mapped ? MAP_FIXED : 0), fd, 0);
+	int e = errno;
+	LIBC(close)(fd);
+	/* No read-ahead: the file is all holes, and on a disk file system
+	 * the first touch of a page would otherwise read and zero a large
+	 * folio around it (ext4: 1.1 of the 2.3 ms the shim added to the
+	 * start of true). Only the pages written are wanted. */
+	if (m != MAP_FAILED)
+		madvise(m, sizeof(struct fn_seg), MADV_RANDOM);
+	if (m == MAP_FAILED) {
+		unlink(tmp);
+		errno = e;
+		return NULL;
+	}
+	return m;
+}
+
+/* The file's place: the run directory, or the stats directory with a link
+ * from the run directory. tmp and final name the file itself. */
+static bool places(const char *rundir, const char *group, char *tmp, char *final, size_t len)
+{
+	if (!fn_mem_path(run_path, sizeof(run_path), rundir, group, getpid()))
+		return false;
+	const char *stats = secure_getenv("FAULTNET_STATS_DIR");
+	if (stats && *stats) {
+		snprintf(final, len, "%s/%d.mem", stats, (int)getpid());
+		snprintf(tmp, len, "%s/.%d.mem.new", stats, (int)getpid());
+	} else {
+		snprintf(final, len, "%s", run_path);
+		snprintf(tmp, len, "%s/.%s.%d.mem.new", rundir, group, (int)getpid());
+	}
+	return true;
+}
+
+static bool put_in_place(const char *tmp, const char *final)
+{
+	if (rename(tmp, final) < 0) {
+		unlink(tmp);
+		return false;
+	}
+	if (strcmp(final, run_path) == 0)
+		return true;
+	unlink(run_path);
+	/* A hard link where both are on one file system, else a symbolic
+	 * one (faultctl follows it and checks what it reaches). */
+	return link(final, run_path) == 0 || symlink(final, run_path) == 0;
+}
+
+const char *fn_segfile_create(const char *rundir, const char *group, const char *config,
+			      const char *zone, uint64_t seq)
+{
+	char tmp[4300], final[4300];
+	if (!places(rundir, group, tmp, final, sizeof(final)))
+		return "the run directory's path is too long";
+	struct fn_seg *s = map_new(tmp);
+	if (!s)
+		return strerror(errno);
+	mapped = s;
+	fill_head(&s->h, group, config, zone, seq);
+	/* Sequentially consistent, as fn_stats_socket_first(): a socket
+	 * created meanwhile is seen here or written into the new file. */
+	__atomic_store_n(&fn_seg, s, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&fn_sockets_seen, __ATOMIC_SEQ_CST))
+		s->h.sockets_seen = 1;
+	fn_stats_list(fn_policy_current(), true);
+	__atomic_store_n(&s->h.magic, FN_SEG_MAGIC, __ATOMIC_RELEASE);
+	if (!put_in_place(tmp, final))
+		return strerror(errno);
+	owner = getpid();
+	return NULL;
+}
+
+bool fn_segfile_atfork_child(void)
+{
+	/* The parent's file is the parent's: the child counts in private
+	 * memory at the same address (every pointer into it stays good) until
+	 * it makes a file of its own. If that memory cannot be had, it counts
+	 * on in the parent's file: a wrong count, never a fault. */
+	return mapped && mmap(mapped, sizeof(struct fn_seg), PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED;
+}
+
+__attribute__((destructor)) static void fn_segfile_remove(void)
+{
+	/* The run directory's name goes; a stats directory's file stays for
+	 * faultctl run --stats. A fork child that made no file of its own
+	 * must not remove its parent's. */
+	if (owner && owner == getpid())
+		unlink(run_path);
+}

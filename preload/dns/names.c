@@ -1,0 +1,168 @@
+/* names.c - the resolved-name memory (see names.h). A fixed table of
+ * 1,024 addresses, allocated at the first lookup worth remembering; an
+ * address found nowhere in its 8 slots replaces the oldest of them. */
+#include "preload/dns/names.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dns.h"
+#include "preload/stats/stats.h"
+
+#define SLOTS 1024
+#define PROBE 8
+#define NAMES 4
+#define NAME_WORDS 32 /* 256 bytes: a DNS name is at most 253 */
+
+struct entry {
+	uint64_t seq; /* odd while being written */
+	uint64_t stamp;
+	struct fn_endpoint addr; /* port 0 */
+	uint64_t names[NAMES][NAME_WORDS];
+};
+
+static struct entry *table;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t clock_;
+
+static size_t home(const struct fn_endpoint *ep)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (int i = 0; i < (ep->v4 ? 4 : 16); i++)
+		h = (h ^ ep->ip[i]) * 1099511628211ull;
+	return (size_t)(h ^ ep->v4);
+}
+
+static bool same_addr(const struct fn_endpoint *a, const struct fn_endpoint *b)
+{
+	return a->v4 == b->v4 && memcmp(a->ip, b->ip, 16) == 0;
+}
+
+/* Writer side, lock held. */
+static void put_name(struct entry *e, const char *name)
+{
+	uint64_t word[NAME_WORDS] = {0};
+	strncpy((char *)word, name, sizeof(word) - 1);
+	int at = NAMES - 1;
+	for (int i = 0; i < NAMES; i++)
+		if (memcmp(e->names[i], word, sizeof(word)) == 0 || !e->names[i][0]) {
+			at = i;
+			break;
+		}
+	/* The newest first; an older name falls off the end. */
+	memmove(e->names[1], e->names[0], sizeof(e->names[0]) * (size_t)at);
+	memcpy(e->names[0], word, sizeof(word));
+}
+
+void fn_names_record(const char *name, const struct fn_endpoint *ep)
+{
+	struct fn_endpoint a = *ep;
+	a.port = 0;
+	pthread_mutex_lock(&lock);
+	if (!table) {
+		struct entry *t = calloc(SLOTS, sizeof(*t));
+		if (!t) {
+			pthread_mutex_unlock(&lock);
+			return;
+		}
+		__atomic_store_n(&table, t, __ATOMIC_RELEASE);
+	}
+	struct entry *e = NULL, *oldest = NULL;
+	for (size_t i = 0; i < PROBE && !e; i++) {
+		struct entry *c = &table[(home(&a) + i) % SLOTS];
+		if (c->stamp && same_addr(&c->addr, &a))
+			e = c;
+		else if (!oldest || c->stamp < oldest->stamp)
+			oldest = c;
+	}
+	if (!e) {
+		e = oldest;
+		memset(e->names, 0, sizeof(e->names));
+	}
+	__atomic_add_fetch(&e->seq, 1, __ATOMIC_ACQ_REL);
+	e->addr = a;
+	e->stamp = ++clock_;
+	put_name(e, name);
+	__atomic_add_fetch(&e->seq, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&lock);
+}
+
+void fn_names_record_ai(const char *name, const struct addrinfo *ai)
+{
+	for (; ai; ai = ai->ai_next) {
+		struct fn_endpoint ep;
+		if (fn_endpoint_from_sockaddr(&ep, ai->ai_addr, ai->ai_addrlen))
+			fn_names_record(name, &ep);
+	}
+}
+
+/* A consistent copy of entry e, without a lock; false if it keeps changing. */
+static bool read_entry(const struct entry *e, struct entry *out)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		uint64_t s1 = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+		if (s1 & 1)
+			continue;
+		const uint64_t *src = (const uint64_t *)e;
+		uint64_t *dst = (uint64_t *)out;
+		/* Acquire loads: the second look at seq cannot move before them
+		 * (a fence would do, but ThreadSanitizer does not take fences). */
+		for (size_t i = 0; i < sizeof(*e) / 8; i++)
+			dst[i] = __atomic_load_n(&src[i], __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) == s1)
+			return true;
+	}
+	return false;
+}
+
+bool fn_names_each(const struct fn_endpoint *ep, void (*fn)(const char *, void *), void *arg)
+{
+	const struct entry *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+	struct fn_endpoint a = *ep;
+	a.port = 0;
+	bool any = false;
+	for (size_t i = 0; t && i < PROBE; i++) {
+		struct entry copy = {0};
+		if (!read_entry(&t[(home(&a) + i) % SLOTS], &copy) || !copy.stamp ||
+		    !same_addr(&copy.addr, &a))
+			continue;
+		for (int k = 0; k < NAMES && copy.names[k][0]; k++) {
+			((char *)copy.names[k])[NAME_WORDS * 8 - 1] = '\0';
+			fn((const char *)copy.names[k], arg);
+			any = true;
+		}
+	}
+	return any;
+}
+
+struct match_arg {
+	const char *pattern;
+	bool hit;
+};
+
+static void match_one(const char *name, void *arg)
+{
+	struct match_arg *m = arg;
+	m->hit = m->hit || fn_host_match(m->pattern, name);
+}
+
+bool fn_names_match(const struct fn_endpoint *ep, const char *pattern)
+{
+	struct match_arg m = {pattern, false};
+	fn_names_each(ep, match_one, &m);
+	return m.hit;
+}
+
+void fn_names_connect(const struct sockaddr *sa, socklen_t len)
+{
+	struct fn_endpoint ep;
+	if (__atomic_load_n(&table, __ATOMIC_ACQUIRE) && fn_endpoint_from_sockaddr(&ep, sa, len))
+		fn_names_each(&ep, fn_stats_name_connect, NULL);
+}
+
+void fn_names_init(void)
+{
+	fn_host_resolved = fn_names_match;
+}

@@ -1,0 +1,274 @@
+/* resolve.c - the resolver hooks: getaddrinfo and the gethostbyname
+ * family. A lookup a dns rule takes gets what the rule says, as glibc
+ * itself would return it: an error (nxdomain EAI_NONAME / HOST_NOT_FOUND,
+ * servfail EAI_AGAIN / TRY_AGAIN, nodata EAI_NODATA / NO_DATA, timeout
+ * EAI_AGAIN after the resolver's own wait from /etc/resolv.conf), the real
+ * answer late (delay_ms), or the rule's addresses (answer). Lookups no rule
+ * takes go to glibc; when some connect rule names hosts, what they return
+ * is remembered (names.h). Without dns or host rules a hook is one load
+ * and a call. */
+#include "preload/dns/resolve.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/chance.h"
+#include "core/dns.h"
+#include "preload/base/libc.h"
+#include "preload/base/policy.h"
+#include "preload/dns/names.h"
+#include "preload/stats/stats.h"
+
+#define MS 1000000ull
+
+static void sleep_ms(uint64_t ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static bool numeric(const char *name)
+{
+	unsigned char buf[16];
+	return inet_pton(AF_INET, name, buf) == 1 || inet_pton(AF_INET6, name, buf) == 1;
+}
+
+/* What the rules say of a lookup of name; r is the rule (NULL: glibc's
+ * answer), after any wait the rule asks for. */
+static const struct fn_rule *decide(const struct fn_policy *p, const char *name)
+{
+	if (!p || !p->dns_rules || !name || numeric(name))
+		return NULL;
+	const struct fn_rule *seen, *r = fn_dns_decide(p, name, &seen);
+	if (!r) {
+		fn_stats_lookup(name, NULL, FN_LOOKUP_REAL);
+		return NULL;
+	}
+	const struct fn_dns *d = r->dns;
+	int what = d->error ? (int)d->error : d->nanswer ? FN_LOOKUP_ANSWERED : FN_LOOKUP_DELAYED;
+	fn_stats_lookup(name, r, what);
+	int64_t wait = (int64_t)r->par.delay_ms;
+	if (r->par.jitter_ms)
+		wait +=
+		    (int64_t)((fn_random(fn_rule_key(r), fn_now_ns()) * 2 - 1) * r->par.jitter_ms);
+	if (d->error == FN_DNS_TIMEOUT)
+		wait += fn_resolver_timeout_ms("/etc/resolv.conf");
+	if (wait > 0)
+		sleep_ms((uint64_t)wait);
+	return r;
+}
+
+static void remember_ai(const struct fn_policy *p, const char *name, const struct addrinfo *ai)
+{
+	if (p && (p->host_rules || p->dns_rules) && name && !numeric(name))
+		fn_names_record_ai(name, ai);
+}
+
+/* ---- getaddrinfo ----------------------------------------------------------- */
+
+static int ai_error(enum fn_dns_error e)
+{
+	return e == FN_DNS_NXDOMAIN ? EAI_NONAME : e == FN_DNS_NODATA ? EAI_NODATA : EAI_AGAIN;
+}
+
+/* The service as a port, as getaddrinfo reads it; -1 for an unknown one. */
+static int service_port(const char *service, const struct addrinfo *hints)
+{
+	if (!service)
+		return 0;
+	char *end;
+	long v = strtol(service, &end, 10);
+	if (*service && !*end && v >= 0 && v <= 65535)
+		return (int)v;
+	if (hints && (hints->ai_flags & AI_NUMERICSERV))
+		return -1;
+	const char *proto = hints && hints->ai_socktype == SOCK_DGRAM ? "udp" : "tcp";
+	struct servent *se = getservbyname(service, proto);
+	return se ? ntohs((uint16_t)se->s_port) : -1;
+}
+
+/* One entry, its address in the same block, as glibc's freeaddrinfo frees
+ * them (each entry and its canonical name with free). */
+static struct addrinfo *entry(const struct fn_endpoint *a, int port, int socktype, int proto)
+{
+	size_t sl = a->v4 ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	struct addrinfo *ai = calloc(1, sizeof(*ai) + sl);
+	if (!ai)
+		return NULL;
+	ai->ai_family = a->v4 ? AF_INET : AF_INET6;
+	ai->ai_socktype = socktype;
+	ai->ai_protocol = proto;
+	ai->ai_addrlen = (socklen_t)sl;
+	ai->ai_addr = (struct sockaddr *)(ai + 1);
+	if (a->v4) {
+		struct sockaddr_in *in = (struct sockaddr_in *)ai->ai_addr;
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)port);
+		memcpy(&in->sin_addr, a->ip, 4);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ai->ai_addr;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		memcpy(&in6->sin6_addr, a->ip, 16);
+	}
+	return ai;
+}
+
+/* The rule's addresses as getaddrinfo's list, for the families and socket
+ * types hints ask for (all three types when it names none, as glibc). */
+static int answer_ai(const struct fn_dns *d, const char *name, const char *service,
+		     const struct addrinfo *hints, struct addrinfo **res)
+{
+	static const int types[3][2] = {
+	    {SOCK_STREAM, IPPROTO_TCP}, {SOCK_DGRAM, IPPROTO_UDP}, {SOCK_RAW, 0}};
+	int port = service_port(service, hints), family = hints ? hints->ai_family : AF_UNSPEC;
+	if (port < 0)
+		return EAI_SERVICE;
+	struct addrinfo *head = NULL, **tail = &head;
+	for (int i = 0; i < d->nanswer; i++) {
+		const struct fn_endpoint *a = &d->answer[i];
+		if (family != AF_UNSPEC && family != (a->v4 ? AF_INET : AF_INET6))
+			continue;
+		for (int t = 0; t < 3; t++) {
+			if (hints && hints->ai_socktype && hints->ai_socktype != types[t][0])
+				continue;
+			struct addrinfo *ai = entry(a, port, types[t][0], types[t][1]);
+			if (!ai) {
+				freeaddrinfo(head);
+				return EAI_MEMORY;
+			}
+			*tail = ai;
+			tail = &ai->ai_next;
+		}
+	}
+	if (!head)
+		return EAI_NODATA; /* no address of the family asked for */
+	if (hints && (hints->ai_flags & AI_CANONNAME))
+		head->ai_canonname = strdup(name);
+	*res = head;
+	return 0;
+}
+
+int fn_getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+		   struct addrinfo **res)
+{
+	const struct fn_policy *p = fn_policy_fresh();
+	const struct fn_rule *r = decide(p, node);
+	if (r && r->dns->error)
+		return ai_error(r->dns->error);
+	if (r && r->dns->nanswer) {
+		int rc = answer_ai(r->dns, node, service, hints, res);
+		if (rc == 0)
+			remember_ai(p, node, *res);
+		return rc;
+	}
+	int rc = LIBC(getaddrinfo)(node, service, hints, res);
+	if (rc == 0)
+		remember_ai(p, node, *res);
+	return rc;
+}
+
+/* ---- the gethostbyname family ------------------------------------------------ */
+
+static int h_error(enum fn_dns_error e)
+{
+	return e == FN_DNS_NXDOMAIN ? HOST_NOT_FOUND : e == FN_DNS_NODATA ? NO_DATA : TRY_AGAIN;
+}
+
+/* Fills ret from the rule's addresses of family af, in buf; ERANGE if buf
+ * is too small, ENOENT (NO_DATA) if none is of that family. */
+static int answer_hostent(const struct fn_dns *d, const char *name, int af, struct hostent *ret,
+			  char *buf, size_t buflen)
+{
+	size_t alen = af == AF_INET ? 4 : 16, n = 0, nl = strlen(name) + 1;
+	for (int i = 0; i < d->nanswer; i++)
+		n += d->answer[i].v4 == (af == AF_INET);
+	if (!n)
+		return ENOENT;
+	size_t need = (n + 1) * sizeof(char *) + sizeof(char *) + n * alen + nl + 16;
+	if (buflen < need)
+		return ERANGE;
+	char *at = buf + ((8 - ((uintptr_t)buf & 7)) & 7);
+	char **list = (char **)at, **aliases = list + n + 1;
+	char *addrs = (char *)(aliases + 1);
+	size_t k = 0;
+	for (int i = 0; i < d->nanswer; i++)
+		if (d->answer[i].v4 == (af == AF_INET)) {
+			list[k] = addrs + k * alen;
+			memcpy(list[k], d->answer[i].ip, alen);
+			k++;
+		}
+	list[k] = NULL;
+	aliases[0] = NULL;
+	char *nm = addrs + n * alen;
+	memcpy(nm, name, nl);
+	ret->h_name = nm;
+	ret->h_aliases = aliases;
+	ret->h_addrtype = af;
+	ret->h_length = (int)alen;
+	ret->h_addr_list = list;
+	return 0;
+}
+
+static void remember_hostent(const struct fn_policy *p, const char *name, const struct hostent *h)
+{
+	if (!p || !(p->host_rules || p->dns_rules) || !h || numeric(name))
+		return;
+	for (char **a = h->h_addr_list; *a; a++) {
+		struct fn_endpoint ep = {.v4 = h->h_addrtype == AF_INET};
+		memcpy(ep.ip, *a, ep.v4 ? 4 : 16);
+		fn_names_record(name, &ep);
+	}
+}
+
+int fn_gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf, size_t buflen,
+			struct hostent **result, int *h_errnop, bool has_af)
+{
+	const struct fn_policy *p = fn_policy_fresh();
+	const struct fn_rule *r = decide(p, name);
+	*result = NULL;
+	if (r && r->dns->error) {
+		*h_errnop = h_error(r->dns->error);
+		return *h_errnop == TRY_AGAIN ? EAGAIN : 0;
+	}
+	if (r && r->dns->nanswer) {
+		int rc = answer_hostent(r->dns, name, af, ret, buf, buflen);
+		if (rc == ENOENT) {
+			*h_errnop = NO_DATA;
+			return 0;
+		}
+		if (rc == 0) {
+			*result = ret;
+			*h_errnop = 0;
+			remember_hostent(p, name, ret);
+		}
+		return rc;
+	}
+	int rc = has_af ? LIBC(gethostbyname2_r)(name, af, ret, buf, buflen, result, h_errnop)
+			: LIBC(gethostbyname_r)(name, ret, buf, buflen, result, h_errnop);
+	if (rc == 0 && *result)
+		remember_hostent(p, name, *result);
+	return rc;
+}
+
+struct hostent *fn_gethostbyname2(const char *name, int af, bool has_af)
+{
+	const struct fn_policy *p = fn_policy_fresh();
+	if (!p || (!p->dns_rules && !p->host_rules))
+		return has_af ? LIBC(gethostbyname2)(name, af) : LIBC(gethostbyname)(name);
+	/* glibc's own are not thread-safe either: one static result. */
+	static struct hostent he;
+	static char buf[8192];
+	struct hostent *res;
+	int err;
+	int rc = fn_gethostbyname2_r(name, af, &he, buf, sizeof(buf), &res, &err, has_af);
+	if (rc != 0 || !res) {
+		h_errno = err;
+		return NULL;
+	}
+	return res;
+}

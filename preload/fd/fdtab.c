@@ -1,0 +1,160 @@
+/* fdtab.c - per-fd flags and the lazily allocated records of redirected
+ * sockets. Records live in chunks that are never freed, so a racing reader
+ * can never touch freed memory. */
+#include "preload/fd/fdtab.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "preload/base/libc.h"
+
+#define CHUNK 256
+
+uint8_t fn_fd_flags[FN_FD_MAX];
+
+static struct fn_fdstate *chunks[FN_FD_MAX / CHUNK];
+static int high_fd;
+
+static void note_high(int fd)
+{
+	int h = __atomic_load_n(&high_fd, __ATOMIC_RELAXED);
+	while (fd > h && !__atomic_compare_exchange_n(&high_fd, &h, fd, true, __ATOMIC_RELAXED,
+						      __ATOMIC_RELAXED))
+		;
+}
+
+void fn_fd_mark(int fd, unsigned flags)
+{
+	if (flags)
+		note_high(fd);
+	fn_fd_set(fd, flags);
+}
+
+int fn_fd_high(void)
+{
+	return __atomic_load_n(&high_fd, __ATOMIC_RELAXED);
+}
+
+/* A record is handed from the thread that closed an fd to the thread that
+ * gets the same number from the kernel next. The kernel orders the two
+ * calls; this counter says so in the language's memory model too (and to
+ * ThreadSanitizer): a close releases it, a record's user acquires it. */
+static uint64_t fd_epoch;
+
+void fn_fd_released(void)
+{
+	__atomic_add_fetch(&fd_epoch, 1, __ATOMIC_RELEASE);
+}
+
+struct fn_fdstate *fn_fdstate(int fd, bool create)
+{
+	if ((unsigned)fd >= FN_FD_MAX)
+		return NULL;
+	(void)__atomic_load_n(&fd_epoch, __ATOMIC_ACQUIRE);
+	struct fn_fdstate **slot = &chunks[fd / CHUNK];
+	struct fn_fdstate *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (!c && create) {
+		/* From the kernel, not malloc: a fork child's first faulted
+		 * socket must not wait on an allocator lock that another of the
+		 * parent's threads held at fork (seen with ASan's allocator,
+		 * which has no fork handlers). */
+		struct fn_fdstate *fresh =
+		    mmap(NULL, CHUNK * sizeof(*fresh), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (fresh == MAP_FAILED)
+			return NULL;
+		if (__atomic_compare_exchange_n(slot, &c, fresh, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			c = fresh;
+		else
+			munmap(fresh, CHUNK * sizeof(*fresh));
+	}
+	if (c)
+		note_high(fd);
+	return c ? &c[fd % CHUNK] : NULL;
+}
+
+bool fn_fdstate_current(int fd, const struct fn_fdstate *st)
+{
+	struct stat sb;
+	return fstat(fd, &sb) == 0 && sb.st_dev == st->dev && sb.st_ino == st->ino;
+}
+
+void fn_fd_copy(int oldfd, int newfd)
+{
+	unsigned f = fn_fd_get(oldfd) & ~(unsigned)FDF_INTERNAL;
+	if (f & FDF_FAULT) {
+		struct fn_fdstate *from = fn_fdstate(oldfd, false);
+		struct fn_fdstate *to = fn_fdstate(newfd, true);
+		if (from && to)
+			memcpy(to, from, sizeof(*to));
+		else
+			f &= ~(unsigned)FDF_FAULT;
+	}
+	note_high(newfd);
+	fn_fd_set(newfd, f);
+}
+
+int fn_fd_move_high(int fd, enum fn_fd_range range)
+{
+	struct rlimit rl;
+	int base = 1000;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1200)
+		base = (int)rl.rlim_cur * 3 / 4;
+	if (range == FN_RANGE_CONTROL)
+		base += 64;
+	int hi = LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, base);
+	if (hi >= 0) {
+		LIBC(close)(fd);
+		fd = hi;
+	}
+	fn_fd_mark(fd, FDF_INTERNAL);
+	return fd;
+}
+
+bool fn_fd_same_file(int fd, dev_t dev, ino_t ino)
+{
+	struct stat sb;
+	return fd >= 0 && fstat(fd, &sb) == 0 && sb.st_dev == dev && sb.st_ino == ino;
+}
+
+void fn_fd_identify(int fd, dev_t *dev, ino_t *ino)
+{
+	struct stat sb;
+	if (fstat(fd, &sb) == 0) {
+		*dev = sb.st_dev;
+		*ino = sb.st_ino;
+	}
+}
+
+unsigned fn_fd_kind(int domain, int type, int protocol)
+{
+	if (domain != AF_INET && domain != AF_INET6)
+		return 0;
+	type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (type == SOCK_STREAM && (protocol == 0 || protocol == IPPROTO_TCP))
+		return FDF_TCP;
+	if (type == SOCK_DGRAM && (protocol == 0 || protocol == IPPROTO_UDP))
+		return FDF_UDP;
+	return 0;
+}
+
+unsigned fn_fd_kind_of(int fd)
+{
+	int domain, type, proto;
+	socklen_t len = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0)
+		return 0;
+	len = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+		return 0;
+	len = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0)
+		return 0;
+	return fn_fd_kind(domain, type, proto);
+}

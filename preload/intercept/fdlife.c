@@ -1,0 +1,174 @@
+/* fdlife.c - follows file descriptors through their lives: which are TCP or
+ * UDP sockets, which the shim redirected, which are its own, across socket,
+ * accept, dup, fcntl and close. Any fd a creating call returns is treated as
+ * new, whatever was recorded for its number before. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <netinet/in.h>
+
+#include "preload/dns/responder.h"
+#include "preload/fd/fdtab.h"
+#include "preload/base/libc.h"
+#include "preload/base/owner.h"
+#include "preload/fd/tcpbytes.h"
+#include "preload/intercept/intercept.h"
+#include "preload/relay/reinject.h"
+#include "preload/relay/relay.h"
+#include "preload/sink/sink.h"
+#include "preload/stats/stats.h"
+
+int fn_socket(int domain, int type, int protocol)
+{
+	int fd = LIBC(socket)(domain, type, protocol);
+	if (fd >= 0) {
+		unsigned kind = fn_fd_kind(domain, type, protocol);
+		fn_fd_mark(fd, kind);
+		if (kind)
+			fn_stats_socket_seen();
+	}
+	return fd;
+}
+
+int fn_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags, bool four)
+{
+	int nfd = four ? LIBC(accept4)(fd, sa, len, flags) : LIBC(accept)(fd, sa, len);
+	/* Accepted sockets are incoming: outgoing rules never apply. */
+	if (nfd >= 0)
+		fn_fd_set(nfd, 0);
+	return nfd;
+}
+
+/* One of the shim's fds was closed or replaced by the app. */
+static void internal_lost(int fd)
+{
+	int e = errno;
+	fn_sink_lost(fd);
+	fn_relay_lost(fd);
+	fn_reinject_lost(fd);
+	fn_dns_responder_lost(fd);
+	fn_stats_fd_lost(fd);
+	errno = e;
+}
+
+/* What the app managed to send into a faulted TCP connection (a stall
+ * swallows it) is counted when it closes. */
+static void count_bytes(int fd)
+{
+	struct fn_fdstate *st = fn_fdstate(fd, false);
+	int e = errno;
+	if (st && st->proto == FN_PROTO_TCP && fn_fdstate_current(fd, st)) {
+		fn_stats_bytes(st->dest, fn_tcp_bytes_acked(fd));
+		if (st->action == FN_ACT_STALL)
+			fn_sink_stall_closed(&st->target);
+	}
+	errno = e;
+}
+
+#define SHIM_STATE (FDF_FAULT | FDF_INTERNAL)
+
+int fn_close(int fd)
+{
+	/* The TCP and UDP marks may stay: the next creating call resets them.
+	 * Only fault records and the shim's own fds need work, and never in
+	 * a vfork child, whose memory is its parent's. */
+	unsigned f = fn_fd_get(fd);
+	if (__builtin_expect(!(f & SHIM_STATE), 1) || fn_in_vfork_child())
+		return LIBC(close)(fd);
+	if (f & FDF_FAULT)
+		count_bytes(fd);
+	/* Clear first: once closed, the number may be handed to another
+	 * thread's socket() before we get to clear it. */
+	fn_fd_set(fd, f & ~(unsigned)SHIM_STATE);
+	fn_fd_released();
+	int r = LIBC(close)(fd);
+	if (f & FDF_INTERNAL)
+		internal_lost(fd);
+	return r;
+}
+
+int fn_close_range(unsigned int lo, unsigned int hi, int flags)
+{
+	if (!fn_libc.close_range && (fn_libc_resolve(), !fn_libc.close_range)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int r = LIBC(close_range)(lo, hi, flags);
+	if (r < 0 || (flags & CLOSE_RANGE_CLOEXEC) || fn_in_vfork_child())
+		return r;
+	/* Rebuild only after the sweep, so that a sink rebuilt on a number the
+	 * sweep has not reached yet is not swept too. */
+	int lost[32], nlost = 0;
+	unsigned top = (unsigned)fn_fd_high();
+	for (unsigned fd = lo; fd <= hi && fd <= top; fd++) {
+		unsigned f = fn_fd_get((int)fd);
+		if (!(f & SHIM_STATE))
+			continue;
+		fn_fd_set((int)fd, f & ~(unsigned)SHIM_STATE);
+		fn_fd_released();
+		if ((f & FDF_INTERNAL) && nlost < 32)
+			lost[nlost++] = (int)fd;
+	}
+	for (int i = 0; i < nlost; i++)
+		internal_lost(lost[i]);
+	return r;
+}
+
+/* newfd now shares oldfd's socket: copy what the shim knows, unless there
+ * is nothing to change (always the case for a vfork child's dup2 of a pipe
+ * onto 0, 1 or 2, which must not touch the parent's table). */
+static void duplicated(int oldfd, int newfd)
+{
+	unsigned from = fn_fd_get(oldfd) & ~(unsigned)FDF_INTERNAL, to = fn_fd_get(newfd);
+	if ((from == to && !(from & FDF_FAULT)) || fn_in_vfork_child())
+		return;
+	fn_fd_copy(oldfd, newfd);
+	if (to & FDF_INTERNAL)
+		internal_lost(newfd);
+}
+
+int fn_dup(int fd)
+{
+	int nfd = LIBC(dup)(fd);
+	if (nfd >= 0)
+		duplicated(fd, nfd);
+	return nfd;
+}
+
+/* which: 2 for dup2, 3 for dup3. */
+int fn_dup3(int oldfd, int newfd, int flags, int which)
+{
+	int r = which == 2 ? LIBC(dup2)(oldfd, newfd) : LIBC(dup3)(oldfd, newfd, flags);
+	if (r >= 0 && oldfd != newfd)
+		duplicated(oldfd, newfd);
+	return r;
+}
+
+int fn_fcntl(int fd, int cmd, void *arg, bool is64)
+{
+	int r = is64 ? LIBC(fcntl64)(fd, cmd, arg) : LIBC(fcntl)(fd, cmd, arg);
+	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		duplicated(fd, r);
+	return r;
+}
+
+void fn_fd_classify_inherited(void)
+{
+	int e = errno;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *ent;
+	while (d && (ent = readdir(d))) {
+		char *end;
+		long fd = strtol(ent->d_name, &end, 10);
+		if (*end || fd < 0 || fd == dirfd(d) || fn_fd_get((int)fd))
+			continue;
+		unsigned kind = fn_fd_kind_of((int)fd);
+		if (kind)
+			fn_fd_mark((int)fd, kind);
+	}
+	if (d)
+		closedir(d);
+	errno = e;
+}

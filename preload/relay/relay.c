@@ -1,0 +1,554 @@
+/* relay.c - the relay thread (see relay.h). One thread per process, started
+ * by the first relayed connect, runs an epoll loop over every relayed
+ * connection and delayed datagram. Its mutex is held while it works and
+ * released while it waits, so a connect or close from the app waits at most
+ * one round of non-blocking I/O; the unmatched path never takes it. */
+#include "preload/relay/relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/sockios.h>
+
+#include "core/chance.h"
+#include "preload/fd/fdtab.h"
+#include "preload/base/alone.h"
+#include "preload/base/libc.h"
+#include "preload/base/signals.h"
+#include "preload/relay/reinject.h"
+#include "preload/relay/relay_conn.h"
+#include "preload/relay/splice.h"
+#include "preload/sink/sink.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fn_conn *conns;
+static struct fn_dgram *dgrams;
+static int epfd = -1, wakefd = -1;
+static bool running;
+/* The app closed the relay's epoll fd or eventfd (a sweep of unknown fds):
+ * the thread builds new ones. It waits at most LOST_CHECK_NS at a time,
+ * since a wait on an epoll fd the app closed can be woken by nothing else. */
+static bool rebuild_wanted;
+#define LOST_CHECK_NS 200000000ull
+
+static void wake(void)
+{
+	uint64_t one = 1;
+	/* -1 once the app has closed it: never write into a reused number. */
+	int fd = __atomic_load_n(&wakefd, __ATOMIC_ACQUIRE);
+	if (fd >= 0) {
+		ssize_t w = write(fd, &one, sizeof(one));
+		(void)w;
+	}
+}
+
+static int own_fd(int fd)
+{
+	return fd < 0 ? -1 : fn_fd_move_high(fd, FN_RANGE_SINK);
+}
+
+void fn_relay_close(int fd, bool hard)
+{
+	if (fd < 0)
+		return;
+	if (hard) {
+		struct linger l = {1, 0};
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	}
+	epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+	fn_fd_set(fd, 0);
+	LIBC(close)(fd);
+}
+
+void fn_relay_watch(struct fn_conn *c, int which, uint32_t events)
+{
+	int fd = which ? c->up : c->app;
+	uint32_t *have = &c->watching[which];
+	if (fd < 0 || *have == events)
+		return;
+	struct epoll_event ev = {.events = events, .data.ptr = (char *)c + which};
+	int op = *have == FN_WATCH_NONE ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+	if (epoll_ctl(epfd, op, fd, &ev) == 0)
+		*have = events;
+}
+
+static void *loop(void *arg);
+
+static bool start_thread(void)
+{
+	if (running)
+		return true;
+	if (epfd < 0 && (epfd = own_fd(epoll_create1(EPOLL_CLOEXEC))) < 0)
+		return false;
+	if (wakefd < 0) {
+		if ((wakefd = own_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK))) < 0)
+			return false;
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+		epoll_ctl(epfd, EPOLL_CTL_ADD, wakefd, &ev);
+	}
+	int e = fn_thread_start(loop, NULL);
+	if (e) {
+		errno = e;
+		return false;
+	}
+	running = true;
+	return true;
+}
+
+/* The app's local address. An unbound socket is bound to its family's
+ * any-address with IP_BIND_ADDRESS_NO_PORT, so that the kernel picks the
+ * port at connect time, as for a plain connect, and may reuse one in
+ * TIME_WAIT: bind(port 0) never does, and relayed connects would run out of
+ * ports. The port is then 0 here; the relay reads it once the app's SYN is
+ * out (relay_conn.c). */
+static bool local_address(int fd, int family, struct sockaddr_storage *ss, socklen_t *len)
+{
+	*len = sizeof(*ss);
+	if (getsockname(fd, (struct sockaddr *)ss, len) < 0)
+		return false;
+	uint16_t port = ss->ss_family == AF_INET ? ((struct sockaddr_in *)ss)->sin_port
+						 : ((struct sockaddr_in6 *)ss)->sin6_port;
+	if (port)
+		return true;
+	int one = 1;
+	setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+	struct sockaddr_storage any;
+	memset(&any, 0, sizeof(any));
+	any.ss_family = (sa_family_t)family;
+	socklen_t alen =
+	    family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	if (bind(fd, (struct sockaddr *)&any, alen) < 0)
+		return false;
+	*len = sizeof(*ss);
+	return getsockname(fd, (struct sockaddr *)ss, len) == 0;
+}
+
+/* Where the relay must aim its SYN: the app's port on the address its
+ * socket will use to reach the hold sink (loopback when bound to any). */
+static void handshake_target(struct sockaddr_storage *local, const struct sockaddr_storage *hold)
+{
+	if (local->ss_family == AF_INET) {
+		struct sockaddr_in *l = (struct sockaddr_in *)local;
+		if (l->sin_addr.s_addr == htonl(INADDR_ANY))
+			l->sin_addr = ((const struct sockaddr_in *)hold)->sin_addr;
+		return;
+	}
+	struct sockaddr_in6 *l6 = (struct sockaddr_in6 *)local;
+	if (IN6_IS_ADDR_UNSPECIFIED(&l6->sin6_addr))
+		l6->sin6_addr = ((const struct sockaddr_in6 *)hold)->sin6_addr;
+}
+
+static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
+			const struct fn_rule *r, struct sockaddr_storage *hold, socklen_t *holdlen)
+{
+	struct sockaddr_storage local;
+	socklen_t llen;
+	int family = dest->sa_family;
+	if (!fn_sink_addr(FN_SINK_HOLD, family, hold, holdlen) ||
+	    !local_address(fd, family, &local, &llen))
+		return false;
+	handshake_target(&local, hold);
+	struct fn_conn *c = fn_conn_new(fd, r, dest, destlen, &local, llen, hold, *holdlen);
+	if (!c) {
+		errno = ENOBUFS;
+		return false;
+	}
+	pthread_mutex_lock(&lock);
+	bool ok = start_thread();
+	if (ok) {
+		c->next = conns;
+		conns = c;
+	}
+	pthread_mutex_unlock(&lock);
+	if (!ok) {
+		free(c);
+		errno = EAGAIN;
+		return false;
+	}
+	wake();
+	return true;
+}
+
+/* The fd a delayed datagram is sent through later: a duplicate of the
+ * app's socket, one for all the datagrams of that socket waiting in the
+ * queue, not one each (2,000 queued datagrams would take 2,000 of the
+ * app's fds). Lock held. */
+static int sending_fd(struct fn_dgram *d, int app_fd)
+{
+	struct stat sb;
+	if (fstat(app_fd, &sb) < 0)
+		return -1;
+	d->sock_dev = sb.st_dev;
+	d->sock_ino = sb.st_ino;
+	for (const struct fn_dgram *x = dgrams; x; x = x->next)
+		if (!x->inbound && x->fd >= 0 && x->sock_dev == sb.st_dev &&
+		    x->sock_ino == sb.st_ino)
+			return x->fd;
+	return own_fd(LIBC(fcntl)(app_fd, F_DUPFD_CLOEXEC, 0));
+}
+
+static bool fd_queued(int fd)
+{
+	for (const struct fn_dgram *x = dgrams; x; x = x->next)
+		if (!x->inbound && x->fd == fd)
+			return true;
+	return false;
+}
+
+bool fn_relay_queue(struct fn_dgram *d, int dup_of)
+{
+	pthread_mutex_lock(&lock);
+	bool ok = start_thread();
+	if (ok && dup_of >= 0)
+		ok = (d->fd = sending_fd(d, dup_of)) >= 0;
+	/* Once queued, d belongs to the relay thread, which may send and free
+	 * it as soon as the lock is released: decide now. */
+	if (ok) {
+		/* Ordered by due time, first come first out among equals, so
+		 * that a constant delay never reorders datagrams. */
+		struct fn_dgram **at = &dgrams;
+		while (*at && (*at)->due_ns <= d->due_ns)
+			at = &(*at)->next;
+		d->next = *at;
+		*at = d;
+	}
+	pthread_mutex_unlock(&lock);
+	if (!ok) {
+		free(d);
+		errno = ENOBUFS;
+		return false;
+	}
+	wake();
+	return true;
+}
+
+static bool relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,
+			   socklen_t tolen, const void *ctl, size_t ctllen, uint64_t delay_ns)
+{
+	struct fn_dgram *d = malloc(sizeof(*d) + n + ctllen);
+	if (!d) {
+		errno = ENOBUFS;
+		return false;
+	}
+	memset(d, 0, sizeof(*d));
+	memcpy(d->data, buf, n);
+	d->len = n;
+	if (ctllen)
+		memcpy(d->data + n, ctl, ctllen);
+	d->ctllen = ctllen;
+	if (to && tolen <= sizeof(d->to)) {
+		memcpy(&d->to, to, tolen);
+		d->tolen = tolen;
+	}
+	d->due_ns = fn_now_ns() + delay_ns;
+	return fn_relay_queue(d, fd);
+}
+
+/* The entry points the app's threads call run with signals blocked: they
+ * lock the relay's mutex and allocate (see signals.h). */
+bool fn_relay_start(int fd, const struct sockaddr *dest, socklen_t destlen, const struct fn_rule *r,
+		    struct sockaddr_storage *hold, socklen_t *holdlen)
+{
+	sigset_t old;
+	fn_signals_block(&old);
+	bool ok = relay_start(fd, dest, destlen, r, hold, holdlen);
+	fn_signals_restore(&old);
+	return ok;
+}
+
+bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,
+		       socklen_t tolen, const void *ctl, size_t ctllen, uint64_t delay_ns)
+{
+	sigset_t old;
+	fn_signals_block(&old);
+	bool ok = relay_datagram(fd, buf, n, to, tolen, ctl, ctllen, delay_ns);
+	fn_signals_restore(&old);
+	return ok;
+}
+
+/* Sends the datagrams that are due; returns the earliest still waiting. */
+static uint64_t send_due(uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	for (struct fn_dgram **p = &dgrams; *p;) {
+		struct fn_dgram *d = *p;
+		if (d->due_ns > now) {
+			next = d->due_ns < next ? d->due_ns : next;
+			p = &d->next;
+			continue;
+		}
+		*p = d->next;
+		if (d->inbound) {
+			fn_reinject_send(d); /* and frees it */
+			continue;
+		}
+		/* As the app sent it: its control messages too (UDP_SEGMENT
+		 * then splits it into the datagrams the app meant). */
+		struct iovec iov = {.iov_base = d->data, .iov_len = d->len};
+		struct msghdr m = {.msg_name = d->tolen ? &d->to : NULL,
+				   .msg_namelen = d->tolen,
+				   .msg_iov = &iov,
+				   .msg_iovlen = 1,
+				   .msg_control = d->ctllen ? d->data + d->len : NULL,
+				   .msg_controllen = d->ctllen};
+		LIBC(sendmsg)(d->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (d->fd >= 0 && !fd_queued(d->fd)) { /* the last one through it */
+			fn_fd_set(d->fd, 0);
+			LIBC(close)(d->fd);
+		}
+		free(d);
+	}
+	return next;
+}
+
+/* Steps every connection that an event or its timer concerns, frees the
+ * finished ones, and returns the earliest timer. */
+static uint64_t step_all(uint64_t now)
+{
+	uint64_t next = send_due(now);
+	for (struct fn_conn **p = &conns; *p;) {
+		struct fn_conn *c = *p;
+		if (c->ready || c->wake_ns <= now)
+			fn_conn_step(c, now);
+		if (c->done) {
+			*p = c->next;
+			fn_conn_free(c);
+			continue;
+		}
+		next = c->wake_ns < next ? c->wake_ns : next;
+		p = &c->next;
+	}
+	return next;
+}
+
+/* epoll_wait until the deadline next (CLOCK_MONOTONIC ns; UINT64_MAX for
+ * none). epoll_pwait2 takes nanoseconds: latency rules would otherwise be
+ * late by up to a millisecond of rounding. */
+static int wait_until(struct epoll_event *ev, int max, uint64_t next)
+{
+	static bool no_pwait2;
+	uint64_t now = fn_now_ns();
+	uint64_t left = next == UINT64_MAX ? 0 : next > now ? next - now : 0;
+	if (!no_pwait2) {
+		struct timespec ts = {.tv_sec = (time_t)(left / 1000000000u),
+				      .tv_nsec = (long)(left % 1000000000u)};
+		int n = (int)syscall(SYS_epoll_pwait2, epfd, ev, max,
+				     next == UINT64_MAX ? NULL : &ts, NULL, (size_t)8);
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		no_pwait2 = true;
+	}
+	int ms = next == UINT64_MAX ? -1 : (int)((left + 999999) / 1000000);
+	return epoll_wait(epfd, ev, max, ms);
+}
+
+/* New epoll fd and eventfd after the app closed ours; every connection
+ * is watched again from scratch. Lock held. */
+static void rebuild(void)
+{
+	rebuild_wanted = false;
+	if (epfd >= 0) {
+		fn_fd_set(epfd, 0);
+		LIBC(close)(epfd);
+	}
+	if (wakefd >= 0) {
+		fn_fd_set(wakefd, 0);
+		LIBC(close)(wakefd);
+	}
+	epfd = own_fd(epoll_create1(EPOLL_CLOEXEC));
+	int w = own_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+	if (epfd < 0 || w < 0) {
+		rebuild_wanted = true; /* out of fds: try again on the next round */
+		return;
+	}
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	epoll_ctl(epfd, EPOLL_CTL_ADD, w, &ev);
+	__atomic_store_n(&wakefd, w, __ATOMIC_RELEASE);
+	for (struct fn_conn *c = conns; c; c = c->next) {
+		c->watching[0] = c->watching[1] = FN_WATCH_NONE;
+		c->ready = true;
+		c->dir[0].quiet = c->dir[1].quiet = false;
+	}
+}
+
+/* Set on the relay thread: an exit() there (fn_end_if_alone) drains the
+ * relay from that thread itself. */
+static __thread bool on_relay_thread;
+
+static void *loop(void *arg)
+{
+	(void)arg;
+	on_relay_thread = true;
+	prctl(PR_SET_NAME, "faultnet-relay");
+	/* Wake-ups on time: the default 50 us slack adds to every latency
+	 * release and token refill. */
+	prctl(PR_SET_TIMERSLACK, 1UL);
+	struct epoll_event ev[64];
+	uint64_t next = 0;
+	for (;;) {
+		uint64_t check = fn_now_ns() + LOST_CHECK_NS;
+		int n = epfd >= 0 ? wait_until(ev, 64, next < check ? next : check) : 0;
+		if (n <= 0) /* idle: every 200 ms at most, whatever the traffic was */
+			fn_end_if_alone();
+		if (epfd < 0)
+			nanosleep(&(struct timespec){0, (long)LOST_CHECK_NS}, NULL);
+		pthread_mutex_lock(&lock);
+		if (__atomic_load_n(&rebuild_wanted, __ATOMIC_RELAXED)) {
+			rebuild();
+			n = 0;
+		}
+		for (int i = 0; i < n; i++) {
+			if (!ev[i].data.ptr) {
+				uint64_t v;
+				ssize_t r = wakefd >= 0 ? LIBC(read)(wakefd, &v, sizeof(v)) : 0;
+				(void)r;
+				for (struct fn_conn *c = conns; c; c = c->next)
+					c->ready |= c->state == FN_CONN_NEW;
+				continue;
+			}
+			uintptr_t tag = (uintptr_t)ev[i].data.ptr;
+			struct fn_conn *c = (struct fn_conn *)(tag & ~(uintptr_t)1);
+			c->ready = true;
+			/* The socket tag & 1 is the source of direction tag & 1. */
+			if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+				c->dir[tag & 1].quiet = false;
+		}
+		next = step_all(fn_now_ns());
+		pthread_mutex_unlock(&lock);
+	}
+	return NULL;
+}
+
+static void relay_lost(int fd)
+{
+	if (!__atomic_load_n(&running, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&lock);
+	if (fd == epfd || fd == wakefd) {
+		/* Ours no more: forget the numbers now, rebuild in the thread. */
+		if (fd == wakefd)
+			__atomic_store_n(&wakefd, -1, __ATOMIC_RELEASE);
+		else
+			epfd = -1;
+		__atomic_store_n(&rebuild_wanted, true, __ATOMIC_RELAXED);
+	}
+	fn_splice_lost(fd);
+	for (struct fn_conn *c = conns; c; c = c->next)
+		if (c->app == fd || c->up == fd || c->opener == fd)
+			fn_conn_forget_fd(c, fd);
+	for (struct fn_dgram *d = dgrams; d; d = d->next)
+		if (d->fd == fd)
+			d->fd = -1;
+	pthread_mutex_unlock(&lock);
+}
+
+void fn_relay_atfork_child(void)
+{
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	lock = fresh;
+	/* The parent's relay keeps serving the connections; the child must not
+	 * hold their sockets open after the parent closes them. */
+	while (conns) {
+		struct fn_conn *c = conns;
+		conns = c->next;
+		int fds[3] = {c->app, c->up, c->opener};
+		for (int i = 0; i < 3; i++)
+			if (fds[i] >= 0) {
+				fn_fd_set(fds[i], 0);
+				LIBC(close)(fds[i]);
+			}
+		fn_conn_free(c);
+	}
+	while (dgrams) {
+		struct fn_dgram *d = dgrams;
+		dgrams = d->next;
+		if (d->fd >= 0 && !d->inbound && !fd_queued(d->fd)) { /* shared: once */
+			fn_fd_set(d->fd, 0);
+			LIBC(close)(d->fd);
+		}
+		free(d);
+	}
+	int fds[2] = {epfd, wakefd};
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0) {
+			fn_fd_set(fds[i], 0);
+			LIBC(close)(fds[i]);
+		}
+	epfd = wakefd = -1;
+	fn_splice_atfork_child();
+	running = false;
+}
+
+void fn_relay_lost(int fd)
+{
+	sigset_t old;
+	fn_signals_block(&old);
+	relay_lost(fd);
+	fn_signals_restore(&old);
+}
+
+/* Bytes of c still on their way: in the relay's buffers (latency holds them
+ * until due) or in its socket from the app, not read yet. Lock held. */
+static bool undelivered(const struct fn_conn *c)
+{
+	int unread = 0;
+	/* Only what the app sent matters at its exit; a direction a rule
+	 * stopped (stall, blackhole) delivers nothing anyway. */
+	if (c->done || c->state != FN_CONN_RELAY || c->dir[0].stopped)
+		return false;
+	return c->dir[0].lo < c->dir[0].hi ||
+	       (c->app >= 0 && ioctl(c->app, SIOCINQ, &unread) == 0 && unread > 0);
+}
+
+#define DRAIN_NS 5000000000ull
+
+/* exit(): the relay thread dies with the process, and the kernel would end
+ * its connections with a FIN after whatever it had sent: the peer would take
+ * a truncated stream for a whole one. The relay gets up to 5 s to deliver
+ * what it holds (as the kernel still delivers a closed socket's data); a
+ * connection it could not finish is reset, never ended cleanly. */
+__attribute__((destructor)) static void drain_at_exit(void)
+{
+	if (!__atomic_load_n(&running, __ATOMIC_ACQUIRE))
+		return;
+	uint64_t until = fn_now_ns() + DRAIN_NS;
+	sigset_t old;
+	fn_signals_block(&old);
+	for (;;) {
+		bool pending = false;
+		pthread_mutex_lock(&lock);
+		for (struct fn_conn *c = conns; c && !pending; c = c->next)
+			pending = undelivered(c);
+		if (!pending || fn_now_ns() >= until) {
+			for (struct fn_conn *c = conns; c; c = c->next)
+				if (undelivered(c))
+					fn_conn_finish(c, true);
+			pthread_mutex_unlock(&lock);
+			fn_signals_restore(&old);
+			return;
+		}
+		if (on_relay_thread) { /* nobody else steps them: step them here */
+			for (struct fn_conn *c = conns; c; c = c->next) {
+				c->ready = true; /* no epoll here: read anyway */
+				c->dir[0].quiet = c->dir[1].quiet = false;
+			}
+			step_all(fn_now_ns());
+		}
+		pthread_mutex_unlock(&lock);
+		wake();
+		nanosleep(&(struct timespec){0, 5000000}, NULL);
+	}
+}

@@ -1,0 +1,358 @@
+/* relay_conn.c - one relayed connection's life: connect to the real peer,
+ * complete the app's handshake by a simultaneous open from the hold sink's
+ * address once the peer answered and the delay passed, then carry bytes both
+ * ways, shaped by the rule. Bytes are never reordered, duplicated or dropped
+ * except where the rule says so (stall, close). */
+#include "preload/relay/relay_conn.h"
+
+#include <errno.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <netinet/tcp.h>
+#include <unistd.h>
+
+#include "core/chance.h"
+#include "preload/fd/fdtab.h"
+#include "preload/base/libc.h"
+#include "preload/base/policy.h"
+#include "preload/relay/relay_http.h"
+
+#define BUF_START (64 * 1024)
+#define MS 1000000ull
+
+struct fn_conn *fn_conn_new(int appfd, const struct fn_rule *r, const struct sockaddr *dest,
+			    socklen_t destlen, const struct sockaddr_storage *local,
+			    socklen_t locallen, const struct sockaddr_storage *hold,
+			    socklen_t holdlen)
+{
+	static uint64_t serial;
+	struct fn_conn *c = calloc(1, sizeof(*c));
+	if (!c || destlen > sizeof(c->dest)) {
+		free(c);
+		return NULL;
+	}
+	c->action = r->action;
+	c->par = r->par;
+	c->key = fn_rule_key(r) ^ __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED) << 32;
+	c->app = c->up = c->opener = -1;
+	struct stat sb;
+	c->appfd = appfd;
+	if (fstat(appfd, &sb) == 0) {
+		c->app_dev = sb.st_dev;
+		c->app_ino = sb.st_ino;
+	}
+	c->watching[0] = c->watching[1] = FN_WATCH_NONE;
+	memcpy(&c->dest, dest, destlen);
+	c->destlen = destlen;
+	c->local = *local;
+	c->locallen = locallen;
+	c->hold = *hold;
+	c->holdlen = holdlen;
+	c->start_ns = fn_now_ns();
+	c->http_mode = fn_rule_http(r);
+	for (int d = 0; d < 2; d++)
+		c->dir[d].faulted = r->par.direction & (d ? FN_DIR_DOWN : FN_DIR_UP);
+	if ((c->follows = r->established)) {
+		/* Off for now: carried as it is until the rule is enabled. */
+		c->follow.on = r->enabled;
+		c->follow.policy = fn_policy_current();
+		if (r->enabled)
+			strcpy(c->follow.rule, r->name);
+		fn_endpoint_from_sockaddr(&c->follow.peer, dest, destlen);
+		c->dir[0].faulted &= r->enabled;
+		c->dir[1].faulted &= r->enabled;
+	}
+	return c;
+}
+
+void fn_conn_free(struct fn_conn *c)
+{
+	fn_http_conn_free(c);
+	for (int d = 0; d < 2; d++) {
+		free(c->dir[d].buf);
+		free(c->dir[d].marks);
+	}
+	free(c);
+}
+
+/* A uniform draw in [-j, +j] milliseconds, as nanoseconds. */
+static int64_t jitter(struct fn_conn *c, uint32_t j)
+{
+	if (!j)
+		return 0;
+	double u = fn_random(c->key, c->draws++) * 2 - 1;
+	return (int64_t)(u * (double)j * (double)MS);
+}
+
+void fn_conn_finish(struct fn_conn *c, bool hard)
+{
+	fn_relay_close(c->opener, hard);
+	fn_relay_close(c->app, hard);
+	fn_relay_close(c->up, hard);
+	c->opener = c->app = c->up = -1;
+	c->done = true;
+}
+
+void fn_conn_forget_fd(struct fn_conn *c, int fd)
+{
+	int *fds[3] = {&c->app, &c->up, &c->opener};
+	for (int i = 0; i < 3; i++)
+		if (*fds[i] == fd) {
+			/* Not ours to close any more: the app is closing it. */
+			*fds[i] = -1;
+		}
+	fn_conn_finish(c, true);
+}
+
+/* The relay's sockets send what they are given at once: Nagle's algorithm
+ * would hold a small write for up to 40 ms waiting for an ACK, a delay the
+ * network never had (the app's own socket keeps whatever it chose). */
+int fn_conn_socket(int family)
+{
+	int one = 1, fd = LIBC(socket)(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fn_fd_move_high(fd, FN_RANGE_SINK);
+}
+
+static int sock_error(int fd)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		return errno;
+	return err;
+}
+
+bool fn_conn_connect(int fd, const struct sockaddr_storage *to, socklen_t len)
+{
+	return LIBC(connect)(fd, (const struct sockaddr *)to, len) == 0 || errno == EINPROGRESS;
+}
+
+static bool reset_at_accept(const struct fn_conn *c)
+{
+	return c->action == FN_ACT_RESET && c->par.after_bytes < 0 && c->par.after_ms < 0;
+}
+
+/* A reset at accept goes out once the app's connect has completed and the
+ * app has sent its first bytes (or 100 ms later if it waits to read): as
+ * with a real server that accepts and resets, the connect succeeds and the
+ * reset meets the app's next read or write. Sent any earlier, it would fail
+ * the connect itself. */
+static bool app_done_connecting(struct fn_conn *c, uint64_t now)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	int queued = 0;
+	if (getsockopt(c->appfd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return true;
+	if (ti.tcpi_state != TCP_ESTABLISHED)
+		return ti.tcpi_state != TCP_SYN_SENT && ti.tcpi_state != TCP_SYN_RECV;
+	if (!c->reset_ns)
+		c->reset_ns = now;
+	return (ioctl(c->app, SIOCINQ, &queued) == 0 && queued > 0) ||
+	       now - c->reset_ns >= 100 * MS;
+}
+
+/* A direction under a bandwidth rule reads through a small receive buffer,
+ * set before the handshake so that the window it advertises is small from
+ * the start: the sender's buffers then fill as behind a slow link (see
+ * ahead_limit() in relay_pump.c). d is the direction the socket reads. */
+/* Above FN_KERNEL_RATE a small window would only cap the link far below
+ * the rate. */
+
+static void small_window(const struct fn_conn *c, int fd, int d)
+{
+	int small = 4096;
+	if (fd >= 0 && c->dir[d].faulted && c->par.rate && c->par.rate < FN_KERNEL_RATE)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+}
+
+/* A connect-time reset needs no peer; everything else connects to it. */
+static void start_upstream(struct fn_conn *c)
+{
+	c->open_ns = c->start_ns;
+	if (c->action == FN_ACT_DELAY)
+		c->open_ns += c->par.delay_ms * MS + (uint64_t)jitter(c, c->par.jitter_ms);
+	/* An HTTP connection reaches the server at its first forwarded
+	 * request, if ever (relay_http.c). */
+	if (reset_at_accept(c) || c->http_mode) {
+		c->state = FN_CONN_WAIT;
+		return;
+	}
+	c->up = fn_conn_socket(c->dest.ss_family);
+	small_window(c, c->up, 1);
+	if (c->up < 0 || !fn_conn_connect(c->up, &c->dest, c->destlen)) {
+		c->up_error = errno;
+		c->state = FN_CONN_WAIT;
+		return;
+	}
+	c->state = FN_CONN_UPSTREAM;
+	fn_relay_watch(c, 1, EPOLLOUT);
+}
+
+static uint16_t *port_of(struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ? &((struct sockaddr_in *)ss)->sin_port
+					: &((struct sockaddr_in6 *)ss)->sin6_port;
+}
+
+/* The app's socket was bound without a port (IP_BIND_ADDRESS_NO_PORT): its
+ * connect has picked one by now. */
+static bool learn_port(struct fn_conn *c)
+{
+	if (*port_of(&c->local))
+		return true;
+	struct sockaddr_storage me;
+	socklen_t len = sizeof(me);
+	if (getsockname(c->appfd, (struct sockaddr *)&me, &len) < 0 || !*port_of(&me))
+		return false;
+	*port_of(&c->local) = *port_of(&me);
+	return true;
+}
+
+/* The app's connect is called just after the connection is handed over, so
+ * its SYN may not be out yet: an opener's SYN reaching a socket that is not
+ * connecting would be answered with a reset. 1 once it waits in SYN_SENT,
+ * 0 if not yet, -1 if the app's fd is gone (closed or reused). */
+static int app_connecting(struct fn_conn *c)
+{
+	struct stat sb;
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	if (fstat(c->appfd, &sb) < 0 || sb.st_dev != c->app_dev || sb.st_ino != c->app_ino ||
+	    getsockopt(c->appfd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return -1;
+	if (ti.tcpi_state == TCP_SYN_SENT)
+		return learn_port(c) ? 1 : -1;
+	return ti.tcpi_state == TCP_CLOSE ? 0 : -1;
+}
+
+bool fn_conn_app_unread(const struct fn_conn *c, int *unread)
+{
+	struct stat sb;
+	return fstat(c->appfd, &sb) == 0 && sb.st_dev == c->app_dev && sb.st_ino == c->app_ino &&
+	       ioctl(c->appfd, SIOCINQ, unread) == 0;
+}
+
+/* The app's socket sits in SYN_SENT towards the hold sink, whose listener
+ * drops its SYNs. A socket bound to the sink's own address that connects to
+ * the app's address makes the two complete a simultaneous open: the app's
+ * socket becomes connected, with the kernel's own readiness. */
+static void start_open(struct fn_conn *c)
+{
+	int one = 1;
+	int fd = fn_conn_socket(c->hold.ss_family);
+	small_window(c, fd, 0);
+	c->opener = fd;
+	c->state = FN_CONN_OPENING;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&c->hold, c->holdlen) < 0 ||
+	    !fn_conn_connect(fd, &c->local, c->locallen)) {
+		fn_conn_finish(c, true);
+		return;
+	}
+	c->app = fd;
+	c->opener = -1;
+	fn_relay_watch(c, 0, EPOLLOUT);
+}
+
+static void established(struct fn_conn *c, uint64_t now)
+{
+	c->est_ns = now;
+	c->state = FN_CONN_RELAY;
+	if (reset_at_accept(c) || c->up_error) {
+		/* The peer refused or the rule resets: the app's connection
+		 * is reset right after its handshake. */
+		fn_conn_finish(c, true);
+		return;
+	}
+	for (int d = 0; d < 2; d++) {
+		c->dir[d].buf = malloc(BUF_START);
+		c->dir[d].cap = BUF_START;
+		c->dir[d].tok_ns = now;
+		if (c->par.latency_ms)
+			c->dir[d].marks = calloc(FN_MARKS, sizeof(struct fn_mark));
+		if (!c->dir[d].buf || (c->par.latency_ms && !c->dir[d].marks)) {
+			fn_conn_finish(c, true);
+			return;
+		}
+	}
+	if (c->http_mode && !fn_http_conn_init(c)) {
+		fn_conn_finish(c, true);
+		return;
+	}
+	c->ready = true;
+}
+
+static void setup_step(struct fn_conn *c, uint64_t now)
+{
+	if (c->state == FN_CONN_NEW)
+		start_upstream(c);
+	if (c->state == FN_CONN_UPSTREAM) {
+		int err = sock_error(c->up);
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof(peer);
+		bool connected = LIBC(getpeername)(c->up, (struct sockaddr *)&peer, &plen) == 0;
+		if (!connected && !err)
+			return; /* still connecting */
+		c->up_error = connected ? 0 : err;
+		c->state = FN_CONN_WAIT;
+		fn_relay_watch(c, 1, 0);
+	}
+	if (c->state == FN_CONN_WAIT) {
+		if (now < c->open_ns) {
+			c->wake_ns = c->open_ns;
+			return;
+		}
+		int ready = app_connecting(c);
+		if (ready <= 0) {
+			if (ready < 0 || now - c->start_ns > 60 * 1000 * MS)
+				fn_conn_finish(c, true);
+			else
+				c->wake_ns = now + MS / 4;
+			return;
+		}
+		start_open(c);
+		if (c->done)
+			return;
+	}
+	if (c->state == FN_CONN_OPENING) {
+		int err = sock_error(c->app);
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof(peer);
+		if (err) {
+			fn_conn_finish(c, true); /* the app gave up before its handshake */
+			return;
+		}
+		if (LIBC(getpeername)(c->app, (struct sockaddr *)&peer, &plen) < 0)
+			return;
+		if (reset_at_accept(c) && !app_done_connecting(c, now) &&
+		    now - c->start_ns < 2000 * MS) {
+			c->wake_ns = now + MS / 10;
+			return;
+		}
+		established(c, now);
+	}
+}
+
+void fn_conn_step(struct fn_conn *c, uint64_t now)
+{
+	c->ready = false;
+	c->wake_ns = UINT64_MAX;
+	if (c->state != FN_CONN_RELAY)
+		setup_step(c, now);
+	if (c->state == FN_CONN_RELAY && !c->done) {
+		if (c->http)
+			fn_http_pump(c, now);
+		else
+			fn_conn_pump(c, now);
+	}
+}

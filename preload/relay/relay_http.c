@@ -1,0 +1,749 @@
+/* relay_http.c - per-request HTTP faults (see relay_http.h). The app's
+ * bytes are parsed with libhttp-parser; each request is decided once its
+ * head is read, and its bytes (head and body) then go to the server or are
+ * read and dropped. The server's bytes are parsed too, so that each answer
+ * is known to end where it ends, and released to the app in request order:
+ * an answer faultnet writes waits for the server's answers before it. */
+#include "preload/relay/relay_http.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
+
+#include "core/chance.h"
+#include "core/hparse.h"
+#include "core/http.h"
+#include "preload/base/libc.h"
+#include "preload/base/policy.h"
+#include "preload/relay/shape.h"
+#include "preload/stats/stats.h"
+
+#define MS 1000000ull
+#define IN_BUF (128 * 1024) /* holds a request head up to the parser's limit */
+#define OUT_MAX (256 * 1024)
+
+enum hkind { HK_FORWARD, HK_ANSWER, HK_ABORT };
+
+/* One request, from its head to the end of its answer. */
+struct hreq {
+	struct hreq *next;
+	enum hkind kind;
+	bool complete;	/* the request's last byte was read */
+	bool head;	/* a HEAD request: its answer has no body */
+	bool expect;	/* answered here, and the app waits for 100 Continue */
+	bool started;	/* forward: the server's answer has begun */
+	bool resp_done; /* forward: the server's final answer was parsed whole */
+	uint64_t done_ns, first_ns, delay_ns;
+	int mode;	     /* abort: FN_ABORT_*, also after after_bytes */
+	int64_t after_bytes; /* forward: cut the answer after this many bytes */
+	uint64_t resp_end;   /* forward: where its answer ends in the server's stream */
+	uint64_t sent;	     /* forward: bytes of its answer passed on */
+	char *answer;	     /* answer: the bytes faultnet sends */
+	size_t alen;
+	bool close_after;
+};
+
+struct obuf {
+	char *s;
+	size_t lo, len, cap;
+};
+
+struct fn_hconn {
+	const struct fn_hparse *lib;
+	http_parser req, res;
+	struct fn_endpoint ep;
+	struct hreq *head, *tail;
+	struct hreq *parsing;	/* the request whose bytes are being read */
+	struct hreq *answering; /* the forwarded request the server answers now */
+	size_t uparsed;		/* dir[0]: [lo, lo + uparsed) parsed, not yet routed */
+	uint64_t rabs;		/* server stream: bytes parsed */
+	/* The request head being read. */
+	char path[1024], host[256], field[24], expect[32];
+	size_t pathlen, hostlen, expectlen, fieldlen;
+	bool in_value, saw_url, not_http, upgrading;
+	struct obuf toup, toapp;
+	bool passthrough; /* requests go on as bytes, untouched */
+	bool down_raw;	  /* the server's bytes go on as bytes, untouched */
+	bool fin_wanted;  /* FIN to the app once toapp is written */
+	bool app_fin;	  /* FIN sent: what the app sends now is dropped */
+	bool up_started, up_ok, up_failed, up_shut;
+	int up_err;
+};
+
+static http_parser_settings req_settings, res_settings;
+
+/* ---- buffers ------------------------------------------------------------ */
+
+static bool obuf_add(struct obuf *b, const char *p, size_t n)
+{
+	if (b->lo == b->len)
+		b->lo = b->len = 0;
+	if (b->len + n > b->cap) {
+		if (b->lo) {
+			memmove(b->s, b->s + b->lo, b->len - b->lo);
+			b->len -= b->lo;
+			b->lo = 0;
+		}
+		size_t cap = b->cap ? b->cap : 16384;
+		while (cap < b->len + n)
+			cap *= 2;
+		char *s = realloc(b->s, cap);
+		if (!s)
+			return false;
+		b->s = s;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, p, n);
+	b->len += n;
+	return true;
+}
+
+static size_t obuf_pending(const struct obuf *b)
+{
+	return b->len - b->lo;
+}
+
+/* Writes what the socket takes. False on a fatal error. */
+static bool obuf_flush(struct obuf *b, int fd, bool *blocked)
+{
+	*blocked = false;
+	while (obuf_pending(b)) {
+		ssize_t w = LIBC(sendto)(fd, b->s + b->lo, obuf_pending(b),
+					 MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+		if (w < 0) {
+			if (errno == EAGAIN || errno == EINTR) {
+				*blocked = true;
+				return true;
+			}
+			return false;
+		}
+		b->lo += (size_t)w;
+	}
+	return true;
+}
+
+/* ---- the request side ----------------------------------------------------- */
+
+static void append(char *dst, size_t cap, size_t *len, const char *p, size_t n)
+{
+	if (*len + n >= cap)
+		n = *len < cap - 1 ? cap - 1 - *len : 0;
+	memcpy(dst + *len, p, n);
+	*len += n;
+	dst[*len] = '\0';
+}
+
+static int on_req_begin(http_parser *p)
+{
+	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
+	h->pathlen = h->hostlen = h->expectlen = h->fieldlen = 0;
+	h->path[0] = h->host[0] = h->expect[0] = h->field[0] = '\0';
+	h->in_value = false;
+	return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t n)
+{
+	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
+	h->saw_url = true;
+	append(h->path, sizeof(h->path), &h->pathlen, at, n);
+	return 0;
+}
+
+static int on_field(http_parser *p, const char *at, size_t n)
+{
+	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
+	if (h->in_value)
+		h->fieldlen = 0;
+	h->in_value = false;
+	append(h->field, sizeof(h->field), &h->fieldlen, at, n);
+	return 0;
+}
+
+static int on_value(http_parser *p, const char *at, size_t n)
+{
+	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
+	h->in_value = true;
+	if (strcasecmp(h->field, "host") == 0)
+		append(h->host, sizeof(h->host), &h->hostlen, at, n);
+	else if (strcasecmp(h->field, "expect") == 0)
+		append(h->expect, sizeof(h->expect), &h->expectlen, at, n);
+	return 0;
+}
+
+/* The path part of the request target: "/a/b" of "/a/b?x=1" or of
+ * "http://host/a/b?x=1". */
+static void target_path(char *t)
+{
+	char *start = t;
+	if (strncasecmp(t, "http://", 7) == 0) {
+		char *slash = strchr(t + 7, '/');
+		start = slash ? slash : (char *)"/";
+	}
+	size_t n = strcspn(start, "?#");
+	memmove(t, start, n);
+	t[n] = '\0';
+	if (!t[0])
+		strcpy(t, "/");
+}
+
+static void ensure_upstream(struct fn_conn *c);
+
+/* What the rules say of one request; its entry joins the queue. */
+static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
+{
+	struct fn_hconn *h = c->http;
+	struct hreq *e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->after_bytes = -1;
+	e->head = p->method == HTTP_HEAD;
+	target_path(h->path);
+	const char *method = h->lib->method_str((enum http_method)p->method);
+	/* Host patterns name hosts: the header's port is not part of it. */
+	char host[sizeof(h->host)];
+	snprintf(host, sizeof(host), "%s", h->host);
+	char *colon = strrchr(host, ':');
+	if (colon && !strchr(colon, ']'))
+		*colon = '\0';
+	struct fn_http_req rq = {method, h->path, host};
+	const struct fn_rule *seen = NULL, *r = NULL;
+	if (!(p->upgrade || p->method == HTTP_CONNECT))
+		r = fn_http_decide(fn_policy_fresh(), &h->ep, &rq, &seen);
+	else
+		h->upgrading = true; /* after it, bytes go through untouched */
+	enum fn_req_fate fate = FN_REQ_FORWARDED;
+	if (r && r->action == FN_ACT_RESPOND) {
+		e->kind = HK_ANSWER;
+		e->answer = fn_http_answer(r, e->head, &e->alen);
+		e->delay_ns = r->par.delay_ms * MS;
+		e->close_after = r->http->close;
+		fate = FN_REQ_ANSWERED;
+		if (!e->answer) {
+			free(e);
+			return NULL;
+		}
+	} else if (r && r->action == FN_ACT_SLOW) {
+		int64_t j = 0;
+		if (r->par.jitter_ms)
+			j = (int64_t)((fn_random(c->key, c->draws++) * 2 - 1) *
+				      (double)r->par.jitter_ms * (double)MS);
+		int64_t d = (int64_t)r->par.delay_ms * (int64_t)MS + j;
+		e->delay_ns = d > 0 ? (uint64_t)d : 0;
+		fate = FN_REQ_SLOWED;
+	} else if (r && r->action == FN_ACT_ABORT) {
+		e->mode = r->http->mode;
+		e->after_bytes = r->par.after_bytes;
+		e->kind = e->after_bytes >= 0 ? HK_FORWARD : HK_ABORT;
+		fate = FN_REQ_ABORTED;
+	}
+	e->expect = e->kind != HK_FORWARD && strcasecmp(h->expect, "100-continue") == 0;
+	fn_stats_request(seen, r, &h->ep, method, h->host, h->path, fate);
+	(void)now;
+	return e;
+}
+
+static int on_req_headers(http_parser *p)
+{
+	struct fn_conn *c = p->data;
+	struct fn_hconn *h = c->http;
+	if (p->http_major != 1) {
+		h->not_http = true; /* HTTP/2 or later: handled as a parse failure */
+		return -1;
+	}
+	struct hreq *e = decide(c, p, fn_now_ns());
+	if (!e)
+		return -1;
+	if (h->tail)
+		h->tail->next = e;
+	else
+		h->head = e;
+	h->tail = e;
+	h->parsing = e;
+	if (e->kind == HK_FORWARD)
+		ensure_upstream(c);
+	return 0;
+}
+
+static int on_req_complete(http_parser *p)
+{
+	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
+	h->lib->pause(p, 1); /* the caller routes the request's last bytes */
+	return 0;
+}
+
+/* Bytes [lo, lo + n) of the app's stream belong to the request being read:
+ * to the server if it is forwarded, else nowhere. */
+static void route(struct fn_conn *c, size_t n)
+{
+	struct fn_hconn *h = c->http;
+	struct fn_dir *dr = &c->dir[0];
+	bool forward = h->passthrough || (h->parsing && h->parsing->kind == HK_FORWARD);
+	if (forward && n)
+		obuf_add(&h->toup, dr->buf + dr->lo, n);
+	dr->lo += n;
+	h->uparsed -= n;
+	if (dr->lo == dr->hi)
+		dr->lo = dr->hi = 0;
+}
+
+/* The parser gave up: what it has not routed, and all that follows, goes
+ * to the server untouched. Reported once. */
+static void give_up_parsing(struct fn_conn *c)
+{
+	struct fn_hconn *h = c->http;
+	/* Not HTTP when its very first line is not a request line (TLS, any
+	 * other protocol) or names another version (HTTP/2's preface). */
+	fn_stats_unparsed(&h->ep,
+			  h->saw_url && !h->not_http ? FN_UNPARSED_REQUEST : FN_UNPARSED_NOT_HTTP);
+	h->passthrough = true;
+	h->parsing = NULL;
+	ensure_upstream(c);
+	route(c, c->dir[0].hi - c->dir[0].lo);
+	h->uparsed = 0;
+}
+
+static void parse_requests(struct fn_conn *c, uint64_t now)
+{
+	struct fn_hconn *h = c->http;
+	struct fn_dir *dr = &c->dir[0];
+	while (!h->passthrough && !h->app_fin && dr->lo + h->uparsed < dr->hi) {
+		size_t n = h->lib->execute(&h->req, &req_settings, dr->buf + dr->lo + h->uparsed,
+					   dr->hi - dr->lo - h->uparsed);
+		h->uparsed += n;
+		enum http_errno e = HTTP_PARSER_ERRNO(&h->req);
+		if (e == HPE_PAUSED) { /* a request ends here */
+			route(c, h->uparsed);
+			if (h->parsing) {
+				h->parsing->complete = true;
+				h->parsing->done_ns = now;
+			}
+			h->parsing = NULL;
+			h->lib->pause(&h->req, 0);
+			if (h->upgrading)
+				h->passthrough = true;
+		} else if (e != HPE_OK) {
+			give_up_parsing(c);
+		} else {
+			if (h->parsing) /* decided: its bytes go on as they come */
+				route(c, h->uparsed);
+			break;
+		}
+	}
+	if ((h->passthrough || h->app_fin) && dr->lo < dr->hi) {
+		h->parsing = NULL;
+		if (!h->app_fin)
+			obuf_add(&h->toup, dr->buf + dr->lo, dr->hi - dr->lo);
+		dr->lo = dr->hi = 0;
+		h->uparsed = 0;
+	}
+}
+
+/* ---- the server side ------------------------------------------------------ */
+
+/* The forwarded request the server's next bytes answer. */
+static struct hreq *awaiting(struct fn_hconn *h)
+{
+	if (h->answering)
+		return h->answering;
+	for (struct hreq *e = h->head; e; e = e->next)
+		if (e->kind == HK_FORWARD && !e->resp_done)
+			return h->answering = e;
+	return NULL;
+}
+
+static int on_res_begin(http_parser *p)
+{
+	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
+	struct hreq *e = awaiting(h);
+	if (e && !e->started) {
+		e->started = true;
+		e->first_ns = fn_now_ns();
+	}
+	return 0;
+}
+
+static int on_res_headers(http_parser *p)
+{
+	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
+	struct hreq *e = awaiting(h);
+	return e && e->head ? 1 : 0; /* 1: this answer has no body */
+}
+
+static int on_res_complete(http_parser *p)
+{
+	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
+	h->lib->pause(p, 1);
+	return 0;
+}
+
+/* One of the server's answers was parsed whole, up to h->rabs. */
+static void answer_parsed(struct fn_hconn *h)
+{
+	struct hreq *e = awaiting(h);
+	int status = h->res.status_code;
+	if (h->res.upgrade)
+		h->down_raw = true; /* 101: the rest is another protocol */
+	if (!e || (status / 100 == 1 && status != 101))
+		return; /* an interim answer (100 Continue): the final one follows */
+	e->resp_done = true;
+	e->resp_end = h->rabs;
+	h->answering = NULL;
+}
+
+static void parse_answers(struct fn_conn *c)
+{
+	struct fn_hconn *h = c->http;
+	struct fn_dir *dr = &c->dir[1];
+	while (!h->down_raw && h->rabs < dr->in) {
+		if (!awaiting(h)) {
+			/* Bytes no request asked for: passed on as they are. */
+			h->down_raw = true;
+			break;
+		}
+		const char *at = dr->buf + dr->lo + (h->rabs - dr->out);
+		size_t n = h->lib->execute(&h->res, &res_settings, at, dr->in - h->rabs);
+		h->rabs += n;
+		enum http_errno e = HTTP_PARSER_ERRNO(&h->res);
+		if (e == HPE_PAUSED) {
+			answer_parsed(h);
+			h->lib->pause(&h->res, 0);
+		} else if (e != HPE_OK) {
+			fn_stats_unparsed(&h->ep, FN_UNPARSED_RESPONSE);
+			h->down_raw = true;
+		} else {
+			break;
+		}
+	}
+	if (dr->eof && !h->down_raw) {
+		/* An answer that runs to the server's close ends here. */
+		h->lib->execute(&h->res, &res_settings, NULL, 0);
+		if (HTTP_PARSER_ERRNO(&h->res) == HPE_PAUSED) {
+			answer_parsed(h);
+			h->lib->pause(&h->res, 0);
+		}
+	}
+	if (h->down_raw)
+		h->rabs = dr->in;
+}
+
+/* ---- answers back to the app, in request order ---------------------------- */
+
+static void pop(struct fn_hconn *h)
+{
+	struct hreq *e = h->head;
+	h->head = e->next;
+	if (!h->head)
+		h->tail = NULL;
+	if (h->answering == e)
+		h->answering = NULL;
+	if (h->parsing == e)
+		h->parsing = NULL;
+	free(e->answer);
+	free(e);
+}
+
+/* abort: a reset once the app has what went before, or a FIN. */
+static void cut(struct fn_conn *c, int mode)
+{
+	struct fn_hconn *h = c->http;
+	if (mode == FN_ABORT_CLOSE)
+		h->fin_wanted = true;
+	else
+		c->reset_pending = true;
+	if (c->up >= 0 && !h->up_shut) {
+		/* The server's side of a cut request is of no more use. */
+		fn_relay_watch(c, 1, 0);
+		fn_relay_close(c->up, true);
+		c->up = -1;
+		h->up_failed = true;
+		h->up_err = ECONNABORTED;
+	}
+}
+
+/* Passes on the head request's answer from the server; true when the
+ * request is done with. */
+static bool release_forward(struct fn_conn *c, struct hreq *e, uint64_t now)
+{
+	struct fn_hconn *h = c->http;
+	struct fn_dir *dr = &c->dir[1];
+	if (!e->started && !h->down_raw) {
+		if (h->up_failed || (dr->eof && dr->out == dr->in)) {
+			/* The server is gone or closed without answering: a
+			 * reset, as the app would meet talking to it. */
+			c->reset_pending = true;
+			if (h->up_err)
+				fn_stats_event(NULL, NULL, &h->ep,
+					       h->up_err == ECONNABORTED ? "aborted"
+									 : fn_errname(h->up_err));
+		}
+		return false;
+	}
+	if (e->delay_ns && now < e->first_ns + e->delay_ns) {
+		fn_shape_wake(c, e->first_ns + e->delay_ns);
+		return false;
+	}
+	uint64_t end = h->down_raw ? dr->in : e->resp_done ? e->resp_end : h->rabs;
+	if (e->after_bytes >= 0 && end - dr->out > (uint64_t)e->after_bytes - e->sent)
+		end = dr->out + ((uint64_t)e->after_bytes - e->sent);
+	size_t room = OUT_MAX - obuf_pending(&h->toapp);
+	size_t n = end - dr->out < room ? (size_t)(end - dr->out) : room;
+	if (n && !obuf_add(&h->toapp, dr->buf + dr->lo, n))
+		return false;
+	dr->lo += n;
+	dr->out += n;
+	e->sent += n;
+	if (e->after_bytes >= 0 && e->sent >= (uint64_t)e->after_bytes) {
+		cut(c, e->mode);
+		return true;
+	}
+	if (h->down_raw && dr->eof && dr->out == dr->in)
+		return true;
+	return e->resp_done && dr->out == e->resp_end;
+}
+
+static void release(struct fn_conn *c, uint64_t now)
+{
+	struct fn_hconn *h = c->http;
+	struct hreq *e;
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+	while ((e = h->head) && !h->fin_wanted && !c->reset_pending &&
+	       obuf_pending(&h->toapp) < OUT_MAX) {
+		if (e->expect) {
+			obuf_add(&h->toapp, cont, sizeof(cont) - 1);
+			e->expect = false;
+		}
+		if (e->kind == HK_FORWARD) {
+			if (!release_forward(c, e, now))
+				break;
+			pop(h);
+			continue;
+		}
+		if (!e->complete)
+			break;
+		if (e->kind == HK_ABORT) {
+			cut(c, e->mode);
+			pop(h);
+			break;
+		}
+		if (now < e->done_ns + e->delay_ns) {
+			fn_shape_wake(c, e->done_ns + e->delay_ns);
+			break;
+		}
+		obuf_add(&h->toapp, e->answer, e->alen);
+		if (e->close_after)
+			h->fin_wanted = true;
+		pop(h);
+	}
+	struct fn_dir *dr = &c->dir[1];
+	if (!h->head && !h->fin_wanted && !c->reset_pending && dr->out < dr->in &&
+	    (h->down_raw || !awaiting(h))) {
+		size_t room = OUT_MAX - obuf_pending(&h->toapp);
+		size_t n = dr->in - dr->out < room ? (size_t)(dr->in - dr->out) : room;
+		obuf_add(&h->toapp, dr->buf + dr->lo, n);
+		dr->lo += n;
+		dr->out += n;
+	}
+	if (dr->lo == dr->hi)
+		dr->lo = dr->hi = 0;
+	/* The server closed and every answer is out: so does the app's side. */
+	if (!h->head && dr->eof && dr->out == dr->in && h->up_ok)
+		h->fin_wanted = true;
+}
+
+/* ---- sockets ---------------------------------------------------------------- */
+
+static void ensure_upstream(struct fn_conn *c)
+{
+	struct fn_hconn *h = c->http;
+	if (h->up_started)
+		return;
+	h->up_started = true;
+	c->up = fn_conn_socket(c->dest.ss_family);
+	if (c->up < 0 || !fn_conn_connect(c->up, &c->dest, c->destlen)) {
+		h->up_failed = true;
+		h->up_err = errno;
+		return;
+	}
+	c->watching[1] = FN_WATCH_NONE;
+	fn_relay_watch(c, 1, EPOLLOUT);
+}
+
+/* The server's connect finished, one way or the other. */
+static void upstream_progress(struct fn_conn *c)
+{
+	struct fn_hconn *h = c->http;
+	if (c->up < 0 || h->up_ok || h->up_failed)
+		return;
+	int err = 0;
+	socklen_t len = sizeof(err);
+	struct sockaddr_storage peer;
+	socklen_t plen = sizeof(peer);
+	if (getsockopt(c->up, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (!err && LIBC(getpeername)(c->up, (struct sockaddr *)&peer, &plen) == 0) {
+		h->up_ok = true;
+		return;
+	}
+	if (err) {
+		h->up_failed = true;
+		h->up_err = err;
+	}
+}
+
+/* Reads what the buffer has room for; false on a fatal error (a reset). */
+static bool fill(struct fn_conn *c, int d, int fd)
+{
+	struct fn_dir *dr = &c->dir[d];
+	if (fd < 0 || dr->eof)
+		return true;
+	if (dr->hi == dr->cap && dr->lo > 0) {
+		memmove(dr->buf, dr->buf + dr->lo, dr->hi - dr->lo);
+		dr->hi -= dr->lo;
+		dr->lo = 0;
+	}
+	for (int i = 0; i < 16 && dr->hi < dr->cap; i++) {
+		ssize_t n = LIBC(recv)(fd, dr->buf + dr->hi, dr->cap - dr->hi, MSG_DONTWAIT);
+		if (n == 0) {
+			dr->eof = true;
+			return true;
+		}
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		dr->hi += (size_t)n;
+		dr->in += (uint64_t)n;
+	}
+	return true;
+}
+
+/* FINs: to the app once its answers are out and the rules or the server
+ * said so; to the server once the app has sent everything. */
+static void half_closes(struct fn_conn *c)
+{
+	struct fn_hconn *h = c->http;
+	if (h->fin_wanted && !h->app_fin && !obuf_pending(&h->toapp)) {
+		shutdown(c->app, SHUT_WR);
+		h->app_fin = true;
+	}
+	if (c->dir[0].eof && h->up_ok && !h->up_shut && !obuf_pending(&h->toup) &&
+	    c->dir[0].lo == c->dir[0].hi) {
+		shutdown(c->up, SHUT_WR);
+		h->up_shut = true;
+	}
+}
+
+static void watch(struct fn_conn *c, bool app_blocked, bool up_blocked)
+{
+	struct fn_hconn *h = c->http;
+	uint32_t app = 0, up = 0;
+	struct fn_dir *in = &c->dir[0], *down = &c->dir[1];
+	bool in_room = in->hi < in->cap || in->lo > 0;
+	if (!in->eof && in_room && obuf_pending(&h->toup) < OUT_MAX)
+		app |= EPOLLIN | EPOLLRDHUP;
+	if (app_blocked)
+		app |= EPOLLOUT;
+	if (c->up >= 0) {
+		bool down_room = down->hi < down->cap || down->lo > 0;
+		if (!h->up_ok && !h->up_failed)
+			up |= EPOLLOUT;
+		else if (h->up_ok && !down->eof && down_room)
+			up |= EPOLLIN | EPOLLRDHUP;
+		if (up_blocked)
+			up |= EPOLLOUT;
+		fn_relay_watch(c, 1, up);
+	}
+	fn_relay_watch(c, 0, app);
+}
+
+/* Done: the app has closed its side and has everything it is owed. */
+static bool finished(const struct fn_conn *c)
+{
+	const struct fn_hconn *h = c->http;
+	return c->dir[0].eof && !obuf_pending(&h->toapp) &&
+	       (h->app_fin || (!h->head && (c->up < 0 || c->dir[1].eof || h->up_failed)));
+}
+
+void fn_http_pump(struct fn_conn *c, uint64_t now)
+{
+	struct fn_hconn *h = c->http;
+	upstream_progress(c);
+	if (!fill(c, 0, c->app) || !fill(c, 1, h->up_ok ? c->up : -1)) {
+		fn_conn_finish(c, true); /* a reset is passed on as a reset */
+		return;
+	}
+	parse_requests(c, now);
+	parse_answers(c);
+	release(c, now);
+	bool app_blocked = false, up_blocked = false;
+	if (!obuf_flush(&h->toapp, c->app, &app_blocked) ||
+	    (h->up_ok && !obuf_flush(&h->toup, c->up, &up_blocked))) {
+		fn_conn_finish(c, true);
+		return;
+	}
+	half_closes(c);
+	if (c->reset_pending && !obuf_pending(&h->toapp)) {
+		fn_conn_reset_when_sent(c, now);
+		return;
+	}
+	if (finished(c)) {
+		fn_conn_finish(c, false);
+		return;
+	}
+	watch(c, app_blocked, up_blocked);
+}
+
+/* ---- set-up ----------------------------------------------------------------- */
+
+static void settings_init(void)
+{
+	req_settings.on_message_begin = on_req_begin;
+	req_settings.on_url = on_url;
+	req_settings.on_header_field = on_field;
+	req_settings.on_header_value = on_value;
+	req_settings.on_headers_complete = on_req_headers;
+	req_settings.on_message_complete = on_req_complete;
+	res_settings.on_message_begin = on_res_begin;
+	res_settings.on_headers_complete = on_res_headers;
+	res_settings.on_message_complete = on_res_complete;
+}
+
+bool fn_http_conn_init(struct fn_conn *c)
+{
+	const char *why;
+	const struct fn_hparse *lib = fn_hparse_get(&why);
+	struct fn_hconn *h = lib ? calloc(1, sizeof(*h)) : NULL;
+	char *bigger = h ? realloc(c->dir[0].buf, IN_BUF) : NULL;
+	if (!h || !bigger) {
+		free(h);
+		return false;
+	}
+	c->dir[0].buf = bigger;
+	c->dir[0].cap = IN_BUF;
+	if (!req_settings.on_message_begin)
+		settings_init();
+	h->lib = lib;
+	fn_endpoint_from_sockaddr(&h->ep, (const struct sockaddr *)&c->dest, c->destlen);
+	lib->init(&h->req, HTTP_REQUEST);
+	lib->init(&h->res, HTTP_RESPONSE);
+	h->req.data = h->res.data = c;
+	c->http = h;
+	return true;
+}
+
+void fn_http_conn_free(struct fn_conn *c)
+{
+	struct fn_hconn *h = c->http;
+	if (!h)
+		return;
+	while (h->head)
+		pop(h);
+	free(h->toup.s);
+	free(h->toapp.s);
+	free(h);
+	c->http = NULL;
+}

@@ -1,0 +1,23 @@
+/* relay_http.h - per-request HTTP faults on a relayed connection: the
+ * app's requests are parsed as they arrive and each one is answered by
+ * faultnet (respond), forwarded to the real server (as it is, or with its
+ * answer held back: slow), or cut (abort). Answers go back in request order,
+ * whoever wrote them. The server is connected to only when a request must
+ * be forwarded. Used by the relay thread only. */
+#ifndef FAULTNET_RELAY_HTTP_H
+#define FAULTNET_RELAY_HTTP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "preload/relay/relay_conn.h"
+
+/* Sets up c's HTTP state once its app side is established. False when
+ * the parser cannot be loaded or memory is short: c is then relayed as
+ * bytes, untouched. */
+bool fn_http_conn_init(struct fn_conn *c);
+/* Carries c's requests and answers as far as its sockets and timers allow. */
+void fn_http_pump(struct fn_conn *c, uint64_t now);
+void fn_http_conn_free(struct fn_conn *c);
+
+#endif

@@ -1,0 +1,90 @@
+/* requests.c - per-request counts of the HTTP relay: per rule (in the
+ * rule's counters, which outlive policy versions) and per method, Host and
+ * path prefix, so that a test can say "the SDK sent 3 requests for this
+ * call". The relay thread is the only writer; faultctl reads them from
+ * the member's published state (fn_seg). */
+#include <stdio.h>
+#include <unistd.h>
+#include <string.h>
+
+#include "core/http.h"
+#include "preload/stats/stats.h"
+
+void fn_stats_unparsed(const struct fn_endpoint *ep, enum fn_unparsed what)
+{
+	static const char *const names[] = {"not-http", "bad-request", "bad-response"};
+	__atomic_add_fetch(&fn_seg->h.unparsed[what], 1, __ATOMIC_RELAXED);
+	fn_stats_event(NULL, NULL, ep, names[what]);
+}
+/* Beyond FN_SEG_KEYS keys, counts go to the last slot, "other". */
+static struct fn_seg_key *key_for(const char *method, const char *host, const char *prefix)
+{
+	struct fn_seg_key *keys = fn_seg->keys;
+	for (int i = 0; i < FN_SEG_KEYS; i++) {
+		struct fn_seg_key *k = &keys[i];
+		if (__atomic_load_n(&k->state, __ATOMIC_ACQUIRE) == 0) {
+			snprintf(k->method, sizeof(k->method), "%s", method);
+			snprintf(k->host, sizeof(k->host), "%s", host);
+			snprintf(k->prefix, sizeof(k->prefix), "%s", prefix);
+			__atomic_store_n(&k->state, 2, __ATOMIC_RELEASE);
+			return k;
+		}
+		if (strncmp(k->method, method, sizeof(k->method) - 1) == 0 &&
+		    strncmp(k->host, host, sizeof(k->host) - 1) == 0 &&
+		    strncmp(k->prefix, prefix, sizeof(k->prefix) - 1) == 0)
+			return k;
+	}
+	return &keys[FN_SEG_KEYS];
+}
+
+static void add(uint64_t *v)
+{
+	__atomic_add_fetch(v, 1, __ATOMIC_RELAXED);
+}
+
+/* A rule's attempts are the requests its match covered, its faults the
+ * requests it faulted; forwarded ones count against the rule that saw them. */
+static void count_rule(const struct fn_rule *seen, const struct fn_rule *r, enum fn_req_fate f)
+{
+	struct fn_rulecounts *s = seen && seen->stat ? seen->stat->n : NULL,
+			     *t = r && r->stat ? r->stat->n : NULL;
+	if (s) {
+		add(&s->requests);
+		add(&s->attempts);
+	}
+	if (t && t != s) {
+		add(&t->requests);
+		add(&t->attempts);
+	}
+	uint64_t *slot[] = {NULL, t ? &t->answered : NULL, t ? &t->slowed : NULL,
+			    t ? &t->aborted : NULL};
+	if (t) {
+		add(&t->faults);
+		add(slot[f]);
+	} else if (s) {
+		add(&s->forwarded);
+	}
+}
+
+void fn_stats_request(const struct fn_rule *seen, const struct fn_rule *r,
+		      const struct fn_endpoint *ep, const char *method, const char *host,
+		      const char *path, enum fn_req_fate fate)
+{
+	char prefix[64];
+	fn_http_prefix(path, prefix, sizeof(prefix));
+	struct fn_seg_key *k = key_for(method, host, prefix);
+	__atomic_add_fetch(&fn_seg->h.requests, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&k->n[fate], 1, __ATOMIC_RELAXED);
+	count_rule(seen, r, fate);
+	if (!r)
+		return;
+	char outcome[24];
+	if (fate == FN_REQ_ANSWERED)
+		snprintf(outcome, sizeof(outcome), "http-%d", r->http->status);
+	else
+		snprintf(outcome, sizeof(outcome), "%s",
+			 fate == FN_REQ_SLOWED		   ? "slowed"
+			 : r->http->mode == FN_ABORT_CLOSE ? "aborted-close"
+							   : "aborted-reset");
+	fn_stats_event(r, r, ep, outcome);
+}

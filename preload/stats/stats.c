@@ -1,0 +1,197 @@
+/* stats.c - lock-free counters and the event ring, in the member's
+ * published state (fn_seg). Writers are the app's threads (and the relay
+ * thread); the reader is faultctl, in its own process. A slot of the
+ * destination table is claimed once with a compare-and-swap and never
+ * released, so a reader never sees it change owner. */
+#include "preload/stats/stats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload/fd/fdtab.h"
+#include "preload/base/libc.h"
+
+int fn_sockets_seen;
+
+/* Until control maps the member's file: never read by anyone, but always
+ * there, so that a writer never checks. Untouched pages cost nothing. */
+static struct fn_seg own;
+struct fn_seg *fn_seg = &own;
+
+static int events_fd = -1;
+
+bool fn_stats_private(void)
+{
+	return __atomic_load_n(&fn_seg, __ATOMIC_RELAXED) == &own;
+}
+
+void fn_stats_socket_first(void)
+{
+	/* Sequentially consistent, as the store in fn_seg when control maps
+	 * a new file (segfile.c) and its read of the flag: a socket seen
+	 * meanwhile is in the one or the other. */
+	__atomic_store_n(&fn_sockets_seen, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&__atomic_load_n(&fn_seg, __ATOMIC_SEQ_CST)->h.sockets_seen, 1,
+			 __ATOMIC_RELAXED);
+}
+
+static uint64_t hash(const struct fn_endpoint *ep, uint8_t proto)
+{
+	uint64_t h = 1469598103934665603ULL;
+	const uint8_t *p = (const uint8_t *)ep;
+	for (size_t i = 0; i < sizeof(*ep); i++)
+		h = (h ^ p[i]) * 1099511628211ULL;
+	return h ^ proto;
+}
+
+static struct fn_seg_dest *dest_for(const struct fn_endpoint *ep, uint8_t proto)
+{
+	struct fn_endpoint key;
+	memset(&key, 0, sizeof(key));
+	key.v4 = ep->v4;
+	memcpy(key.ip, ep->ip, sizeof(key.ip));
+	key.port = ep->port;
+	uint64_t h = hash(&key, proto);
+	for (int i = 0; i < 64; i++) {
+		struct fn_seg_dest *d = &fn_seg->dests[(h + (uint64_t)i) % FN_SEG_DESTS];
+		int st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
+		if (st == 0) {
+			int zero = 0;
+			if (__atomic_compare_exchange_n(&d->state, &zero, 1, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+				d->ep = key;
+				d->proto = proto;
+				__atomic_store_n(&d->state, 2, __ATOMIC_RELEASE);
+				return d;
+			}
+			st = zero;
+		}
+		while (st == 1)
+			st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
+		if (d->proto == proto && memcmp(&d->ep, &key, sizeof(key)) == 0)
+			return d;
+	}
+	return &fn_seg->dests[FN_SEG_DESTS];
+}
+
+const char *fn_errname(int e)
+{
+	if (e == 0)
+		return "ok";
+	const char *n = strerrorname_np(e);
+	return n ? n : "error";
+}
+
+static int64_t usec(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void json_event(const struct fn_seg_event *e)
+{
+	char dst[64], line[512];
+	fn_endpoint_format(&e->ep, dst, sizeof(dst));
+	int n = snprintf(line, sizeof(line),
+			 "{\"wall_us\":%lld,\"mono_us\":%lld,\"pid\":%d,\"fd\":%d,\"proto\":\"%s\","
+			 "\"rule\":\"%s\",\"action\":\"%s\",\"dest\":\"%s\",\"outcome\":\"%s\"}\n",
+			 (long long)e->wall_us, (long long)e->mono_us, (int)getpid(), e->fd,
+			 e->proto == FN_PROTO_UDP ? "udp" : "tcp", e->rule,
+			 e->action < 0 ? "none" : fn_action_name((enum fn_action)e->action), dst,
+			 e->outcome);
+	/* Rule names and errno names need no JSON escaping: their
+	 * characters are restricted to letters, digits and _.:- */
+	if (n > 0 && (size_t)n < sizeof(line)) {
+		ssize_t w = write(__atomic_load_n(&events_fd, __ATOMIC_RELAXED), line, (size_t)n);
+		(void)w;
+	}
+}
+
+static void record_event(int fd, const struct fn_rule *r, const struct fn_rule *seen,
+			 const struct fn_endpoint *ep, uint8_t proto, const char *outcome)
+{
+	struct fn_seg *g = fn_seg;
+	uint64_t seq = __atomic_fetch_add(&g->h.ring_head, 1, __ATOMIC_RELAXED);
+	struct fn_seg_event *e = &g->ring[seq % FN_SEG_EVENTS];
+	__atomic_store_n(&e->seq, 0, __ATOMIC_RELEASE);
+	e->wall_us = usec(CLOCK_REALTIME);
+	e->mono_us = usec(CLOCK_MONOTONIC);
+	e->fd = fd;
+	e->proto = proto;
+	e->action = r ? (int8_t)r->action : -1;
+	e->ep = *ep;
+	snprintf(e->rule, sizeof(e->rule), "%s", seen ? seen->name : "-");
+	snprintf(e->outcome, sizeof(e->outcome), "%s", outcome);
+	__atomic_store_n(&e->seq, seq + 1, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&events_fd, __ATOMIC_RELAXED) >= 0)
+		json_event(e);
+}
+
+void fn_stats_event(const struct fn_rule *r, const struct fn_rule *seen,
+		    const struct fn_endpoint *ep, const char *outcome)
+{
+	int e = errno;
+	record_event(-1, r, seen, ep, FN_PROTO_TCP, outcome);
+	errno = e;
+}
+
+int fn_stats_attempt(int fd, const struct fn_rule *r, const struct fn_rule *seen,
+		     const struct fn_endpoint *ep, uint8_t proto, const char *outcome,
+		     uint64_t bytes)
+{
+	int e = errno;
+	struct fn_seg_dest *d = dest_for(ep, proto);
+	__atomic_add_fetch(&d->attempts, 1, __ATOMIC_RELAXED);
+	if (seen && seen->stat)
+		__atomic_add_fetch(&seen->stat->n->attempts, 1, __ATOMIC_RELAXED);
+	if (r) {
+		__atomic_add_fetch(&d->faults, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&d->by_action[r->action], 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&d->bytes, bytes, __ATOMIC_RELAXED);
+		if (r->stat) {
+			__atomic_add_fetch(&r->stat->n->faults, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&r->stat->n->bytes, bytes, __ATOMIC_RELAXED);
+		}
+	}
+	record_event(fd, r, seen, ep, proto, outcome);
+	errno = e;
+	return (int)(d - fn_seg->dests);
+}
+
+void fn_stats_bytes(int handle, uint64_t bytes)
+{
+	if (handle >= 0 && handle <= FN_SEG_DESTS)
+		__atomic_add_fetch(&fn_seg->dests[handle].bytes, bytes, __ATOMIC_RELAXED);
+}
+
+void fn_stats_fd_lost(int fd)
+{
+	int cur = fd;
+	__atomic_compare_exchange_n(&events_fd, &cur, -1, false, __ATOMIC_RELAXED,
+				    __ATOMIC_RELAXED);
+}
+
+void fn_stats_atfork_child(void)
+{
+	for (int i = 0; i < FN_SEG_DESTS; i++)
+		if (fn_seg->dests[i].state == 1)
+			fn_seg->dests[i].state = 0;
+}
+
+const char *fn_events_open(void)
+{
+	const char *path = secure_getenv("FAULTNET_EVENTS");
+	if (!path || !*path)
+		return NULL;
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return strerror(errno);
+	events_fd = fn_fd_move_high(fd, FN_RANGE_CONTROL);
+	return NULL;
+}

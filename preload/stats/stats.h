@@ -1,0 +1,99 @@
+/* stats.h - what the app really did, for faultctl stats and events:
+ * per-rule and per-destination counters and a ring of recent events, filled
+ * from the app's threads without locks into the member's published state
+ * (core/segment.h), which faultctl reads on its own; and FAULTNET_EVENTS, a
+ * JSON-lines file. */
+#ifndef FAULTNET_STATS_H
+#define FAULTNET_STATS_H
+
+#include <stdint.h>
+
+#include "core/rules.h"
+#include "core/segment.h"
+#include "core/wire.h"
+
+/* An attempt (connect, Fast Open or datagram) to a destination some rule
+ * covers. r is the rule that faulted it (NULL if none), seen the rule it
+ * counts against; outcome is "ok", an errno name, or "dropped". Returns a
+ * handle for fn_stats_bytes. */
+int fn_stats_attempt(int fd, const struct fn_rule *r, const struct fn_rule *seen,
+		     const struct fn_endpoint *ep, uint8_t proto, const char *outcome,
+		     uint64_t bytes);
+
+/* An event with no socket call behind it (an HTTP request the relay
+ * answered, a connection that was not HTTP): fd -1, protocol TCP. */
+void fn_stats_event(const struct fn_rule *r, const struct fn_rule *seen,
+		    const struct fn_endpoint *ep, const char *outcome);
+
+/* Bytes the app sent into a faulted TCP connection, counted at close. */
+void fn_stats_bytes(int handle, uint64_t bytes);
+
+/* The name of errno e ("ETIMEDOUT"), or "ok" for 0. */
+const char *fn_errname(int e);
+
+/* Where the counts go: the member's file in the run directory, mapped
+ * shared, once control has started (preload/control/segfile.c); before that,
+ * and without a run directory, memory of the shim's own. */
+extern struct fn_seg *fn_seg;
+/* fn_seg is still that memory of the shim's own, which nobody reads. */
+bool fn_stats_private(void);
+
+/* Lists p's rules in fn_seg: each rule's counters go to its name's slot,
+ * and the slots say the policy's order, actions, states and parameters.
+ * Runs under the change lock before p is published; fresh: fn_seg is new,
+ * so every rule looks for its slot again. */
+void fn_stats_list(const struct fn_policy *p, bool fresh);
+
+/* The app closed fd: if it was the events file, stop writing to it. */
+void fn_stats_fd_lost(int fd);
+
+/* After fork, in the child: release slots a parent thread was claiming. */
+void fn_stats_atfork_child(void);
+
+/* Opens FAULTNET_EVENTS, if set. NULL or a message. */
+const char *fn_events_open(void);
+
+/* Set once the shim has seen the app create or accept an IPv4 or IPv6
+ * socket: faultctl ps tells a process that loaded the shim but makes its
+ * own system calls (a Go program built with cgo) by its absence. Kept
+ * here for the hook's one load, and in fn_seg for faultctl. */
+extern int fn_sockets_seen;
+void fn_stats_socket_first(void);
+
+static inline void fn_stats_socket_seen(void)
+{
+	if (!__atomic_load_n(&fn_sockets_seen, __ATOMIC_RELAXED))
+		fn_stats_socket_first();
+}
+
+/* requests.c: one HTTP request on a relayed connection, and what became
+ * of it. seen is the rule whose match covered it (NULL for none), r the rule
+ * that faulted it (NULL when forwarded as it was). Counted per rule and per
+ * method, Host and path prefix; faulted ones are also events. */
+enum fn_req_fate { FN_REQ_FORWARDED, FN_REQ_ANSWERED, FN_REQ_SLOWED, FN_REQ_ABORTED };
+void fn_stats_request(const struct fn_rule *seen, const struct fn_rule *r,
+		      const struct fn_endpoint *ep, const char *method, const char *host,
+		      const char *path, enum fn_req_fate fate);
+/* A relayed connection the HTTP parser gave up on (relayed untouched from
+ * there): counted, and an event ("not-http", "bad-request", "bad-response"). */
+enum fn_unparsed { FN_UNPARSED_NOT_HTTP, FN_UNPARSED_REQUEST, FN_UNPARSED_RESPONSE };
+void fn_stats_unparsed(const struct fn_endpoint *ep, enum fn_unparsed what);
+
+/* lookups.c: one name lookup by the resolver hooks; r is the dns rule that
+ * faulted it (NULL when resolved as usual); what is one of the below.
+ * Faulted lookups are also events. */
+enum {
+	FN_LOOKUP_REAL = 0,
+	FN_LOOKUP_NXDOMAIN,
+	FN_LOOKUP_SERVFAIL,
+	FN_LOOKUP_NODATA,
+	FN_LOOKUP_TIMEOUT,
+	FN_LOOKUP_REFUSED,
+	FN_LOOKUP_DELAYED,
+	FN_LOOKUP_ANSWERED
+};
+void fn_stats_lookup(const char *name, const struct fn_rule *r, int what);
+/* A connect to an address name resolved to (fn_names_each's callback). */
+void fn_stats_name_connect(const char *name, void *unused);
+
+#endif
