@@ -96,6 +96,10 @@ BPF_STAMP := $(BUILD)/.bpf-$(if $(HAVE_BPF),on,off)
 $(BPF_STAMP):
 	@mkdir -p $(BUILD) && rm -f $(BUILD)/.bpf-on $(BUILD)/.bpf-off && touch $@
 $(BUILD)/obj/ctl/run.o: $(BPF_STAMP)
+# faultctl --version: the package's version, from debian/changelog.
+FN_VERSION := $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog)
+$(BUILD)/obj/ctl/faultctl.o: debian/changelog
+$(BUILD)/obj/ctl/faultctl.o: CFLAGS += -DFN_VERSION='"$(FN_VERSION)"'
 
 # A scenario's url probes: a program of its own, so that it can run under
 # the shim (faultctl keeps the shim idle in itself).

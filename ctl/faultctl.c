@@ -21,23 +21,77 @@
 #include "ctl/segread.h"
 #include "ctl/targets.h"
 
-static const char usage[] =
-    "usage: faultctl [-p PID]... [-g GROUP] [--json] VERB [ARGS]\n"
-    "  check FILE                      validate a policy or scenario file\n"
-    "  scenario FILE [--report DIR] [-- CMD [ARG...]]\n"
-    "                                  run a timed fault plan with probes; report\n"
-    "  run [--config FILE] [--zone Z] [-g GROUP] [--stats] [--allow-unreached] -- CMD [ARG...]\n"
-    "  ps                              processes under the shim\n"
-    "  rules                           rules with their state, faults and attempts\n"
-    "  stats                           attempts and faults per rule and destination\n"
-    "  events [--follow]               connection attempts and faults, one a line\n"
-    "  enable NAME | disable NAME      switch a rule on or off\n"
-    "  add [--first] 'RULE'            add a rule (config file syntax, one entry)\n"
-    "  rm NAME                         remove a rule\n"
-    "  load FILE                       replace every rule at once\n"
-    "  zone ZONE                       retag the processes' zone\n"
-    "  reset                           back to the config file (counters go on)\n"
-    "Targets: -p PID (repeatable), -g GROUP; default: the group 'default'.\n";
+/* Every verb, once: its name, its arguments and what it does. The usage
+ * text, `faultctl VERB --help`, `faultctl help --verbs` (read by the shell
+ * completions and the man page check) and the dispatch in main() all go by
+ * this table, so a verb cannot be added to one and missed by another. */
+enum verb_kind {
+	V_OWN,	  /* parses its own arguments (run, check, scenario) */
+	V_QUERY,  /* reads the members' published state */
+	V_CHANGE, /* journaled and put in force by the group's counter */
+};
+struct opts;
+struct verb {
+	const char *name, *args, *what;
+	enum verb_kind kind;
+	int (*own)(struct opts *o, int argc, char **argv);
+};
+static int verb_check(struct opts *o, int argc, char **argv);
+static int verb_scenario(struct opts *o, int argc, char **argv);
+static int verb_run(struct opts *o, int argc, char **argv);
+static int verb_help(struct opts *o, int argc, char **argv);
+static const struct verb verbs[] = {
+    {"check", "FILE", "validate a policy or scenario file", V_OWN, verb_check},
+    {"scenario", "FILE [--report DIR] [-- CMD [ARG...]]",
+     "run a timed fault plan with probes; report", V_OWN, verb_scenario},
+    {"run",
+     "[--config FILE] [--zone Z] [-g GROUP] [--stats] [--allow-unreached] "
+     "[--backend=shim|bpf|auto] -- CMD [ARG...]",
+     "run a command under the shim", V_OWN, verb_run},
+    {"ps", "", "processes under the shim", V_QUERY, NULL},
+    {"rules", "", "rules with their state, faults and attempts", V_QUERY, NULL},
+    {"stats", "", "attempts and faults per rule and destination", V_QUERY, NULL},
+    {"events", "[--follow]", "connection attempts and faults, one a line", V_QUERY, NULL},
+    {"enable", "NAME", "switch a rule on", V_CHANGE, NULL},
+    {"disable", "NAME", "switch a rule off", V_CHANGE, NULL},
+    {"add", "[--first] 'RULE'", "add a rule (config file syntax, one entry)", V_CHANGE, NULL},
+    {"rm", "NAME", "remove a rule", V_CHANGE, NULL},
+    {"load", "FILE", "replace every rule at once", V_CHANGE, NULL},
+    {"zone", "ZONE", "retag the processes' zone", V_CHANGE, NULL},
+    {"reset", "", "back to the config file (counters go on)", V_CHANGE, NULL},
+    {"help", "[--verbs]", "this text; --verbs: one verb a line, NAME:WHAT", V_OWN, verb_help},
+};
+#define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
+
+static const struct verb *verb_named(const char *name)
+{
+	for (size_t i = 0; i < NVERBS; i++)
+		if (strcmp(verbs[i].name, name) == 0)
+			return &verbs[i];
+	return NULL;
+}
+
+/* A verb's usage line; its description goes on a line of its own when
+ * the synopsis is too long to leave room for it. */
+static void print_verb(FILE *f, const struct verb *v)
+{
+	char head[256];
+	snprintf(head, sizeof(head), "%s%s%s", v->name, *v->args ? " " : "", v->args);
+	if (strlen(head) < 32)
+		fprintf(f, "  %-32s%s\n", head, v->what);
+	else
+		fprintf(f, "  %s\n  %-32s%s\n", head, "", v->what);
+}
+
+static void print_usage(FILE *f)
+{
+	fputs("usage: faultctl [-p PID]... [-g GROUP] [--json] VERB [ARGS]\n", f);
+	for (size_t i = 0; i < NVERBS; i++)
+		print_verb(f, &verbs[i]);
+	fputs("Targets: -p PID (repeatable), -g GROUP; default: the group 'default'.\n"
+	      "faultctl --version prints the version.\n",
+	      f);
+}
 
 struct opts {
 	struct selection sel;
@@ -46,7 +100,8 @@ struct opts {
 
 static int fail_usage(const char *what)
 {
-	fprintf(stderr, "faultctl: %s\n%s", what, usage);
+	fprintf(stderr, "faultctl: %s\n", what);
+	print_usage(stderr);
 	return 2;
 }
 
@@ -480,29 +535,70 @@ static int dispatch_change(struct opts *o, const char *verb, int argc, char **ar
  * never joins a group nor targets itself. */
 __attribute__((used, visibility("default"))) const char faultnet_ctl_idle[] = "idle";
 
-/* faultctl VERB --help: the verb's lines of the usage text. */
-static int verb_help(const char *verb)
+/* help: the usage text; help --verbs: one verb a line as NAME:WHAT. */
+static int verb_help(struct opts *o, int argc, char **argv)
 {
-	size_t n = strlen(verb);
-	bool printing = false, any = false;
-	for (const char *line = usage; *line;) {
-		const char *end = strchr(line, '\n');
-		size_t len = end ? (size_t)(end - line) : strlen(line);
-		const char *w = line + strspn(line, " ");
-		/* A verb's line is indented by two; its description may go on
-		 * in a line indented further. */
-		bool mine = w - line == 2 &&
-			    ((strncmp(w, verb, n) == 0 && (w[n] == ' ' || w[n] == '\n' || !w[n])) ||
-			     (strncmp(w, "enable NAME | disable", 21) == 0 &&
-			      strcmp(verb, "disable") == 0));
-		printing = mine || (printing && w - line > 20);
-		if (printing)
-			printf("%.*s\n", (int)len, line);
-		any |= mine;
-		line += len + (end ? 1 : 0);
+	(void)o;
+	if (argc == 0) {
+		print_usage(stdout);
+		return 0;
 	}
-	return any ? 0 : fail_usage("no such verb");
+	if (argc != 1 || strcmp(argv[0], "--verbs") != 0)
+		return fail_usage("help takes nothing or --verbs");
+	for (size_t i = 0; i < NVERBS; i++)
+		printf("%s:%s\n", verbs[i].name, verbs[i].what);
+	return 0;
 }
+
+static int verb_check(struct opts *o, int argc, char **argv)
+{
+	(void)o;
+	return cmd_check(argc, argv);
+}
+
+static int verb_run(struct opts *o, int argc, char **argv)
+{
+	return cmd_run(argc, argv, o->sel.group, o->json);
+}
+
+static int verb_scenario(struct opts *o, int argc, char **argv)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return fail_usage("cannot find faultctl's own path in /proc/self/exe");
+	self[n] = '\0';
+	if (o->sel.group)
+		return fail_usage("scenario: the group is the scenario's own (its group key)");
+	return cmd_scenario(argc, argv, self);
+}
+
+/* Queries and changes take the global options after the verb too. */
+static int run_shared(struct opts *o, const struct verb *v, int argc, char **argv)
+{
+	char *rest[argc + 1];
+	int nrest = 0;
+	for (int i = 0; i < argc; i++) {
+		int j = parse_globals(argc, argv, i, o, true);
+		if (j > i) {
+			i = j - 1;
+			continue;
+		}
+		if (strcmp(argv[i], "--follow") == 0 && strcmp(v->name, "events") == 0)
+			o->follow = true;
+		else
+			rest[nrest++] = argv[i];
+	}
+	if (v->kind == V_CHANGE)
+		return dispatch_change(o, v->name, nrest, rest);
+	if (nrest)
+		return fail_usage("unexpected argument");
+	return o->follow ? cmd_follow(o) : cmd_query(o, v->name);
+}
+
+#ifndef FN_VERSION
+#define FN_VERSION "unknown"
+#endif
 
 int main(int argc, char **argv)
 {
@@ -510,56 +606,26 @@ int main(int argc, char **argv)
 	int v = parse_globals(argc, argv, 1, &o, true);
 	if (v >= argc)
 		return fail_usage("no verb");
-	const char *verb = argv[v];
-	if (strcmp(verb, "help") == 0 || strcmp(verb, "--help") == 0) {
-		fputs(usage, stdout);
+	const char *name = argv[v];
+	if (strcmp(name, "--version") == 0) {
+		printf("faultctl %s\n", FN_VERSION);
 		return 0;
+	}
+	if (strcmp(name, "--help") == 0)
+		return verb_help(&o, argc - v - 1, argv + v + 1);
+	const struct verb *verb = verb_named(name);
+	if (!verb) {
+		fprintf(stderr, "faultctl: unknown verb '%s'\n", name);
+		print_usage(stderr);
+		return 2;
 	}
 	for (int i = v + 1; i < argc && strcmp(argv[i], "--") != 0; i++)
 		if (strcmp(argv[i], "--help") == 0) {
-			printf("usage: faultctl [-p PID]... [-g GROUP] [--json] %s ...\n", verb);
-			return verb_help(verb);
+			printf("usage: faultctl [-p PID]... [-g GROUP] [--json] %s ...\n", name);
+			print_verb(stdout, verb);
+			return 0;
 		}
-	if (strcmp(verb, "run") == 0)
-		return cmd_run(argc - v - 1, argv + v + 1, o.sel.group, o.json);
-	if (strcmp(verb, "check") == 0)
-		return cmd_check(argc - v - 1, argv + v + 1);
-	if (strcmp(verb, "scenario") == 0) {
-		char self[PATH_MAX];
-		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		if (n <= 0)
-			return fail_usage("cannot find faultctl's own path in /proc/self/exe");
-		self[n] = '\0';
-		if (o.sel.group)
-			return fail_usage(
-			    "scenario: the group is the scenario's own (its group key)");
-		return cmd_scenario(argc - v - 1, argv + v + 1, self);
-	}
-	/* The rest take options after the verb too. */
-	char *rest[argc];
-	int nrest = 0;
-	for (int i = v + 1; i < argc; i++) {
-		int j = parse_globals(argc, argv, i, &o, true);
-		if (j > i) {
-			i = j - 1;
-			continue;
-		}
-		if (strcmp(argv[i], "--follow") == 0 && strcmp(verb, "events") == 0)
-			o.follow = true;
-		else
-			rest[nrest++] = argv[i];
-	}
-	if (strcmp(verb, "ps") == 0 || strcmp(verb, "rules") == 0 || strcmp(verb, "stats") == 0 ||
-	    strcmp(verb, "events") == 0) {
-		if (nrest)
-			return fail_usage("unexpected argument");
-		return o.follow ? cmd_follow(&o) : cmd_query(&o, verb);
-	}
-	static const char *const changes[] = {"enable", "disable", "add",   "rm",
-					      "load",	"zone",	   "reset", NULL};
-	for (const char *const *c = changes; *c; c++)
-		if (strcmp(verb, *c) == 0)
-			return dispatch_change(&o, verb, nrest, rest);
-	fprintf(stderr, "faultctl: unknown verb '%s'\n%s", verb, usage);
-	return 2;
+	if (verb->own)
+		return verb->own(&o, argc - v - 1, argv + v + 1);
+	return run_shared(&o, verb, argc - v - 1, argv + v + 1);
 }

@@ -19,7 +19,9 @@ _faultctl_rules()
 _faultctl()
 {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local verbs="check scenario run ps rules stats events enable disable add rm load zone reset"
+	# The verbs are faultctl's own table (faultctl help --verbs).
+	local verbs
+	verbs=$(faultctl help --verbs 2>/dev/null | cut -d: -f1)
 	local verb="" i
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		case "${COMP_WORDS[i]}" in
@@ -34,7 +36,7 @@ _faultctl()
 	--report) COMPREPLY=($(compgen -d -- "$cur")); return 0 ;;
 	esac
 	if [ -z "$verb" ]; then
-		COMPREPLY=($(compgen -W "$verbs -p -g --json --help" -- "$cur"))
+		COMPREPLY=($(compgen -W "$verbs -p -g --json --help --version" -- "$cur"))
 		return 0
 	fi
 	case "$verb" in

@@ -103,6 +103,19 @@ run "$ctl" run -- /nonexistent/cmd
 check "faultctl run: 127 for a missing command" [ "$rc" = 127 ]
 run "$ctl" run --config "$tmp/bad.conf" -- /bin/echo main-ran
 check "faultctl run: refuses a bad config with exit 78" holds '[ "$rc" = 78 ] && [ -z "$out" ]'
+# One verb table drives the usage, VERB --help and help --verbs.
+run "$ctl" --version
+want="faultctl $(sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' "$root/debian/changelog")"
+check "faultctl --version: the package's version ($want)" holds '[ "$rc" = 0 ] && [ "$out" = "$want" ]'
+run "$ctl" run --help
+check "faultctl run --help names --backend" holds '[ "$rc" = 0 ] && contains "$out" "--backend=shim|bpf|auto"'
+run "$ctl" --help
+listed=$(echo "$out" | sed -n 's/^  \([a-z][a-z]*\).*/\1/p' | tr '\n' ' ')
+run "$ctl" help --verbs
+table=$(echo "$out" | cut -d: -f1 | tr '\n' ' ')
+check "faultctl --help lists the verbs of help --verbs, in order" holds '[ -n "$table" ] && [ "$listed" = "$table" ]'
+run "$ctl" nosuchverb
+check "faultctl: an unknown verb exits 2 and names it" holds '[ "$rc" = 2 ] && contains "$err" "unknown verb '"'"'nosuchverb'"'"'"'
 run "$ctl" run --bogus -- true
 ok=false
 [ "$rc" = 2 ] && contains "$err" "unknown option '--bogus'" && ok=true

@@ -19,6 +19,12 @@ complete_line() { # words...: what bash would offer for the last word
 
 got=$(complete_line faultctl s)
 [ "$got" = "scenario stats" ] && ok "verbs: 's' offers scenario and stats" || bad "verbs: got '$got'"
+got=$(complete_line faultctl "")
+want=$(faultctl help --verbs | cut -d: -f1 | tr '\n' ' ')
+[ "$got" = "${want}-p -g --json --help --version" ] && ok "verbs: the completion offers faultctl's own verb table" ||
+	bad "verbs: got '$got', want '${want}-p -g --json --help --version'"
+grep -q "faultctl help --verbs" "$root/scripts/completion/_faultctl" && got=$(zsh -c 'verbs=(${(f)"$(faultctl help --verbs 2>/dev/null)"}); print -l $verbs' | cut -d: -f1 | tr '\n' ' ')
+[ "$got" = "$want" ] && ok "zsh: the verbs come from faultctl's table" || bad "zsh verbs: got '$got'"
 got=$(complete_line faultctl run --s)
 [ "$got" = "--stats" ] && ok "run's options: '--s' offers --stats" || bad "run options: got '$got'"
 got=$(complete_line faultctl run --backend=b)
