@@ -1,6 +1,7 @@
 /* config.c - validates and compiles a policy file. Every problem is reported
  * with the file, the line and the field; nothing unknown is ignored. */
 #include "core/config.h"
+#include "core/config_keys.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -23,23 +24,7 @@
 #include "core/wideint.h"
 #include "core/wire.h"
 
-struct ctx {
-	struct fn_lcfg lc;
-	const struct fn_policy *base; /* live changes: zones come from here */
-	const char *file;
-	char *err;
-	size_t errlen;
-	struct fn_policy *p;
-	/* A rules list parsed a slice at a time (parse_cut): the file's text
-	 * and where its rules are. */
-	const char *text;
-	const struct fn_slices *sl;
-	int line0;	 /* lines of the file above the slice being parsed */
-	size_t slices;	 /* parsed so far */
-	bool rules_only; /* fn_config_load_rules: not finished */
-};
-
-static bool fail(struct ctx *c, const config_setting_t *s, const char *fmt, ...)
+bool cfg_fail(struct ctx *c, const config_setting_t *s, const char *fmt, ...)
 {
 	int n = 0;
 	int line = s ? config_setting_source_line(s) + c->line0 : 0;
@@ -64,7 +49,7 @@ static bool fail(struct ctx *c, const config_setting_t *s, const char *fmt, ...)
  * to load; a group here has a handful of members, and a loop over
  * libconfig's public list of them that compares first letters first is
  * several times cheaper. */
-static config_setting_t *member(struct ctx *c, const config_setting_t *s, const char *key)
+config_setting_t *cfg_member(struct ctx *c, const config_setting_t *s, const char *key)
 {
 	if (!config_setting_is_group(s))
 		return c->lc.member(s, key);
@@ -78,8 +63,8 @@ static config_setting_t *member(struct ctx *c, const config_setting_t *s, const 
 }
 
 /* Every member of group s must be one of the NULL-terminated names. */
-static bool only_keys(struct ctx *c, const config_setting_t *s, const char *where,
-		      const char *const *names)
+bool cfg_only_keys(struct ctx *c, const config_setting_t *s, const char *where,
+		   const char *const *names)
 {
 	int n = c->lc.length(s);
 	for (int i = 0; i < n; i++) {
@@ -89,17 +74,16 @@ static bool only_keys(struct ctx *c, const config_setting_t *s, const char *wher
 		for (const char *const *k = names; *k && !known; k++)
 			known = strcmp(*k, key) == 0;
 		if (!known)
-			return fail(c, m, "%s: unknown key '%s'", where, key);
+			return cfg_fail(c, m, "%s: unknown key '%s'", where, key);
 	}
 	return true;
 }
 
-static bool get_string(struct ctx *c, const config_setting_t *s, const char *where,
-		       const char **out)
+bool cfg_get_string(struct ctx *c, const config_setting_t *s, const char *where, const char **out)
 {
 	*out = "";
 	if (config_setting_type(s) != CONFIG_TYPE_STRING)
-		return fail(c, s, "%s must be a string", where);
+		return cfg_fail(c, s, "%s must be a string", where);
 	*out = c->lc.get_string(s);
 	return true;
 }
@@ -108,11 +92,11 @@ static bool get_name(struct ctx *c, const config_setting_t *s, const char *where
 		     char out[FN_NAME_MAX])
 {
 	const char *v;
-	if (!get_string(c, s, where, &v))
+	if (!cfg_get_string(c, s, where, &v))
 		return false;
 	if (!fn_name_valid(v))
-		return fail(c, s, "%s '%s' must be 1 to %d letters, digits or _.:-", where, v,
-			    FN_NAME_MAX - 1);
+		return cfg_fail(c, s, "%s '%s' must be 1 to %d letters, digits or _.:-", where, v,
+				FN_NAME_MAX - 1);
 	strcpy(out, v);
 	return true;
 }
@@ -123,23 +107,23 @@ static bool get_cidrs(struct ctx *c, const config_setting_t *s, const char *wher
 {
 	bool one = config_setting_type(s) == CONFIG_TYPE_STRING;
 	if (!one && !config_setting_is_array(s) && !config_setting_is_list(s))
-		return fail(c, s, "%s must be a string or a list of strings", where);
+		return cfg_fail(c, s, "%s must be a string or a list of strings", where);
 	size_t count = one ? 1 : (size_t)c->lc.length(s);
 	if (count == 0)
-		return fail(c, s, "%s is empty", where);
+		return cfg_fail(c, s, "%s is empty", where);
 	struct fn_cidr *v = calloc(count, sizeof(*v));
 	if (!v)
-		return fail(c, s, "out of memory");
+		return cfg_fail(c, s, "out of memory");
 	for (size_t i = 0; i < count; i++) {
 		const config_setting_t *e = one ? s : c->lc.elem(s, (unsigned)i);
 		const char *text, *why;
-		if (!get_string(c, e, where, &text)) {
+		if (!cfg_get_string(c, e, where, &text)) {
 			free(v);
 			return false;
 		}
 		if ((why = fn_cidr_parse(&v[i], text))) {
 			free(v);
-			return fail(c, e, "%s: bad CIDR '%s': %s", where, text, why);
+			return cfg_fail(c, e, "%s: bad CIDR '%s': %s", where, text, why);
 		}
 	}
 	*out = v;
@@ -153,316 +137,50 @@ static bool parse_ports(struct ctx *c, const config_setting_t *s, struct fn_rule
 	    config_setting_type(s) == CONFIG_TYPE_INT64) {
 		long long v = c->lc.get_int64(s);
 		if (v < 1 || v > 65535)
-			return fail(c, s, "rule '%s': match.port %lld is not from 1 to 65535",
-				    r->name, v);
+			return cfg_fail(c, s, "rule '%s': match.port %lld is not from 1 to 65535",
+					r->name, v);
 		r->ports = calloc(1, sizeof(*r->ports));
 		if (!r->ports)
-			return fail(c, s, "out of memory");
+			return cfg_fail(c, s, "out of memory");
 		r->ports[0].lo = r->ports[0].hi = (uint16_t)v;
 		r->nports = 1;
 		return true;
 	}
 	const char *text, *why;
 	if (config_setting_type(s) != CONFIG_TYPE_STRING)
-		return fail(
+		return cfg_fail(
 		    c, s,
 		    "rule '%s': match.port must be a number or a string such as \"443,8000-8999\"",
 		    r->name);
 	text = c->lc.get_string(s);
 	if ((why = fn_ports_parse(text, &r->ports, &r->nports)))
-		return fail(c, s, "rule '%s': bad match.port '%s': %s", r->name, text, why);
+		return cfg_fail(c, s, "rule '%s': bad match.port '%s': %s", r->name, text, why);
 	return true;
 }
 
 static bool parse_zone_ref(struct ctx *c, const config_setting_t *s, const char *where, int *out)
 {
 	const char *name;
-	if (!get_string(c, s, where, &name))
+	if (!cfg_get_string(c, s, where, &name))
 		return false;
 	*out = fn_policy_zone_index(c->p, name);
 	if (*out < 0)
-		return fail(c, s, "%s: zone '%s' is not defined in zones", where, name);
+		return cfg_fail(c, s, "%s: zone '%s' is not defined in zones", where, name);
 	return true;
 }
 
 static bool parse_proto(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
 {
 	const char *v;
-	if (!get_string(c, s, "match.proto", &v))
+	if (!cfg_get_string(c, s, "match.proto", &v))
 		return false;
 	if (strcmp(v, "tcp") == 0)
 		r->protos = FN_PROTO_TCP;
 	else if (strcmp(v, "udp") == 0)
 		r->protos = FN_PROTO_UDP;
 	else
-		return fail(c, s, "rule '%s': match.proto '%s' must be \"tcp\" or \"udp\"", r->name,
-			    v);
-	return true;
-}
-
-static char *slurp(const char *path, char *why, size_t whylen);
-
-/* ---- HTTP rules (respond, slow, abort) ---------------------------------- */
-
-/* A pattern for match.method, match.path or match.host: printable ASCII
- * without spaces, at most 1 KiB. */
-static bool get_pattern(struct ctx *c, const config_setting_t *s, struct fn_rule *r,
-			const char *key, char **out)
-{
-	const char *v;
-	char where[FN_NAME_MAX + 32];
-	snprintf(where, sizeof(where), "rule '%s': match.%s", r->name, key);
-	if (!get_string(c, s, where, &v))
-		return false;
-	if (!r->http)
-		return fail(c, s, "%s applies to the HTTP actions respond, slow and abort only",
-			    where);
-	size_t n = strlen(v);
-	bool ok = n > 0 && n <= 1024;
-	for (const char *p = v; ok && *p; p++)
-		ok = *p > ' ' && *p < 0x7f;
-	if (!ok)
-		return fail(c, s, "%s '%s' must be 1 to 1024 printable characters without spaces",
-			    where, v);
-	if (!(*out = strdup(v)))
-		return fail(c, s, "out of memory");
-	return true;
-}
-
-/* match.host: a glob on the Host header for HTTP rules; for the others an
- * exact name or "*." and a suffix (dns.h). */
-static bool parse_host(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
-{
-	if (r->http)
-		return get_pattern(c, s, r, "host", &r->host);
-	const char *v, *why;
-	char where[FN_NAME_MAX + 32];
-	snprintf(where, sizeof(where), "rule '%s': match.host", r->name);
-	if (!get_string(c, s, where, &v))
-		return false;
-	if (!(r->host = fn_host_pattern(v, &why)))
-		return fail(c, s, "%s '%s' %s", where, v, why);
-	return true;
-}
-
-static bool parse_http_match(struct ctx *c, const config_setting_t *m, struct fn_rule *r)
-{
-	const config_setting_t *s;
-	static char *none; /* method and path of a rule that is not HTTP: refused */
-	if ((s = member(c, m, "method")) &&
-	    !get_pattern(c, s, r, "method", r->http ? &r->http->method : &none))
-		return false;
-	if ((s = member(c, m, "path")) &&
-	    !get_pattern(c, s, r, "path", r->http ? &r->http->path : &none))
-		return false;
-	if ((s = member(c, m, "host")) && !parse_host(c, s, r))
-		return false;
-	return true;
-}
-
-/* answer = [ "127.66.0.1", "::1" ]: addresses a dns rule resolves to. */
-static bool parse_answer(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
-{
-	bool one = config_setting_type(s) == CONFIG_TYPE_STRING;
-	if (!one && !config_setting_is_array(s) && !config_setting_is_list(s))
-		return fail(c, s, "rule '%s': answer must be a list of addresses", r->name);
-	int n = one ? 1 : c->lc.length(s);
-	if (n < 1 || n > FN_DNS_ANSWERS_MAX)
-		return fail(c, s, "rule '%s': answer holds 1 to %d addresses", r->name,
-			    FN_DNS_ANSWERS_MAX);
-	for (int i = 0; i < n; i++) {
-		const config_setting_t *e = one ? s : c->lc.elem(s, (unsigned)i);
-		const char *v;
-		struct fn_cidr a;
-		if (!get_string(c, e, "answer", &v))
-			return false;
-		if (strchr(v, '/') || fn_cidr_parse(&a, v) || a.prefix != (a.v4 ? 32 : 128))
-			return fail(c, e, "rule '%s': answer '%s' is not an IPv4 or IPv6 address",
-				    r->name, v);
-		struct fn_endpoint *ep = &r->dns->answer[r->dns->nanswer++];
-		ep->v4 = a.v4;
-		memcpy(ep->ip, a.ip, sizeof(ep->ip));
-	}
-	return true;
-}
-
-/* The dns action's own keys: error and answer; true in *done when key
- * was one of them. */
-static bool parse_dns_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r,
-			  const char *key, bool *done)
-{
-	*done = r->action == FN_ACT_DNS && (!strcmp(key, "error") || !strcmp(key, "answer"));
-	if (!*done)
-		return true;
-	if (key[0] == 'a')
-		return parse_answer(c, s, r);
-	const char *v;
-	if (!get_string(c, s, "error", &v))
-		return false;
-	if (!(r->dns->error = fn_dns_error_parse(v)))
-		return fail(c, s,
-			    "rule '%s': error '%s' must be \"nxdomain\", \"servfail\", \"nodata\", "
-			    "\"timeout\" or \"refused\"",
-			    r->name, v);
-	return true;
-}
-
-/* "Name: value": a token, a colon, a value without CR, LF or NUL. The
- * framing headers are faultnet's to write. */
-static const char *bad_header(const char *h)
-{
-	static const char *const framing[] = {"content-length", "transfer-encoding", NULL};
-	const char *colon = strchr(h, ':');
-	if (!colon || colon == h)
-		return "must be \"Name: value\"";
-	for (const char *p = h; p < colon; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || strchr("!#$%&'*+-.^_`|~", *p)))
-			return "has a name that is not an HTTP token";
-	if (strpbrk(colon, "\r\n"))
-		return "holds a line break";
-	for (const char *const *f = framing; *f; f++)
-		if ((size_t)(colon - h) == strlen(*f) && strncasecmp(h, *f, strlen(*f)) == 0)
-			return "is written by faultnet from the body (Content-Length); leave it "
-			       "out";
-	return NULL;
-}
-
-static bool parse_headers(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
-{
-	struct fn_http *h = r->http;
-	bool one = config_setting_type(s) == CONFIG_TYPE_STRING;
-	if (!one && !config_setting_is_array(s) && !config_setting_is_list(s))
-		return fail(c, s, "rule '%s': headers must be a list of \"Name: value\" strings",
-			    r->name);
-	int n = one ? 1 : c->lc.length(s);
-	if (n > FN_HTTP_HEADERS_MAX)
-		return fail(c, s, "rule '%s': headers has %d entries; the limit is %d", r->name, n,
-			    FN_HTTP_HEADERS_MAX);
-	struct fn_buf b = {0};
-	for (int i = 0; i < n; i++) {
-		const config_setting_t *e = one ? s : c->lc.elem(s, (unsigned)i);
-		const char *v, *why = NULL;
-		if (!get_string(c, e, "headers", &v) || (why = bad_header(v))) {
-			fn_buf_free(&b);
-			return why ? fail(c, e, "rule '%s': header '%s' %s", r->name, v, why)
-				   : false;
-		}
-		fn_buf_printf(&b, "%s\r\n", v);
-	}
-	h->headers = b.oom ? NULL : b.s;
-	h->nheaders = n;
-	return b.oom ? fail(c, s, "out of memory") : true;
-}
-
-/* body_file: read when the rule is loaded, relative to the policy file. */
-static bool read_body_file(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
-{
-	const char *v;
-	char path[4096], why[128];
-	if (!get_string(c, s, "body_file", &v))
-		return false;
-	const char *slash = strrchr(c->file, '/');
-	if (v[0] != '/' && slash)
-		snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - c->file), c->file, v);
-	else
-		snprintf(path, sizeof(path), "%s", v);
-	struct stat sb;
-	if (stat(path, &sb) == 0 && sb.st_size > FN_HTTP_BODY_MAX)
-		return fail(c, s, "rule '%s': body_file %s is %lld bytes; the limit is %u", r->name,
-			    path, (long long)sb.st_size, FN_HTTP_BODY_MAX);
-	char *text = slurp(path, why, sizeof(why));
-	if (!text)
-		return fail(c, s, "rule '%s': body_file %s: %s", r->name, path, why);
-	r->http->body = text;
-	r->http->bodylen = stat(path, &sb) == 0 ? (size_t)sb.st_size : strlen(text);
-	r->http->body_file = strdup(path);
-	return true;
-}
-
-static bool get_http_number(struct ctx *c, const config_setting_t *s, struct fn_rule *r,
-			    const char *key, long long lo, long long hi, long long *out)
-{
-	int t = config_setting_type(s);
-	if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
-		return fail(c, s, "rule '%s': %s must be a whole number", r->name, key);
-	*out = c->lc.get_int64(s);
-	if (*out < lo || *out > hi)
-		return fail(c, s, "rule '%s': %s %lld is not from %lld to %lld", r->name, key, *out,
-			    lo, hi);
-	return true;
-}
-
-/* The HTTP rule keys that are not plain numbers; true in *done when key
- * was one of them. */
-static bool parse_http_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r,
-			   const char *key, bool *done)
-{
-	static const char *const keys[] = {"status",	  "headers", "body", "body_file",
-					   "retry_after", "close",   "mode", NULL};
-	static const enum fn_action owner[] = {FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
-					       FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
-					       FN_ACT_ABORT};
-	int k = 0;
-	while (keys[k] && strcmp(keys[k], key) != 0)
-		k++;
-	if (!(*done = keys[k] != NULL))
-		return true;
-	if (r->action != owner[k])
-		return fail(c, s, "rule '%s': %s does not apply to action %s (only to %s)", r->name,
-			    key, fn_action_name(r->action), fn_action_name(owner[k]));
-	struct fn_http *h = r->http;
-	long long v;
-	const char *text;
-	switch (k) {
-	case 0:
-		if (!get_http_number(c, s, r, key, 100, 599, &v))
-			return false;
-		h->status = (int)v;
-		return true;
-	case 1:
-		return parse_headers(c, s, r);
-	case 2:
-		if (h->body_file)
-			return fail(c, s, "rule '%s': body and body_file: give one", r->name);
-		if (!get_string(c, s, "body", &text))
-			return false;
-		h->bodylen = strlen(text);
-		return (h->body = strdup(text)) ? true : fail(c, s, "out of memory");
-	case 3:
-		if (h->body)
-			return fail(c, s, "rule '%s': body and body_file: give one", r->name);
-		return read_body_file(c, s, r);
-	case 4:
-		if (!get_http_number(c, s, r, key, 0, 86400 * 365, &v))
-			return false;
-		h->retry_after = v;
-		return true;
-	case 5:
-		if (config_setting_type(s) != CONFIG_TYPE_BOOL)
-			return fail(c, s, "rule '%s': close must be true or false", r->name);
-		h->close = c->lc.get_bool(s) != 0;
-		return true;
-	default:
-		if (!get_string(c, s, "mode", &text))
-			return false;
-		if (strcmp(text, "reset") && strcmp(text, "close"))
-			return fail(c, s, "rule '%s': mode '%s' must be \"reset\" or \"close\"",
-				    r->name, text);
-		h->mode = text[0] == 'c' ? FN_ABORT_CLOSE : FN_ABORT_RESET;
-		return true;
-	}
-}
-
-/* A policy with HTTP rules needs the parser: said when it is loaded, not
- * at the first request. */
-static bool http_parser_ready(struct ctx *c)
-{
-	const char *why;
-	for (size_t i = 0; i < c->p->nrules; i++)
-		if (fn_rule_http(&c->p->rules[i]) && !fn_hparse_get(&why))
-			return fail(c, NULL, "rule '%s' (action %s): %s", c->p->rules[i].name,
-				    fn_action_name(c->p->rules[i].action), why);
+		return cfg_fail(c, s, "rule '%s': match.proto '%s' must be \"tcp\" or \"udp\"",
+				r->name, v);
 	return true;
 }
 
@@ -486,43 +204,44 @@ static bool parse_match(struct ctx *c, const config_setting_t *m, struct fn_rule
 	char where[WHERE_MAX];
 	match_where(where, r, NULL);
 	if (!config_setting_is_group(m))
-		return fail(c, m, "%s must be a group { ... }", where);
-	if (!only_keys(c, m, where, keys))
+		return cfg_fail(c, m, "%s must be a group { ... }", where);
+	if (!cfg_only_keys(c, m, where, keys))
 		return false;
 	/* A "where" is written only when its key is there: 100,000 rules would
 	 * otherwise pay for 300,000 snprintf calls. */
 	const config_setting_t *s;
-	if ((s = member(c, m, "to")) &&
+	if ((s = cfg_member(c, m, "to")) &&
 	    !get_cidrs(c, s, match_where(where, r, "to"), &r->to, &r->nto))
 		return false;
-	if ((s = member(c, m, "port")) && !parse_ports(c, s, r))
+	if ((s = cfg_member(c, m, "port")) && !parse_ports(c, s, r))
 		return false;
-	if ((s = member(c, m, "proto")) && !parse_proto(c, s, r))
+	if ((s = cfg_member(c, m, "proto")) && !parse_proto(c, s, r))
 		return false;
-	if ((s = member(c, m, "from_zone")) &&
+	if ((s = cfg_member(c, m, "from_zone")) &&
 	    !parse_zone_ref(c, s, match_where(where, r, "from_zone"), &r->from_zone))
 		return false;
-	if ((s = member(c, m, "to_zone")) &&
+	if ((s = cfg_member(c, m, "to_zone")) &&
 	    !parse_zone_ref(c, s, match_where(where, r, "to_zone"), &r->to_zone))
 		return false;
-	return parse_http_match(c, m, r);
+	return cfg_http_match(c, m, r);
 }
 
 static bool parse_action(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
 {
 	const char *v;
-	if (!get_string(c, s, "action", &v))
+	if (!cfg_get_string(c, s, "action", &v))
 		return false;
 	for (int a = 0; a < FN_ACT_COUNT; a++)
 		if (strcmp(v, fn_action_name((enum fn_action)a)) == 0) {
 			r->action = (enum fn_action)a;
 			return true;
 		}
-	return fail(c, s,
-		    "rule '%s': unknown action '%s' (expected blackhole, stall, drop, refuse, "
-		    "reset, unreachable, delay, latency, bandwidth, drip, close, respond, slow, "
-		    "abort or dns)",
-		    r->name, v);
+	return cfg_fail(
+	    c, s,
+	    "rule '%s': unknown action '%s' (expected blackhole, stall, drop, refuse, "
+	    "reset, unreachable, delay, latency, bandwidth, drip, close, respond, slow, "
+	    "abort or dns)",
+	    r->name, v);
 }
 
 static bool get_number(struct ctx *c, const config_setting_t *s, const struct fn_rule *r,
@@ -530,11 +249,11 @@ static bool get_number(struct ctx *c, const config_setting_t *s, const struct fn
 {
 	int t = config_setting_type(s);
 	if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
-		return fail(c, s, "rule '%s': %s must be a whole number", r->name, k->name);
+		return cfg_fail(c, s, "rule '%s': %s must be a whole number", r->name, k->name);
 	long long v = c->lc.get_int64(s);
 	if (v < 0 || (uint64_t)v > k->max)
-		return fail(c, s, "rule '%s': %s %lld is not from 0 to %llu", r->name, k->name, v,
-			    (unsigned long long)k->max);
+		return cfg_fail(c, s, "rule '%s': %s %lld is not from 0 to %llu", r->name, k->name,
+				v, (unsigned long long)k->max);
 	*out = (uint64_t)v;
 	return true;
 }
@@ -548,9 +267,10 @@ static bool get_probability(struct ctx *c, const config_setting_t *s, struct fn_
 	else if (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64)
 		v = (double)c->lc.get_int64(s);
 	else
-		return fail(c, s, "rule '%s': probability must be a number from 0 to 1", r->name);
+		return cfg_fail(c, s, "rule '%s': probability must be a number from 0 to 1",
+				r->name);
 	if (!(v >= 0 && v <= 1))
-		return fail(c, s, "rule '%s': probability %g is not from 0 to 1", r->name, v);
+		return cfg_fail(c, s, "rule '%s': probability %g is not from 0 to 1", r->name, v);
 	fn_key_set_probability(r, v);
 	return true;
 }
@@ -560,27 +280,28 @@ static bool parse_key(struct ctx *c, const config_setting_t *s, struct fn_rule *
 		      const struct fn_key *k)
 {
 	if (k->actions && !(k->actions & (1u << r->action)))
-		return fail(c, s, "rule '%s': %s does not apply to action %s", r->name, k->name,
-			    fn_action_name(r->action));
+		return cfg_fail(c, s, "rule '%s': %s does not apply to action %s", r->name, k->name,
+				fn_action_name(r->action));
 	if (k->kind == FN_KEY_PROB)
 		return get_probability(c, s, r);
 	if (k->kind == FN_KEY_DIRECTION || k->kind == FN_KEY_UNREACH) {
 		const char *v, *why;
-		if (!get_string(c, s, k->name, &v))
+		if (!cfg_get_string(c, s, k->name, &v))
 			return false;
 		if ((why = fn_key_set_word(r, k, v)))
-			return fail(c, s, "rule '%s': %s '%s' must be %s", r->name, k->name, v,
-				    why);
+			return cfg_fail(c, s, "rule '%s': %s '%s' must be %s", r->name, k->name, v,
+					why);
 		return true;
 	}
 	uint64_t v = 0;
 	if (!get_number(c, s, r, k, &v))
 		return false;
 	if (v == 0 && (strcmp(k->name, "first") == 0 || strcmp(k->name, "every") == 0))
-		return fail(c, s,
-			    "rule '%s': %s = 0 would never fault; the least is 1 (to switch a rule "
-			    "off, enabled = false)",
-			    r->name, k->name);
+		return cfg_fail(
+		    c, s,
+		    "rule '%s': %s = 0 would never fault; the least is 1 (to switch a rule "
+		    "off, enabled = false)",
+		    r->name, k->name);
 	fn_key_set_number(r, k, v);
 	return true;
 }
@@ -600,13 +321,13 @@ static bool parse_params(struct ctx *c, const config_setting_t *s, struct fn_rul
 		if (plain)
 			continue;
 		bool http = false, dns = false;
-		if (!parse_dns_key(c, m, r, key, &dns) || !parse_http_key(c, m, r, key, &http))
+		if (!cfg_dns_key(c, m, r, key, &dns) || !cfg_http_key(c, m, r, key, &http))
 			return false;
 		if (http || dns)
 			continue;
 		const struct fn_key *k = fn_key_find(key);
 		if (!k)
-			return fail(c, m, "rule '%s': unknown key '%s'", r->name, key);
+			return cfg_fail(c, m, "rule '%s': unknown key '%s'", r->name, key);
 		if (!parse_key(c, m, r, k))
 			return false;
 	}
@@ -618,7 +339,7 @@ static bool check_params(struct ctx *c, const config_setting_t *s, struct fn_rul
 {
 	char why[160];
 	if (fn_rule_params_check(r, proto_given, why, sizeof(why)))
-		return fail(c, s, "rule '%s': %s", r->name, why);
+		return cfg_fail(c, s, "rule '%s': %s", r->name, why);
 	return true;
 }
 
@@ -628,41 +349,42 @@ static bool parse_rule(struct ctx *c, const config_setting_t *s, struct fn_rule 
 	fn_rule_params_init(r);
 	r->protos = FN_PROTO_ANY;
 	if (!(r->stat = fn_rulestat_new()))
-		return fail(c, s, "out of memory");
+		return cfg_fail(c, s, "out of memory");
 	r->from_zone = r->to_zone = -1;
 	r->line = config_setting_source_line(s) + c->line0;
 	if (!config_setting_is_group(s))
-		return fail(c, s,
-			    "each entry of rules must be a group { name = ...; action = ...; }");
-	const config_setting_t *name = member(c, s, "name");
+		return cfg_fail(
+		    c, s, "each entry of rules must be a group { name = ...; action = ...; }");
+	const config_setting_t *name = cfg_member(c, s, "name");
 	if (!name)
-		return fail(c, s, "rule without a name");
+		return cfg_fail(c, s, "rule without a name");
 	if (!get_name(c, name, "rule name", r->name))
 		return false;
-	const config_setting_t *a = member(c, s, "action"), *m, *e;
+	const config_setting_t *a = cfg_member(c, s, "action"), *m, *e;
 	if (!a)
-		return fail(c, s, "rule '%s' has no action", r->name);
+		return cfg_fail(c, s, "rule '%s' has no action", r->name);
 	if (!parse_action(c, a, r))
 		return false;
 	if (fn_rule_http(r) && !(r->http = fn_http_new()))
-		return fail(c, s, "out of memory");
+		return cfg_fail(c, s, "out of memory");
 	if (r->action == FN_ACT_DNS && !(r->dns = fn_dns_new()))
-		return fail(c, s, "out of memory");
+		return cfg_fail(c, s, "out of memory");
 	if (!parse_params(c, s, r))
 		return false;
-	if ((m = member(c, s, "match")) && !parse_match(c, m, r))
+	if ((m = cfg_member(c, s, "match")) && !parse_match(c, m, r))
 		return false;
-	if ((e = member(c, s, "enabled"))) {
+	if ((e = cfg_member(c, s, "enabled"))) {
 		if (config_setting_type(e) != CONFIG_TYPE_BOOL)
-			return fail(c, e, "rule '%s': enabled must be true or false", r->name);
+			return cfg_fail(c, e, "rule '%s': enabled must be true or false", r->name);
 		r->enabled = c->lc.get_bool(e) != 0;
 	}
-	if ((e = member(c, s, "established"))) {
+	if ((e = cfg_member(c, s, "established"))) {
 		if (config_setting_type(e) != CONFIG_TYPE_BOOL)
-			return fail(c, e, "rule '%s': established must be true or false", r->name);
+			return cfg_fail(c, e, "rule '%s': established must be true or false",
+					r->name);
 		r->established = c->lc.get_bool(e) != 0;
 	}
-	return check_params(c, a, r, m && member(c, m, "proto"));
+	return check_params(c, a, r, m && cfg_member(c, m, "proto"));
 }
 
 /* Index of an earlier rule with r's name, or -1; adds r otherwise. An open
@@ -688,14 +410,14 @@ static bool rules_alloc(struct ctx *c, const config_setting_t *s, size_t n, uint
 			size_t *size)
 {
 	if (!config_setting_is_list(s) && !(config_setting_is_array(s) && c->lc.length(s) == 0))
-		return fail(c, s, "rules must be a list ( { ... }, { ... } )");
+		return cfg_fail(c, s, "rules must be a list ( { ... }, { ... } )");
 	for (*size = 16; *size < 2 * n;)
 		*size *= 2;
 	c->p->rules = fn_big_calloc(n ? n : 1, sizeof(struct fn_rule));
 	*slots = calloc(*size, sizeof(**slots));
 	if (!c->p->rules || !*slots) {
 		free(*slots);
-		return fail(c, s, "out of memory");
+		return cfg_fail(c, s, "out of memory");
 	}
 	return true;
 }
@@ -707,8 +429,8 @@ static bool one_rule(struct ctx *c, const config_setting_t *e, size_t i, uint32_
 	if (!parse_rule(c, e, &c->p->rules[i]))
 		return false;
 	long j = seen_name(slots, size - 1, c->p->rules, i);
-	return j < 0 || fail(c, e, "duplicate rule name '%s' (first defined at line %d)",
-			     c->p->rules[i].name, c->p->rules[j].line);
+	return j < 0 || cfg_fail(c, e, "duplicate rule name '%s' (first defined at line %d)",
+				 c->p->rules[i].name, c->p->rules[j].line);
 }
 
 static bool parse_rules(struct ctx *c, const config_setting_t *s)
@@ -746,7 +468,7 @@ static bool parse_slice(struct ctx *c, size_t first, size_t last, uint32_t *slot
 	size_t len = sl->at[last] - 1 - sl->at[first];
 	char *t = malloc(7 + len + 2);
 	if (!t)
-		return fail(c, NULL, "out of memory");
+		return cfg_fail(c, NULL, "out of memory");
 	memcpy(t, "rules=(", 7);
 	memcpy(t + 7, c->text + sl->at[first], len);
 	memcpy(t + 7 + len, ")", 2);
@@ -754,7 +476,7 @@ static bool parse_slice(struct ctx *c, size_t first, size_t last, uint32_t *slot
 	config_t cfg;
 	c->lc.init(&cfg);
 	const config_setting_t *list =
-	    c->lc.read_string(&cfg, t) ? member(c, config_root_setting(&cfg), "rules") : NULL;
+	    c->lc.read_string(&cfg, t) ? cfg_member(c, config_root_setting(&cfg), "rules") : NULL;
 	bool ok = list && c->lc.length(config_root_setting(&cfg)) == 1 &&
 		  (size_t)c->lc.length(list) == last - first;
 	for (size_t i = first; ok && i < last; i++)
@@ -783,19 +505,19 @@ static bool parse_zone(struct ctx *c, const config_setting_t *s, struct fn_zone 
 {
 	static const char *const keys[] = {"name", "cidrs", NULL};
 	if (!config_setting_is_group(s))
-		return fail(c, s,
-			    "each entry of zones must be a group { name = ...; cidrs = [...]; }");
-	const config_setting_t *name = member(c, s, "name"), *cidrs;
+		return cfg_fail(
+		    c, s, "each entry of zones must be a group { name = ...; cidrs = [...]; }");
+	const config_setting_t *name = cfg_member(c, s, "name"), *cidrs;
 	if (!name)
-		return fail(c, s, "zone without a name");
+		return cfg_fail(c, s, "zone without a name");
 	if (!get_name(c, name, "zone name", z->name))
 		return false;
 	char where[FN_NAME_MAX + 16];
 	snprintf(where, sizeof(where), "zone '%s'", z->name);
-	if (!only_keys(c, s, where, keys))
+	if (!cfg_only_keys(c, s, where, keys))
 		return false;
-	if (!(cidrs = member(c, s, "cidrs")))
-		return fail(c, s, "zone '%s' has no cidrs", z->name);
+	if (!(cidrs = cfg_member(c, s, "cidrs")))
+		return cfg_fail(c, s, "zone '%s' has no cidrs", z->name);
 	snprintf(where, sizeof(where), "zone '%s': cidrs", z->name);
 	return get_cidrs(c, cidrs, where, &z->cidrs, &z->ncidrs);
 }
@@ -803,18 +525,18 @@ static bool parse_zone(struct ctx *c, const config_setting_t *s, struct fn_zone 
 static bool parse_zones(struct ctx *c, const config_setting_t *s)
 {
 	if (!config_setting_is_list(s) && !(config_setting_is_array(s) && c->lc.length(s) == 0))
-		return fail(c, s, "zones must be a list ( { ... }, { ... } )");
+		return cfg_fail(c, s, "zones must be a list ( { ... }, { ... } )");
 	size_t n = (size_t)c->lc.length(s);
 	c->p->zones = calloc(n ? n : 1, sizeof(struct fn_zone));
 	if (!c->p->zones)
-		return fail(c, s, "out of memory");
+		return cfg_fail(c, s, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		const config_setting_t *e = c->lc.elem(s, (unsigned)i);
 		c->p->nzones = i + 1;
 		if (!parse_zone(c, e, &c->p->zones[i]))
 			return false;
 		if (fn_policy_zone_index(c->p, c->p->zones[i].name) != (int)i)
-			return fail(c, e, "duplicate zone name '%s'", c->p->zones[i].name);
+			return cfg_fail(c, e, "duplicate zone name '%s'", c->p->zones[i].name);
 	}
 	return true;
 }
@@ -825,12 +547,12 @@ static bool inherit_zones(struct ctx *c)
 	const struct fn_policy *b = c->base;
 	c->p->zones = calloc(b->nzones + 1, sizeof(struct fn_zone));
 	if (!c->p->zones)
-		return fail(c, NULL, "out of memory");
+		return cfg_fail(c, NULL, "out of memory");
 	for (size_t i = 0; i < b->nzones; i++, c->p->nzones++) {
 		c->p->zones[i] = b->zones[i];
 		c->p->zones[i].cidrs = malloc(b->zones[i].ncidrs * sizeof(struct fn_cidr) + 1);
 		if (!c->p->zones[i].cidrs)
-			return fail(c, NULL, "out of memory");
+			return cfg_fail(c, NULL, "out of memory");
 		memcpy(c->p->zones[i].cidrs, b->zones[i].cidrs,
 		       b->zones[i].ncidrs * sizeof(struct fn_cidr));
 	}
@@ -839,14 +561,14 @@ static bool inherit_zones(struct ctx *c)
 
 static bool set_self_zone(struct ctx *c, const config_setting_t *root, const char *override)
 {
-	const config_setting_t *z = member(c, root, "zone");
+	const config_setting_t *z = cfg_member(c, root, "zone");
 	if (!z && !(override && *override) && c->base && c->base->self_zone >= 0)
 		override = c->base->zones[c->base->self_zone].name;
 	if (override && *override) {
 		c->p->self_zone = fn_policy_zone_index(c->p, override);
 		if (c->p->self_zone < 0)
-			return fail(c, NULL, "FAULTNET_ZONE: zone '%s' is not defined in zones",
-				    override);
+			return cfg_fail(c, NULL, "FAULTNET_ZONE: zone '%s' is not defined in zones",
+					override);
 		return true;
 	}
 	return !z || parse_zone_ref(c, z, "zone", &c->p->self_zone);
@@ -855,19 +577,20 @@ static bool set_self_zone(struct ctx *c, const config_setting_t *root, const cha
 static bool parse_root(struct ctx *c, const config_setting_t *root, const char *zone_override)
 {
 	static const char *const keys[] = {"zone", "zones", "rules", NULL};
-	if (!only_keys(c, root, "top level", keys))
+	if (!cfg_only_keys(c, root, "top level", keys))
 		return false;
 	const config_setting_t *s;
 	/* zones first: rules refer to them by name. */
-	if ((s = member(c, root, "zones")) ? !parse_zones(c, s) : c->base && !inherit_zones(c))
+	if ((s = cfg_member(c, root, "zones")) ? !parse_zones(c, s) : c->base && !inherit_zones(c))
 		return false;
 	if (!set_self_zone(c, root, zone_override))
 		return false;
-	if ((s = member(c, root, "rules")) && !(c->sl ? parse_rules_cut(c, s) : parse_rules(c, s)))
+	if ((s = cfg_member(c, root, "rules")) &&
+	    !(c->sl ? parse_rules_cut(c, s) : parse_rules(c, s)))
 		return false;
 	if (!c->rules_only) /* an index-less policy: any fn_policy_finish builds it */
 		fn_policy_finish(c->p);
-	return http_parser_ready(c);
+	return cfg_http_ready(c);
 }
 
 /* The whole file, NUL-terminated, or NULL (errno set). Read here rather than
@@ -878,7 +601,7 @@ static bool parse_root(struct ctx *c, const config_setting_t *root, const char *
 /* The whole file, NUL-terminated; NULL with *why set. The file is opened
  * without blocking and must be a regular file: a FIFO would block the
  * process before main, a device could be endless. */
-static char *slurp(const char *path, char *why, size_t whylen)
+char *cfg_slurp(const char *path, char *why, size_t whylen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	struct stat sb;
@@ -933,7 +656,7 @@ static struct fn_policy *load(const char *path, const char *text, const char *zo
 			      size_t errlen)
 {
 	char *own = NULL, why[128];
-	if (!text && !(text = own = slurp(path, why, sizeof(why)))) {
+	if (!text && !(text = own = cfg_slurp(path, why, sizeof(why)))) {
 		snprintf(err, errlen, "%s: %s", path, why);
 		return NULL;
 	}

@@ -53,10 +53,10 @@ done
 	bad "faultctl VERB --help fails for:$badverbs"
 
 # Rule keys: every key the parser's tables name (core/actions.c's numbers
-# and conditions, config.c's HTTP and dns keys, match keys) is in
+# and conditions, config_http.c's HTTP and dns keys, match keys) is in
 # faultnet.conf(5).
 keys=$(sed -n 's/^    {"\([a-z_]*\)", FN_KEY.*/\1/p' core/actions.c)
-keys="$keys $(sed -n '/keys\[\] = {"status"/,/NULL}/p' core/config.c | grep -o '"[a-z_]*"' | tr -d '"')"
+keys="$keys $(sed -n '/keys\[\] = {"status"/,/NULL}/p' core/config*.c | grep -o '"[a-z_]*"' | tr -d '"')"
 keys="$keys answer to port proto from_zone to_zone host method path enabled"
 missing=""
 for k in $keys; do
