@@ -1,10 +1,55 @@
-/* actions.h - what each action accepts: the rule keys that carry its numbers
- * and conditions, which actions take which key, and the checks that a rule's
- * keys make sense together. The config parser and `faultctl add` share it. */
+/* actions.h - the actions: what each is (the predicates the shim and the
+ * backend ask of a rule's action) and what each accepts (the rule keys that
+ * carry its numbers and conditions, which actions take which key, and the
+ * checks that a rule's keys make sense together). The config parser and
+ * `faultctl add` share it. */
 #ifndef FAULTNET_ACTIONS_H
 #define FAULTNET_ACTIONS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The actions, in the order of their names (fn_action_name). */
+enum fn_action {
+	FN_ACT_BLACKHOLE,
+	FN_ACT_STALL,
+	FN_ACT_DROP,
+	FN_ACT_REFUSE,
+	FN_ACT_RESET,
+	FN_ACT_UNREACHABLE,
+	FN_ACT_DELAY,
+	FN_ACT_LATENCY,
+	FN_ACT_BANDWIDTH,
+	FN_ACT_DRIP,
+	FN_ACT_CLOSE,
+	/* Per-request actions on plain HTTP/1.x connections (core/http.h). */
+	FN_ACT_RESPOND,
+	FN_ACT_SLOW,
+	FN_ACT_ABORT,
+	/* Name lookups (core/dns.h): matched by name, never by address. */
+	FN_ACT_DNS,
+	FN_ACT_COUNT
+};
+
+/* rules.h's struct fn_rule needs the enum above, and the declarations
+ * below need the struct: included here, after the enum, whichever of the
+ * two headers comes first. */
 #include "core/rules.h"
+
+struct fn_rule;
+
+const char *fn_action_name(enum fn_action a);
+
+/* True for respond, slow and abort: the relay applies them per request. */
+bool fn_rule_http(const struct fn_rule *r);
+
+/* True for the actions established = true may be given: those a live
+ * route or ACL change does to open connections. */
+bool fn_rule_follows(const struct fn_rule *r);
+
+/* True for the actions the relay carries out on an established stream. */
+bool fn_rule_relayed(const struct fn_rule *r);
 
 enum fn_key_kind { FN_KEY_UINT, FN_KEY_MS, FN_KEY_PROB, FN_KEY_DIRECTION, FN_KEY_UNREACH };
 

@@ -11,58 +11,6 @@
 #include "core/http.h"
 #include "core/lpm.h"
 
-static const char *const action_names[FN_ACT_COUNT] = {
-    "blackhole", "stall", "drop",  "refuse",  "reset", "unreachable", "delay", "latency",
-    "bandwidth", "drip",  "close", "respond", "slow",  "abort",	      "dns"};
-
-const char *fn_action_name(enum fn_action a)
-{
-	return (unsigned)a < FN_ACT_COUNT ? action_names[a] : "?";
-}
-
-bool fn_rule_http(const struct fn_rule *r)
-{
-	return r->action == FN_ACT_RESPOND || r->action == FN_ACT_SLOW || r->action == FN_ACT_ABORT;
-}
-
-bool fn_rule_follows(const struct fn_rule *r)
-{
-	switch (r->action) {
-	case FN_ACT_BLACKHOLE:
-	case FN_ACT_DROP:
-	case FN_ACT_STALL:
-	case FN_ACT_RESET:
-	case FN_ACT_LATENCY:
-	case FN_ACT_BANDWIDTH:
-	case FN_ACT_DRIP:
-		return true;
-	default:
-		return false;
-	}
-}
-
-bool fn_rule_relayed(const struct fn_rule *r)
-{
-	switch (r->action) {
-	case FN_ACT_RESPOND:
-	case FN_ACT_SLOW:
-	case FN_ACT_ABORT:
-		return true;
-	case FN_ACT_BLACKHOLE:
-	case FN_ACT_STALL:
-	case FN_ACT_RESET:
-		return r->par.after_bytes >= 0 || r->par.after_ms >= 0;
-	case FN_ACT_DELAY:
-	case FN_ACT_LATENCY:
-	case FN_ACT_BANDWIDTH:
-	case FN_ACT_DRIP:
-	case FN_ACT_CLOSE:
-		return true;
-	default:
-		return false;
-	}
-}
-
 void fn_rulestat_restart(struct fn_rulestat *s)
 {
 	struct timespec ts;

@@ -4,31 +4,12 @@
 #ifndef FAULTNET_RULES_H
 #define FAULTNET_RULES_H
 
+#include "core/actions.h"
 #include "core/addr.h"
 
 /* Connect-time actions first, then the ones the relay applies to an
  * established stream. stall and reset are stream faults when given
  * after_bytes or after_ms (see fn_rule_relayed). */
-enum fn_action {
-	FN_ACT_BLACKHOLE,
-	FN_ACT_STALL,
-	FN_ACT_DROP,
-	FN_ACT_REFUSE,
-	FN_ACT_RESET,
-	FN_ACT_UNREACHABLE,
-	FN_ACT_DELAY,
-	FN_ACT_LATENCY,
-	FN_ACT_BANDWIDTH,
-	FN_ACT_DRIP,
-	FN_ACT_CLOSE,
-	/* Per-request actions on plain HTTP/1.x connections (core/http.h). */
-	FN_ACT_RESPOND,
-	FN_ACT_SLOW,
-	FN_ACT_ABORT,
-	/* Name lookups (core/dns.h): matched by name, never by address. */
-	FN_ACT_DNS,
-	FN_ACT_COUNT
-};
 
 /* Which way a stream fault acts: up is app to peer, down is peer to app. */
 enum { FN_DIR_UP = 1, FN_DIR_DOWN = 2, FN_DIR_BOTH = 3 };
@@ -148,18 +129,6 @@ struct fn_policy {
 	bool host_rules;	/* some connect rule has match.host: names are remembered */
 	bool established_rules; /* some rule has established = true */
 };
-
-const char *fn_action_name(enum fn_action a);
-
-/* True for respond, slow and abort: the relay applies them per request. */
-bool fn_rule_http(const struct fn_rule *r);
-
-/* True for the actions established = true may be given: those a live
- * route or ACL change does to open connections. */
-bool fn_rule_follows(const struct fn_rule *r);
-
-/* True for the actions the relay carries out on an established stream. */
-bool fn_rule_relayed(const struct fn_rule *r);
 
 /* The first rule with established = true, enabled or not, that covers a
  * TCP connection to ep; NULL for none. */
