@@ -299,12 +299,17 @@ s_style() {
 	tests/style.sh
 }
 
+s_docs() {
+	echo "=== docs: README.md a front page of at most 300 lines, links resolve, figures from BENCHMARKS.md"
+	pyscript tests/docs/docs_test.py
+}
+
 s_layout() {
 	echo "=== layout: only the hooks name exported symbols; calls go only downward"
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach bpf asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man deb style layout"
+ALL="$PER_BUILD reach bpf asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"
