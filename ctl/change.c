@@ -14,6 +14,7 @@
 
 #include "core/rundir.h"
 #include "ctl/check.h"
+#include "ctl/journal.h"
 #include "ctl/render.h"
 #include "ctl/segread.h"
 
@@ -134,7 +135,7 @@ static int in_force(const char *dir, const char *group, unsigned long long seq, 
 			journal_drop(dir, group, seq) ? "; it is not kept in the journal" : "");
 		return 1;
 	}
-	if (!targets_seq_store(dir, group, seq, err, sizeof(err))) {
+	if (!journal_seq_store(dir, group, seq, err, sizeof(err))) {
 		fprintf(stderr, "faultctl: %s: the change is not in force%s\n", err,
 			journal_drop(dir, group, seq) ? "; it is not kept in the journal" : "");
 		return 1;
@@ -167,7 +168,7 @@ static int group_change(const char *dir, struct selection *sel, bool json, const
 			"faultctl: no process of group '%s' is running; processes that join it "
 			"will apply the change\n",
 			group);
-		rc = !targets_seq_store(dir, group, seq, err, sizeof(err));
+		rc = !journal_seq_store(dir, group, seq, err, sizeof(err));
 		if (rc)
 			fprintf(stderr, "faultctl: %s\n", err);
 	} else {

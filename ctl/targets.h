@@ -1,7 +1,7 @@
 /* targets.h - faultctl's side of the control protocol: finding the live
  * processes of a group or a pid, reading their published state (or, for a
- * faultctl run with the kernel-side backend, sending it a request), and
- * recording changes in the group's journal. */
+ * faultctl run with the kernel-side backend, sending it a request).
+ * journal.h records the changes. */
 #ifndef FAULTCTL_TARGETS_H
 #define FAULTCTL_TARGETS_H
 
@@ -47,23 +47,6 @@ bool targets_request(const struct target *t, const char *line, struct fn_buf *re
 /* The same request to n targets at once; r[i] gets target i's reply, or
  * an "error ..." line. */
 void targets_request_all(const struct target *t, int n, const char *line, struct fn_buf *r);
-
-/* Appends "SEQ line" to the group's journal under its lock, and returns the
- * lock fd (held until journal_unlock) and the sequence number. reset
- * truncates the journal to its own entry. */
-int journal_append(const char *dir, const char *group, const char *line, unsigned long long *seq,
-		   char *err, size_t errlen);
-void journal_unlock(int lockfd);
-/* Takes the change of entry seq, the last one, back out of the journal
- * (lock held): the entry becomes "SEQ refused", which every process skips,
- * so that the number is never used again. */
-bool journal_drop(const char *dir, const char *group, unsigned long long seq);
-
-/* Stores seq in the group's change counter (core/rundir.h) with release
- * order: every member's next covered call applies the journal up to it.
- * False with a message in err. */
-bool targets_seq_store(const char *dir, const char *group, unsigned long long seq, char *err,
-		       size_t errlen);
 
 /* True when the process is stopped (SIGSTOP, a debugger): it would not
  * answer a request until resumed. */
