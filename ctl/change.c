@@ -8,6 +8,9 @@
  * member with a control socket instead: it is asked. */
 #include "ctl/change.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,11 +146,50 @@ static int in_force(const char *dir, const char *group, unsigned long long seq, 
 	return 0;
 }
 
+/* The groups of the run directory that some process has joined (their
+ * change counter, GROUP.seq, is made by the first member), as
+ * " 'a', 'b'" for a message; "" for none. */
+static void groups_joined(const char *dir, char *out, size_t len)
+{
+	DIR *d = opendir(dir);
+	size_t used = 0;
+	out[0] = '\0';
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t n = strlen(e->d_name);
+		if (n > 4 && strcmp(e->d_name + n - 4, ".seq") == 0 && used + n + 8 < len)
+			used += (size_t)snprintf(out + used, len - used, "%s '%.*s'",
+						 used ? "," : "", (int)(n - 4), e->d_name);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* A change to a group that no process has ever joined is most often a
+ * misspelt -g: refused, with the groups that exist and the way to mean
+ * it. Nothing is written for it (no journal, lock or counter). */
+static bool group_known(const char *dir, const struct selection *sel, const char *group)
+{
+	char path[4200], seen[1024];
+	struct stat st;
+	fn_group_file(path, sizeof(path), dir, group, "seq");
+	if (sel->ahead || lstat(path, &st) == 0)
+		return true;
+	groups_joined(dir, seen, sizeof(seen));
+	fprintf(stderr,
+		"faultctl: no process has joined group '%s' (%s): nothing changed.\n"
+		"faultctl: groups joined:%s\n"
+		"faultctl: for processes that will join it later: faultctl -g %s --ahead ...\n",
+		group, dir, seen[0] ? seen : " none", group);
+	return false;
+}
+
 static int group_change(const char *dir, struct selection *sel, bool json, const char *line)
 {
 	const char *group = sel->group ? sel->group : FN_GROUP_DEFAULT;
 	char err[4300], reply[1200], who[200];
 	unsigned long long seq;
+	if (!group_known(dir, sel, group))
+		return 1;
 	int lock = journal_append(dir, group, line, &seq, err, sizeof(err));
 	if (lock < 0) {
 		fprintf(stderr, "faultctl: %s\n", err);

@@ -85,10 +85,12 @@ static void print_verb(FILE *f, const struct verb *v)
 
 static void print_usage(FILE *f)
 {
-	fputs("usage: faultctl [-p PID]... [-g GROUP] [--json] VERB [ARGS]\n", f);
+	fputs("usage: faultctl [-p PID]... [-g GROUP] [--ahead] [--json] VERB [ARGS]\n", f);
 	for (size_t i = 0; i < NVERBS; i++)
 		print_verb(f, &verbs[i]);
 	fputs("Targets: -p PID (repeatable), -g GROUP; default: the group 'default'.\n"
+	      "A change to a group no process has joined is refused, unless --ahead\n"
+	      "says it is meant for processes that will join it later.\n"
 	      "faultctl --version prints the version.\n",
 	      f);
 }
@@ -123,6 +125,8 @@ static int parse_globals(int argc, char **argv, int from, struct opts *o, bool s
 			o->sel.group = argv[i];
 		} else if (strcmp(argv[i], "--json") == 0) {
 			o->json = true;
+		} else if (strcmp(argv[i], "--ahead") == 0) {
+			o->sel.ahead = true;
 		} else if (stop_at_verb) {
 			return i;
 		}

@@ -63,7 +63,8 @@ static int ctl_argv(const struct run *r, char **argv, char *msg, size_t len);
 static int ctl(const struct run *r, const char *group, const char *verb, const char *arg, char *msg,
 	       size_t len)
 {
-	char *argv[] = {(char *)"faultctl", (char *)"-g", (char *)group,
+	/* --ahead: a step may come before the scenario's command has joined. */
+	char *argv[] = {(char *)"faultctl", (char *)"-g", (char *)group, (char *)"--ahead",
 			(char *)verb,	    (char *)arg,  NULL};
 	return ctl_argv(r, argv, msg, len);
 }

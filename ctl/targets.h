@@ -25,6 +25,7 @@ struct selection {
 	int npids;
 	bool all;   /* no -g and no -p: ps lists everyone */
 	bool quick; /* liveness by the pid alone, no connect to each socket */
+	bool ahead; /* --ahead: a change for a group no process has joined yet */
 };
 
 /* Live targets in the run directory matching sel; removes the files left

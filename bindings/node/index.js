@@ -45,7 +45,10 @@ function ruleText(action, keys = {}) {
 }
 
 class Faultnet {
-  constructor({ group, pids, dir, faultctl } = {}) {
+  // ahead: changes are meant for processes that will join the group later;
+  // without it a change to a group nobody has joined is refused.
+  constructor({ group, pids, dir, faultctl, ahead } = {}) {
+    this.ahead = !!ahead;
     this.group = group || process.env.FAULTNET_GROUP || 'default';
     this.pids = pids || [];
     this.dir = dir || rundir();
@@ -54,7 +57,7 @@ class Faultnet {
 
   // faultctl with the client's targets; resolves to its stdout.
   run(...args) {
-    const sel = this.pids.length ? this.pids.flatMap((p) => ['-p', String(p)]) : ['-g', this.group];
+    const sel = this.pids.length ? this.pids.flatMap((p) => ['-p', String(p)]) : ['-g', this.group, ...(this.ahead ? ['--ahead'] : [])];
     return new Promise((resolve, reject) => {
       execFile(this.faultctl, [...sel, ...args], { env: { ...process.env, FAULTNET_RUNDIR: this.dir } },
         (err, stdout, stderr) => (err ? reject(new FaultnetError((stderr || stdout || err.message).trim()))

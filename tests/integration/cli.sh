@@ -197,6 +197,22 @@ if [ -z "${2:-}" ]; then
 	wait $spid 2>/dev/null
 fi
 
+# A change to a group no process has joined (a misspelt -g) is refused and
+# leaves nothing behind; --ahead says it is meant for later joiners, and a
+# process that joins then applies it.
+g="$tmp/groups"
+mkdir -m 700 "$g"
+env FAULTNET_RUNDIR="$g" FAULTNET_GROUP=live FAULTNET_CONFIG="$root/tests/integration/it.conf" \
+	LD_PRELOAD="$preload" /bin/true
+run env FAULTNET_RUNDIR="$g" "$ctl" -g livee enable bh
+check "a change to a group no process has joined: exit 1, names the groups joined" \
+	holds '[ "$rc" = 1 ] && contains "$err" "no process has joined group '"'"'livee'"'"'" && contains "$err" "'"'"'live'"'"'" && contains "$err" "--ahead"'
+check "a refused change to an unjoined group writes no file" holds '[ -z "$(ls "$g" | grep livee)" ]'
+run env FAULTNET_RUNDIR="$g" "$ctl" -g later --ahead disable bh
+check "--ahead: the change is journaled for later joiners" holds '[ "$rc" = 0 ] && grep -q "disable bh" "$g/later.journal"'
+run env FAULTNET_RUNDIR="$g" "$ctl" -g live enable bh
+check "a change to a group a process has joined (none running now) is taken" holds '[ "$rc" = 0 ] && contains "$err" "no process of group"'
+
 # The dlopen hook is a tail call: libc's dlopen still sees the app as its
 # caller and searches the app's RUNPATH for a bare library name.
 mkdir -p "$tmp/plug"

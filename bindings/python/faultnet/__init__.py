@@ -99,7 +99,12 @@ class Faultnet:
     """The processes of one group (default: FAULTNET_GROUP or "default"),
     or the given pids."""
 
-    def __init__(self, group=None, pids=None, rundir=None, timeout=5.0, faultctl=None):
+    def __init__(self, group=None, pids=None, rundir=None, timeout=5.0, faultctl=None,
+                 ahead=False):
+        # ahead: changes are meant for processes that will join the group
+        # later; without it a change to a group nobody has joined is refused
+        # (a misspelt group name).
+        self.ahead = ahead
         self.group = group or os.environ.get("FAULTNET_GROUP") or "default"
         self.pids = list(pids or [])
         self.dir = rundir or globals()["rundir"]()
@@ -114,7 +119,8 @@ class Faultnet:
         sel = []
         for p in self.pids:
             sel += ["-p", str(p)]
-        return [self.faultctl] + (sel or ["-g", self.group]) + list(args)
+        grp = ["-g", self.group] + (["--ahead"] if self.ahead else [])
+        return [self.faultctl] + (sel or grp) + list(args)
 
     def _env(self):
         return dict(os.environ, FAULTNET_RUNDIR=self.dir)
