@@ -2,8 +2,8 @@
 """check_layout.py - the layout rules of docs/ARCHITECTURE.md, checked on the
 built objects so that they cannot rot:
 
-1. Only the hooks (preload/hooks.c) may refer to a name that preload/exports.map
-   exports: any other reference would bind to the shim's own hook and
+1. Only the hooks (preload/hooks.c) may refer to a name that preload/hooks.list
+   declares (the names the shim exports): any other reference would bind to the shim's own hook and
    re-enter it. Everything else calls libc through LIBC().
 2. Calls go only downward between rooms: an object may use a symbol
    defined in its own room or in a room listed below it in ALLOWED.
@@ -39,10 +39,12 @@ HOOKS = "preload/hooks.c"
 
 
 def exported_names(root):
-    text = open(os.path.join(root, "preload/exports.map")).read()
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    glob = text.split("global:")[1].split("local:")[0]
-    return {n.strip() for n in glob.split(";") if n.strip()}
+    """The names preload/hooks.list declares: the first field of each line."""
+    names = []
+    for line in open(os.path.join(root, "preload/hooks.list")):
+        if line.strip() and not line.lstrip().startswith("#"):
+            names.append(line.split("|")[0].strip())
+    return set(names)
 
 
 def symbols(obj, flag):
@@ -94,7 +96,7 @@ def main():
             if home and home != room and home not in ALLOWED[room]:
                 print(f"layout: {src} ({room}) calls {n} in {home}: upward")
                 bad += 1
-    inc = re.compile(r'^#include "((?:core|shim|ctl|bpf)/[^"]+)"', re.M)
+    inc = re.compile(r'^#include "((?:core|preload|ctl|bpf)/[^"]+)"', re.M)
     for room, src in srcs + [(r, os.path.join(r, f)) for r in ALLOWED
                              for f in os.listdir(os.path.join(root, r)) if f.endswith(".h")]:
         for h in inc.findall(open(os.path.join(root, src)).read()):
