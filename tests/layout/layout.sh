@@ -1,7 +1,10 @@
 #!/bin/bash
 # layout.sh - the layout rules of docs/ARCHITECTURE.md, counted as checks:
 # only preload/hooks.c refers to a name the shim exports (nm -u on every other
-# object), calls and includes go only downward between rooms, the library
+# object), calls and includes go only downward between rooms (function
+# pointers called upward are the declared ones), every source is in its
+# room's list, ARCHITECTURE.md's rooms and calls blocks are what the check
+# prints and its locks table names every lock of the code, the library
 # exports what preload/hooks.list declares (and the man page lists it), and
 # every source file opens with a comment saying what it is for.
 # usage: layout.sh BUILD_DIR
@@ -14,7 +17,7 @@ build=${1:-build}
 out=$(/usr/bin/python3 "$here/check_layout.py" "$root/$build" 2>&1)
 rc=$?
 echo "$out" | sed 's/^/    /'
-check "layout: no object but the hooks refers to an exported name; no upward call or include" [ "$rc" = 0 ]
+check "layout: no object but the hooks refers to an exported name; no upward call, include or undeclared upcall; every source in its room's list; ARCHITECTURE.md's rooms and calls blocks and locks table match the code" [ "$rc" = 0 ]
 
 # The shim's dynamic symbol table holds the functions preload/hooks.list
 # declares, every one of them and nothing else; libfaultnet(7) lists the same.
