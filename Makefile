@@ -21,7 +21,7 @@ SANFLAGS := $(if $(SAN),$(SANOPTS),$(if $(TSAN),-fsanitize=thread))
 IS_CLANG := $(findstring clang,$(CC))
 LTO := $(if $(IS_CLANG),,-flto=auto)
 AR := $(if $(IS_CLANG),ar,gcc-ar)
-ALL_CFLAGS = $(CFLAGS_BASE) $(LTO) $(SANFLAGS) $(CFLAGS)
+ALL_CFLAGS = $(CFLAGS_BASE) -I$(BUILD)/gen $(LTO) $(SANFLAGS) $(CFLAGS)
 
 # ---- sources: each named once, by room -----------------------------------
 # core/ is the policy model every program links (as a static library); the
@@ -68,13 +68,25 @@ $(BUILD)/obj/%.o: %.c $(HEADERS) | depcheck
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fvisibility=hidden -c -o $@ $<
 
+# The hooks' signatures, trampolines and export map, made from their one
+# declaration list (preload/hooks.list) into the build directory, so that
+# nothing generated is committed and nothing can drift from the list.
+HOOKS_GEN := $(BUILD)/gen/hooks.gen.h
+%/gen/hooks.gen.h: preload/hooks.list scripts/hooks.awk
+	@mkdir -p $(dir $@)
+	awk -v out=header -f scripts/hooks.awk $< >$@.tmp && mv $@.tmp $@
+%/gen/exports.map: preload/hooks.list scripts/hooks.awk
+	@mkdir -p $(dir $@)
+	awk -v out=map -f scripts/hooks.awk $< >$@.tmp && mv $@.tmp $@
+$(call obj,$(PRELOAD_SRC)): $(HOOKS_GEN)
+
 $(CORE_LIB): $(call obj,$(CORE_SRC))
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(BUILD)/libfaultnet.so: $(call obj,$(PRELOAD_SRC)) $(CORE_LIB) preload/exports.map
+$(BUILD)/libfaultnet.so: $(call obj,$(PRELOAD_SRC)) $(CORE_LIB) $(BUILD)/gen/exports.map
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $(call obj,$(PRELOAD_SRC)) $(CORE_LIB) \
-		-Wl,--version-script=preload/exports.map -Wl,-z,now -Wl,-z,defs -ldl -lresolv -lpthread
+		-Wl,--version-script=$(BUILD)/gen/exports.map -Wl,--no-undefined-version -Wl,-z,now -Wl,-z,defs -ldl -lresolv -lpthread
 
 $(call obj,$(CTL_SRC) $(BPF_SRC)): $(BPF_HEADERS)
 $(BUILD)/faultctl: $(call obj,$(CTL_SRC) $(BPF_SRC)) $(CORE_LIB)
@@ -245,14 +257,14 @@ bench:
 	/usr/bin/python3 -u tests/bench/bench.py build BENCHMARKS.md
 
 # ---- fuzzing (libFuzzer, clang) ------------------------------------------
-FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -I. -DFN_LCFG_RESIDENT -g -O1 -fsanitize=fuzzer,address,undefined
+FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -I. -Ibuild/gen -DFN_LCFG_RESIDENT -g -O1 -fsanitize=fuzzer,address,undefined
 # The protocol fuzzer runs the control commands: the rooms below control.
 FUZZ_CMDS := $(CORE_SRC) $(foreach r,preload/control preload/stats preload/fd preload/base,$(call room,$(r)))
 FUZZ_SECONDS ?= 300
 build/fuzz/fuzz_config build/fuzz/fuzz_rule: build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) -o $@ $< $(CORE_SRC) -ldl -lresolv
-build/fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c $(FUZZ_CMDS) $(HEADERS)
+build/fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c $(FUZZ_CMDS) $(HEADERS) build/gen/hooks.gen.h
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) -o $@ $< $(FUZZ_CMDS) -ldl -lresolv -lpthread
 

@@ -3,6 +3,7 @@
 #include "preload/base/libc.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 
 /* The receive paths every program takes start as stubs that resolve and
  * go on: their hooks then jump through the pointer with no test of it
@@ -44,43 +45,17 @@ struct fn_libc fn_libc = {.recv = first_recv,
 			  .read = first_read,
 			  .readv = first_readv};
 
-#define RESOLVE(field, sym) *(void **)&fn_libc.field = dlsym(RTLD_NEXT, sym)
+/* A versioned symbol (the list's fourth field) is looked up as that version. */
+static void *lookup(const char *sym, const char *version)
+{
+	return version ? dlvsym(RTLD_NEXT, sym, version) : dlsym(RTLD_NEXT, sym);
+}
+
+#define RESOLVE(field, sym, version) *(void **)&fn_libc.field = lookup(sym, version);
 
 void fn_libc_resolve(void)
 {
-	RESOLVE(socket, "socket");
-	RESOLVE(connect, "connect");
-	RESOLVE(accept, "accept");
-	RESOLVE(accept4, "accept4");
-	RESOLVE(close, "close");
-	RESOLVE(close_range, "close_range");
-	RESOLVE(dup, "dup");
-	RESOLVE(dup2, "dup2");
-	RESOLVE(dup3, "dup3");
-	RESOLVE(fcntl, "fcntl");
-	RESOLVE(fcntl64, "fcntl64");
-	RESOLVE(getpeername, "getpeername");
-	RESOLVE(sendto, "sendto");
-	RESOLVE(sendmsg, "sendmsg");
-	RESOLVE(sendmmsg, "sendmmsg");
-	RESOLVE(recv, "recv");
-	RESOLVE(recvfrom, "recvfrom");
-	RESOLVE(recvmsg, "recvmsg");
-	RESOLVE(recvmmsg, "recvmmsg");
-	RESOLVE(read, "read");
-	RESOLVE(readv, "readv");
-	RESOLVE(read_chk, "__read_chk");
-	RESOLVE(recv_chk, "__recv_chk");
-	RESOLVE(recvfrom_chk, "__recvfrom_chk");
-	RESOLVE(dlopen, "dlopen");
-	RESOLVE(getaddrinfo, "getaddrinfo");
-	RESOLVE(getaddrinfo_a, "getaddrinfo_a");
-	RESOLVE(gai_suspend, "gai_suspend");
-	RESOLVE(gai_cancel, "gai_cancel");
-	RESOLVE(gethostbyname, "gethostbyname");
-	RESOLVE(gethostbyname2, "gethostbyname2");
-	RESOLVE(gethostbyname_r, "gethostbyname_r");
-	RESOLVE(gethostbyname2_r, "gethostbyname2_r");
+	FN_LIBC_SYMBOLS(RESOLVE)
 	/* Older glibc has no fcntl64: plain fcntl already takes 64-bit offsets
 	 * on 64-bit targets. */
 	if (!fn_libc.fcntl64)

@@ -1,5 +1,6 @@
-/* libc.h - the real libc functions behind every interposed symbol.
- * Each is looked up once with dlsym(RTLD_NEXT); the shim calls libc only
+/* libc.h - the real functions behind every interposed symbol (libc's, and
+ * any other library's the list names). Each is looked up once with
+ * dlsym(RTLD_NEXT), or dlvsym for a versioned one; the shim calls libc only
  * through these pointers so that it never re-enters its own hooks. */
 #ifndef FAULTNET_LIBC_H
 #define FAULTNET_LIBC_H
@@ -9,42 +10,12 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "hooks.gen.h"
+
+/* The fields are declared by preload/hooks.list (BUILD/gen/hooks.gen.h):
+ * one per hook, named as it is without a leading "_". */
 struct fn_libc {
-	int (*socket)(int, int, int);
-	int (*connect)(int, const struct sockaddr *, socklen_t);
-	int (*accept)(int, struct sockaddr *, socklen_t *);
-	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
-	int (*close)(int);
-	int (*close_range)(unsigned int, unsigned int, int);
-	int (*dup)(int);
-	int (*dup2)(int, int);
-	int (*dup3)(int, int, int);
-	int (*fcntl)(int, int, ...);
-	int (*fcntl64)(int, int, ...);
-	int (*getpeername)(int, struct sockaddr *, socklen_t *);
-	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
-	ssize_t (*sendmsg)(int, const struct msghdr *, int);
-	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
-	ssize_t (*recv)(int, void *, size_t, int);
-	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
-	ssize_t (*recvmsg)(int, struct msghdr *, int);
-	int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
-	ssize_t (*read)(int, void *, size_t);
-	ssize_t (*readv)(int, const struct iovec *, int);
-	ssize_t (*read_chk)(int, void *, size_t, size_t);
-	ssize_t (*recv_chk)(int, void *, size_t, size_t, int);
-	void *(*dlopen)(const char *, int);
-	ssize_t (*recvfrom_chk)(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
-	int (*getaddrinfo)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
-	int (*getaddrinfo_a)(int, struct gaicb **, int, struct sigevent *);
-	int (*gai_suspend)(const struct gaicb *const *, int, const struct timespec *);
-	int (*gai_cancel)(struct gaicb *);
-	struct hostent *(*gethostbyname)(const char *);
-	struct hostent *(*gethostbyname2)(const char *, int);
-	int (*gethostbyname_r)(const char *, struct hostent *, char *, size_t, struct hostent **,
-			       int *);
-	int (*gethostbyname2_r)(const char *, int, struct hostent *, char *, size_t,
-				struct hostent **, int *);
+	FN_LIBC_FIELDS
 };
 
 extern struct fn_libc fn_libc;

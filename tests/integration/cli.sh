@@ -140,9 +140,7 @@ s.bind(("127.69.0.1", 8081)); s.listen(16); time.sleep(30)' &
 	check "installed faultctl finds ../lib/libfaultnet.so" [ "$out" = "$tmp/inst/bin/../lib/libfaultnet.so" ]
 fi
 
-syms=$(nm -D --defined-only "$build/libfaultnet.so" | awk '$2 == "T" || $2 == "W" || $2 == "D" || $2 == "B" {print $3}' | sort | tr '\n' ' ')
-expected="__read_chk __recv_chk __recvfrom_chk accept accept4 close close_range connect dlopen dup dup2 dup3 fcntl fcntl64 gai_cancel gai_suspend getaddrinfo getaddrinfo_a gethostbyname gethostbyname2 gethostbyname2_r gethostbyname_r getpeername read readv recv recvfrom recvmmsg recvmsg sendmmsg sendmsg sendto socket "
-check "the shim exports only the interposed functions" [ "$syms" = "$expected" ]
+# The exported symbols against preload/hooks.list: the layout section.
 check "libconfig is not linked into the app's namespace" sh -c "! readelf -d '$build/libfaultnet.so' | grep -q libconfig"
 
 # A relative FAULTNET_CONFIG is made absolute once, so that children which

@@ -2,47 +2,161 @@
 """check_layout.py - the layout rules of docs/ARCHITECTURE.md, checked on the
 built objects so that they cannot rot:
 
-1. Only the hooks (preload/hooks.c) may refer to a name that preload/exports.map
-   exports: any other reference would bind to the shim's own hook and
+1. Only the hooks (preload/hooks.c) may refer to a name that preload/hooks.list
+   declares (the names the shim exports): any other reference would bind to the shim's own hook and
    re-enter it. Everything else calls libc through LIBC().
 2. Calls go only downward between rooms: an object may use a symbol
    defined in its own room or in a room listed below it in ALLOWED.
 3. Includes follow the same rule, so a header cannot smuggle an upward
    dependency in as an inline function.
+4. A function pointer a lower room calls, installed from a room above it
+   (an upward call the symbols cannot show), is one of UPCALLS.
+5. Every source is in a room, and the room's text in ROOMS names it.
+6. docs/ARCHITECTURE.md's rooms and calls blocks are what --print gives,
+   and its locks table names every mutex of the code (file: variable).
 
-usage: check_layout.py BUILD_DIR   (prints one line per violation)
+usage: check_layout.py BUILD_DIR      (prints one line per violation)
+       check_layout.py --print rooms|calls
+       check_layout.py --write-doc    (rewrites the doc's two blocks)
 """
 import os
 import re
 import subprocess
 import sys
+import textwrap
 
-# room -> rooms it may use (besides itself).
-ALLOWED = {
-    "preload": {"preload/intercept", "preload/control", "preload/relay", "preload/sink", "preload/stats", "preload/dns",
-             "preload/fd", "preload/base", "core"},
-    "preload/intercept": {"preload/relay", "preload/sink", "preload/stats", "preload/dns", "preload/fd", "preload/base",
-                       "core"},
-    "preload/dns": {"preload/stats", "preload/fd", "preload/base", "core"},
-    "preload/control": {"preload/stats", "preload/fd", "preload/base", "core"},
-    "preload/relay": {"preload/sink", "preload/stats", "preload/fd", "preload/base", "core"},
-    "preload/sink": {"preload/fd", "preload/base", "core"},
-    "preload/stats": {"preload/fd", "preload/base", "core"},
-    "preload/fd": {"preload/base", "core"},
-    "preload/base": {"core"},
-    "core": set(),
-    "ctl": {"core", "bpf"},
-    "bpf": {"core"},
-    "ctl/probe": set(),
-}
+# The rooms, top to bottom: (room, rooms it may use besides itself, what it
+# holds). The text names every source of the room (as NAME.c); the
+# check fails on a source it does not name, and ARCHITECTURE.md's rooms
+# block is this table printed (--print rooms).
+ROOMS = [
+    ("core", set(),
+     "the policy model, shared by every program: addresses and CIDRs (addr.c), "
+     "rules and first-match lookup (rules.c), actions and their keys (actions.c), "
+     "conditions and seeded draws (chance.c), the libconfig loader (lcfg.c, "
+     "config.c; slices.c: a large rules list parsed a slice of rules at a time; "
+     "wideint.c), large arrays on huge pages (bigalloc.c), the control wire "
+     "format (wire.c), the run directory's names (rundir.c), a member's "
+     "published state (segment.c: its layout, and the records faultctl makes of "
+     "it), the live changes (edit.c), the rule index (lpm.c: a multibit trie "
+     "over destination addresses, built per policy, shared by its copies), HTTP "
+     "rules (http.c: match, per-request decision, answers), the HTTP/1.x "
+     "parser's binding (hparse.c: libhttp-parser, dlmopen'd once, kept), dns "
+     "rules and host patterns (dns.c) and DNS messages read and answers built "
+     "(dnswire.c, used by preload/dns). Built once into build/libfaultnet-core.a."),
+    ("preload", {"preload/intercept", "preload/control", "preload/relay", "preload/sink",
+                 "preload/stats", "preload/dns", "preload/fd", "preload/base", "core"},
+     "the library's entry points: hooks.c (every exported symbol, one line each, "
+     "declared in hooks.list) and init.c (the constructor, fork handler)."),
+    ("preload/intercept", {"preload/relay", "preload/sink", "preload/stats", "preload/dns",
+                           "preload/fd", "preload/base", "core"},
+     "what each hooked call does: connect and getpeername (connect.c), the "
+     "datagram paths (datagram.c), socket/accept/close/dup/fcntl (fdlife.c), "
+     "libraries loaded with RTLD_DEEPBIND (dlopen.c) and the fault decision "
+     "(fault.c: which rule, where to go)."),
+    ("preload/control", {"preload/stats", "preload/fd", "preload/base", "core"},
+     "joining the group (control.c: the group's change counter mapped, the "
+     "journal replayed, stale files swept), the member's published state as a "
+     "file (segfile.c) and the changes the journal holds (commands.c: enable, "
+     "disable, add, rm, load, zone, reset). No thread."),
+    ("preload/relay", {"preload/sink", "preload/stats", "preload/fd", "preload/base", "core"},
+     "the relay thread: its epoll loop (relay.c), one relayed connection's setup "
+     "(relay_conn.c) and byte pump (relay_pump.c), the pipe a message untouched "
+     "by the rule is spliced through (splice.c), the shaping arithmetic "
+     "(shape.c, pure), delayed inbound datagrams (reinject.c), per-request HTTP "
+     "faults (relay_http.c: a connection's requests and answers parsed, each "
+     "request answered, forwarded or cut; the server connected to lazily) and "
+     "the connections an established rule covers (relay_follow.c: the rule in "
+     "force applied or undone when the policy changes). HTTP is a mode of the "
+     "relay, not a room of its own: it runs on the relay's thread, epoll loop "
+     "and connections."),
+    ("preload/dns", {"preload/stats", "preload/fd", "preload/base", "core"},
+     "the resolver hooks' work (resolve.c: dns rules on getaddrinfo and the "
+     "gethostbyname family; resolve_async.c: on getaddrinfo_a, gai_suspend and "
+     "gai_cancel; responder.c and responder_io.c: the nameserver standing in "
+     "for the ones a dns rule covers, for queries sent on sockets) and the names "
+     "each address was resolved from (names.c: 1,024 entries allocated at the "
+     "first lookup worth keeping, written under a mutex by the app's resolving "
+     "threads, read without a lock, each entry a seqlock, by the connect path "
+     "of rules with match.host, through core's fn_host_resolved: the sanctioned "
+     "upcall below)."),
+    ("preload/sink", {"preload/fd", "preload/base", "core"},
+     "the loopback endpoints that make faults out of kernel behaviour (sink.c): "
+     "blackhole, stall, hold, refuse, UDP sink."),
+    ("preload/stats", {"preload/fd", "preload/base", "core"},
+     "lock-free counters per destination and rule and the event ring "
+     "(stats.c), per-request counts by method, Host and path prefix "
+     "(requests.c, written by the relay thread only), per-name counts of the "
+     "resolver hooks (lookups.c), all in the member's published state (fn_seg), "
+     "and the policy's listing there (listing.c)."),
+    ("preload/fd", {"preload/base", "core"},
+     "the per-fd flag table and fault records, moving the shim's fds high, fd "
+     "identity (dev, ino) (fdtab.c), TCP acked bytes (tcpbytes.c)."),
+    ("preload/base", {"core"},
+     "what every part of the shim stands on: the trampolines (libc.c, LIBC(), "
+     "their fields from hooks.list), the published policy pointer (policy.c), "
+     "the group's change counter and change lock (groupseq.c), the owning pid "
+     "(owner.c: vfork detection), signals blocked and the shim's threads "
+     "started (signals.c), the end of a process only the shim's threads are "
+     "left in (alone.c), messages to stderr (say.c)."),
+    ("ctl", {"core", "bpf"},
+     "faultctl (faultctl.c: options, the verbs): check, run (run.c; reach.c: "
+     "the programs the shim cannot reach), ps, rules, stats, events (read from "
+     "the members' state files: segread.c, targets.c; shown as tables or JSON "
+     "by render.c) and every change verb (change.c: journaled, checked by "
+     "faultctl itself against a member's policy, check.c, and put in force by "
+     "the group's counter); scenario (scenario_parse.c, scenario_run.c, "
+     "scenario_report.c, scenario_svg.c): one thread, no locks; it forks the "
+     "scenario's command, each step (faultctl itself, as `faultctl -g GROUP "
+     "VERB ARG`) and each probe run (in its own process group, killed at its "
+     "timeout), reads the group's counters from the files of "
+     "FAULTNET_STATS_DIR, and blocks SIGINT and SIGTERM only while it undoes."),
+    ("ctl/probe", set(),
+     "faultnet-probe (probe.c): a scenario's HTTP probe, a program of its own "
+     "so that it can run under the shim (faultctl keeps the shim idle in "
+     "itself)."),
+    ("bpf", {"core"},
+     "the kernel-side backend, linked into faultctl only: faultnet.bpf.c (the "
+     "BPF programs: cgroup_skb egress and ingress drops, cgroup connect4/6 "
+     "redirects, getpeername4/6 answers and a sockops program for delayed SYNs "
+     "and the relay; built with clang -target bpf and embedded by bpftool's "
+     "skeleton), shared.h (the maps' layout, both sides), compile.c (a policy "
+     "as map contents; pure, unit-tested), backend.c (loading, attaching, the "
+     "run), cgroup.c (the run's cgroup), maps.c (a plan written into the set "
+     "not in force, then the flip), slots.c (per rule name: its counters' slot "
+     "and its numbers), endpoints.c (the loopback sockets connects are sent "
+     "to), relay.c (the stream faults, outside the app: its listeners and loop) "
+     "with pump.c (one connection's pass) and pace.c (its arithmetic; pure, "
+     "unit-tested), events.c (the programs' ring buffer of faults), control.c "
+     "(the run as a member of its group) and lbpf.c (libbpf and zlib, opened by "
+     "a backend run only, so that no other verb pays for loading them at its "
+     "start)."),
+]
+ALLOWED = {room: uses for room, uses, _ in ROOMS}
+
+# The function pointers through which a room calls one above it, each
+# installed by one source of the upper room: (the pointer, or the function
+# that stores one, in the lower room; the lower source that calls through
+# it; the installing source; why). Any other such installation is an
+# undeclared upward call.
+UPCALLS = [
+    ("fn_host_resolved", "core/rules.c", "preload/dns/names.c",
+     "a rule with match.host asks which names an address was resolved from; "
+     "the memory of names is the shim's, faultctl's copy of core has none"),
+    ("fn_groupseq_attach", "preload/base/groupseq.c", "preload/control/control.c",
+     "the change counter is looked at on every policy read, below the room "
+     "that knows how to apply the journal"),
+]
 HOOKS = "preload/hooks.c"
 
 
 def exported_names(root):
-    text = open(os.path.join(root, "preload/exports.map")).read()
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    glob = text.split("global:")[1].split("local:")[0]
-    return {n.strip() for n in glob.split(";") if n.strip()}
+    """The names preload/hooks.list declares: the first field of each line."""
+    names = []
+    for line in open(os.path.join(root, "preload/hooks.list")):
+        if line.strip() and not line.lstrip().startswith("#"):
+            names.append(line.split("|")[0].strip())
+    return set(names)
 
 
 def symbols(obj, flag):
@@ -65,11 +179,197 @@ def sources(root):
                 yield room, os.path.join(room, f)
 
 
+DOC = "docs/ARCHITECTURE.md"
+NAME_COL = 19
+WIDTH = 79
+
+
+def wrap(head, text):
+    return textwrap.fill(text, width=WIDTH, initial_indent=head.ljust(NAME_COL),
+                         subsequent_indent=" " * NAME_COL, break_on_hyphens=False,
+                         break_long_words=False)
+
+
+def below(room):
+    """Every room a room may reach, directly or through those it uses."""
+    seen, todo = set(), list(ALLOWED[room])
+    while todo:
+        r = todo.pop()
+        if r not in seen:
+            seen.add(r)
+            todo.extend(ALLOWED[r])
+    return seen
+
+
+def print_rooms():
+    return "\n".join(wrap(room + "/", text) for room, _, text in ROOMS)
+
+
+def print_calls():
+    order = [r for r, _, _ in ROOMS]
+    height = sorted(order, key=lambda r: (-len(below(r)), order.index(r)))
+    lines = []
+    for room in height:
+        uses = sorted(ALLOWED[room], key=height.index)
+        lines.append(wrap(room, "-> " + (", ".join(uses) if uses else "(nothing)")))
+    lines.append("")
+    lines.append("upward, through a function pointer (these only):")
+    for sym, caller, installer, _ in UPCALLS:
+        lines.append(f"{caller} -> {sym} <- installed by {installer}")
+    return "\n".join(lines)
+
+
+BLOCKS = {"rooms": print_rooms, "calls": print_calls}
+
+
+def doc_block(text, which):
+    """The fenced block after the marker naming `which`, or None."""
+    m = re.search(r"<!-- check_layout\.py --print %s -->\n```\n(.*?)\n```" % which, text, re.S)
+    return m
+
+
+def check_doc(root):
+    text = open(os.path.join(root, DOC)).read()
+    bad = 0
+    for which, make in BLOCKS.items():
+        m = doc_block(text, which)
+        if not m:
+            print(f"layout: {DOC} has no `check_layout.py --print {which}` block")
+            bad += 1
+        elif m.group(1) != make():
+            print(f"layout: {DOC}'s {which} block differs from check_layout.py --print {which} "
+                  f"(run tests/layout/check_layout.py --write-doc)")
+            bad += 1
+    return bad
+
+
+def write_doc(root):
+    path = os.path.join(root, DOC)
+    text = open(path).read()
+    for which, make in BLOCKS.items():
+        m = doc_block(text, which)
+        if m:
+            text = text[:m.start(1)] + make() + text[m.end(1):]
+    open(path, "w").write(text)
+
+
+def unroomed(root):
+    """Sources in a folder that is no room, or that their room's text does not name."""
+    bad = 0
+    texts = {room: text for room, _, text in ROOMS}
+    for top in ("core", "preload", "ctl", "bpf"):
+        for d, _, files in os.walk(os.path.join(root, top)):
+            room = os.path.relpath(d, root)
+            for f in sorted(f for f in files if f.endswith(".c")):
+                if room not in texts:
+                    print(f"layout: {room}/{f} is in no room (ROOMS has no {room})")
+                    bad += 1
+                elif not re.search(r"(?<![\w/.])%s\b" % re.escape(f), texts[room]):
+                    print(f"layout: {room}/{f} is in no room's list ({room}'s text does not name it)")
+                    bad += 1
+    return bad
+
+
+def declarations(path):
+    """A header's top-level declarations, comments and braces' contents removed."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", "", open(path).read(), flags=re.S)
+    text = re.sub(r"^#.*$", "", text, flags=re.M)
+    while True:
+        t = re.sub(r"\{[^{}]*\}", "", text)
+        if t == text:
+            break
+        text = t
+    return [" ".join(d.split()) for d in text.split(";")]
+
+
+def installers(root):
+    """(symbol, room) for every function pointer a room's headers let another
+    room install: an extern pointer variable, or a function that stores a
+    function-pointer argument (its body assigns the parameter)."""
+    found = []
+    for room in ALLOWED:
+        d = os.path.join(root, room)
+        bodies = "".join(open(os.path.join(d, f)).read() for f in os.listdir(d) if f.endswith(".c"))
+        for h in sorted(f for f in os.listdir(d) if f.endswith(".h")):
+            for decl in declarations(os.path.join(d, h)):
+                var = re.match(r"extern [^(]*\(\s*\*\s*(\w+)\s*\)\s*\(", decl)
+                if var:
+                    found.append((var.group(1), room))
+                    continue
+                fn = re.match(r"[\w\s\*]*?\b(\w+)\s*\((.*\(\s*\*\s*\w+\s*\).*)\)$", decl)
+                if not fn:
+                    continue
+                for param in re.findall(r"\(\s*\*\s*(\w+)\s*\)", fn.group(2)):
+                    if re.search(r"=\s*%s\s*;" % param, bodies):
+                        found.append((fn.group(1), room))
+    return found
+
+
+def check_upcalls(root, undefs, defs):
+    bad = 0
+    declared = {(sym, inst) for sym, _, inst, _ in UPCALLS}
+    seen = set()
+    for sym, low in installers(root):
+        if defs.get(sym) != low:
+            continue
+        for src, (room, names) in undefs.items():
+            if sym in names and room != low and low in below(room):
+                seen.add((sym, src))
+                if (sym, src) not in declared:
+                    print(f"layout: {src} ({room}) installs {sym} of {low}: an upward call through a "
+                          "function pointer that UPCALLS (and ARCHITECTURE.md) does not declare")
+                    bad += 1
+    for sym, caller, inst, _ in UPCALLS:
+        if (sym, inst) not in seen or not os.path.exists(os.path.join(root, caller)):
+            print(f"layout: UPCALLS names {inst} installing {sym} for {caller}, which the code no longer does")
+            bad += 1
+    return bad
+
+
+LOCK_TYPES = r"pthread_mutex_t|pthread_spinlock_t|pthread_rwlock_t|sem_t"
+
+
+def code_locks(root):
+    """(file, variable) of every lock declared at file scope or as a member."""
+    out = set()
+    for room in ALLOWED:
+        d = os.path.join(root, room)
+        for f in sorted(os.listdir(d)):
+            if not f.endswith((".c", ".h")):
+                continue
+            for line in open(os.path.join(d, f)):
+                m = re.match(r"(\s*)(?:static\s+)?(?:%s)\s+(\w+)" % LOCK_TYPES, line)
+                if m and (f.endswith(".h") or not m.group(1)):
+                    out.add((f"{room}/{f}", m.group(2)))
+    return out
+
+
+def check_locks(root):
+    text = open(os.path.join(root, DOC)).read()
+    table = text.split("## Locks", 1)[1].split("\n\n", 2)[1]
+    named = set(re.findall(r"`([\w/.]+): (\w+)`", table))
+    bad = 0
+    for f, var in sorted(code_locks(root) - named):
+        print(f"layout: the lock {var} of {f} is not in {DOC}'s locks table (`{f}: {var}`)")
+        bad += 1
+    for f, var in sorted(named - code_locks(root)):
+        print(f"layout: {DOC}'s locks table names `{f}: {var}`, which the code does not declare")
+        bad += 1
+    return bad
+
+
 def main():
-    build = sys.argv[1]
+    if sys.argv[1:2] == ["--print"]:
+        print(BLOCKS[sys.argv[2]]())
+        return 0
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if sys.argv[1:2] == ["--write-doc"]:
+        write_doc(root)
+        return 0
+    build = sys.argv[1]
     exports = exported_names(root)
     srcs = list(sources(root))
+    bad = unroomed(root) + check_doc(root) + check_locks(root)
     defs, undefs = {}, {}
     for room, src in srcs:
         obj = os.path.join(build, "obj", src[:-2] + ".o")
@@ -79,11 +379,10 @@ def main():
         if not os.path.exists(obj):
             print(f"layout: {obj} is not built")
             return 1
-        # The exported names are libc's too: rule 1 covers them.
+        # The exported names are libc's (and other libraries') too: rule 1 covers them.
         for name in symbols(obj, "--defined-only") - exports:
             defs.setdefault(name, room)
         undefs[src] = (room, symbols(obj, "-u"))
-    bad = 0
     for src, (room, names) in undefs.items():
         if src != HOOKS and not room.startswith("ctl") and room != "bpf":  # faultctl's own
             for n in sorted(names & exports):
@@ -94,7 +393,7 @@ def main():
             if home and home != room and home not in ALLOWED[room]:
                 print(f"layout: {src} ({room}) calls {n} in {home}: upward")
                 bad += 1
-    inc = re.compile(r'^#include "((?:core|shim|ctl|bpf)/[^"]+)"', re.M)
+    inc = re.compile(r'^#include "((?:core|preload|ctl|bpf)/[^"]+)"', re.M)
     for room, src in srcs + [(r, os.path.join(r, f)) for r in ALLOWED
                              for f in os.listdir(os.path.join(root, r)) if f.endswith(".h")]:
         for h in inc.findall(open(os.path.join(root, src)).read()):
@@ -102,6 +401,7 @@ def main():
             if home != room and home not in ALLOWED[room]:
                 print(f"layout: {src} ({room}) includes {h}: upward")
                 bad += 1
+    bad += check_upcalls(root, undefs, defs)
     print(f"layout: {len(srcs)} sources in {len(ALLOWED)} rooms checked, {bad} violations")
     return 1 if bad else 0
 

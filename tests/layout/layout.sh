@@ -1,8 +1,12 @@
 #!/bin/bash
 # layout.sh - the layout rules of docs/ARCHITECTURE.md, counted as checks:
 # only preload/hooks.c refers to a name the shim exports (nm -u on every other
-# object), calls and includes go only downward between rooms, and every
-# source file opens with a comment saying what it is for.
+# object), calls and includes go only downward between rooms (function
+# pointers called upward are the declared ones), every source is in its
+# room's list, ARCHITECTURE.md's rooms and calls blocks are what the check
+# prints and its locks table names every lock of the code, the library
+# exports what preload/hooks.list declares (and the man page lists it), and
+# every source file opens with a comment saying what it is for.
 # usage: layout.sh BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,12 +17,19 @@ build=${1:-build}
 out=$(/usr/bin/python3 "$here/check_layout.py" "$root/$build" 2>&1)
 rc=$?
 echo "$out" | sed 's/^/    /'
-check "layout: no object but the hooks refers to an exported name; no upward call or include" [ "$rc" = 0 ]
+check "layout: no object but the hooks refers to an exported name; no upward call, include or undeclared upcall; every source in its room's list; ARCHITECTURE.md's rooms and calls blocks and locks table match the code" [ "$rc" = 0 ]
 
-# The shim's dynamic symbol table holds the interposed functions only.
-extra=$(nm -D --defined-only "$root/$build/libfaultnet.so" | awk '{print $3}' | grep -v '^_init$\|^_fini$' |
-	grep -vxF -f <(sed 's|/\*.*\*/||' "$root/preload/exports.map" | tr ';' '\n' | sed 's/global://; s/ //g' | grep -v '^$'))
-check "libfaultnet.so exports only what exports.map names${extra:+ (extra: $extra)}" [ -z "$extra" ]
+# The shim's dynamic symbol table holds the functions preload/hooks.list
+# declares, every one of them and nothing else; libfaultnet(7) lists the same.
+listed=$(sed 's/#.*//' "$root/preload/hooks.list" | awk -F'|' 'NF == 4 {gsub(/[ \t]/, "", $1); print $1}' | sort)
+dynsyms=$(nm -D --defined-only "$root/$build/libfaultnet.so" | awk '{print $3}' | grep -vx '_init\|_fini' | sort)
+differ=$(comm -3 <(echo "$listed") <(echo "$dynsyms") | tr -d '\t' | tr '\n' ' ')
+check "libfaultnet.so exports exactly the $(echo "$listed" | wc -l) functions hooks.list declares${differ:+ (differ: $differ)}" \
+	[ -n "$listed" -a -z "$differ" ]
+manlist=$(sed -n '/^# INTERCEPTED/,/^# /{/^#/d;p}' "$root/docs/man/libfaultnet.7.scd" | sed 's/\\//g; s/\.$//' | tr ' ' '\n' |
+	grep -v '^$' | sort)
+differ=$(comm -3 <(echo "$listed") <(echo "$manlist") | tr -d '\t' | tr '\n' ' ')
+check "libfaultnet(7)'s INTERCEPTED section names what hooks.list declares${differ:+ (differ: $differ)}" [ -z "$differ" ]
 
 missing=""
 for f in "$root"/core/*.[ch] "$root"/preload/*.c "$root"/preload/*/*.[ch] "$root"/ctl/*.[ch] "$root"/bpf/*.[ch]; do
