@@ -34,7 +34,8 @@ ROOMS = [
      "the policy model, shared by every program: addresses and CIDRs (addr.c), "
      "rules and first-match lookup (rules.c), actions and their keys (actions.c), "
      "conditions and seeded draws (chance.c), the libconfig loader (lcfg.c, "
-     "config.c; slices.c: a large rules list parsed a slice of rules at a time; "
+     "config.c, with the HTTP rules' keys in config_http.c and the dns rules' "
+     "in config_dns.c; slices.c: a large rules list parsed a slice of rules at a time; "
      "wideint.c), large arrays on huge pages (bigalloc.c), the control wire "
      "format (wire.c), the run directory's names (rundir.c), a member's "
      "published state (segment.c: its layout, and the records faultctl makes of "
@@ -105,10 +106,11 @@ ROOMS = [
      "the members' state files: segread.c, targets.c; shown as tables or JSON "
      "by render.c) and every change verb (change.c: journaled, checked by "
      "faultctl itself against a member's policy, check.c, and put in force by "
-     "the group's counter); scenario (scenario_parse.c, scenario_run.c, "
+     "the group's counter; journal.c writes the group's journal and "
+     "counter); scenario (scenario_parse.c, scenario_run.c, "
      "scenario_report.c, scenario_svg.c): one thread, no locks; it forks the "
      "scenario's command, each step (faultctl itself, as `faultctl -g GROUP "
-     "VERB ARG`) and each probe run (in its own process group, killed at its "
+     "--ahead VERB ARG`) and each probe run (in its own process group, killed at its "
      "timeout), reads the group's counters from the files of "
      "FAULTNET_STATS_DIR, and blocks SIGINT and SIGTERM only while it undoes."),
     ("ctl/probe", set(),
