@@ -31,8 +31,8 @@ CORE_SRC := $(call room,core)
 PRELOAD_ROOMS := preload preload/intercept preload/control preload/relay preload/sink preload/stats preload/dns preload/fd \
 	preload/base
 PRELOAD_SRC := $(foreach r,$(PRELOAD_ROOMS),$(call room,$(r)))
-CTL_SRC := $(call room,ctl)
-HEADERS := $(wildcard core/*.h preload/*/*.h ctl/*.h)
+CTL_SRC := $(foreach r,ctl ctl/scenario ctl/state,$(call room,$(r)))
+HEADERS := $(wildcard core/*.h preload/*/*.h ctl/*.h ctl/*/*.h)
 # bpf/'s headers are read by faultctl's objects (and the unit tests) only: a
 # change there rebuilds neither the shim nor its tests' programs.
 BPF_HEADERS := $(wildcard bpf/*.h)
@@ -276,7 +276,7 @@ demo: deps
 	scripts/demo.sh
 
 format:
-	clang-format -i core/*.[ch] preload/*.c preload/*/*.[ch] ctl/*.[ch] bpf/*.[ch] ctl/probe/*.c tests/*/*.c tests/*/*.h
+	clang-format -i core/*.[ch] preload/*.c preload/*/*.[ch] ctl/*.[ch] ctl/*/*.[ch] bpf/*.[ch] tests/*/*.c tests/*/*.h
 
 clean:
 	rm -rf build

@@ -18,8 +18,8 @@
 #include "core/rundir.h"
 #include "ctl/check.h"
 #include "ctl/journal.h"
-#include "ctl/render.h"
-#include "ctl/segread.h"
+#include "ctl/state/render.h"
+#include "ctl/state/segread.h"
 
 /* One change's outcome as a JSON line: who ("pid":N or the group's
  * fields), ok, and the reply, escaped (a reply may quote the rule text). */

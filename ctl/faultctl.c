@@ -14,11 +14,11 @@
 
 #include "core/config.h"
 #include "core/rundir.h"
-#include "ctl/scenario.h"
-#include "ctl/render.h"
+#include "ctl/scenario/scenario.h"
+#include "ctl/state/render.h"
 #include "ctl/run.h"
 #include "ctl/change.h"
-#include "ctl/segread.h"
+#include "ctl/state/segread.h"
 #include "ctl/targets.h"
 
 /* Every verb, once: its name, its arguments and what it does. The usage

@@ -4,7 +4,7 @@
  * waits for CMD, then sums the counters that every process of the tree left
  * at exit and prints them. */
 #include "ctl/run.h"
-#include "ctl/segread.h"
+#include "ctl/state/segread.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,7 +23,7 @@
 #include "core/rundir.h"
 #include "core/wire.h"
 #include "ctl/reach.h"
-#include "ctl/render.h"
+#include "ctl/state/render.h"
 
 /* The shim sits next to faultctl in the build tree (build/) and in ../lib
  * in an install tree (PREFIX/bin, PREFIX/lib). */

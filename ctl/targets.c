@@ -7,7 +7,7 @@
 #include "core/rundir.h"
 #include "core/rules.h"
 #include "ctl/check.h"
-#include "ctl/segread.h"
+#include "ctl/state/segread.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -100,19 +100,26 @@ ROOMS = [
      "(owner.c: vfork detection), signals blocked and the shim's threads "
      "started (signals.c), the end of a process only the shim's threads are "
      "left in (alone.c), messages to stderr (say.c)."),
-    ("ctl", {"core", "bpf"},
-     "faultctl (faultctl.c: options, the verbs): check, run (run.c; reach.c: "
-     "the programs the shim cannot reach), ps, rules, stats, events (read from "
-     "the members' state files: segread.c, targets.c; shown as tables or JSON "
-     "by render.c) and every change verb (change.c: journaled, checked by "
-     "faultctl itself against a member's policy, check.c, and put in force by "
-     "the group's counter; journal.c writes the group's journal and "
-     "counter); scenario (scenario_parse.c, scenario_run.c, "
-     "scenario_report.c, scenario_svg.c): one thread, no locks; it forks the "
-     "scenario's command, each step (faultctl itself, as `faultctl -g GROUP "
-     "--ahead VERB ARG`) and each probe run (in its own process group, killed at its "
-     "timeout), reads the group's counters from the files of "
-     "FAULTNET_STATS_DIR, and blocks SIGINT and SIGTERM only while it undoes."),
+    ("ctl", {"ctl/scenario", "ctl/state", "core", "bpf"},
+     "faultctl (faultctl.c: options, and the verb table that drives the "
+     "dispatch, the usage text and help --verbs): check, run (run.c; reach.c: "
+     "the programs the shim cannot reach), ps, rules, stats, events (the live "
+     "members found and asked by targets.c) and every change verb (change.c: "
+     "journaled, checked by faultctl itself against a member's policy, "
+     "check.c, and put in force by the group's counter; journal.c writes the "
+     "group's journal and counter)."),
+    ("ctl/scenario", {"ctl/state", "core"},
+     "faultctl scenario: the file parsed and checked (parse.c), run (run.c), "
+     "reported as report.json and junit.xml (report.c) and report.svg "
+     "(svg.c). One thread, no locks; it forks the scenario's command, each "
+     "step (faultctl itself, as `faultctl -g GROUP --ahead VERB ARG`) and each "
+     "probe run (in its own process group, killed at its timeout), reads the "
+     "group's counters from the files of FAULTNET_STATS_DIR, and blocks SIGINT "
+     "and SIGTERM only while it undoes."),
+    ("ctl/state", {"core"},
+     "what faultctl reads and shows of a member: its state file read with "
+     "pread, never mapped (segread.c), and records shown as tables or JSON "
+     "(render.c)."),
     ("ctl/probe", set(),
      "faultnet-probe (probe.c): a scenario's HTTP probe, a program of its own "
      "so that it can run under the shim (faultctl keeps the shim idle in "

@@ -32,7 +32,7 @@ differ=$(comm -3 <(echo "$listed") <(echo "$manlist") | tr -d '\t' | tr '\n' ' '
 check "libfaultnet(7)'s INTERCEPTED section names what hooks.list declares${differ:+ (differ: $differ)}" [ -z "$differ" ]
 
 missing=""
-for f in "$root"/core/*.[ch] "$root"/preload/*.c "$root"/preload/*/*.[ch] "$root"/ctl/*.[ch] "$root"/bpf/*.[ch]; do
+for f in "$root"/core/*.[ch] "$root"/preload/*.c "$root"/preload/*/*.[ch] "$root"/ctl/*.[ch] "$root"/ctl/*/*.[ch] "$root"/bpf/*.[ch]; do
 	head -c 2 "$f" | grep -q '^/\*' || missing="$missing ${f#"$root"/}"
 done
 check "every source opens with a comment saying what it is for${missing:+ (not:$missing)}" [ -z "$missing" ]

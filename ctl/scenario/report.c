@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "ctl/scenario.h"
+#include "ctl/scenario/scenario.h"
 
 static const char *const kind_names[] = {"healthy_within_ms", "unhealthy_within_ms", "max_failures",
 					 "rule_max"};

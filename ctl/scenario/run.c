@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ctl/render.h"
-#include "ctl/scenario.h"
-#include "ctl/segread.h"
+#include "ctl/state/render.h"
+#include "ctl/scenario/scenario.h"
+#include "ctl/state/segread.h"
 
 struct run {
 	struct scenario *s;

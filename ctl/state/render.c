@@ -1,5 +1,5 @@
 /* render.c - tables and JSON from record lines. */
-#include "ctl/render.h"
+#include "ctl/state/render.h"
 
 #include <stdlib.h>
 #include <string.h>

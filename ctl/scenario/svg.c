@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ctl/scenario.h"
+#include "ctl/scenario/scenario.h"
 
 #define W 1000
 #define X0 170

@@ -2,7 +2,7 @@
  * file: copied with pread rather than mapped, so that a file the app
  * truncates or replaces can never fault faultctl, and checked (ours, a
  * regular file, whole, this layout) before anything in it is believed. */
-#include "ctl/segread.h"
+#include "ctl/state/segread.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
 #include "core/config.h"
 #include "core/lcfg.h"
 #include "core/rules.h"
-#include "ctl/scenario.h"
+#include "ctl/scenario/scenario.h"
 
 struct pctx {
 	struct fn_lcfg lc;
