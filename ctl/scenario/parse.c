@@ -1,4 +1,4 @@
-/* scenario_parse.c - reads a scenario file (libconfig, as policies are) into
+/* parse.c - reads a scenario file (libconfig, as policies are) into
  * the model of scenario.h. Every problem is reported as FILE:LINE: what,
  * naming the field; nothing unknown is ignored. */
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* scenario_report.c - what a scenario run measured: each expectation
+/* report.c - what a scenario run measured: each expectation
  * checked against the probes' samples and the rules' counters, then the
  * report: report.json (everything), report.svg (a timeline a person reads
  * at a glance), junit.xml (one test case per expectation) and a summary. */

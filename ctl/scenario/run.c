@@ -1,4 +1,4 @@
-/* scenario_run.c - faultctl scenario: runs a scenario's command under the
+/* run.c - faultctl scenario: runs a scenario's command under the
  * shim in the scenario's group, carries out its steps on time (each step is
  * this faultctl run again as `faultctl -g GROUP VERB ARG`, so that a step
  * is exactly what a user would type), runs the probes, samples the group's

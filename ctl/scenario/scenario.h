@@ -1,7 +1,7 @@
 /* scenario.h - faultctl scenario: a timed plan of rule changes on a group,
  * probes that watch health while it runs, expectations checked at the end,
  * and the report (JSON, SVG, JUnit, a summary). The model is filled by
- * scenario_parse.c, run by scenario_run.c and written by scenario_report.c. */
+ * parse.c, run by run.c and written by report.c. */
 #ifndef FAULTCTL_SCENARIO_H
 #define FAULTCTL_SCENARIO_H
 
@@ -119,7 +119,7 @@ bool sc_is_scenario(const char *path);
 /* faultctl scenario FILE [--report DIR] [-- CMD...]: the exit status. */
 int cmd_scenario(int argc, char **argv, const char *self);
 
-/* scenario_report.c: evaluates the expectations, then writes report.json,
+/* report.c: evaluates the expectations, then writes report.json,
  * report.svg and junit.xml into dir (if given) and the summary to out. */
 void sc_evaluate(struct scenario *s);
 bool sc_write_report(const struct scenario *s, const char *dir, char *err, size_t errlen);

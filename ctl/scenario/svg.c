@@ -1,4 +1,4 @@
-/* scenario_svg.c - report.svg: one timeline a person reads at a glance.
+/* svg.c - report.svg: one timeline a person reads at a glance.
  * Steps are shaded bands over the whole picture, each probe is a row of
  * green (healthy) and red (unhealthy) segments, the rules' attempts and
  * faults per second are plotted below, and the measured times to notice
