@@ -557,7 +557,7 @@ check "FAULTNET_EVENTS: the same 3 as JSON lines" \
 	holds '[ "$(grep -c "\"rule\":\"ref\",\"action\":\"refuse\",\"dest\":\"127.86.0.2:8092\",\"outcome\":\"refused\"" "$tmp/events.json")" = 2 ] && [ "$(grep -c "\"proto\":\"udp\",\"rule\":\"udpdrop\"" "$tmp/events.json")" = 1 ]'
 
 # A run that joins a group later applies what the group was told before.
-"$ctl" -g bpflate enable flip >/dev/null 2>&1
+"$ctl" -g bpflate --ahead enable flip >/dev/null 2>&1
 run "$ctl" run --backend=bpf -g bpflate --config "$tmp/flip.conf" -- "$tmp/go-static" tcp 127.86.0.4:8094 300 1
 check "a run joining the group later applies the group's journal (enable flip: $out)" contains "$out" "i/o timeout"
 
