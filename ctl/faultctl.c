@@ -197,6 +197,28 @@ static int collect(char *reply, char ***lines, int *n)
 	return 0;
 }
 
+/* An event line with its wall time as a person reads it (time=HH:MM:SS.mmm,
+ * local), from the wall_us it carries; malloc'd. */
+static char *with_time(const char *line)
+{
+	char us[32], when[32] = "-";
+	long long t = atoll(record_get(line, "wall_us", us, sizeof(us)));
+	time_t sec = (time_t)(t / 1000000);
+	struct tm tm;
+	if (t > 0 && localtime_r(&sec, &tm))
+		snprintf(when, sizeof(when), "%02d:%02d:%02d.%03lld", tm.tm_hour, tm.tm_min,
+			 tm.tm_sec, t / 1000 % 1000);
+	size_t n = strlen(line) + strlen(when) + 8;
+	char *out = malloc(n);
+	if (out)
+		snprintf(out, n, "%s time=%s", line, when);
+	return out;
+}
+
+static const char *const event_cols[] = {"time", "pid",	   "mono_us", "fd",	"proto",
+					 "rule", "action", "dest",    "outcome"};
+#define EVENT_COLS 9
+
 static void print_records(const struct opts *o, char **lines, int n, const char *type,
 			  const char *const *cols, int ncols)
 {
@@ -211,6 +233,12 @@ static void print_records(const struct opts *o, char **lines, int n, const char 
 			render_json_record(stdout, mine[i]);
 			fputc('\n', stdout);
 		}
+	} else if (k && cols == event_cols) {
+		for (int i = 0; i < k; i++)
+			mine[i] = with_time(mine[i]);
+		render_table(stdout, mine, k, cols, ncols);
+		for (int i = 0; i < k; i++)
+			free(mine[i]);
 	} else if (k) {
 		render_table(stdout, mine, k, cols, ncols);
 	}
@@ -234,6 +262,14 @@ static int cmd_query(struct opts *o, const char *verb)
 	int n = find(o, &t), bad = 0, nlines = 0;
 	if (n < 0)
 		return 1;
+	/* On stderr, so that --json output stays records only. */
+	if (n == 0 && o->sel.all)
+		fprintf(stderr, "faultctl: no process under faultnet (run directory %s)\n",
+			rundir());
+	else if (n == 0 && !o->sel.npids)
+		fprintf(stderr,
+			"faultctl: no process of group '%s' is running (run directory %s)\n",
+			o->sel.group ? o->sel.group : FN_GROUP_DEFAULT, rundir());
 	const char *line = strcmp(verb, "ps") == 0 ? "info" : verb;
 	struct fn_buf *replies = calloc((size_t)n + 1, sizeof(*replies));
 	char **lines = NULL;
@@ -263,14 +299,13 @@ static int cmd_query(struct opts *o, const char *verb)
 	static const char *const hstats[] = {"pid",	 "method",   "host",
 					     "path",	 "requests", "forwarded",
 					     "answered", "slowed",   "aborted"};
-	static const char *const events[] = {"pid",  "mono_us", "fd",	"proto",
-					     "rule", "action",	"dest", "outcome"};
+
 	if (strcmp(verb, "ps") == 0)
 		print_records(o, lines, nlines, "process", ps, 7);
 	else if (strcmp(verb, "rules") == 0)
 		print_records(o, lines, nlines, "rule", rules, 7);
 	else if (strcmp(verb, "events") == 0)
-		print_records(o, lines, nlines, "event", events, 8);
+		print_records(o, lines, nlines, "event", event_cols, EVENT_COLS);
 	else {
 		bool http = has_records(lines, nlines, "http");
 		if (http)
@@ -308,18 +343,24 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
+/* events --follow: the header once, then each event as it comes, in
+ * widths wide enough for the usual values. */
 static void print_event(const struct opts *o, char *line)
 {
-	static const char *const cols[] = {"pid",  "mono_us", "fd",   "proto",
-					   "rule", "action",  "dest", "outcome"};
+	static const int width[EVENT_COLS] = {12, 7, 12, 4, 5, 16, 11, 21, 0};
+	static bool headed;
 	if (strncmp(line, "event ", 6) != 0)
 		return;
 	if (o->json) {
 		render_json_record(stdout, line);
 		fputc('\n', stdout);
 	} else {
-		char *one[1] = {line};
-		render_table(stdout, one, 1, cols, 8);
+		char *timed = with_time(line);
+		if (!headed)
+			render_header(stdout, event_cols, width, EVENT_COLS);
+		headed = true;
+		render_row(stdout, timed ? timed : line, event_cols, width, EVENT_COLS);
+		free(timed);
 	}
 	fflush(stdout);
 }

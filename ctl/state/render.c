@@ -88,6 +88,24 @@ static const char *cell(const char *line, const char *column, char *buf, size_t 
 	return buf;
 }
 
+void render_header(FILE *out, const char *const *columns, const int *width, int ncolumns)
+{
+	for (int c = 0; c < ncolumns; c++)
+		fprintf(out, "%-*s%s", c + 1 < ncolumns ? width[c] : 0, columns[c],
+			c + 1 < ncolumns ? "  " : "\n");
+}
+
+void render_row(FILE *out, const char *line, const char *const *columns, const int *width,
+		int ncolumns)
+{
+	char buf[512];
+	for (int c = 0; c < ncolumns; c++) {
+		cell(line, columns[c], buf, sizeof(buf));
+		fprintf(out, "%-*s%s", c + 1 < ncolumns ? width[c] : 0, *buf ? buf : "-",
+			c + 1 < ncolumns ? "  " : "\n");
+	}
+}
+
 void render_table(FILE *out, char **lines, int n, const char *const *columns, int ncolumns)
 {
 	int width[FIELDS];
@@ -100,13 +118,7 @@ void render_table(FILE *out, char **lines, int n, const char *const *columns, in
 				width[c] = w;
 		}
 	}
-	for (int c = 0; c < ncolumns; c++)
-		fprintf(out, "%-*s%s", c + 1 < ncolumns ? width[c] : 0, columns[c],
-			c + 1 < ncolumns ? "  " : "\n");
+	render_header(out, columns, width, ncolumns);
 	for (int i = 0; i < n; i++)
-		for (int c = 0; c < ncolumns; c++) {
-			cell(lines[i], columns[c], buf, sizeof(buf));
-			fprintf(out, "%-*s%s", c + 1 < ncolumns ? width[c] : 0, *buf ? buf : "-",
-				c + 1 < ncolumns ? "  " : "\n");
-		}
+		render_row(out, lines[i], columns, width, ncolumns);
 }

@@ -112,8 +112,9 @@ def test_journal():
     env = dict(os.environ, FAULTNET_RUNDIR=rundir)
     journal = os.path.join(rundir, "j.journal")
 
+    # --ahead: the journal is made before any process has joined j.
     def ctl(*args):
-        return subprocess.run([CTL, "-g", "j"] + list(args), env=env, capture_output=True, text=True)
+        return subprocess.run([CTL, "-g", "j", "--ahead"] + list(args), env=env, capture_output=True, text=True)
     r = ctl("enable", "bh\n9 rm bh")
     check("3: a newline inside a name is refused (exit %d)" % r.returncode,
           r.returncode == 2 and not os.path.exists(journal), r.stderr)

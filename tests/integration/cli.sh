@@ -211,6 +211,31 @@ check "--ahead: the change is journaled for later joiners" holds '[ "$rc" = 0 ] 
 run env FAULTNET_RUNDIR="$g" "$ctl" -g live enable bh
 check "a change to a group a process has joined (none running now) is taken" holds '[ "$rc" = 0 ] && contains "$err" "no process of group"'
 
+# Queries say when nothing answers; events show wall time, and --follow
+# prints its header once.
+run env FAULTNET_RUNDIR="$g" "$ctl" ps
+check "faultctl ps with nothing running says so on stderr" holds '[ "$rc" = 0 ] && [ -z "$out" ] && contains "$err" "no process under faultnet"'
+printf 'rules = ( { name = "ref"; action = "refuse"; match = { to = "127.77.0.1/32"; }; } );\n' >"$tmp/ev.conf"
+env FAULTNET_RUNDIR="$g" FAULTNET_GROUP=evg FAULTNET_CONFIG="$tmp/ev.conf" LD_PRELOAD="$preload" /usr/bin/python3 -c '
+import socket, time
+time.sleep(0.6)
+for p in (1, 2):
+    try:
+        socket.create_connection(("127.77.0.1", p), 1)
+    except OSError:
+        pass
+    time.sleep(0.2)
+time.sleep(2.5)' &
+evpid=$!
+sleep 0.3
+follow=$(env FAULTNET_RUNDIR="$g" timeout 2 "$ctl" -g evg events --follow)
+run env FAULTNET_RUNDIR="$g" "$ctl" -g evg events
+wait $evpid
+check "events --follow: the header once, then the 2 events ($(echo "$follow" | grep -c '^time'), $(echo "$follow" | grep -c 'refused$'))" \
+	holds '[ "$(echo "$follow" | grep -c "^time ")" = 1 ] && [ "$(echo "$follow" | grep -c "refused$")" = 2 ]'
+check "events: each with its wall time (HH:MM:SS.mmm)" \
+	holds '[ "$(echo "$out" | grep -cE "^[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3} .* refused$")" = 2 ]'
+
 # The dlopen hook is a tail call: libc's dlopen still sees the app as its
 # caller and searches the app's RUNPATH for a bare library name.
 mkdir -p "$tmp/plug"
