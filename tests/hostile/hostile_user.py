@@ -26,6 +26,29 @@ PY = "/usr/bin/python3"
 USERS = ("fnhostile", "fnvictim")
 
 
+def share_with_others():
+    """Copies what the other accounts run (the build's faultctl and library,
+    this suite's scripts and policy) into a directory every account can
+    read: a tree cloned into root's home (mode 0700, as on a fresh machine)
+    cannot be entered by them, and runuser would fail with "Permission
+    denied" before any attack ran. The copies are root's, mode 0755/0644,
+    so no account can change what root then runs."""
+    global HERE, LIB, CTL, CONF
+    shared = tempfile.mkdtemp(prefix="fn-hostile-")
+    os.chmod(shared, 0o755)
+    for f in ("libfaultnet.so", "faultctl", "faultnet-probe"):
+        if os.path.exists(os.path.join(BUILD, f)):
+            shutil.copy(os.path.join(BUILD, f), shared)
+    here = os.path.join(shared, "hostile")
+    shutil.copytree(HERE, here)
+    for root, dirs, files in os.walk(shared):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)
+    HERE, LIB, CTL = here, os.path.join(shared, "libfaultnet.so"), os.path.join(shared, "faultctl")
+    CONF = os.path.join(here, "hostile_user.conf")
+    return shared
+
+
 def as_user(user, cmd, **kw):
     return ["runuser", "-u", user, "--"] + cmd
 
@@ -246,6 +269,10 @@ def main():
     for u in USERS:
         subprocess.run(["userdel", u], capture_output=True)
         subprocess.run(["useradd", "-M", "-N", "-s", "/usr/sbin/nologin", u], check=True)
+    shared = share_with_others()
+    reach = subprocess.run(as_user("fnhostile", ["test", "-x", CTL]), capture_output=True)
+    check("the other accounts can run the copies of faultctl and the library, wherever the tree is",
+          reach.returncode == 0, reach.stderr)
     try:
         test_endpoints_not_takeable()
         test_rundir_taken()
@@ -255,6 +282,7 @@ def main():
     finally:
         for u in USERS:
             subprocess.run(["userdel", u], capture_output=True)
+        shutil.rmtree(shared, ignore_errors=True)
     gone = all(subprocess.run(["id", u], capture_output=True).returncode != 0 for u in USERS)
     check("the suite's accounts are removed", gone)
     return 1 if checks.failed else 0
