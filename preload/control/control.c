@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/rules.h"
@@ -42,12 +43,41 @@ static long pid_of(const char *name)
 	return (dot = strrchr(base, '.')) ? strtol(dot + 1, NULL, 10) : 0;
 }
 
+/* A sweep at most this often per run directory: a start must cost the
+ * same in a group of 10 or 10,000 members. */
+#define SWEEP_EVERY_S 10
+
+/* True when no process has swept the run directory for SWEEP_EVERY_S
+ * (its stamp, .sweep, is older or missing); the stamp is then renewed, so
+ * that the processes starting after this one skip the sweep. */
+static bool sweep_due(void)
+{
+	char path[4200];
+	struct stat st;
+	struct timespec now;
+	snprintf(path, sizeof(path), "%s/.sweep", rundir);
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    now.tv_sec - st.st_mtim.tv_sec < SWEEP_EVERY_S && st.st_mtim.tv_sec <= now.tv_sec)
+		return false;
+	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		futimens(fd, NULL);
+		LIBC(close)(fd);
+	}
+	return true;
+}
+
 /* A process that ends with _exit (most fork children do), or is killed,
- * leaves its file behind. Each process that starts (not each fork child,
- * which must stay cheap) removes those of processes that no longer exist,
- * before main, so that they never pile up. */
+ * leaves its file behind. A process that starts (not a fork child, which
+ * must stay cheap) removes those of processes that no longer exist, before
+ * main, when no other has done so lately (sweep_due): they never pile up,
+ * and a start does not pay a kill() per member of the run directory.
+ * faultctl removes them too whenever it lists a group. */
 static void sweep_dead(void)
 {
+	if (!sweep_due())
+		return;
 	DIR *d = opendir(rundir);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {

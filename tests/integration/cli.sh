@@ -236,6 +236,36 @@ check "events --follow: the header once, then the 2 events ($(echo "$follow" | g
 check "events: each with its wall time (HH:MM:SS.mmm)" \
 	holds '[ "$(echo "$out" | grep -cE "^[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3} .* refused$")" = 2 ]'
 
+# A start costs the same whatever the run directory holds: the sweep of
+# files left by dead processes runs at most every 10 s (its stamp, .sweep),
+# not at every start (a kill() per member). Members stand in as files of
+# live pid 1.
+if command -v strace >/dev/null; then
+	sw="$tmp/sweep"
+	mkdir -m 700 "$sw"
+	calls() {
+		strace -f -qq -o "$tmp/strace.out" env FAULTNET_RUNDIR="$sw" FAULTNET_CONFIG="$root/tests/integration/it.conf" \
+			LD_PRELOAD="$preload" /bin/true
+		wc -l <"$tmp/strace.out"
+	}
+	for i in $(seq 10); do : >"$sw/m$i.1.mem"; done
+	calls >/dev/null
+	few=$(calls)
+	for i in $(seq 11 2000); do : >"$sw/m$i.1.mem"; done
+	many=$(calls)
+	check "a start makes as many system calls with 2,000 members as with 10 ($few, $many)" \
+		holds '[ "$many" -le $((few + 2)) ]'
+	: >"$sw/d.999999999.mem"
+	env FAULTNET_RUNDIR="$sw" FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" /bin/true
+	check "a start within 10 s of the last sweep leaves a dead process's file" [ -e "$sw/d.999999999.mem" ]
+	touch -d '-11 seconds' "$sw/.sweep"
+	env FAULTNET_RUNDIR="$sw" FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" /bin/true
+	check "a start 10 s after the last sweep removes it, and keeps the live members' ($(ls "$sw" | grep -c '^m'))" \
+		holds '[ ! -e "$sw/d.999999999.mem" ] && [ "$(ls "$sw" | grep -c "^m")" = 2000 ]'
+else
+	check "strace is installed (scripts/deps.sh test installs it): the start's calls cannot be counted" false
+fi
+
 # The dlopen hook is a tail call: libc's dlopen still sees the app as its
 # caller and searches the app's RUNPATH for a bare library name.
 mkdir -p "$tmp/plug"

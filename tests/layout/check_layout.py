@@ -57,7 +57,7 @@ ROOMS = [
      "(fault.c: which rule, where to go)."),
     ("preload/control", {"preload/stats", "preload/fd", "preload/base", "core"},
      "joining the group (control.c: the group's change counter mapped, the "
-     "journal replayed, stale files swept), the member's published state as a "
+     "journal replayed, stale files swept at most every 10 s), the member's published state as a "
      "file (segfile.c) and the changes the journal holds (commands.c: enable, "
      "disable, add, rm, load, zone, reset). No thread."),
     ("preload/relay", {"preload/sink", "preload/stats", "preload/fd", "preload/base", "core"},
