@@ -304,6 +304,21 @@ def test_fork_names(conf):
           % p.stdout.strip(), p.stdout.strip() == "forks 1000 stuck 0", (p.stdout, p.stderr[-300:]))
 
 
+def test_gai_a_reuse(conf):
+    """i38.12: the shim's faultnet-gai thread called gai_suspend and gai_error
+    on the app's requests after glibc had finished them, when the app may
+    legally free or reuse them: a segfault within seconds on the old code."""
+    exe = race_exe()
+    if not exe:
+        return
+    p = run(conf, [exe, "reuse", "8", "storage.example.test", "localhost"], timeout=120)
+    out = p.stdout.strip().split()
+    check("i38.12: getaddrinfo_a(GAI_NOWAIT), 4 threads x 8 requests (odd ones answered by a rule), "
+          "each freed and reused once done, for 8 s: %s (exit %d)" % (" ".join(out), p.returncode),
+          p.returncode == 0 and len(out) == 4 and int(out[1]) > 100 and out[3] == "0",
+          (p.stdout, p.stderr[-300:]))
+
+
 def test_go(conf):
     if FIRST:
         return  # the Go runtime and libasan do not start together
@@ -346,7 +361,8 @@ def main():
     with open(conf, "w") as f:
         f.write(POLICY)
     for t in (test_errors, test_timeout, test_answer, test_s3, test_scoped, test_gethostbyname,
-              test_counts, test_gai_a, test_fork_names, test_go):
+              test_counts, test_gai_a, test_gai_a_reuse, test_fork_names,
+              test_go):
         t(conf)
     test_bad_rules()
     subprocess.run(["rm", "-rf", TMP])
