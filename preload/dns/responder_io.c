@@ -22,6 +22,7 @@
 #include "preload/base/alone.h"
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
+#include "preload/dns/peer.h"
 #include "preload/fd/fdtab.h"
 #include "preload/stats/stats.h"
 
@@ -275,6 +276,8 @@ static void from_udp(int server)
 				   &d.tolen);
 		if (n < 0)
 			return;
+		if (!fn_dns_peer_udp(&d.to))
+			continue;	      /* another process's: never answered nor counted */
 		static uint8_t copy[MSG_MAX]; /* query() reuses buf to forward */
 		memcpy(copy, buf, (size_t)n);
 		query(&d, copy, (size_t)n);
@@ -291,10 +294,17 @@ static void conn_close(struct conn *c)
 static void accept_one(int server)
 {
 	const struct fn_ownfd *t = &fn_dns_servers[server].tcp;
-	int fd =
-	    fn_ownfd_ok(t) ? LIBC(accept4)(t->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK) : -1;
+	struct sockaddr_storage from;
+	socklen_t len = sizeof(from);
+	int fd = fn_ownfd_ok(t) ? LIBC(accept4)(t->fd, (struct sockaddr *)&from, &len,
+						SOCK_CLOEXEC | SOCK_NONBLOCK)
+				: -1;
 	if (fd < 0)
 		return;
+	if (!fn_dns_peer_tcp(&from, &fn_dns_servers[server].at)) {
+		LIBC(close)(fd); /* another process's */
+		return;
+	}
 	fd = fn_fd_move_high(fd, FN_RANGE_SINK);
 	for (int i = 0; i < CONNS; i++)
 		if (!conns[i].used && (conns[i].buf = malloc(2 + MSG_MAX))) {
