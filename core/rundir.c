@@ -29,8 +29,31 @@ static const char *check_dir(const char *dir)
 	return NULL;
 }
 
-static const char *make_dir(const char *dir)
+/* lstat follows a symbolic link named with a trailing "/" or "/.", so the
+ * name loses them first; a last ".." names some other directory than the
+ * one checked and is refused. */
+static const char *plain_name(char *dir)
 {
+	size_t n = strlen(dir);
+	for (;;) {
+		if (n > 1 && dir[n - 1] == '/')
+			n--;
+		else if (n > 2 && dir[n - 1] == '.' && dir[n - 2] == '/')
+			n -= 2;
+		else
+			break;
+	}
+	dir[n] = '\0';
+	const char *last = strrchr(dir, '/');
+	last = last ? last + 1 : dir;
+	return strcmp(last, "..") == 0 ? "must not end in \"..\"" : NULL;
+}
+
+static const char *make_dir(char *dir)
+{
+	const char *why = plain_name(dir);
+	if (why)
+		return why;
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return "cannot be created";
 	return check_dir(dir);

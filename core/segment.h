@@ -44,6 +44,7 @@ struct fn_seg_head {
 	uint64_t ring_head; /* events written so far */
 	uint64_t requests;  /* HTTP requests counted */
 	uint64_t unparsed[3];
+	uint64_t events_dropped; /* FAULTNET_EVENTS lines its full FIFO had no room for */
 };
 
 /* A rule name's slot: claimed once (state 2), never given back, so that

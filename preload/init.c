@@ -109,6 +109,7 @@ static void after_fork_child(void)
 	fn_reinject_atfork_child();
 	fn_dns_responder_atfork_child();
 	fn_resolve_async_atfork_child();
+	fn_names_atfork_child();
 	fn_control_atfork_child();
 }
 

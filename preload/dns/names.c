@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/dns.h"
+#include "preload/base/signals.h"
 #include "preload/stats/stats.h"
 
 #define SLOTS 1024
@@ -26,6 +27,8 @@ struct entry {
 static struct entry *table;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t clock_;
+/* The entry being written under the lock, for a fork child to mend. */
+static struct entry *writing;
 
 static size_t home(const struct fn_endpoint *ep)
 {
@@ -60,11 +63,16 @@ void fn_names_record(const char *name, const struct fn_endpoint *ep)
 {
 	struct fn_endpoint a = *ep;
 	a.port = 0;
+	/* Signals blocked: a handler that resolves in this thread would wait
+	 * for the lock its own thread holds. */
+	sigset_t old;
+	fn_signals_block(&old);
 	pthread_mutex_lock(&lock);
 	if (!table) {
 		struct entry *t = calloc(SLOTS, sizeof(*t));
 		if (!t) {
 			pthread_mutex_unlock(&lock);
+			fn_signals_restore(&old);
 			return;
 		}
 		__atomic_store_n(&table, t, __ATOMIC_RELEASE);
@@ -81,12 +89,15 @@ void fn_names_record(const char *name, const struct fn_endpoint *ep)
 		e = oldest;
 		memset(e->names, 0, sizeof(e->names));
 	}
+	writing = e;
 	__atomic_add_fetch(&e->seq, 1, __ATOMIC_ACQ_REL);
 	e->addr = a;
 	e->stamp = ++clock_;
 	put_name(e, name);
 	__atomic_add_fetch(&e->seq, 1, __ATOMIC_RELEASE);
+	writing = NULL;
 	pthread_mutex_unlock(&lock);
+	fn_signals_restore(&old);
 }
 
 void fn_names_record_ai(const char *name, const struct addrinfo *ai)
@@ -160,6 +171,20 @@ void fn_names_connect(const struct sockaddr *sa, socklen_t len)
 	struct fn_endpoint ep;
 	if (__atomic_load_n(&table, __ATOMIC_ACQUIRE) && fn_endpoint_from_sockaddr(&ep, sa, len))
 		fn_names_each(&ep, fn_stats_name_connect, NULL);
+}
+
+void fn_names_atfork_child(void)
+{
+	/* Another thread of the parent may have held the lock at fork; an
+	 * entry it was writing is half written, so forgotten (an even seq,
+	 * no stamp) rather than left odd for ever. */
+	pthread_mutex_init(&lock, NULL);
+	if (writing) {
+		writing->stamp = 0;
+		memset(writing->names, 0, sizeof(writing->names));
+		writing->seq += writing->seq & 1;
+		writing = NULL;
+	}
 }
 
 void fn_names_init(void)

@@ -25,6 +25,9 @@ bool fn_names_each(const struct fn_endpoint *ep, void (*fn)(const char *, void *
 /* A connect to sa: counted for each name remembered for its address. */
 void fn_names_connect(const struct sockaddr *sa, socklen_t len);
 
+/* In a fork child: the lock free, an entry left half written forgotten. */
+void fn_names_atfork_child(void);
+
 /* Installs fn_names_match as core's fn_host_resolved. */
 void fn_names_init(void);
 

@@ -35,6 +35,9 @@ struct call {
 	int nmine, ntheirs;
 	struct sigevent ev;
 	bool notify;
+	/* GAI_NOWAIT: the shares still running (the shim's, glibc's); the last
+	 * one to end notifies the app once and frees the call. */
+	int shares, notified;
 };
 
 /* Whether an enabled dns rule's pattern matches name: such a request is
@@ -130,17 +133,43 @@ static void notify(const struct sigevent *ev)
 	}
 }
 
-static void *run_call(void *arg)
+static void notify_once(struct call *c)
 {
-	struct call *c = arg;
-	prctl(PR_SET_NAME, "faultnet-gai");
-	for (int i = 0; i < c->nmine; i++)
-		resolve_one(c->mine[i]);
-	wait_theirs(c->theirs, c->ntheirs);
-	if (c->notify)
+	if (c->notify && !__atomic_exchange_n(&c->notified, 1, __ATOMIC_ACQ_REL))
 		notify(&c->ev);
+}
+
+/* One share of a GAI_NOWAIT call has ended. */
+static void share_done(struct call *c)
+{
+	if (__atomic_sub_fetch(&c->shares, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	notify_once(c);
 	free(c->mine);
 	free(c);
+}
+
+/* glibc's notification that its share has ended. The shim never looks at
+ * glibc's requests itself: once done they are the app's again, which may
+ * reuse or free them before the shim's own share ends. */
+static void theirs_done(union sigval v)
+{
+	share_done(v.sival_ptr);
+}
+
+static void resolve_mine(struct call *c)
+{
+	for (int i = 0; i < c->nmine; i++)
+		resolve_one(c->mine[i]);
+	if (c->ntheirs == 0)
+		notify_once(c); /* glibc refused its share: the app waits for none */
+	share_done(c);
+}
+
+static void *run_call(void *arg)
+{
+	prctl(PR_SET_NAME, "faultnet-gai");
+	resolve_mine(arg);
 	return NULL;
 }
 
@@ -164,12 +193,44 @@ static struct call *split(const struct fn_policy *p, struct gaicb *list[], int n
 	return c;
 }
 
-static int start_call(struct call *c, const struct sigevent *sevp)
+/* GAI_WAIT: glibc's share runs meanwhile and is waited for here, in the
+ * app's own call, before its requests are the app's again. */
+static int run_wait(struct call *c)
+{
+	int rc = c->ntheirs ? LIBC(getaddrinfo_a)(GAI_NOWAIT, c->theirs, c->ntheirs, NULL) : 0;
+	if (rc != 0)
+		c->ntheirs = 0; /* glibc said why; the shim's share still runs */
+	for (int i = 0; i < c->nmine; i++)
+		resolve_one(c->mine[i]);
+	wait_theirs(c->theirs, c->ntheirs);
+	free(c->mine);
+	free(c);
+	return rc;
+}
+
+/* GAI_NOWAIT: glibc tells of its share's end through a notification of the
+ * shim's, the shim's share runs in a thread of its own (or here if none
+ * can start). When glibc refuses the call (rc != 0) it may still notify
+ * for what it queued, so the call is then freed by that notification, or
+ * kept: a few bytes, only when glibc itself failed. */
+static int run_nowait(struct call *c, const struct sigevent *sevp)
 {
 	c->notify = sevp && sevp->sigev_notify != SIGEV_NONE;
 	if (c->notify)
 		c->ev = *sevp;
-	return fn_thread_start(run_call, c);
+	c->shares = c->ntheirs ? 2 : 1;
+	int rc = 0;
+	if (c->ntheirs) {
+		struct sigevent ev = {.sigev_notify = SIGEV_THREAD,
+				      .sigev_notify_function = theirs_done,
+				      .sigev_value.sival_ptr = c};
+		rc = LIBC(getaddrinfo_a)(GAI_NOWAIT, c->theirs, c->ntheirs, &ev);
+		if (rc != 0)
+			c->ntheirs = 0; /* glibc said why; the shim's share still runs */
+	}
+	if (fn_thread_start(run_call, c) != 0)
+		resolve_mine(c);
+	return rc;
 }
 
 int fn_getaddrinfo_a(int mode, struct gaicb *list[], int n, struct sigevent *sevp)
@@ -185,29 +246,9 @@ int fn_getaddrinfo_a(int mode, struct gaicb *list[], int n, struct sigevent *sev
 		free(c);
 		return LIBC(getaddrinfo_a)(mode, list, n, sevp);
 	}
-	/* glibc's share: never waited for nor notified by glibc itself, since
-	 * the call is done only when the shim's share is too. */
-	int rc = c->ntheirs ? LIBC(getaddrinfo_a)(GAI_NOWAIT, c->theirs, c->ntheirs, NULL) : 0;
-	if (rc != 0)
-		c->ntheirs = 0; /* glibc said why; the shim's share still runs */
-	if (mode == GAI_WAIT) {
-		c->notify = false;
-		for (int i = 0; i < c->nmine; i++)
-			resolve_one(c->mine[i]);
-		wait_theirs(c->theirs, c->ntheirs);
-		free(c->mine);
-		free(c);
-		return rc;
-	}
-	if (start_call(c, sevp) != 0) {
-		for (int i = 0; i < c->nmine; i++)
-			resolve_one(c->mine[i]);
-		if (c->notify)
-			notify(&c->ev);
-		free(c->mine);
-		free(c);
-	}
-	return rc;
+	if (mode == GAI_WAIT)
+		return run_wait(c);
+	return run_nowait(c, sevp);
 }
 
 /* True when some request of list is done (gai_suspend's condition). */

@@ -39,6 +39,12 @@ static bool running;
 static int own_socket(bool v6, int type)
 {
 	int fd = LIBC(socket)(v6 ? AF_INET6 : AF_INET, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	/* A burst of queries (hundreds at once, as a nameserver may meet)
+	 * must not overflow the default buffer of some 256 datagrams; the
+	 * kernel caps the size at net.core.rmem_max. */
+	int big = 1 << 21;
+	if (fd >= 0 && type == SOCK_DGRAM)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	return fd < 0 ? -1 : fn_fd_move_high(fd, FN_RANGE_SINK);
 }
 

@@ -1,9 +1,11 @@
 /* responder_io.c - the responder's thread: one poll loop over every
  * server's UDP socket, TCP listener and connection to the real nameserver,
  * the TCP clients (up to 32) and the wake pipe. Each query is answered,
- * left unanswered or forwarded (queries waiting for the real nameserver:
- * up to 256, given up after 30 s); answers late by a rule's delay wait in a
- * list of 256. Only this thread touches that state. */
+ * left unanswered or forwarded (queries waiting for the real nameserver,
+ * given up after 30 s); answers late by a rule's delay wait in a list.
+ * Both lists grow as needed, up to 4,096 each: beyond, a query or a late
+ * answer is dropped (the client asks again), never answered early. Only
+ * this thread touches that state. */
 #include "preload/dns/responder_io.h"
 
 #include <errno.h>
@@ -20,12 +22,12 @@
 #include "preload/base/alone.h"
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
+#include "preload/dns/peer.h"
 #include "preload/fd/fdtab.h"
 #include "preload/stats/stats.h"
 
 #define CONNS 32
-#define PENDING 256
-#define LATER 256
+#define OUTSTANDING 4096 /* queries waiting for the nameserver, late answers */
 #define MSG_MAX 65535
 #define MS 1000000ull
 #define GIVE_UP_NS (30000 * MS)
@@ -63,8 +65,9 @@ struct later {
 };
 
 static struct conn conns[CONNS];
-static struct pending pend[PENDING];
-static struct later laters[LATER];
+static struct pending *pend;
+static struct later *laters;
+static int npend, nlater; /* their lengths */
 static uint32_t gens;
 static uint16_t next_id;
 static uint8_t buf[MSG_MAX];
@@ -106,20 +109,44 @@ static void deliver(const struct dest *d, const uint8_t *m, size_t n)
 	LIBC(sendmsg)(c->fd.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+/* A free entry of the list *arr of *len entries of size each, the list
+ * doubled (zeroed) when all are used; -1 when it cannot grow. */
+static int free_entry(void **arr, int *len, size_t size, bool (*used)(const void *))
+{
+	for (int i = 0; i < *len; i++)
+		if (!used((char *)*arr + (size_t)i * size))
+			return i;
+	int n = *len ? *len * 2 : 64;
+	void *p = n <= OUTSTANDING ? realloc(*arr, (size_t)n * size) : NULL;
+	if (!p)
+		return -1;
+	memset((char *)p + (size_t)*len * size, 0, (size_t)(n - *len) * size);
+	*arr = p;
+	int at = *len;
+	*len = n;
+	return at;
+}
+
+static bool later_used(const void *e)
+{
+	return ((const struct later *)e)->used;
+}
+
 static void reply(const struct dest *d, const uint8_t *m, size_t n, uint64_t delay_ns)
 {
-	for (int i = 0; delay_ns && i < LATER; i++) {
-		struct later *l = &laters[i];
-		if (l->used || !(l->msg = malloc(n)))
-			continue;
-		memcpy(l->msg, m, n);
-		l->len = n;
-		l->d = *d;
-		l->due = fn_now_ns() + delay_ns;
-		l->used = true;
+	if (!delay_ns) {
+		deliver(d, m, n);
 		return;
 	}
-	deliver(d, m, n); /* no delay, or no room to keep it */
+	int i = free_entry((void **)&laters, &nlater, sizeof(*laters), later_used);
+	struct later *l = i >= 0 ? &laters[i] : NULL;
+	if (!l || !(l->msg = malloc(n)))
+		return; /* no room: dropped, as by a busy nameserver */
+	memcpy(l->msg, m, n);
+	l->len = n;
+	l->d = *d;
+	l->due = fn_now_ns() + delay_ns;
+	l->used = true;
 }
 
 static bool upstream_open(struct fn_dns_server *s)
@@ -132,6 +159,8 @@ static bool upstream_open(struct fn_dns_server *s)
 	int fd = LIBC(socket)(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return false;
+	int big = 1 << 21; /* the answers to a burst of queries (own_socket) */
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	fd = fn_fd_move_high(fd, FN_RANGE_SINK);
 	if (LIBC(connect)(fd, (struct sockaddr *)&ss, len) < 0) {
 		LIBC(close)(fd);
@@ -141,26 +170,32 @@ static bool upstream_open(struct fn_dns_server *s)
 	return true;
 }
 
+static uint64_t pend_now; /* for pend_used: an expired entry is free */
+
+static bool pend_used(const void *e)
+{
+	const struct pending *p = e;
+	return p->used && p->expires > pend_now;
+}
+
 /* To the real nameserver, under an id of the responder's own (two clients
  * may use the same one); its answer goes back late by delay_ns. */
 static void forward(const struct dest *d, const uint8_t *m, size_t n, uint64_t delay_ns)
 {
 	struct fn_dns_server *s = &fn_dns_servers[d->server];
-	uint64_t now = fn_now_ns();
+	pend_now = fn_now_ns();
 	if (n < 2 || n > sizeof(buf) || !upstream_open(s))
 		return;
-	for (int i = 0; i < PENDING; i++) {
-		struct pending *p = &pend[i];
-		if (p->used && p->expires > now)
-			continue;
-		*p = (struct pending){true,	++next_id,	  fn_dnswire_id(m),
-				      delay_ns, now + GIVE_UP_NS, *d};
-		memcpy(buf, m, n);
-		fn_dnswire_set_id(buf, p->id);
-		if (send(s->up.fd, buf, n, MSG_DONTWAIT) < 0)
-			p->used = false;
+	int i = free_entry((void **)&pend, &npend, sizeof(*pend), pend_used);
+	if (i < 0)
 		return;
-	}
+	struct pending *p = &pend[i];
+	*p = (struct pending){true, ++next_id, fn_dnswire_id(m), delay_ns, pend_now + GIVE_UP_NS,
+			      *d};
+	memcpy(buf, m, n);
+	fn_dnswire_set_id(buf, p->id);
+	if (send(s->up.fd, buf, n, MSG_DONTWAIT) < 0)
+		p->used = false;
 }
 
 static void from_upstream(int server)
@@ -171,7 +206,7 @@ static void from_upstream(int server)
 		if (n < 12)
 			continue;
 		uint16_t id = fn_dnswire_id(buf);
-		for (int i = 0; i < PENDING; i++) {
+		for (int i = 0; i < npend; i++) {
 			struct pending *p = &pend[i];
 			if (!p->used || p->id != id || p->d.server != server)
 				continue;
@@ -241,6 +276,8 @@ static void from_udp(int server)
 				   &d.tolen);
 		if (n < 0)
 			return;
+		if (!fn_dns_peer_udp(&d.to))
+			continue;	      /* another process's: never answered nor counted */
 		static uint8_t copy[MSG_MAX]; /* query() reuses buf to forward */
 		memcpy(copy, buf, (size_t)n);
 		query(&d, copy, (size_t)n);
@@ -257,10 +294,17 @@ static void conn_close(struct conn *c)
 static void accept_one(int server)
 {
 	const struct fn_ownfd *t = &fn_dns_servers[server].tcp;
-	int fd =
-	    fn_ownfd_ok(t) ? LIBC(accept4)(t->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK) : -1;
+	struct sockaddr_storage from;
+	socklen_t len = sizeof(from);
+	int fd = fn_ownfd_ok(t) ? LIBC(accept4)(t->fd, (struct sockaddr *)&from, &len,
+						SOCK_CLOEXEC | SOCK_NONBLOCK)
+				: -1;
 	if (fd < 0)
 		return;
+	if (!fn_dns_peer_tcp(&from, &fn_dns_servers[server].at)) {
+		LIBC(close)(fd); /* another process's */
+		return;
+	}
 	fd = fn_fd_move_high(fd, FN_RANGE_SINK);
 	for (int i = 0; i < CONNS; i++)
 		if (!conns[i].used && (conns[i].buf = malloc(2 + MSG_MAX))) {
@@ -300,7 +344,7 @@ static void from_conn(int i)
 static int due_in_ms(void)
 {
 	uint64_t now = fn_now_ns(), next = UINT64_MAX;
-	for (int i = 0; i < LATER; i++) {
+	for (int i = 0; i < nlater; i++) {
 		if (!laters[i].used)
 			continue;
 		if (laters[i].due <= now) {
@@ -370,10 +414,11 @@ void fn_dns_responder_io_forget(void)
 	for (int i = 0; i < CONNS; i++)
 		if (conns[i].used)
 			conn_close(&conns[i]);
-	for (int i = 0; i < LATER; i++)
+	for (int i = 0; i < nlater; i++)
 		if (laters[i].used) {
 			free(laters[i].msg);
 			laters[i].used = false;
 		}
-	memset(pend, 0, sizeof(pend));
+	if (pend)
+		memset(pend, 0, (size_t)npend * sizeof(*pend));
 }

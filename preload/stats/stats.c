@@ -7,9 +7,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +27,9 @@ static struct fn_seg own;
 struct fn_seg *fn_seg = &own;
 
 static int events_fd = -1;
+/* FAULTNET_EVENTS is not a regular file (a FIFO, a terminal): a write may
+ * find it full or its reader gone, and must neither wait nor kill. */
+static bool events_pipe;
 
 bool fn_stats_private(void)
 {
@@ -94,6 +100,33 @@ static int64_t usec(clockid_t c)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* A FIFO's reader that left raises SIGPIPE in the writing thread: blocked
+ * around the write, and taken back unless one was already pending. A line
+ * the reader has no room for is dropped and counted (the fd is
+ * non-blocking); lines are shorter than PIPE_BUF, so never torn. */
+static void events_write(const char *line, size_t n)
+{
+	int fd = __atomic_load_n(&events_fd, __ATOMIC_RELAXED);
+	if (!events_pipe) {
+		ssize_t w = write(fd, line, n);
+		(void)w;
+		return;
+	}
+	sigset_t pipe, old, pending;
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, &old);
+	bool was = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+	ssize_t w = write(fd, line, n);
+	if (w < 0 && errno == EPIPE && !was) {
+		struct timespec zero = {0, 0};
+		sigtimedwait(&pipe, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (w != (ssize_t)n)
+		__atomic_add_fetch(&fn_seg->h.events_dropped, 1, __ATOMIC_RELAXED);
+}
+
 static void json_event(const struct fn_seg_event *e)
 {
 	char dst[64], line[512];
@@ -107,10 +140,8 @@ static void json_event(const struct fn_seg_event *e)
 			 e->outcome);
 	/* Rule names and errno names need no JSON escaping: their
 	 * characters are restricted to letters, digits and _.:- */
-	if (n > 0 && (size_t)n < sizeof(line)) {
-		ssize_t w = write(__atomic_load_n(&events_fd, __ATOMIC_RELAXED), line, (size_t)n);
-		(void)w;
-	}
+	if (n > 0 && (size_t)n < sizeof(line))
+		events_write(line, (size_t)n);
 }
 
 static void record_event(int fd, const struct fn_rule *r, const struct fn_rule *seen,
@@ -189,9 +220,15 @@ const char *fn_events_open(void)
 	const char *path = secure_getenv("FAULTNET_EVENTS");
 	if (!path || !*path)
 		return NULL;
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	/* Non-blocking: a FIFO nobody reads yet must not hold the process
+	 * before main; it gets no events. */
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0600);
 	if (fd < 0)
-		return strerror(errno);
+		return errno == ENXIO ? "nothing reads it (a FIFO without a reader, or a socket): "
+					"no events written"
+				      : strerror(errno);
+	struct stat sb;
+	events_pipe = fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode);
 	events_fd = fn_fd_move_high(fd, FN_RANGE_CONTROL);
 	return NULL;
 }

@@ -280,6 +280,45 @@ def test_gai_a(conf):
           '"notices": 1' in p.stdout and '[0, "127.0.0.1"]' in p.stdout, p.stdout + p.stderr[-300:])
 
 
+def race_exe():
+    exe = os.path.join(TMP, "dns_race")
+    if not os.path.exists(exe):
+        b = subprocess.run(["gcc", "-O2", "-Wall", "-pthread", "-o", exe, os.path.join(HERE, "dns_race.c")],
+                           capture_output=True, text=True,
+                           env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
+        if b.returncode:
+            check("dns_race.c builds", False, b.stderr[-400:])
+            return None
+    return exe
+
+
+def test_fork_names(conf):
+    """i38.15: names.c's lock was not reset in a fork child, so a child forked
+    while another thread recorded a name waited for it for ever (stuck within
+    the first 20 forks on the old code)."""
+    exe = race_exe()
+    if not exe:
+        return
+    p = run(conf, [exe, "fork", "1000", "storage.example.test"], timeout=300)
+    check("i38.15: 1,000 children forked while 4 threads record names each resolve and exit (%s)"
+          % p.stdout.strip(), p.stdout.strip() == "forks 1000 stuck 0", (p.stdout, p.stderr[-300:]))
+
+
+def test_gai_a_reuse(conf):
+    """i38.12: the shim's faultnet-gai thread called gai_suspend and gai_error
+    on the app's requests after glibc had finished them, when the app may
+    legally free or reuse them: a segfault within seconds on the old code."""
+    exe = race_exe()
+    if not exe:
+        return
+    p = run(conf, [exe, "reuse", "8", "storage.example.test", "localhost"], timeout=120)
+    out = p.stdout.strip().split()
+    check("i38.12: getaddrinfo_a(GAI_NOWAIT), 4 threads x 8 requests (odd ones answered by a rule), "
+          "each freed and reused once done, for 8 s: %s (exit %d)" % (" ".join(out), p.returncode),
+          p.returncode == 0 and len(out) == 4 and int(out[1]) > 100 and out[3] == "0",
+          (p.stdout, p.stderr[-300:]))
+
+
 def test_go(conf):
     if FIRST:
         return  # the Go runtime and libasan do not start together
@@ -322,7 +361,8 @@ def main():
     with open(conf, "w") as f:
         f.write(POLICY)
     for t in (test_errors, test_timeout, test_answer, test_s3, test_scoped, test_gethostbyname,
-              test_counts, test_gai_a, test_go):
+              test_counts, test_gai_a, test_gai_a_reuse, test_fork_names,
+              test_go):
         t(conf)
     test_bad_rules()
     subprocess.run(["rm", "-rf", TMP])

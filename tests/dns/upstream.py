@@ -36,6 +36,7 @@ def log(path, line):
 
 def udp(addr, port, path):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 21)  # a burst of 400 queries
     s.bind((addr, port))
     while True:
         msg, peer = s.recvfrom(65535)

@@ -356,9 +356,72 @@ def test_17_no_stale_sockets():
     subprocess.run(["rm", "-rf", rundir])
 
 
+FIFO_APP = r"""
+import signal, socket, sys, time
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # what a C program has
+print("started", flush=True)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+t0 = time.monotonic()
+for i in range(int(sys.argv[1])):
+    u.sendto(b"x", ("127.73.11.1", 9))  # each one an event
+    if i == 100:
+        print("sent", flush=True)
+        sys.stdin.readline()  # the reader is gone (or not) by now
+print("done %.2f" % (time.monotonic() - t0), flush=True)
+"""
+
+
+def fifo_app(fifo, n):
+    env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=CONF, FAULTNET_EVENTS=fifo,
+                    FAULTNET_RUNDIR=tempfile.mkdtemp(prefix="fn-fifo-"))
+    return subprocess.Popen([PY, "-c", FIFO_APP, str(n)], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def finish(p, timeout=20):
+    try:
+        out = p.communicate("\n", timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out = p.communicate()[0] + "timed out"
+    return p.returncode, " ".join(out.split())
+
+
+def test_i38_17_events_fifo():
+    """i38.17: FAULTNET_EVENTS naming a FIFO blocked every process in open
+    before main while no reader was there, stalled the app's own threads in
+    write once the reader was slow, and killed the app with SIGPIPE when
+    the reader left."""
+    d = tempfile.mkdtemp(prefix="fn-evfifo-")
+    fifo = os.path.join(d, "events")
+    os.mkfifo(fifo, 0o600)
+    rc, out = finish(fifo_app(fifo, 200), timeout=8)
+    check("i38.17: with no reader on the FAULTNET_EVENTS FIFO the app starts and runs (%s, exit %s)"
+          % (out, rc), rc == 0 and "done" in out, out)
+    # A reader that never reads: the pipe fills after some 250 events.
+    r = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    rc, out = finish(fifo_app(fifo, 5000))
+    os.close(r)
+    took = float(out.split()[-1]) if "done" in out else 99
+    check("i38.17: a FIFO reader that never reads stalls none of the app's 5,000 sends (%s, exit %s)"
+          % (out, rc), rc == 0 and took < 10, out)
+    # A reader that leaves: the app's next events must not kill it.
+    r = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    p = fifo_app(fifo, 1000)
+    p.stdout.readline()
+    p.stdout.readline()
+    got = os.read(r, 4096)
+    os.close(r)
+    rc, out = finish(p)
+    check("i38.17: a FIFO reader that leaves does not kill the app with SIGPIPE (%s, exit %s, %d bytes "
+          "read)" % (out, rc, len(got)), rc == 0 and "done" in out and got.startswith(b"{"), (out, got[:80]))
+    subprocess.run(["rm", "-rf", d])
+
+
 def main():
     print("hostile app, process level (%s)" % BUILD)
     test_18_idle_without_policy()
+    test_i38_17_events_fifo()
     test_27_no_visible_fd()
     test_17_fork_is_cheap()
     test_6_no_spin_at_fd_limit()

@@ -259,6 +259,94 @@ def test_config_edges():
     shutil.rmtree(d, ignore_errors=True)
 
 
+DNS_VICTIM = r"""
+import json, os, socket, struct, sys
+def ask(name, addr=("127.0.0.53", 53)):
+    q = struct.pack("!HHHHHH", 9, 0x0100, 1, 0, 0, 0)
+    q += b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0" + struct.pack("!HH", 1, 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(3)
+    s.sendto(q, addr)
+    try:
+        return s.recv(4096)[3] & 15
+    except OSError as e:
+        return type(e).__name__
+    finally:
+        s.close()
+first = ask("a.missing.test")
+ports = []
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        s = socket.socket(fileno=os.dup(int(fd)))
+    except OSError:
+        continue
+    try:
+        if s.type == socket.SOCK_DGRAM and s.getsockname()[0] == "127.0.0.1":
+            ports.append(s.getsockname()[1])
+    except OSError:
+        pass
+    s.close()
+print(json.dumps({"first": first, "ports": ports}), flush=True)
+sys.stdin.readline()
+print(json.dumps({"then": ask("c.missing.test")}), flush=True)
+"""
+
+DNS_ATTACKER = r"""
+import json, socket, struct, sys
+port = int(sys.argv[1])
+q = struct.pack("!HHHHHH", 7, 0x0100, 1, 0, 0, 0)
+q += b"\x01b\x07missing\x04test\x00" + struct.pack("!HH", 1, 1)
+out = {}
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.settimeout(1.5)
+u.sendto(q, ("127.0.0.1", port))
+try:
+    out["udp"] = u.recv(4096)[3] & 15
+except OSError as e:
+    out["udp"] = type(e).__name__
+try:
+    t = socket.create_connection(("127.0.0.1", port), timeout=1.5)
+    t.sendall(struct.pack("!H", len(q)) + q)
+    a = t.recv(4096)
+    out["tcp"] = (a[5] & 15) if len(a) > 5 else "closed"
+except OSError as e:
+    out["tcp"] = type(e).__name__
+print(json.dumps(out))
+"""
+
+
+def test_i38_13_responder_own_only():
+    """i38.13: another account could query the victim's DNS responder on its
+    loopback port: answered by the victim's rules (spending their budgets,
+    counted as the victim's lookups, forwarded upstream as the victim)."""
+    tmp = tempfile.mkdtemp(prefix="fn-dnsown-")
+    conf = os.path.join(tmp, "dns.conf")
+    with open(conf, "w") as f:
+        f.write('rules = ({ name = "nx"; action = "dns"; error = "nxdomain"; '
+                'match = { host = "*.missing.test"; }; });\n')
+    v = subprocess.Popen([PY, "-c", DNS_VICTIM], env=shim_env(FAULTNET_CONFIG=conf, FAULTNET_RUNDIR=tmp),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    import json
+    try:
+        got = json.loads(v.stdout.readline() or "{}")
+        ports = got.get("ports") or []
+        att = [subprocess.run(as_user("fnhostile", [PY, "-c", DNS_ATTACKER, str(p)]), capture_output=True,
+                              text=True, timeout=30).stdout.strip() for p in ports]
+        v.stdin.write("\n")
+        v.stdin.flush()
+        then = json.loads(v.stdout.readline() or "{}")
+    finally:
+        v.kill()
+        v.wait()
+    check("i38.13: the victim's own query is answered by its responder (NXDOMAIN, responder port %s)" % ports,
+          got.get("first") == 3 and len(ports) == 1, got)
+    check("i38.13: another account's UDP and TCP queries to that port get no answer (%s)" % att,
+          att and all(json.loads(a or "{}").get("udp") == "TimeoutError" and
+                     json.loads(a or "{}").get("tcp") in ("closed", "ConnectionResetError") for a in att), att)
+    check("i38.13: the victim's next query is still answered (%s)" % then, then.get("then") == 3, then)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     print("hostile user (%s)" % BUILD)
     if os.geteuid() != 0:
@@ -275,6 +363,7 @@ def main():
           reach.returncode == 0, reach.stderr)
     try:
         test_endpoints_not_takeable()
+        test_i38_13_responder_own_only()
         test_rundir_taken()
         test_journal()
         test_config_edges()

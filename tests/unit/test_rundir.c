@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -68,8 +69,50 @@ static void test_seq_shared(void)
 	CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
+/* FAULTNET_RUNDIR naming a symbolic link is refused however it is spelt:
+ * a trailing slash makes lstat follow the link. */
+static void test_rundir_symlink(void)
+{
+	char dir[] = "/tmp/fn-rundir-XXXXXX";
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	char target[300], link[300], out[4096];
+	snprintf(target, sizeof(target), "%s/target", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	CU_ASSERT_EQUAL_FATAL(mkdir(target, 0700), 0);
+	CU_ASSERT_EQUAL_FATAL(symlink(target, link), 0);
+	const char *old = getenv("FAULTNET_RUNDIR");
+	char *saved = old ? strdup(old) : NULL;
+	static const char *const tails[] = {"", "/", "//", "/./"};
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		char v[400];
+		snprintf(v, sizeof(v), "%s%s", link, tails[i]);
+		setenv("FAULTNET_RUNDIR", v, 1);
+		const char *why = fn_rundir(out, sizeof(out));
+		CU_ASSERT_PTR_NOT_NULL(why);
+		if (why)
+			CU_ASSERT_STRING_EQUAL(why, "is a symbolic link");
+	}
+	snprintf(out, sizeof(out), "%s/..", link);
+	setenv("FAULTNET_RUNDIR", out, 1);
+	CU_ASSERT_PTR_NOT_NULL(fn_rundir(out, sizeof(out)));
+	/* The real directory, with a trailing slash, is accepted. */
+	char v[400];
+	snprintf(v, sizeof(v), "%s/", target);
+	setenv("FAULTNET_RUNDIR", v, 1);
+	CU_ASSERT_PTR_NULL(fn_rundir(out, sizeof(out)));
+	if (saved)
+		setenv("FAULTNET_RUNDIR", saved, 1);
+	else
+		unsetenv("FAULTNET_RUNDIR");
+	free(saved);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 void add_rundir_tests(void)
 {
 	CU_pSuite s = CU_add_suite("run directory", NULL, NULL);
 	CU_add_test(s, "the group's change counter", test_seq_shared);
+	CU_add_test(s, "a symbolic link, however spelt", test_rundir_symlink);
 }
