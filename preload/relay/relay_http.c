@@ -466,6 +466,17 @@ static void cut(struct fn_conn *c, int mode)
 	}
 }
 
+/* Whether the server closed and the app has all it sent: then the app's
+ * side ends too (a FIN once the bytes before are out), and nothing queued
+ * after is answered, as nothing would be by the server itself. */
+static bool server_closed(struct fn_conn *c, const struct fn_dir *dr)
+{
+	if (!dr->eof || dr->out != dr->in)
+		return false;
+	c->http->fin_wanted = true;
+	return true;
+}
+
 /* Passes on the head request's answer from the server; true when the
  * request is done with. */
 static bool release_forward(struct fn_conn *c, struct hreq *e, uint64_t now)
@@ -473,16 +484,19 @@ static bool release_forward(struct fn_conn *c, struct hreq *e, uint64_t now)
 	struct fn_hconn *h = c->http;
 	struct fn_dir *dr = &c->dir[1];
 	if (!e->started && !h->down_raw) {
-		if (h->up_failed || (dr->eof && dr->out == dr->in)) {
-			/* The server is gone or closed without answering: a
-			 * reset, as the app would meet talking to it. */
+		if (h->up_failed) {
+			/* The server is gone: a reset, as the app would meet
+			 * talking to it. */
 			c->reset_pending = true;
 			if (h->up_err)
 				fn_stats_event(NULL, NULL, &h->ep,
 					       h->up_err == ECONNABORTED ? "aborted"
 									 : fn_errname(h->up_err));
+			return false;
 		}
-		return false;
+		/* A server that closed (FIN) without answering: EOF, as the
+		 * app would meet it, never a reset. */
+		return server_closed(c, dr);
 	}
 	if (e->delay_ns && now < e->first_ns + e->delay_ns) {
 		fn_shape_wake(c, e->first_ns + e->delay_ns);
@@ -502,9 +516,11 @@ static bool release_forward(struct fn_conn *c, struct hreq *e, uint64_t now)
 		cut(c, e->mode);
 		return true;
 	}
-	if (h->down_raw && dr->eof && dr->out == dr->in)
+	if (e->resp_done && dr->out == e->resp_end)
 		return true;
-	return e->resp_done && dr->out == e->resp_end;
+	/* The server closed inside the answer (a body cut short, or one
+	 * the parser could not frame): its bytes, then EOF. */
+	return server_closed(c, dr);
 }
 
 static void release(struct fn_conn *c, uint64_t now)
