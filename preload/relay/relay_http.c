@@ -694,10 +694,22 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 	}
 	parse_requests(c, now);
 	parse_answers(c);
-	release(c, now);
 	bool app_blocked = false, up_blocked = false;
-	if (!obuf_flush(&h->toapp, c->app, &app_blocked) ||
-	    (h->up_ok && !obuf_flush(&h->toup, c->up, &up_blocked))) {
+	/* Answers are released OUT_MAX at a time: while the app takes them
+	 * all, release more, or the server's buffered bytes would wait for
+	 * an event that never comes (nothing to read, the app not blocked). */
+	for (;;) {
+		uint64_t out = c->dir[1].out;
+		release(c, now);
+		bool more = c->dir[1].out != out || obuf_pending(&h->toapp);
+		if (!obuf_flush(&h->toapp, c->app, &app_blocked)) {
+			fn_conn_finish(c, true);
+			return;
+		}
+		if (app_blocked || !more)
+			break;
+	}
+	if (h->up_ok && !obuf_flush(&h->toup, c->up, &up_blocked)) {
 		fn_conn_finish(c, true);
 		return;
 	}

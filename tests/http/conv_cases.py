@@ -67,4 +67,8 @@ def cases():
          [("send", get("/a") + get("/inj")), ("wait_end",), ("shut",)], fin_after_request),
         ("server-cuts-length-body", [("send", get("/a"))], cut_length),
         ("server-cuts-chunked-body", [("send", get("/a"))], cut_chunked),
+        ("answer-9MB", [("send", get("/big")), ("shut",)],
+         answer_big(9 * 1000 * 1000)),
+        ("answer-32MB", [("send", get("/big")), ("shut",)],
+         answer_big(32 * 1000 * 1000)),
     ]
