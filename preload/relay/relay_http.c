@@ -523,6 +523,12 @@ static bool release_forward(struct fn_conn *c, struct hreq *e, uint64_t now)
 	return server_closed(c, dr);
 }
 
+/* The app closed its side and every byte it sent was parsed. */
+static bool app_stream_over(const struct fn_conn *c)
+{
+	return c->dir[0].eof && c->dir[0].lo == c->dir[0].hi && !c->http->uparsed;
+}
+
 static void release(struct fn_conn *c, uint64_t now)
 {
 	struct fn_hconn *h = c->http;
@@ -537,11 +543,24 @@ static void release(struct fn_conn *c, uint64_t now)
 		if (e->kind == HK_FORWARD) {
 			if (!release_forward(c, e, now))
 				break;
+			/* Answered before its body was all read (an early 401
+			 * or 413): the rest of the body is still its own and
+			 * goes on to the server; done with once read. */
+			if (e == h->parsing && !h->fin_wanted)
+				break;
 			pop(h);
 			continue;
 		}
-		if (!e->complete)
+		if (!e->complete) {
+			/* The app ended its side inside a request taken here:
+			 * it never completes, and the connection ends, as a
+			 * server ends it when its client stops mid-request. */
+			if (app_stream_over(c)) {
+				h->fin_wanted = true;
+				pop(h);
+			}
 			break;
+		}
 		if (e->kind == HK_ABORT) {
 			cut(c, e->mode);
 			pop(h);
