@@ -46,6 +46,7 @@ struct hreq {
 	char *answer;	     /* answer: the bytes faultnet sends */
 	size_t alen;
 	bool close_after;
+	bool broken; /* taken here, and its body is one the parser rejects */
 };
 
 struct obuf {
@@ -71,6 +72,7 @@ struct fn_hconn {
 	bool down_raw;	  /* the server's bytes go on as bytes, untouched */
 	bool fin_wanted;  /* FIN to the app once toapp is written */
 	bool app_fin;	  /* FIN sent: what the app sends now is dropped */
+	bool app_dropped; /* a request taken here went wrong: ditto */
 	bool up_started, up_ok, up_failed, up_shut;
 	int up_err;
 };
@@ -301,6 +303,16 @@ static void give_up_parsing(struct fn_conn *c)
 	 * other protocol) or names another version (HTTP/2's preface). */
 	fn_stats_unparsed(&h->ep,
 			  h->saw_url && !h->not_http ? FN_UNPARSED_REQUEST : FN_UNPARSED_NOT_HTTP);
+	if (h->parsing && h->parsing->kind != HK_FORWARD) {
+		/* Inside a request a rule took: its bytes, and what follows,
+		 * never were the server's. Faultnet, its server, ends the
+		 * connection there (see release), as a server does on a
+		 * request it cannot read. */
+		h->parsing->broken = true;
+		h->parsing = NULL;
+		h->app_dropped = true;
+		return;
+	}
 	h->passthrough = true;
 	h->parsing = NULL;
 	ensure_upstream(c);
@@ -312,7 +324,7 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 {
 	struct fn_hconn *h = c->http;
 	struct fn_dir *dr = &c->dir[0];
-	while (!h->passthrough && !h->app_fin && dr->lo + h->uparsed < dr->hi) {
+	while (!h->passthrough && !h->app_fin && !h->app_dropped && dr->lo + h->uparsed < dr->hi) {
 		size_t n = h->lib->execute(&h->req, &req_settings, dr->buf + dr->lo + h->uparsed,
 					   dr->hi - dr->lo - h->uparsed);
 		h->uparsed += n;
@@ -335,9 +347,10 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 			break;
 		}
 	}
-	if ((h->passthrough || h->app_fin) && dr->lo < dr->hi) {
+	bool drop = h->app_fin || h->app_dropped;
+	if ((h->passthrough || drop) && dr->lo < dr->hi) {
 		h->parsing = NULL;
-		if (!h->app_fin)
+		if (!drop)
 			obuf_add(&h->toup, dr->buf + dr->lo, dr->hi - dr->lo);
 		dr->lo = dr->hi = 0;
 		h->uparsed = 0;
@@ -552,13 +565,18 @@ static void release(struct fn_conn *c, uint64_t now)
 			continue;
 		}
 		if (!e->complete) {
-			/* The app ended its side inside a request taken here:
-			 * it never completes, and the connection ends, as a
-			 * server ends it when its client stops mid-request. */
-			if (app_stream_over(c)) {
+			/* A request taken here that never completes (the app
+			 * ended its side inside it, or sent a body the parser
+			 * rejects): the connection ends there, as a server
+			 * ends it on a client that stops mid-request or sends
+			 * what it cannot read; an abort rule's cut for it. */
+			if (e->broken && e->kind == HK_ABORT)
+				cut(c, e->mode);
+			else if (e->broken || app_stream_over(c))
 				h->fin_wanted = true;
-				pop(h);
-			}
+			else
+				break;
+			pop(h);
 			break;
 		}
 		if (e->kind == HK_ABORT) {

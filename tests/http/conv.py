@@ -79,7 +79,16 @@ class Srv:
         Requests for /inj are answered here as the rule answers them."""
         while True:
             start = len(self.got) - len(self.buf)
-            got = self.one_request()
+            try:
+                got = self.one_request()
+            except ValueError:
+                # A body that cannot be read: a server ends the connection
+                # there, and one for /inj never reached the server.
+                if self.request_path(start).startswith("/inj") and answer_injected:
+                    del self.got[start:]
+                self.buf = b""
+                self.s.shutdown(socket.SHUT_WR)
+                return None
             if got is None or got[2] is None:
                 if got and got[1].startswith("/inj") and answer_injected:
                     del self.got[start:]  # the client ended inside it
@@ -88,6 +97,10 @@ class Srv:
                 return got
             del self.got[start:len(self.got) - len(self.buf)]
             self.s.sendall(INJ)
+
+    def request_path(self, start):
+        line = bytes(self.got[start:start + 300]).split(b"\r\n")[0].split(b" ")
+        return line[1].decode("latin-1") if len(line) > 1 else ""
 
     def one_request(self):
         """(method, path, raw) of the next request; raw None when the

@@ -59,6 +59,11 @@ def early_401(srv):
     answer_all(srv)
 
 
+def bad_chunked(path):
+    return (b"POST %s HTTP/1.1\r\nHost: origin\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"5\r\nhello\r\nzz\r\n" % path.encode())
+
+
 def cases():
     body = b"z" * 100000
     return [
@@ -72,6 +77,10 @@ def cases():
         ("half-close-mid-injected-request-after-answers",
          [("send", get("/a") + get("/inj") + post("/inj", 100) + b"01234"), ("pause", 0.2),
           ("shut",)], answer_all),
+        ("bad-body-of-injected-request", [("send", bad_chunked("/inj")), ("wait_end",)],
+         answer_all),
+        ("bad-body-of-injected-request-after-answers",
+         [("send", get("/a") + get("/inj") + bad_chunked("/inj")), ("wait_end",)], answer_all),
         ("answer-9MB", [("send", get("/big")), ("shut",)],
          answer_big(9 * 1000 * 1000)),
         ("answer-32MB", [("send", get("/big")), ("shut",)],
