@@ -64,6 +64,26 @@ def bad_chunked(path):
             b"5\r\nhello\r\nzz\r\n" % path.encode())
 
 
+def bad_first(bad):
+    """Answers the first request with an answer the engine's parser
+    rejects, and the others well."""
+    def script(srv):
+        first = True
+        while True:
+            r = srv.request()
+            if not r:
+                return
+            srv.send(bad if first else ok(r[1].encode()))
+            first = False
+    return script
+
+
+BOTH_LENGTHS = (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"5\r\nhello\r\n0\r\n\r\n")
+HUGE_HEADER = b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 200000 + b"\r\nContent-Length: 2\r\n\r\nok"
+HEAD_BODY = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+
+
 def cases():
     body = b"z" * 100000
     return [
@@ -81,6 +101,15 @@ def cases():
          answer_all),
         ("bad-body-of-injected-request-after-answers",
          [("send", get("/a") + get("/inj") + bad_chunked("/inj")), ("wait_end",)], answer_all),
+        ("unframeable-answer-both-lengths-then-injected",
+         [("send", get("/a") + get("/inj") + get("/b")), ("pause", 0.3), ("shut",)],
+         bad_first(BOTH_LENGTHS)),
+        ("unframeable-answer-200KB-header-then-injected",
+         [("send", get("/a") + get("/inj") + get("/b")), ("pause", 0.3), ("shut",)],
+         bad_first(HUGE_HEADER)),
+        ("unframeable-answer-HEAD-with-body-then-injected",
+         [("send", b"HEAD /a HTTP/1.1\r\nHost: origin\r\n\r\n" + get("/inj") + get("/b")),
+          ("pause", 0.3), ("shut",)], bad_first(HEAD_BODY)),
         ("answer-9MB", [("send", get("/big")), ("shut",)],
          answer_big(9 * 1000 * 1000)),
         ("answer-32MB", [("send", get("/big")), ("shut",)],
