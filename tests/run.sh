@@ -130,6 +130,8 @@ s_policies() {
 s_http() {
 	echo "=== $1: HTTP faults in front of a real server, per request"
 	pyscript tests/http/http_faults.py "$1" "$2"
+	echo "=== $1: HTTP conversations played directly and through the engine"
+	pyscript tests/http/http_engine.py "$1" "$2"
 }
 
 s_dns() {

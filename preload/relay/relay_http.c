@@ -46,6 +46,13 @@ struct hreq {
 	char *answer;	     /* answer: the bytes faultnet sends */
 	size_t alen;
 	bool close_after;
+	bool broken; /* taken here, and its body is one the parser rejects */
+	/* Taken here behind a forwarded request still to be answered: its
+	 * bytes, and all after, are held (see route) until it is the
+	 * oldest request, so that they can still go to the server if the
+	 * answers before it turn out to be unframeable (see unframed). */
+	bool gate;
+	uint64_t hold_from, hold_to; /* its bytes in the held stream */
 };
 
 struct obuf {
@@ -71,6 +78,11 @@ struct fn_hconn {
 	bool down_raw;	  /* the server's bytes go on as bytes, untouched */
 	bool fin_wanted;  /* FIN to the app once toapp is written */
 	bool app_fin;	  /* FIN sent: what the app sends now is dropped */
+	bool app_dropped; /* a request taken here went wrong: ditto */
+	bool rules_off;	  /* the server's answers are unframeable: no rule */
+	struct obuf held; /* app bytes behind a gate: [held_out, held_in) */
+	uint64_t held_in, held_out;
+	int gates; /* requests with gate set */
 	bool up_started, up_ok, up_failed, up_shut;
 	int up_err;
 };
@@ -193,6 +205,7 @@ static void target_path(char *t)
 }
 
 static void ensure_upstream(struct fn_conn *c);
+static struct hreq *awaiting(struct fn_hconn *h);
 
 /* What the rules say of one request; its entry joins the queue. */
 static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
@@ -213,10 +226,10 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 		*colon = '\0';
 	struct fn_http_req rq = {method, h->path, host};
 	const struct fn_rule *seen = NULL, *r = NULL;
-	if (!(p->upgrade || p->method == HTTP_CONNECT))
-		r = fn_http_decide(fn_policy_fresh(), &h->ep, &rq, &seen);
-	else
+	if (p->upgrade || p->method == HTTP_CONNECT)
 		h->upgrading = true; /* after it, bytes go through untouched */
+	else if (!h->rules_off)	     /* see unframed */
+		r = fn_http_decide(fn_policy_fresh(), &h->ep, &rq, &seen);
 	enum fn_req_fate fate = FN_REQ_FORWARDED;
 	if (r && r->action == FN_ACT_RESPOND) {
 		e->kind = HK_ANSWER;
@@ -265,6 +278,11 @@ static int on_req_headers(http_parser *p)
 		h->head = e;
 	h->tail = e;
 	h->parsing = e;
+	if (e->kind != HK_FORWARD && (h->gates || awaiting(h))) {
+		e->gate = true;
+		e->hold_from = e->hold_to = h->held_in;
+		h->gates++;
+	}
 	if (e->kind == HK_FORWARD)
 		ensure_upstream(c);
 	return 0;
@@ -277,15 +295,40 @@ static int on_req_complete(http_parser *p)
 	return 0;
 }
 
+/* App bytes bound for the server: held while a gate is closed. */
+static void to_server(struct fn_conn *c, const char *p, size_t n)
+{
+	struct fn_hconn *h = c->http;
+	if (!h->gates) {
+		obuf_add(&h->toup, p, n);
+		return;
+	}
+	if (obuf_add(&h->held, p, n))
+		h->held_in += n;
+}
+
+/* The held stream's next n bytes go to the server, or nowhere. */
+static void unhold(struct fn_hconn *h, uint64_t n, bool send)
+{
+	if (send && n)
+		obuf_add(&h->toup, h->held.s + h->held.lo, (size_t)n);
+	h->held.lo += (size_t)n;
+	h->held_out += n;
+}
+
 /* Bytes [lo, lo + n) of the app's stream belong to the request being read:
- * to the server if it is forwarded, else nowhere. */
+ * to the server if it is forwarded (or held), else nowhere. */
 static void route(struct fn_conn *c, size_t n)
 {
 	struct fn_hconn *h = c->http;
 	struct fn_dir *dr = &c->dir[0];
-	bool forward = h->passthrough || (h->parsing && h->parsing->kind == HK_FORWARD);
-	if (forward && n)
-		obuf_add(&h->toup, dr->buf + dr->lo, n);
+	struct hreq *e = h->parsing;
+	bool taken = !h->passthrough && e && e->kind != HK_FORWARD;
+	bool forward = h->passthrough || (e && e->kind == HK_FORWARD);
+	if (n && (forward || (taken && e->gate)))
+		to_server(c, dr->buf + dr->lo, n);
+	if (taken && e->gate)
+		e->hold_to = h->held_in;
 	dr->lo += n;
 	h->uparsed -= n;
 	if (dr->lo == dr->hi)
@@ -301,6 +344,16 @@ static void give_up_parsing(struct fn_conn *c)
 	 * other protocol) or names another version (HTTP/2's preface). */
 	fn_stats_unparsed(&h->ep,
 			  h->saw_url && !h->not_http ? FN_UNPARSED_REQUEST : FN_UNPARSED_NOT_HTTP);
+	if (h->parsing && h->parsing->kind != HK_FORWARD) {
+		/* Inside a request a rule took: its bytes, and what follows,
+		 * never were the server's. Faultnet, its server, ends the
+		 * connection there (see release), as a server does on a
+		 * request it cannot read. */
+		h->parsing->broken = true;
+		h->parsing = NULL;
+		h->app_dropped = true;
+		return;
+	}
 	h->passthrough = true;
 	h->parsing = NULL;
 	ensure_upstream(c);
@@ -312,7 +365,7 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 {
 	struct fn_hconn *h = c->http;
 	struct fn_dir *dr = &c->dir[0];
-	while (!h->passthrough && !h->app_fin && dr->lo + h->uparsed < dr->hi) {
+	while (!h->passthrough && !h->app_fin && !h->app_dropped && dr->lo + h->uparsed < dr->hi) {
 		size_t n = h->lib->execute(&h->req, &req_settings, dr->buf + dr->lo + h->uparsed,
 					   dr->hi - dr->lo - h->uparsed);
 		h->uparsed += n;
@@ -335,10 +388,11 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 			break;
 		}
 	}
-	if ((h->passthrough || h->app_fin) && dr->lo < dr->hi) {
+	bool drop = h->app_fin || h->app_dropped;
+	if ((h->passthrough || drop) && dr->lo < dr->hi) {
 		h->parsing = NULL;
-		if (!h->app_fin)
-			obuf_add(&h->toup, dr->buf + dr->lo, dr->hi - dr->lo);
+		if (!drop)
+			to_server(c, dr->buf + dr->lo, dr->hi - dr->lo);
 		dr->lo = dr->hi = 0;
 		h->uparsed = 0;
 	}
@@ -396,6 +450,28 @@ static void answer_parsed(struct fn_hconn *h)
 	h->answering = NULL;
 }
 
+/* The server's bytes go on unframed from here (an answer the parser
+ * rejects, bytes no request asked for, a 101): no answer of faultnet's can
+ * be placed after them any more. Requests still held behind a gate go to
+ * the server after all, in their order, and no rule applies to the
+ * connection from now on: it is relayed as bytes, as the app's answers
+ * would come from the server directly. */
+static void unframed(struct fn_conn *c)
+{
+	struct fn_hconn *h = c->http;
+	h->rules_off = true;
+	for (struct hreq *e = h->head; e; e = e->next) {
+		if (!e->gate)
+			continue;
+		e->gate = false;
+		e->kind = HK_FORWARD;
+		e->expect = false;
+		ensure_upstream(c);
+	}
+	h->gates = 0;
+	unhold(h, h->held_in - h->held_out, true);
+}
+
 static void parse_answers(struct fn_conn *c)
 {
 	struct fn_hconn *h = c->http;
@@ -428,8 +504,11 @@ static void parse_answers(struct fn_conn *c)
 			h->lib->pause(&h->res, 0);
 		}
 	}
-	if (h->down_raw)
+	if (h->down_raw) {
 		h->rabs = dr->in;
+		if (!h->rules_off)
+			unframed(c);
+	}
 }
 
 /* ---- answers back to the app, in request order ---------------------------- */
@@ -466,6 +545,17 @@ static void cut(struct fn_conn *c, int mode)
 	}
 }
 
+/* Whether the server closed and the app has all it sent: then the app's
+ * side ends too (a FIN once the bytes before are out), and nothing queued
+ * after is answered, as nothing would be by the server itself. */
+static bool server_closed(struct fn_conn *c, const struct fn_dir *dr)
+{
+	if (!dr->eof || dr->out != dr->in)
+		return false;
+	c->http->fin_wanted = true;
+	return true;
+}
+
 /* Passes on the head request's answer from the server; true when the
  * request is done with. */
 static bool release_forward(struct fn_conn *c, struct hreq *e, uint64_t now)
@@ -473,16 +563,19 @@ static bool release_forward(struct fn_conn *c, struct hreq *e, uint64_t now)
 	struct fn_hconn *h = c->http;
 	struct fn_dir *dr = &c->dir[1];
 	if (!e->started && !h->down_raw) {
-		if (h->up_failed || (dr->eof && dr->out == dr->in)) {
-			/* The server is gone or closed without answering: a
-			 * reset, as the app would meet talking to it. */
+		if (h->up_failed) {
+			/* The server is gone: a reset, as the app would meet
+			 * talking to it. */
 			c->reset_pending = true;
 			if (h->up_err)
 				fn_stats_event(NULL, NULL, &h->ep,
 					       h->up_err == ECONNABORTED ? "aborted"
 									 : fn_errname(h->up_err));
+			return false;
 		}
-		return false;
+		/* A server that closed (FIN) without answering: EOF, as the
+		 * app would meet it, never a reset. */
+		return server_closed(c, dr);
 	}
 	if (e->delay_ns && now < e->first_ns + e->delay_ns) {
 		fn_shape_wake(c, e->first_ns + e->delay_ns);
@@ -502,9 +595,31 @@ static bool release_forward(struct fn_conn *c, struct hreq *e, uint64_t now)
 		cut(c, e->mode);
 		return true;
 	}
-	if (h->down_raw && dr->eof && dr->out == dr->in)
+	if (e->resp_done && dr->out == e->resp_end)
 		return true;
-	return e->resp_done && dr->out == e->resp_end;
+	/* The server closed inside the answer (a body cut short, or one
+	 * the parser could not frame): its bytes, then EOF. */
+	return server_closed(c, dr);
+}
+
+/* e, taken here behind a gate, is now the oldest request: every answer
+ * before it was framed. Its own bytes are dropped, as a request taken here
+ * is, and the bytes after it go to the server up to the next gate. */
+static void open_gate(struct fn_hconn *h, struct hreq *e)
+{
+	e->gate = false;
+	h->gates--;
+	unhold(h, e->hold_to - h->held_out, false);
+	struct hreq *next = e->next;
+	while (next && !next->gate)
+		next = next->next;
+	unhold(h, (next ? next->hold_from : h->held_in) - h->held_out, true);
+}
+
+/* The app closed its side and every byte it sent was parsed. */
+static bool app_stream_over(const struct fn_conn *c)
+{
+	return c->dir[0].eof && c->dir[0].lo == c->dir[0].hi && !c->http->uparsed;
 }
 
 static void release(struct fn_conn *c, uint64_t now)
@@ -514,6 +629,8 @@ static void release(struct fn_conn *c, uint64_t now)
 	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 	while ((e = h->head) && !h->fin_wanted && !c->reset_pending &&
 	       obuf_pending(&h->toapp) < OUT_MAX) {
+		if (e->gate)
+			open_gate(h, e);
 		if (e->expect) {
 			obuf_add(&h->toapp, cont, sizeof(cont) - 1);
 			e->expect = false;
@@ -521,11 +638,29 @@ static void release(struct fn_conn *c, uint64_t now)
 		if (e->kind == HK_FORWARD) {
 			if (!release_forward(c, e, now))
 				break;
+			/* Answered before its body was all read (an early 401
+			 * or 413): the rest of the body is still its own and
+			 * goes on to the server; done with once read. */
+			if (e == h->parsing && !h->fin_wanted)
+				break;
 			pop(h);
 			continue;
 		}
-		if (!e->complete)
+		if (!e->complete) {
+			/* A request taken here that never completes (the app
+			 * ended its side inside it, or sent a body the parser
+			 * rejects): the connection ends there, as a server
+			 * ends it on a client that stops mid-request or sends
+			 * what it cannot read; an abort rule's cut for it. */
+			if (e->broken && e->kind == HK_ABORT)
+				cut(c, e->mode);
+			else if (e->broken || app_stream_over(c))
+				h->fin_wanted = true;
+			else
+				break;
+			pop(h);
 			break;
+		}
 		if (e->kind == HK_ABORT) {
 			cut(c, e->mode);
 			pop(h);
@@ -630,7 +765,7 @@ static void half_closes(struct fn_conn *c)
 		shutdown(c->app, SHUT_WR);
 		h->app_fin = true;
 	}
-	if (c->dir[0].eof && h->up_ok && !h->up_shut && !obuf_pending(&h->toup) &&
+	if (c->dir[0].eof && h->up_ok && !h->up_shut && !obuf_pending(&h->toup) && !h->gates &&
 	    c->dir[0].lo == c->dir[0].hi) {
 		shutdown(c->up, SHUT_WR);
 		h->up_shut = true;
@@ -643,7 +778,7 @@ static void watch(struct fn_conn *c, bool app_blocked, bool up_blocked)
 	uint32_t app = 0, up = 0;
 	struct fn_dir *in = &c->dir[0], *down = &c->dir[1];
 	bool in_room = in->hi < in->cap || in->lo > 0;
-	if (!in->eof && in_room && obuf_pending(&h->toup) < OUT_MAX)
+	if (!in->eof && in_room && obuf_pending(&h->toup) + obuf_pending(&h->held) < OUT_MAX)
 		app |= EPOLLIN | EPOLLRDHUP;
 	if (app_blocked)
 		app |= EPOLLOUT;
@@ -678,10 +813,22 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 	}
 	parse_requests(c, now);
 	parse_answers(c);
-	release(c, now);
 	bool app_blocked = false, up_blocked = false;
-	if (!obuf_flush(&h->toapp, c->app, &app_blocked) ||
-	    (h->up_ok && !obuf_flush(&h->toup, c->up, &up_blocked))) {
+	/* Answers are released OUT_MAX at a time: while the app takes them
+	 * all, release more, or the server's buffered bytes would wait for
+	 * an event that never comes (nothing to read, the app not blocked). */
+	for (;;) {
+		uint64_t out = c->dir[1].out;
+		release(c, now);
+		bool more = c->dir[1].out != out || obuf_pending(&h->toapp);
+		if (!obuf_flush(&h->toapp, c->app, &app_blocked)) {
+			fn_conn_finish(c, true);
+			return;
+		}
+		if (app_blocked || !more)
+			break;
+	}
+	if (h->up_ok && !obuf_flush(&h->toup, c->up, &up_blocked)) {
 		fn_conn_finish(c, true);
 		return;
 	}
@@ -743,6 +890,7 @@ void fn_http_conn_free(struct fn_conn *c)
 	while (h->head)
 		pop(h);
 	free(h->toup.s);
+	free(h->held.s);
 	free(h->toapp.s);
 	free(h);
 	c->http = NULL;
