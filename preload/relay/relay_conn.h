@@ -140,6 +140,9 @@ void fn_conn_go_dark(struct fn_conn *c);
 /* relay_follow.c: applies or undoes the established rule of a connection
  * it covers, when the policy changed since the last look. */
 void fn_conn_follow(struct fn_conn *c, uint64_t now);
+/* relay_conn.c: on the app's thread, before c is handed over: starts the
+ * connect to the real peer; the error it met at once (0 if none yet). */
+int fn_conn_dial(struct fn_conn *c);
 /* relay_conn.c: bytes waiting unread in the app's own socket; false when
  * the app's fd no longer is that socket. */
 bool fn_conn_app_unread(const struct fn_conn *c, int *unread);
