@@ -444,6 +444,8 @@ static void *loop(void *arg)
 			/* The socket tag & 1 is the source of direction tag & 1. */
 			if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 				c->dir[tag & 1].quiet = false;
+			if (ev[i].events & EPOLLPRI)
+				c->dir[tag & 1].urgent = true;
 		}
 		next = step_all(fn_now_ns());
 		pthread_mutex_unlock(&lock);
