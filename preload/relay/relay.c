@@ -151,6 +151,19 @@ static void handshake_target(struct sockaddr_storage *local, const struct sockad
 		l6->sin6_addr = ((const struct sockaddr_in6 *)hold)->sin6_addr;
 }
 
+/* The peer's connect failed at once (a refusal on loopback, no route): the
+ * app's connect meets the same. A refusal comes from the kernel itself, the
+ * app's connect sent to the refuse sink (a port where nothing listens), so
+ * that blocking and non-blocking connects, poll and SO_ERROR read as
+ * against the peer; any other error is the connect's own return. */
+static bool meet_at_once(int err, int family, struct sockaddr_storage *to, socklen_t *len)
+{
+	if (err == ECONNREFUSED)
+		return fn_sink_addr(FN_SINK_REFUSE, family, to, len);
+	errno = err;
+	return false;
+}
+
 static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
 			const struct fn_rule *r, struct sockaddr_storage *hold, socklen_t *holdlen)
 {
@@ -165,6 +178,12 @@ static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
 	if (!c) {
 		errno = ENOBUFS;
 		return false;
+	}
+	int met = fn_conn_dial(c);
+	if (met && r->action != FN_ACT_DELAY) {
+		fn_conn_finish(c, true);
+		fn_conn_free(c);
+		return meet_at_once(met, family, hold, holdlen);
 	}
 	pthread_mutex_lock(&lock);
 	bool ok = start_thread();
@@ -425,6 +444,8 @@ static void *loop(void *arg)
 			/* The socket tag & 1 is the source of direction tag & 1. */
 			if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 				c->dir[tag & 1].quiet = false;
+			if (ev[i].events & EPOLLPRI)
+				c->dir[tag & 1].urgent = true;
 		}
 		next = step_all(fn_now_ns());
 		pthread_mutex_unlock(&lock);

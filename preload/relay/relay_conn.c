@@ -174,22 +174,53 @@ static void small_window(const struct fn_conn *c, int fd, int d)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
 }
 
-/* A connect-time reset needs no peer; everything else connects to it. */
+/* The app's own limits on how long its connect may take (TCP_SYNCNT,
+ * TCP_USER_TIMEOUT) go to the relay's connect to the peer, so that an
+ * unanswered peer times out when the app's connect would. */
+static void copy_connect_timeouts(const struct fn_conn *c)
+{
+	static const int opts[] = {TCP_SYNCNT, TCP_USER_TIMEOUT};
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		int v = 0;
+		socklen_t len = sizeof(v);
+		if (getsockopt(c->appfd, IPPROTO_TCP, opts[i], &v, &len) == 0 && v > 0)
+			setsockopt(c->up, IPPROTO_TCP, opts[i], &v, sizeof(v));
+	}
+}
+
+/* A connect-time reset needs no peer, and an HTTP connection reaches the
+ * server at its first forwarded request, if ever (relay_http.c); everything
+ * else connects to the peer here, on the app's thread, before the app's own
+ * connect: a peer on loopback that refuses has done so when connect
+ * returns, and the app's connect can then meet the refusal itself. */
+int fn_conn_dial(struct fn_conn *c)
+{
+	int e = errno;
+	if (reset_at_accept(c) || c->http_mode)
+		return 0;
+	c->up = fn_conn_socket(c->dest.ss_family);
+	if (c->up < 0) {
+		c->up_error = errno;
+		errno = e;
+		return 0;
+	}
+	small_window(c, c->up, 1);
+	copy_connect_timeouts(c);
+	if (!fn_conn_connect(c->up, &c->dest, c->destlen))
+		c->up_error = errno;
+	else
+		c->up_error = sock_error(c->up);
+	errno = e;
+	return c->up_error;
+}
+
+/* On the relay thread: waits for the peer dialled by fn_conn_dial. */
 static void start_upstream(struct fn_conn *c)
 {
 	c->open_ns = c->start_ns;
 	if (c->action == FN_ACT_DELAY)
 		c->open_ns += c->par.delay_ms * MS + (uint64_t)jitter(c, c->par.jitter_ms);
-	/* An HTTP connection reaches the server at its first forwarded
-	 * request, if ever (relay_http.c). */
-	if (reset_at_accept(c) || c->http_mode) {
-		c->state = FN_CONN_WAIT;
-		return;
-	}
-	c->up = fn_conn_socket(c->dest.ss_family);
-	small_window(c, c->up, 1);
-	if (c->up < 0 || !fn_conn_connect(c->up, &c->dest, c->destlen)) {
-		c->up_error = errno;
+	if (c->up < 0 || c->up_error) {
 		c->state = FN_CONN_WAIT;
 		return;
 	}
@@ -313,6 +344,16 @@ static void setup_step(struct fn_conn *c, uint64_t now)
 			return;
 		}
 		int ready = app_connecting(c);
+		if (c->up_error == ETIMEDOUT) {
+			/* The peer never answered, and neither does the hold
+			 * sink: the app's own SYN retries end its connect with
+			 * ETIMEDOUT, as against the peer. */
+			if (ready > 0)
+				c->wake_ns = now + MS * 250;
+			else
+				fn_conn_finish(c, true);
+			return;
+		}
 		if (ready <= 0) {
 			if (ready < 0 || now - c->start_ns > 60 * 1000 * MS)
 				fn_conn_finish(c, true);

@@ -57,6 +57,13 @@ struct fn_dir {
 	 * with EAGAIN. The level-triggered epoll reports whatever comes. */
 	bool quiet;
 	bool filled; /* the last fill() stopped at the buffer's end */
+	/* The source has urgent data (epoll's EPOLLPRI): reads stop at its
+	 * mark until the byte, taken with MSG_OOB, has gone out as urgent
+	 * data after every byte before it (relay_pump.c). urg_held: taken,
+	 * not sent yet (urg_byte); urg_hole: sent, and the next read must be
+	 * a recv, which steps over the byte's place (a splice stops there). */
+	bool urgent, urg_held, urg_hole;
+	char urg_byte;
 	/* bytes [lo, hi) are in the relay's pipe, not in buf (splice.h) */
 	bool piped;
 	/* Reads after a read that found bytes (see read_on() in relay_pump.c)
@@ -140,6 +147,9 @@ void fn_conn_go_dark(struct fn_conn *c);
 /* relay_follow.c: applies or undoes the established rule of a connection
  * it covers, when the policy changed since the last look. */
 void fn_conn_follow(struct fn_conn *c, uint64_t now);
+/* relay_conn.c: on the app's thread, before c is handed over: starts the
+ * connect to the real peer; the error it met at once (0 if none yet). */
+int fn_conn_dial(struct fn_conn *c);
 /* relay_conn.c: bytes waiting unread in the app's own socket; false when
  * the app's fd no longer is that socket. */
 bool fn_conn_app_unread(const struct fn_conn *c, int *unread);

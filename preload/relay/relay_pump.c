@@ -106,7 +106,7 @@ static bool pipe_ok(const struct fn_conn *c, const struct fn_dir *dr)
 	bool held = dr->faulted && (c->action == FN_ACT_DRIP || fn_shape_has_latency(c, dr) ||
 				    (c->par.rate && c->par.rate < FN_KERNEL_RATE));
 	bool skipping = dr->skip_len && dr->raw_in < dr->skip_from + dr->skip_len;
-	return dr->lo == dr->hi && dr->cap < BUF_MAX && !held && !skipping;
+	return dr->lo == dr->hi && dr->cap < BUF_MAX && !held && !skipping && !dr->urg_hole;
 }
 
 /* One read: into the pipe when pipe_ok() (then dr->piped, and the caller
@@ -124,7 +124,52 @@ static ssize_t take(struct fn_conn *c, int d, size_t *room)
 			return n;
 		}
 	}
-	return LIBC(recv)(src_fd(c, d), dr->buf + dr->hi, *room, MSG_DONTWAIT);
+	ssize_t n = LIBC(recv)(src_fd(c, d), dr->buf + dr->hi, *room, MSG_DONTWAIT);
+	if (n > 0)
+		dr->urg_hole = false;
+	return n;
+}
+
+/* The source's next byte is its urgent mark. */
+static bool at_mark(int fd)
+{
+	int at = 0;
+	return ioctl(fd, SIOCATMARK, &at) == 0 && at;
+}
+
+/* Urgent data (MSG_OOB) crosses as urgent data: once every byte before
+ * its mark has gone out, the byte is taken from the source with MSG_OOB
+ * and sent with MSG_OOB, which sets the destination's mark at it. Until
+ * then fill() reads nothing past the mark (a read there would step over
+ * the byte and lose it). False on a fatal error. */
+static bool pass_urgent(struct fn_conn *c, int d)
+{
+	struct fn_dir *dr = &c->dir[d];
+	if (!dr->urgent || dr->lo < dr->hi || dr->piped)
+		return true;
+	if (!dr->urg_held) {
+		if (!at_mark(src_fd(c, d)))
+			return true; /* bytes before the mark are still to be read */
+		ssize_t n = LIBC(recv)(src_fd(c, d), &dr->urg_byte, 1, MSG_OOB | MSG_DONTWAIT);
+		if (n != 1) {
+			/* Gone (EINVAL: a newer mark replaced it) or not yet. */
+			dr->urgent = errno == EAGAIN;
+			return true;
+		}
+		dr->urg_held = true;
+		dr->in++;
+	}
+	ssize_t w = LIBC(sendto)(dst_fd(c, d), &dr->urg_byte, 1,
+				 MSG_OOB | MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+	if (w < 0) {
+		dr->blocked = errno == EAGAIN || errno == EINTR;
+		return dr->blocked;
+	}
+	dr->out++;
+	dr->urgent = dr->urg_held = false;
+	dr->urg_hole = true;
+	dr->quiet = false; /* the bytes after the mark */
+	return true;
 }
 
 /* Reads what the buffer has room for; *drained when the source had no
@@ -152,6 +197,8 @@ static bool fill(struct fn_conn *c, int d, bool *drained, bool *on)
 	       !(latency && dr->mcount == FN_MARKS)) {
 		if (*on && !read_on(dr))
 			return (dr->quiet = true);
+		if (dr->urgent && at_mark(src_fd(c, d)))
+			return true; /* pass_urgent() first */
 		size_t room = dr->cap - dr->hi;
 		if (room > limit - (dr->hi - dr->lo))
 			room = limit - (dr->hi - dr->lo);
@@ -170,6 +217,11 @@ static bool fill(struct fn_conn *c, int d, bool *drained, bool *on)
 			dr->misses = 0;
 		*on = true;
 		bool small = (size_t)n < room && n < SMALL_READ;
+		/* A large read that came back short may have stopped at an
+		 * urgent mark epoll has not reported yet: a read from the mark
+		 * would step over the byte. */
+		if ((size_t)n < room && !small && !dr->piped && at_mark(src_fd(c, d)))
+			dr->urgent = true;
 		n = (ssize_t)skip_filler(dr, (size_t)n);
 		dr->hi += (size_t)n;
 		dr->in += (uint64_t)n;
@@ -348,8 +400,9 @@ static void watch(struct fn_conn *c)
 		bool room = (dr->hi - dr->lo < dr->cap || dr->cap < BUF_MAX) &&
 			    dr->hi - dr->lo < ahead_limit(c, dr) &&
 			    !(fn_shape_has_latency(c, dr) && dr->mcount == FN_MARKS);
-		if (!dr->eof && !dr->stopped && room)
-			ev[src] |= EPOLLIN | EPOLLRDHUP;
+		/* Urgent data known of: nothing is read until it has gone. */
+		if (!dr->eof && !dr->stopped && room && !dr->urgent)
+			ev[src] |= EPOLLIN | EPOLLRDHUP | EPOLLPRI;
 		if (dr->stopped && !dr->eof)
 			ev[src] |= EPOLLRDHUP;
 		if (dr->blocked)
@@ -376,7 +429,7 @@ void fn_conn_pump(struct fn_conn *c, uint64_t now)
 		do {
 			moved = dr->in + dr->out;
 			bool ok = fill(c, d, &drained, &on) && flush(c, d, now);
-			if (!unpipe(dr) || !ok) {
+			if (!unpipe(dr) || !ok || !pass_urgent(c, d)) {
 				fn_conn_finish(c, true); /* pass a reset on as a reset */
 				return;
 			}

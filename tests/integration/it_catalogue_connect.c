@@ -110,6 +110,85 @@ static void test_delay(void)
 	}
 }
 
+/* ---- a relayed connect meets what the real one meets ------------------- */
+
+/* A connect to ip:port in mode m with the app's TCP_SYNCNT (0: the
+ * system's); the error it ends with (0 connected), after *ms. */
+static int connect_port(const char *ip, uint16_t port, enum mode m, int syncnt, long *ms)
+{
+	struct cl c = {.m = m, .ep = -1};
+	c.fd = tcp_socket(ip, m != M_BLOCK);
+	if (syncnt)
+		set_int(c.fd, IPPROTO_TCP, TCP_SYNCNT, syncnt);
+	if (m == M_EPOLL) {
+		c.ep = epoll_create1(EPOLL_CLOEXEC);
+		struct epoll_event e = {.events = EPOLLOUT};
+		epoll_ctl(c.ep, EPOLL_CTL_ADD, c.fd, &e);
+	}
+	long t0 = now_ms();
+	int r = connect_to(c.fd, ip, port), err = r == 0 ? 0 : errno;
+	if (r < 0 && err == EINPROGRESS) {
+		/* What the kernel reports: POLLOUT (with POLLERR on failure),
+		 * then SO_ERROR. */
+		err = cl_wait(&c, POLLOUT, 15000) ? -1 : so_error(c.fd);
+	}
+	*ms = now_ms() - t0;
+	cl_close(&c);
+	return err;
+}
+
+/* The same connect directly (127.72.9.9, no rule) and through the latency
+ * rule's relay (127.72.0.6): same error, about the same time. */
+static void differential(uint16_t port, int syncnt, int want, long min_ms, long max_ms)
+{
+	for (int m = 0; m < M_MODES; m++) {
+		long dms, rms;
+		int direct = connect_port("127.72.9.9", port, m, syncnt, &dms);
+		int relayed = connect_port("127.72.0.6", port, m, syncnt, &rms);
+		if (direct != want || relayed != want || rms < min_ms || rms > max_ms)
+			fprintf(stderr, "port %u %s: direct %s in %ld ms, relayed %s in %ld ms\n",
+				port, mode_name[m], strerror(direct), dms, strerror(relayed), rms);
+		CU_ASSERT_EQUAL(direct, want);
+		CU_ASSERT_EQUAL(relayed, want);
+		CU_ASSERT(dms >= min_ms && dms <= max_ms);
+		CU_ASSERT(rms >= min_ms && rms <= max_ms);
+	}
+}
+
+static void test_relayed_refused(void)
+{
+	/* Nothing listens on port 7199 of either address. */
+	differential(7199, 0, ECONNREFUSED, 0, 500);
+	/* curl tells "could not connect" (7) from "reset after it" (56). */
+	if (system("command -v curl >/dev/null") == 0) {
+		int st = system("curl -s -o /dev/null -m 5 http://127.72.0.6:7199/");
+		CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+	}
+}
+
+/* A listener of backlog 0 with one connection queued drops every SYN. */
+static int full_listener(const char *ip, uint16_t port, int *parked)
+{
+	int ls = bound_socket(SOCK_STREAM, ip, port);
+	listen(ls, 0);
+	*parked = tcp_socket(ip, false);
+	CU_ASSERT_EQUAL(connect_to(*parked, ip, port), 0);
+	return ls;
+}
+
+static void test_relayed_timeout(void)
+{
+	int p1, p2;
+	int l1 = full_listener("127.72.9.9", 7198, &p1);
+	int l2 = full_listener("127.72.0.6", 7198, &p2);
+	/* TCP_SYNCNT 1: the SYN and one retry, given up about 3 s later. */
+	differential(7198, 1, ETIMEDOUT, 2500, 6000);
+	close(p1);
+	close(p2);
+	close(l1);
+	close(l2);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct it_test tests[] = {
@@ -118,6 +197,8 @@ int main(int argc, char **argv)
 	    {"reset: the connect succeeds, the next write or read is reset", test_reset},
 	    {"reset: a client that reads first is reset on its read", test_reset_reader},
 	    {"delay: writable and connected only after delay_ms", test_delay},
+	    {"relayed connect to a dead port: ECONNREFUSED as direct", test_relayed_refused},
+	    {"relayed connect to a blackholed peer: ETIMEDOUT as direct", test_relayed_timeout},
 	    {NULL, NULL},
 	};
 	return catalogue_main(argc, argv, "connect-time faults", tests, NULL);

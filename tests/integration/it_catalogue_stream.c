@@ -5,6 +5,8 @@
  * Runs under the shim with FAULTNET_CONFIG=tests/integration/catalogue.conf. */
 #include "catalogue.h"
 
+#include <sys/ioctl.h>
+
 /* ---- stream actions ----------------------------------------------------- */
 
 static void test_latency(void)
@@ -339,6 +341,84 @@ static void test_threads(void)
 	}
 }
 
+/* ---- urgent data ------------------------------------------------------- */
+
+/* Receives "abc", an urgent byte and "def" as a program using SIOCATMARK
+ * does: the normal bytes, with "<X>" where the mark was (X the byte
+ * recv(MSG_OOB) returned), into out. */
+static void oob_receive(int fd, char *out, size_t n)
+{
+	size_t len = 0, normal = 0;
+	bool urgent = false;
+	out[0] = 0;
+	long until = now_ms() + 5000;
+	while ((normal < 6 || !urgent) && now_ms() < until) {
+		struct pollfd p = {.fd = fd, .events = POLLIN | POLLPRI};
+		if (poll(&p, 1, 200) <= 0)
+			continue;
+		int at = 0;
+		char b[16];
+		ioctl(fd, SIOCATMARK, &at);
+		if (at && !urgent) {
+			if (recv(fd, b, 1, MSG_OOB | MSG_DONTWAIT) == 1) {
+				len += (size_t)snprintf(out + len, n - len, "<%c>", b[0]);
+				urgent = true;
+			}
+			continue;
+		}
+		ssize_t r = recv(fd, b, sizeof(b) - 1, MSG_DONTWAIT);
+		if (r == 0)
+			break;
+		if (r > 0) {
+			b[r] = 0;
+			len += (size_t)snprintf(out + len, n - len, "%s", b);
+			normal += (size_t)r;
+		}
+	}
+}
+
+static void oob_send(int fd, char x)
+{
+	CU_ASSERT_EQUAL(send(fd, "abc", 3, 0), 3);
+	CU_ASSERT_EQUAL(send(fd, &x, 1, MSG_OOB), 1);
+	CU_ASSERT_EQUAL(send(fd, "def", 3, 0), 3);
+}
+
+/* One connection to ip:7197: the client sends urgent '!', the server
+ * answers with urgent '#'; what each side saw goes to up and down. */
+static void oob_run(const char *ip, char *up, char *down, size_t n)
+{
+	int ls = bound_socket(SOCK_STREAM, ip, 7197);
+	int c = tcp_socket(ip, false);
+	CU_ASSERT_EQUAL(connect_to(c, ip, 7197), 0);
+	int s = accept(ls, NULL, NULL);
+	oob_send(c, '!');
+	oob_receive(s, up, n);
+	oob_send(s, '#');
+	oob_receive(c, down, n);
+	close(c);
+	close(s);
+	close(ls);
+}
+
+/* Directly (no rule) and relayed, through the latency rule (bytes held in
+ * the relay's buffer) and a fast bandwidth rule (bytes spliced). */
+static void test_urgent(void)
+{
+	const char *relayed[] = {"127.72.0.6", "127.72.2.2"};
+	char up[64], down[64], rup[64], rdown[64];
+	oob_run("127.72.9.9", up, down, sizeof(up));
+	CU_ASSERT_STRING_EQUAL(up, "abc<!>def");
+	CU_ASSERT_STRING_EQUAL(down, "abc<#>def");
+	for (int i = 0; i < 2; i++) {
+		oob_run(relayed[i], rup, rdown, sizeof(rup));
+		if (strcmp(rup, up) || strcmp(rdown, down))
+			fprintf(stderr, "%s: up %s, down %s\n", relayed[i], rup, rdown);
+		CU_ASSERT_STRING_EQUAL(rup, up);
+		CU_ASSERT_STRING_EQUAL(rdown, down);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct it_test tests[] = {
@@ -354,6 +434,7 @@ int main(int argc, char **argv)
 	    {"connections no rule matches are never relayed", test_only_matched_relayed},
 	    {"a forked child uses a relayed connection", test_fork_keeps_relayed},
 	    {"16 threads on relayed connections", test_threads},
+	    {"urgent data crosses the relay at its mark, both ways", test_urgent},
 	    {NULL, NULL},
 	};
 	return catalogue_main(argc, argv, "stream faults", tests, NULL);
