@@ -9,7 +9,7 @@
 #include <string.h>
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-#define PROBES 64
+#define PROBES FN_SEG_RULE_PROBES
 
 static uint64_t name_hash(const char *s)
 {
@@ -17,6 +17,11 @@ static uint64_t name_hash(const char *s)
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211ull;
 	return h;
+}
+
+size_t fn_seg_rule_at(const char *name, unsigned i)
+{
+	return (size_t)((name_hash(name) + i) % FN_SEG_RULES);
 }
 
 struct fn_seg_rule *fn_seg_rule_slot(struct fn_seg *s, const char *name, bool claim)

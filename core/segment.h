@@ -117,6 +117,11 @@ struct fn_seg {
  * under its change lock, claims. */
 struct fn_seg_rule *fn_seg_rule_slot(struct fn_seg *s, const char *name, bool claim);
 
+/* The index of the i-th slot that search looks at for name (i below
+ * FN_SEG_RULE_PROBES), for a member to make its pages ready first. */
+#define FN_SEG_RULE_PROBES 64
+size_t fn_seg_rule_at(const char *name, unsigned i);
+
 /* Makes a copy read from a file safe to read: every string of the head (or
  * of all) ended with a NUL, every address's bool 0 or 1. The file is
  * written by another process, which faultctl does not trust. Events are

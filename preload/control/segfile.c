@@ -25,6 +25,7 @@
 static void *mapped; /* the address, kept across fork: see the fork child */
 static char run_path[4200];
 static pid_t owner;
+static int made_fd = -1; /* the file while it is being made */
 
 static void fill_head(struct fn_seg_head *h, const char *group, const char *config,
 		      const char *zone, uint64_t seq)
@@ -47,18 +48,30 @@ static void fill_head(struct fn_seg_head *h, const char *group, const char *conf
 
 /* A new file of the segment's size under the dot name of final, mapped at
  * the segment's address (any, the first time). NULL with errno. */
-static struct fn_seg *map_new(const char *tmp)
+static struct fn_seg *map_new(const char *tmp, const char *final)
 {
 	unlink(tmp); /* ours: left by this pid's image before an exec */
 	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return NULL;
 	void *m = MAP_FAILED;
-	if (ftruncate(fd, sizeof(struct fn_seg)) == 0)
+	struct stat sb;
+	/* The head's blocks first: it is written at once; every other page
+	 * gets its own when first touched (fn_seg_touch). */
+	int got = fallocate(fd, 0, 0, sizeof(struct fn_seg_head));
+	if (got < 0 && errno == EOPNOTSUPP)
+		got = 0; /* no way to know: as before */
+	if (got == 0 && ftruncate(fd, sizeof(struct fn_seg)) == 0 && fstat(fd, &sb) == 0)
 		m = mmap(mapped, sizeof(struct fn_seg), PROT_READ | PROT_WRITE,
 			 MAP_SHARED | (mapped ? MAP_FIXED : 0), fd, 0);
 	int e = errno;
-	LIBC(close)(fd);
+	if (m != MAP_FAILED) {
+		fn_stats_backing(final, (unsigned long)sb.st_ino, m);
+		made_fd = fd;
+		fn_stats_backing_fd(fd); /* until it has its name */
+	} else {
+		LIBC(close)(fd);
+	}
 	/* No read-ahead: the file is all holes, and on a disk file system
 	 * the first touch of a page would otherwise read and zero a large
 	 * folio around it (ext4: 1.1 of the 2.3 ms the shim added to the
@@ -110,7 +123,7 @@ const char *fn_segfile_create(const char *rundir, const char *group, const char 
 	char tmp[4300], final[4300];
 	if (!places(rundir, group, tmp, final, sizeof(final)))
 		return "the run directory's path is too long";
-	struct fn_seg *s = map_new(tmp);
+	struct fn_seg *s = map_new(tmp, final);
 	if (!s)
 		return strerror(errno);
 	mapped = s;
@@ -122,14 +135,20 @@ const char *fn_segfile_create(const char *rundir, const char *group, const char 
 		s->h.sockets_seen = 1;
 	fn_stats_list(fn_policy_current(), true);
 	__atomic_store_n(&s->h.magic, FN_SEG_MAGIC, __ATOMIC_RELEASE);
-	if (!put_in_place(tmp, final))
-		return strerror(errno);
+	bool placed = put_in_place(tmp, final);
+	int e = errno;
+	fn_stats_backing_fd(-1); /* by its name from now on */
+	LIBC(close)(made_fd);
+	made_fd = -1;
+	if (!placed)
+		return strerror(e);
 	owner = getpid();
 	return NULL;
 }
 
 bool fn_segfile_atfork_child(void)
 {
+	fn_stats_backing(NULL, 0, NULL); /* the parent's file is not the child's */
 	/* The parent's file is the parent's: the child counts in private
 	 * memory at the same address (every pointer into it stays good) until
 	 * it makes a file of its own. If that memory cannot be had, it counts

@@ -17,6 +17,8 @@ static unsigned nclaimed;
 
 static struct fn_seg_rule *claim(struct fn_seg *s, const char *name)
 {
+	for (unsigned i = 0; i < FN_SEG_RULE_PROBES; i++)
+		fn_seg_touch(&s->rules[fn_seg_rule_at(name, i)], sizeof(s->rules[0]));
 	struct fn_seg_rule *slot = fn_seg_rule_slot(s, name, false);
 	if (slot || !(slot = fn_seg_rule_slot(s, name, true)))
 		return slot;

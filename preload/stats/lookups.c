@@ -21,6 +21,7 @@ static struct fn_seg_name *slot_for(const char *name)
 		h = (h ^ (uint8_t)(*p | 0x20)) * 1099511628211ull;
 	for (int i = 0; i < 32; i++) {
 		struct fn_seg_name *s = &fn_seg->names[(h + (uint64_t)i) % FN_SEG_NAMES];
+		fn_seg_touch(s, sizeof(*s));
 		int st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 		if (st == 0) {
 			int zero = 0;
@@ -37,6 +38,7 @@ static struct fn_seg_name *slot_for(const char *name)
 		if (strncasecmp(s->name, name, sizeof(s->name) - 1) == 0)
 			return s;
 	}
+	fn_seg_touch(&fn_seg->names[FN_SEG_NAMES], sizeof(fn_seg->names[0]));
 	return &fn_seg->names[FN_SEG_NAMES];
 }
 

@@ -22,6 +22,7 @@ static struct fn_seg_key *key_for(const char *method, const char *host, const ch
 	struct fn_seg_key *keys = fn_seg->keys;
 	for (int i = 0; i < FN_SEG_KEYS; i++) {
 		struct fn_seg_key *k = &keys[i];
+		fn_seg_touch(k, sizeof(*k));
 		if (__atomic_load_n(&k->state, __ATOMIC_ACQUIRE) == 0) {
 			snprintf(k->method, sizeof(k->method), "%s", method);
 			snprintf(k->host, sizeof(k->host), "%s", host);
@@ -34,6 +35,7 @@ static struct fn_seg_key *key_for(const char *method, const char *host, const ch
 		    strncmp(k->prefix, prefix, sizeof(k->prefix) - 1) == 0)
 			return k;
 	}
+	fn_seg_touch(&keys[FN_SEG_KEYS], sizeof(keys[0]));
 	return &keys[FN_SEG_KEYS];
 }
 

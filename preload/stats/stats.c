@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "preload/fd/fdtab.h"
 #include "preload/base/libc.h"
+#include "preload/base/say.h"
 
 int fn_sockets_seen;
 
@@ -27,6 +29,14 @@ static struct fn_seg own;
 struct fn_seg *fn_seg = &own;
 
 static int events_fd = -1;
+
+#define SEG_PAGES ((sizeof(struct fn_seg) + 4095) / 4096)
+static char backing_path[4400];
+static unsigned long backing_ino;
+static char *backing_base;
+static int backing; /* 1 while fn_seg is the file's mapping */
+static int backing_fd = -1;
+static uint64_t backed[(SEG_PAGES + 63) / 64];
 /* FAULTNET_EVENTS is not a regular file (a FIFO, a terminal): a write may
  * find it full or its reader gone, and must neither wait nor kill. */
 static bool events_pipe;
@@ -34,6 +44,77 @@ static bool events_pipe;
 bool fn_stats_private(void)
 {
 	return __atomic_load_n(&fn_seg, __ATOMIC_RELAXED) == &own;
+}
+
+void fn_stats_backing(const char *path, unsigned long ino, void *base)
+{
+	__atomic_store_n(&backing, 0, __ATOMIC_SEQ_CST);
+	if (!path)
+		return;
+	memset(backed, 0, sizeof(backed));
+	snprintf(backing_path, sizeof(backing_path), "%s", path);
+	backing_ino = ino;
+	backing_base = base;
+	__atomic_store_n(&backing, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Blocks for page pg of the file: 1 given, 0 none left, -1 not known
+ * (the file not found under its name, or no fallocate there). */
+void fn_stats_backing_fd(int fd)
+{
+	__atomic_store_n(&backing_fd, fd, __ATOMIC_SEQ_CST);
+}
+
+static int give_blocks(size_t pg)
+{
+	int made = __atomic_load_n(&backing_fd, __ATOMIC_SEQ_CST);
+	int fd = made >= 0 ? made : open(backing_path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat sb;
+	int r = -1;
+	if (fstat(fd, &sb) == 0 && sb.st_ino == backing_ino)
+		r = fallocate(fd, 0, (off_t)(pg * 4096), 4096) == 0	   ? 1
+		    : errno == ENOSPC || errno == EDQUOT || errno == EFBIG ? 0
+									   : -1;
+	if (fd != made)
+		LIBC(close)(fd);
+	return r;
+}
+
+static void stop_publishing(void)
+{
+	if (!__atomic_exchange_n(&backing, 0, __ATOMIC_SEQ_CST))
+		return;
+	/* Every page of the file written so far has its blocks; from now on
+	 * counts go to private memory, which needs none. */
+	mmap(backing_base, sizeof(struct fn_seg), PROT_READ | PROT_WRITE,
+	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	fn_say("faultnet: the run directory's file system is full: %s is no longer updated",
+	       backing_path);
+}
+
+void fn_seg_touch(const void *p, size_t len)
+{
+	if (!__atomic_load_n(&backing, __ATOMIC_ACQUIRE))
+		return;
+	if ((const char *)p < backing_base ||
+	    (const char *)p >= backing_base + sizeof(struct fn_seg))
+		return; /* private memory (the file not yet in use) */
+	size_t off = (size_t)((const char *)p - backing_base);
+	for (size_t pg = off / 4096; pg <= (off + len - 1) / 4096 && pg < SEG_PAGES; pg++) {
+		uint64_t bit = 1ull << (pg % 64);
+		if (__atomic_load_n(&backed[pg / 64], __ATOMIC_ACQUIRE) & bit)
+			continue;
+		int e = errno, r = give_blocks(pg);
+		errno = e;
+		if (r == 0) {
+			stop_publishing();
+			return;
+		}
+		if (r > 0)
+			__atomic_or_fetch(&backed[pg / 64], bit, __ATOMIC_RELEASE);
+	}
 }
 
 void fn_stats_socket_first(void)
@@ -65,6 +146,7 @@ static struct fn_seg_dest *dest_for(const struct fn_endpoint *ep, uint8_t proto)
 	uint64_t h = hash(&key, proto);
 	for (int i = 0; i < 64; i++) {
 		struct fn_seg_dest *d = &fn_seg->dests[(h + (uint64_t)i) % FN_SEG_DESTS];
+		fn_seg_touch(d, sizeof(*d));
 		int st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
 		if (st == 0) {
 			int zero = 0;
@@ -82,6 +164,7 @@ static struct fn_seg_dest *dest_for(const struct fn_endpoint *ep, uint8_t proto)
 		if (d->proto == proto && memcmp(&d->ep, &key, sizeof(key)) == 0)
 			return d;
 	}
+	fn_seg_touch(&fn_seg->dests[FN_SEG_DESTS], sizeof(fn_seg->dests[0]));
 	return &fn_seg->dests[FN_SEG_DESTS];
 }
 
@@ -150,6 +233,8 @@ static void record_event(int fd, const struct fn_rule *r, const struct fn_rule *
 	struct fn_seg *g = fn_seg;
 	uint64_t seq = __atomic_fetch_add(&g->h.ring_head, 1, __ATOMIC_RELAXED);
 	struct fn_seg_event *e = &g->ring[seq % FN_SEG_EVENTS];
+	fn_seg_touch(e, sizeof(*e));
+	g = fn_seg; /* the same address, file or not */
 	__atomic_store_n(&e->seq, 0, __ATOMIC_RELEASE);
 	e->wall_us = usec(CLOCK_REALTIME);
 	e->mono_us = usec(CLOCK_MONOTONIC);
@@ -197,6 +282,8 @@ int fn_stats_attempt(int fd, const struct fn_rule *r, const struct fn_rule *seen
 
 void fn_stats_bytes(int handle, uint64_t bytes)
 {
+	if (handle >= 0 && handle <= FN_SEG_DESTS)
+		fn_seg_touch(&fn_seg->dests[handle], sizeof(fn_seg->dests[0]));
 	if (handle >= 0 && handle <= FN_SEG_DESTS)
 		__atomic_add_fetch(&fn_seg->dests[handle].bytes, bytes, __ATOMIC_RELAXED);
 }

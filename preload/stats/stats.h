@@ -38,6 +38,22 @@ extern struct fn_seg *fn_seg;
 /* fn_seg is still that memory of the shim's own, which nobody reads. */
 bool fn_stats_private(void);
 
+/* The state file fn_seg is mapped from (path names it, ino is its inode,
+ * base is where it is mapped),
+ * or none (path NULL). Its pages are sparse: a page is first given its
+ * blocks (fallocate) and only then read or written through the mapping,
+ * which on a full file system would otherwise raise SIGBUS in the app. */
+void fn_stats_backing(const char *path, unsigned long ino, void *base);
+
+/* While the file is being made: fd is it (-1 once it has its name). */
+void fn_stats_backing_fd(int fd);
+
+/* Before reading or writing [p, p + len) of fn_seg: its pages given their
+ * blocks; where the file system has none left, the file stops being
+ * updated (fn_seg becomes private memory at the same address, said
+ * once). A load and a branch once the page has been seen. */
+void fn_seg_touch(const void *p, size_t len);
+
 /* Lists p's rules in fn_seg: each rule's counters go to its name's slot,
  * and the slots say the policy's order, actions, states and parameters.
  * Runs under the change lock before p is published; fresh: fn_seg is new,

@@ -418,10 +418,40 @@ def test_i38_17_events_fifo():
     subprocess.run(["rm", "-rf", d])
 
 
+FULL_APP = r"""
+import socket, sys
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(6000):
+    u.sendto(b"x", ("127.73.11.1", 9))  # each one an event in the state file
+print("done", flush=True)
+"""
+
+
+def test_i38_16_rundir_full():
+    """i38.16: the run directory's file system full (a 64 KiB tmpfs, in a
+    mount namespace of its own): the app died of SIGBUS at its first write
+    into a new page of its sparse, shared-mapped state file."""
+    if os.geteuid() != 0:
+        print("  skip - i38.16 mounts a tmpfs (root)")
+        return
+    d = tempfile.mkdtemp(prefix="fn-full-")
+    env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=d + "/run")
+    script = 'mount -t tmpfs -o size=64k tmpfs "$1" && exec "$2" -c "$3"'
+    p = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", d, PY, FULL_APP], env=env,
+                       capture_output=True, text=True, timeout=60)
+    check("i38.16: with its run directory's file system full the app runs to its end (exit %d, %s)"
+          % (p.returncode, p.stdout.strip()), p.returncode == 0 and p.stdout.strip() == "done",
+          (p.returncode, p.stderr[-300:]))
+    check("i38.16: and is told the state file is no longer updated",
+          "no longer updated" in p.stderr, p.stderr[-300:])
+    subprocess.run(["rm", "-rf", d])
+
+
 def main():
     print("hostile app, process level (%s)" % BUILD)
     test_18_idle_without_policy()
     test_i38_17_events_fifo()
+    test_i38_16_rundir_full()
     test_27_no_visible_fd()
     test_17_fork_is_cheap()
     test_6_no_spin_at_fd_limit()
