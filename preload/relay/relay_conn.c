@@ -277,7 +277,7 @@ static void established(struct fn_conn *c, uint64_t now)
 	for (int d = 0; d < 2; d++) {
 		c->dir[d].buf = malloc(BUF_START);
 		c->dir[d].cap = BUF_START;
-		c->dir[d].tok_ns = now;
+		fn_pace_start(&c->dir[d].pace, &c->par, now);
 		if (c->par.latency_ms)
 			c->dir[d].marks = calloc(FN_MARKS, sizeof(struct fn_mark));
 		if (!c->dir[d].buf || (c->par.latency_ms && !c->dir[d].marks)) {
