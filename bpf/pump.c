@@ -24,10 +24,10 @@
 #include "bpf/relay.h"
 #include "bpf/slots.h"
 #include "core/chance.h"
+#include "core/clock.h"
 
 #define CAP (1u << 20) /* bytes a direction holds before it stops reading */
 #define CHUNK (64 * 1024)
-#define MS 1000000ull
 
 struct fnb_chunk {
 	struct fnb_chunk *next;

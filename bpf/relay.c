@@ -27,10 +27,9 @@
 #include "bpf/pump.h"
 #include "bpf/shared.h"
 #include "bpf/slots.h"
-#include "core/chance.h"
+#include "core/clock.h"
 #include "core/rules.h"
 
-#define MS 1000000ull
 #define NEVER UINT64_MAX
 enum { TAG_LISTENER = 2, TAG_STOP = 3 }; /* epoll tags; 0 and 1: a conn's end */
 

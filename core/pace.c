@@ -1,7 +1,7 @@
 /* pace.c - the pacing arithmetic both relays share (see pace.h). */
 #include "core/pace.h"
+#include "core/clock.h"
 
-#define MS 1000000ull
 #define NS 1e9
 
 static void wake_by(uint64_t *wake, uint64_t t)

@@ -8,20 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
+
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define PROBES 64
 
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 struct fn_seg_rule *fn_seg_rule_slot(struct fn_seg *s, const char *name, bool claim)
 {
-	uint64_t h = name_hash(name);
+	uint64_t h = fn_hash_str(name);
 	for (unsigned i = 0; i < PROBES; i++) {
 		struct fn_seg_rule *r = &s->rules[(h + i) % FN_SEG_RULES];
 		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != 2) {

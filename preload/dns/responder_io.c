@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/chance.h"
+#include "core/clock.h"
 #include "core/dns.h"
 #include "core/dnswire.h"
 #include "preload/base/alone.h"
@@ -27,7 +28,6 @@
 #define PENDING 256
 #define LATER 256
 #define MSG_MAX 65535
-#define MS 1000000ull
 #define GIVE_UP_NS (30000 * MS)
 
 /* Where an answer goes: a UDP client's address, or a TCP connection. */

@@ -17,13 +17,13 @@
 #include <unistd.h>
 
 #include "core/chance.h"
+#include "core/clock.h"
 #include "preload/fd/fdtab.h"
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
 #include "preload/relay/relay_http.h"
 
 #define BUF_START (64 * 1024)
-#define MS 1000000ull
 
 struct fn_conn *fn_conn_new(int appfd, const struct fn_rule *r, const struct sockaddr *dest,
 			    socklen_t destlen, const struct sockaddr_storage *local,

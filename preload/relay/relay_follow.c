@@ -15,12 +15,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/clock.h"
 #include "preload/base/policy.h"
 #include "preload/relay/relay_conn.h"
 #include "preload/relay/shape.h"
 #include "preload/stats/stats.h"
-
-#define MS 1000000ull
 
 /* The first enabled established rule covering the connection: the fault
  * its route has now, in file order as for a new connection. */

@@ -13,7 +13,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "core/chance.h"
+#include "core/clock.h"
 #include "preload/base/libc.h"
 #include "preload/relay/relay_conn.h"
 #include "preload/relay/shape.h"
@@ -24,7 +24,6 @@
  * the many connections that carry a request and a reply. */
 #define BUF_MAX (1024 * 1024)
 #define SMALL_READ (16 * 1024) /* see fill() */
-#define MS 1000000ull
 
 static int src_fd(const struct fn_conn *c, int d)
 {

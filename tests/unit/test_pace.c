@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "core/chance.h"
+#include "core/clock.h"
 #include "core/pace.h"
 #include "preload/relay/shape.h"
 
-#define MS 1000000ull
 #define T0 (1000 * MS) /* an arbitrary start on the monotonic clock */
 
 static struct fn_params params(void)
