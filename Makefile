@@ -44,7 +44,7 @@ BPF_HEADERS := $(wildcard bpf/*.h)
 BPFTOOL := $(or $(shell command -v bpftool 2>/dev/null),$(wildcard /usr/sbin/bpftool))
 HAVE_BPF := $(if $(and $(BPFTOOL),$(wildcard /usr/include/bpf/libbpf.h),$(shell command -v clang 2>/dev/null)),1)
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
-BPF_SRC := bpf/compile.c $(if $(HAVE_BPF),bpf/backend.c bpf/lbpf.c bpf/cgroup.c bpf/control.c bpf/endpoints.c bpf/events.c bpf/maps.c bpf/pace.c bpf/pump.c bpf/relay.c bpf/slots.c)
+BPF_SRC := bpf/compile.c $(if $(HAVE_BPF),bpf/backend.c bpf/lbpf.c bpf/cgroup.c bpf/control.c bpf/endpoints.c bpf/events.c bpf/maps.c bpf/pump.c bpf/relay.c bpf/slots.c)
 BPF_LIBS :=
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -152,7 +152,7 @@ deb:
 # ---- test programs -------------------------------------------------------
 # The unit tests link core/, the relay's pure shaping functions and the
 # kernel-side backend's policy compiler.
-UNIT_LINK := $(CORE_LIB) $(call obj,preload/relay/shape.c bpf/compile.c bpf/pace.c)
+UNIT_LINK := $(CORE_LIB) $(call obj,preload/relay/shape.c bpf/compile.c)
 $(BUILD)/tests/unit: $(wildcard tests/unit/*.c tests/unit/*.h) $(UNIT_LINK) $(HEADERS) $(BPF_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(wildcard tests/unit/*.c) $(UNIT_LINK) -ldl -lresolv -lcunit

@@ -35,6 +35,7 @@
 #include "bpf/relay.h"
 #include "bpf/slots.h"
 #include "core/chance.h"
+#include "core/clock.h"
 #include "core/rules.h"
 
 #define FAIL 2 /* what is missing is the machine's: exit 2, as unreachable */

@@ -29,7 +29,7 @@
 
 #include "bpf/maps.h"
 #include "bpf/slots.h"
-#include "core/chance.h"
+#include "core/clock.h"
 #include "core/edit.h"
 #include "core/rundir.h"
 #include "core/actions.h"

@@ -1,7 +1,7 @@
 /* pump.c - one relayed connection's pass (see pump.h). Each read gets a
  * release time (latency plus a jitter draw, never earlier than the one
  * before, so bytes keep their order); the rate, the drip and the thresholds
- * say how much of what is due may go (pace.c). When the rule is off, or a
+ * say how much of what is due may go (core/pace.c). When the rule is off, or a
  * direction is not one of its, bytes pass as they come. A stall sends
  * nothing more and no FIN; a close its FIN; a reset waits until what it let
  * through has left (at most 200 ms), then resets both ends. A stalled
@@ -24,10 +24,10 @@
 #include "bpf/relay.h"
 #include "bpf/slots.h"
 #include "core/chance.h"
+#include "core/clock.h"
 
 #define CAP (1u << 20) /* bytes a direction holds before it stops reading */
 #define CHUNK (64 * 1024)
-#define MS 1000000ull
 
 struct fnb_chunk {
 	struct fnb_chunk *next;
@@ -73,7 +73,7 @@ static uint64_t due_of(const struct fnb_relay *r, struct fnb_conn *c, int d, uin
 {
 	const struct fn_params *pa = par_of(r, c, d);
 	double draw = pa->jitter_ms ? fn_random(c->key, c->draws++) * 2 - 1 : 0;
-	return fnb_pace_due(&c->d[d].pace, pa, draw, now);
+	return fn_pace_due(&c->d[d].pace, pa, draw, now);
 }
 
 /* Reads what d's source has, while there is room; -1 when it failed. */
@@ -121,7 +121,9 @@ static int flush(struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now, u
 		}
 		const struct fn_params *pa = par_of(r, c, d);
 		enum fn_action a = act_of(r, c, d);
-		size_t n = x->cut ? 0 : fnb_pace_allow(&x->pace, pa, a, now, k->len - k->off, wake);
+		size_t n = x->cut ? 0
+				  : (size_t)fn_pace_allow(&x->pace, pa, a, now, x->out,
+							  k->len - k->off, wake);
 		if (!n)
 			return 0;
 		ssize_t w = send(to, k->data + k->off, n, MSG_NOSIGNAL);
@@ -129,7 +131,8 @@ static int flush(struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now, u
 			x->blocked = errno == EAGAIN;
 			return errno == EAGAIN || errno == EINTR ? 0 : -1;
 		}
-		fnb_pace_spent(&x->pace, pa, a, (size_t)w);
+		x->out += (uint64_t)w;
+		fn_pace_spent(&x->pace, pa, a, (uint64_t)w);
 		k->off += (size_t)w;
 		x->queued -= (size_t)w;
 		if (k->off == k->len) {
@@ -216,8 +219,7 @@ static void threshold(const struct fnb_relay *r, struct fnb_conn *c, int d, uint
 		      uint64_t *wake)
 {
 	struct fnb_dir *x = &c->d[d];
-	if (x->cut ||
-	    !fnb_pace_tripped(&x->pace, par_of(r, c, d), act_of(r, c, d), c->t0, now, wake))
+	if (x->cut || !fn_pace_tripped(par_of(r, c, d), act_of(r, c, d), x->out, c->t0, now, wake))
 		return;
 	x->cut = true;
 	if (c->action == FN_ACT_RESET) {

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bpf/pace.h"
+#include "core/pace.h"
 #include "core/rules.h"
 
 struct fnb_relay;
@@ -19,7 +19,8 @@ struct fnb_dir {
 	struct fnb_chunk *head, *tail;
 	size_t queued;
 	uint64_t eof_due;
-	struct fnb_pace pace;
+	uint64_t out; /* bytes sent */
+	struct fn_pace pace;
 	bool eof, shut, blocked;
 	bool cut; /* a stall, close or reset reached its threshold: nothing more */
 };

@@ -27,10 +27,9 @@
 #include "bpf/pump.h"
 #include "bpf/shared.h"
 #include "bpf/slots.h"
-#include "core/chance.h"
+#include "core/clock.h"
 #include "core/rules.h"
 
-#define MS 1000000ull
 #define NEVER UINT64_MAX
 enum { TAG_LISTENER = 2, TAG_STOP = 3 }; /* epoll tags; 0 and 1: a conn's end */
 
@@ -65,6 +64,8 @@ static bool open_conn(struct fnb_relay *r, int app, const struct fnb_pending *v)
 	c->fd[1] = fd;
 	c->slot = v->slot;
 	c->t0 = fn_now_ns();
+	for (int d = 0; d < 2; d++)
+		fn_pace_start(&c->d[d].pace, &c->par, c->t0);
 	/* Each connection's jitter draws its own numbers, as under the shim. */
 	c->key = 0x9e3779b97f4a7c15ull * (v->slot + 1) ^ 0xbf58476d1ce4e5b9ull * ++r->serial;
 	setsockopt(app, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

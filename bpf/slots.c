@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bpf/compile.h"
+#include "core/hash.h"
 
 bool fnb_slots_init(struct fnb_slots *s, uint32_t cap)
 {
@@ -42,9 +43,7 @@ void fnb_slots_free(struct fnb_slots *s)
  * it would go. */
 static uint32_t *bucket(const struct fnb_slots *s, const char *name)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (const char *c = name; *c; c++)
-		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	uint64_t h = fn_hash_str(name);
 	for (uint32_t i = (uint32_t)h & s->mask;; i = (i + 1) & s->mask)
 		if (!s->table[i] || strcmp(s->name[s->table[i] - 1], name) == 0)
 			return &s->table[i];

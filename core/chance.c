@@ -10,14 +10,10 @@
 #include <sys/random.h>
 #include <time.h>
 
-static uint64_t seed;
+#include "core/clock.h"
+#include "core/hash.h"
 
-uint64_t fn_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+static uint64_t seed;
 
 const char *fn_seed_init(void)
 {
@@ -59,10 +55,7 @@ double fn_random(uint64_t key, uint64_t n)
 
 uint64_t fn_rule_key(const struct fn_rule *r)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-	for (const char *c = r->name; *c; c++)
-		h = (h ^ (uint8_t)*c) * 1099511628211ull;
-	return h;
+	return fn_hash_str(r->name);
 }
 
 static bool in_window(const struct fn_rule *r)

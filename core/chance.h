@@ -1,14 +1,11 @@
-/* chance.h - the clock and the reproducible random draws behind probability,
- * jitter and the conditions of a rule. */
+/* chance.h - the reproducible random draws behind probability, jitter and
+ * the conditions of a rule (the clock is clock.h). */
 #ifndef FAULTNET_CHANCE_H
 #define FAULTNET_CHANCE_H
 
 #include <stdint.h>
 
 #include "core/rules.h"
-
-/* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t fn_now_ns(void);
 
 /* Reads FAULTNET_SEED (a decimal number); without it the seed is random.
  * NULL when fine, else a message naming the variable. */

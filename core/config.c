@@ -17,6 +17,7 @@
 #include "core/actions.h"
 #include "core/bigalloc.h"
 #include "core/dns.h"
+#include "core/hash.h"
 #include "core/hparse.h"
 #include "core/http.h"
 #include "core/lcfg.h"
@@ -392,10 +393,8 @@ static bool parse_rule(struct ctx *c, const config_setting_t *s, struct fn_rule 
  * quarter of a minute that comparing every pair would take. */
 static long seen_name(uint32_t *slots, size_t mask, const struct fn_rule *rules, size_t i)
 {
-	uint32_t h = 2166136261u;
-	for (const char *p = rules[i].name; *p; p++)
-		h = (h ^ (uint8_t)*p) * 16777619u;
-	for (size_t k = h & mask;; k = (k + 1) & mask) {
+	uint64_t h = fn_hash_str(rules[i].name);
+	for (size_t k = (size_t)h & mask;; k = (k + 1) & mask) {
 		if (!slots[k]) {
 			slots[k] = (uint32_t)i + 1;
 			return -1;

@@ -8,25 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
+
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define PROBES FN_SEG_RULE_PROBES
 
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 size_t fn_seg_rule_at(const char *name, unsigned i)
 {
-	return (size_t)((name_hash(name) + i) % FN_SEG_RULES);
+	return (size_t)((fn_hash_str(name) + i) % FN_SEG_RULES);
 }
 
 struct fn_seg_rule *fn_seg_rule_slot(struct fn_seg *s, const char *name, bool claim)
 {
-	uint64_t h = name_hash(name);
+	uint64_t h = fn_hash_str(name);
 	for (unsigned i = 0; i < PROBES; i++) {
 		struct fn_seg_rule *r = &s->rules[(h + i) % FN_SEG_RULES];
 		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != 2) {

@@ -17,6 +17,7 @@
 
 #include "core/config.h"
 #include "core/edit.h"
+#include "core/hash.h"
 #include "core/http.h"
 #include "core/lcfg.h"
 #include "core/rundir.h"
@@ -155,14 +156,6 @@ static struct batch {
 static struct fn_lcfg parser;
 static bool parser_held;
 
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 /* The name hash of batch.p's rules; false when memory is short. */
 static bool batch_hash(void)
 {
@@ -177,7 +170,7 @@ static bool batch_hash(void)
 	if (!batch.slot)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		size_t h = name_hash(batch.p->rules[i].name) & batch.mask;
+		size_t h = fn_hash_str(batch.p->rules[i].name) & batch.mask;
 		while (batch.slot[h])
 			h = (h + 1) & batch.mask;
 		batch.slot[h] = (int)i + 1;
@@ -207,7 +200,7 @@ static void batch_flush(void)
 static void batch_toggle(char *name, bool on)
 {
 	uint64_t at = fn_edit_enabled_at(name);
-	for (size_t h = name_hash(name) & batch.mask; batch.slot[h]; h = (h + 1) & batch.mask) {
+	for (size_t h = fn_hash_str(name) & batch.mask; batch.slot[h]; h = (h + 1) & batch.mask) {
 		struct fn_rule *r = &batch.p->rules[batch.slot[h] - 1];
 		if (strcmp(r->name, name) != 0)
 			continue;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/dns.h"
+#include "core/hash.h"
 #include "preload/base/signals.h"
 #include "preload/stats/stats.h"
 
@@ -32,10 +33,7 @@ static struct entry *writing;
 
 static size_t home(const struct fn_endpoint *ep)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (int i = 0; i < (ep->v4 ? 4 : 16); i++)
-		h = (h ^ ep->ip[i]) * 1099511628211ull;
-	return (size_t)(h ^ ep->v4);
+	return (size_t)(fn_hash_bytes(FN_HASH_START, ep->ip, ep->v4 ? 4 : 16) ^ ep->v4);
 }
 
 static bool same_addr(const struct fn_endpoint *a, const struct fn_endpoint *b)

@@ -16,13 +16,12 @@
 #include <time.h>
 
 #include "core/chance.h"
+#include "core/clock.h"
 #include "core/dns.h"
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
 #include "preload/dns/names.h"
 #include "preload/stats/stats.h"
-
-#define MS 1000000ull
 
 static void sleep_ms(uint64_t ms)
 {

@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/chance.h"
 #include "core/dns.h"
 #include "core/dnswire.h"
 #include "preload/base/libc.h"

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/chance.h"
+#include "core/clock.h"
 #include "core/dns.h"
 #include "core/dnswire.h"
 #include "preload/base/alone.h"
@@ -29,7 +30,6 @@
 #define CONNS 32
 #define OUTSTANDING 4096 /* queries waiting for the nameserver, late answers */
 #define MSG_MAX 65535
-#define MS 1000000ull
 #define GIVE_UP_NS (30000 * MS)
 
 /* Where an answer goes: a UDP client's address, or a TCP connection. */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/chance.h"
+#include "core/clock.h"
 #include "preload/fd/fdtab.h"
 #include "preload/base/libc.h"
 #include "preload/base/signals.h"

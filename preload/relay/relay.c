@@ -23,7 +23,7 @@
 #include <unistd.h>
 #include <linux/sockios.h>
 
-#include "core/chance.h"
+#include "core/clock.h"
 #include "preload/fd/fdtab.h"
 #include "preload/base/alone.h"
 #include "preload/base/libc.h"

@@ -17,13 +17,13 @@
 #include <unistd.h>
 
 #include "core/chance.h"
+#include "core/clock.h"
 #include "preload/fd/fdtab.h"
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
 #include "preload/relay/relay_http.h"
 
 #define BUF_START (64 * 1024)
-#define MS 1000000ull
 
 struct fn_conn *fn_conn_new(int appfd, const struct fn_rule *r, const struct sockaddr *dest,
 			    socklen_t destlen, const struct sockaddr_storage *local,
@@ -308,7 +308,7 @@ static void established(struct fn_conn *c, uint64_t now)
 	for (int d = 0; d < 2; d++) {
 		c->dir[d].buf = malloc(BUF_START);
 		c->dir[d].cap = BUF_START;
-		c->dir[d].tok_ns = now;
+		fn_pace_start(&c->dir[d].pace, &c->par, now);
 		if (c->par.latency_ms)
 			c->dir[d].marks = calloc(FN_MARKS, sizeof(struct fn_mark));
 		if (!c->dir[d].buf || (c->par.latency_ms && !c->dir[d].marks)) {

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "core/pace.h"
 #include "core/rules.h"
 
 enum fn_conn_state {
@@ -43,10 +44,8 @@ struct fn_dir {
 	uint64_t in, out;
 	struct fn_mark *marks;
 	size_t mhead, mcount;
-	uint64_t last_due;
 	uint64_t released; /* latency: bytes up to here are due */
-	double tokens;
-	uint64_t tok_ns, drip_ns, drip_left;
+	struct fn_pace pace;
 	bool faulted; /* the rule's direction includes this one */
 	bool eof;     /* the source has no more bytes */
 	bool shut;    /* the destination was told so */

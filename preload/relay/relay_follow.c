@@ -15,12 +15,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/clock.h"
 #include "preload/base/policy.h"
 #include "preload/relay/relay_conn.h"
 #include "preload/relay/shape.h"
 #include "preload/stats/stats.h"
-
-#define MS 1000000ull
 
 /* The first enabled established rule covering the connection: the fault
  * its route has now, in file order as for a new connection. */
@@ -45,11 +44,7 @@ static void shape_from_now(struct fn_dir *dr, const struct fn_rule *r, int d, ui
 	/* What was read before the rule came in goes out as it would have. */
 	dr->mhead = dr->mcount = 0;
 	dr->released = dr->in;
-	dr->last_due = 0;
-	dr->tokens = 0;
-	dr->tok_ns = now;
-	dr->drip_ns = now;
-	dr->drip_left = 0;
+	fn_pace_start(&dr->pace, &r->par, now);
 	dr->faulted = true;
 }
 

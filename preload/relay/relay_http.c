@@ -16,6 +16,7 @@
 #include <linux/sockios.h>
 
 #include "core/chance.h"
+#include "core/clock.h"
 #include "core/hparse.h"
 #include "core/http.h"
 #include "preload/base/libc.h"
@@ -23,7 +24,6 @@
 #include "preload/relay/shape.h"
 #include "preload/stats/stats.h"
 
-#define MS 1000000ull
 #define IN_BUF (128 * 1024) /* holds a request head up to the parser's limit */
 #define OUT_MAX (256 * 1024)
 

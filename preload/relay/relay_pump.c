@@ -13,7 +13,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "core/chance.h"
+#include "core/clock.h"
 #include "preload/base/libc.h"
 #include "preload/relay/relay_conn.h"
 #include "preload/relay/shape.h"
@@ -24,7 +24,6 @@
  * the many connections that carry a request and a reply. */
 #define BUF_MAX (1024 * 1024)
 #define SMALL_READ (16 * 1024) /* see fill() */
-#define MS 1000000ull
 
 static int src_fd(const struct fn_conn *c, int d)
 {
@@ -251,7 +250,6 @@ static bool unpipe(struct fn_dir *dr)
 	return dr->lo == dr->hi || fn_splice_keep(dr->buf + dr->lo, dr->hi - dr->lo);
 }
 
-/* Bandwidth: tokens at rate bytes/s, at most 50 ms' worth saved up. */
 /* Writes what may go out. False on a fatal error. */
 static bool flush(struct fn_conn *c, int d, uint64_t now)
 {
@@ -324,18 +322,8 @@ void fn_conn_go_dark(struct fn_conn *c)
 static void trigger(struct fn_conn *c, int d, uint64_t now)
 {
 	struct fn_dir *dr = &c->dir[d];
-	if (!dr->faulted || !fn_shape_after_rule(c) || dr->stopped || c->reset_pending)
-		return;
-	bool due;
-	if (c->par.after_bytes >= 0)
-		due = dr->out >= (uint64_t)c->par.after_bytes;
-	else {
-		uint64_t at = c->est_ns + (uint64_t)c->par.after_ms * MS;
-		due = now >= at;
-		if (!due)
-			fn_shape_wake(c, at);
-	}
-	if (!due)
+	if (!dr->faulted || dr->stopped || c->reset_pending ||
+	    !fn_pace_tripped(&c->par, c->action, dr->out, c->est_ns, now, &c->wake_ns))
 		return;
 	if (c->action == FN_ACT_RESET) {
 		c->reset_pending = true;

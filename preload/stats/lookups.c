@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/dns.h"
+#include "core/hash.h"
 #include "preload/stats/stats.h"
 
 static const char *const names[FN_LK_N] = {"lookups", "nxdomain", "servfail", "nodata",	 "timeout",
@@ -16,9 +17,7 @@ static const char *const names[FN_LK_N] = {"lookups", "nxdomain", "servfail", "n
 
 static struct fn_seg_name *slot_for(const char *name)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (const char *p = name; *p; p++)
-		h = (h ^ (uint8_t)(*p | 0x20)) * 1099511628211ull;
+	uint64_t h = fn_hash_name(name);
 	for (int i = 0; i < 32; i++) {
 		struct fn_seg_name *s = &fn_seg->names[(h + (uint64_t)i) % FN_SEG_NAMES];
 		fn_seg_touch(s, sizeof(*s));

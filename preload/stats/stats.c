@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/hash.h"
 #include "preload/fd/fdtab.h"
 #include "preload/base/libc.h"
 #include "preload/base/say.h"
@@ -129,11 +130,7 @@ void fn_stats_socket_first(void)
 
 static uint64_t hash(const struct fn_endpoint *ep, uint8_t proto)
 {
-	uint64_t h = 1469598103934665603ULL;
-	const uint8_t *p = (const uint8_t *)ep;
-	for (size_t i = 0; i < sizeof(*ep); i++)
-		h = (h ^ p[i]) * 1099511628211ULL;
-	return h ^ proto;
+	return fn_hash_bytes(FN_HASH_START, ep, sizeof(*ep)) ^ proto;
 }
 
 static struct fn_seg_dest *dest_for(const struct fn_endpoint *ep, uint8_t proto)

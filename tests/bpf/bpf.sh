@@ -3,10 +3,11 @@
 # programs, static and cgo, which the shim cannot reach: each fault against
 # the real outage built in the same private network namespace (nftables
 # drops, a port with nothing listening), compared by the client's own error
-# and timing; the counters; --backend=auto; what it refuses (a rule it
-# cannot carry out, an account without the privileges) and that nothing
-# stays attached or created after a run, even one whose faultctl was
-# killed. Needs root (CAP_BPF, CAP_NET_ADMIN) and cgroup v2.
+# and timing; the same latency and rate as under the shim; the counters;
+# --backend=auto; what it refuses (a rule it cannot carry out, an account
+# without the privileges) and that nothing stays attached or created after
+# a run, even one whose faultctl was killed. Needs root (CAP_BPF,
+# CAP_NET_ADMIN) and cgroup v2.
 # usage: bpf.sh BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -264,6 +265,35 @@ got=$(shaped -- curl -s -o /dev/null -w '%{http_code} %{size_download} %{time_to
 secs=$(echo "$got" | awk '{ printf "%d", $3 * 1000 }')
 check "bandwidth 200,000 bytes/s: 400,000 bytes in about 2 s ($got)" \
 	holds 'contains "$got" "200 400000 " && between 1800 2600 "$secs"'
+# One rule paces alike under either backend (both relays use core/pace.c):
+# the same latency rule and the same bandwidth rule give the same achieved
+# latency (connect to the answer's first byte) and rate (bytes over the
+# time from the connect), within 10%, under the shim and the backend.
+paced() { # BACKEND HOST: "LATENCY_MS RATE_BYTES_PER_S"
+	"$ctl" run --backend="$1" --config "$tmp/shape.conf" -- /usr/bin/python3 -c '
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], 8099))
+t = time.monotonic()
+s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+first, n = None, 0
+while True:
+    d = s.recv(65536)
+    if not d: break
+    first = first or time.monotonic()
+    n += len(d)
+print(int((first - t) * 1000), int(n / (time.monotonic() - t)))' "$2" 2>>"$tmp/err"
+}
+near() { # A B: within 10% of the larger
+	[ -n "$1" ] && [ -n "$2" ] && [ $(( ($1 > $2 ? $1 - $2 : $2 - $1) * 10 )) -le $(( $1 > $2 ? $1 : $2 )) ]
+}
+read -r lshim _ <<<"$(paced shim 127.86.0.13)"
+read -r lbpf _ <<<"$(paced bpf 127.86.0.13)"
+read -r _ rshim <<<"$(paced shim 127.86.0.14)"
+read -r _ rbpf <<<"$(paced bpf 127.86.0.14)"
+check "latency 250 ms each way, the same under the shim and the backend: answer ${lshim:-none} ms and ${lbpf:-none} ms" \
+	holds 'near "${lshim:-}" "${lbpf:-}" && between 495 800 "$lshim"'
+check "bandwidth 200,000 bytes/s, the same under the shim and the backend: ${rshim:-none} and ${rbpf:-none} bytes/s" \
+	holds 'near "${rshim:-}" "${rbpf:-}" && between 180000 220000 "$rshim"'
 shaped -- /usr/bin/python3 -c '
 import hashlib, os, socket, threading
 data = os.urandom(4 << 20)

@@ -33,7 +33,9 @@ ROOMS = [
     ("core", set(),
      "the policy model, shared by every program: addresses and CIDRs (addr.c), "
      "rules and first-match lookup (rules.c), actions and their keys (actions.c), "
-     "conditions and seeded draws (chance.c), the libconfig loader (lcfg.c, "
+     "conditions and seeded draws (chance.c), the monotonic clock (clock.c), "
+     "the pacing arithmetic both relays share (pace.c: latency marks, the token "
+     "bucket, drip, after_bytes; pure, unit-tested), the libconfig loader (lcfg.c, "
      "config.c, with the HTTP rules' keys in config_http.c and the dns rules' "
      "in config_dns.c; slices.c: a large rules list parsed a slice of rules at a time; "
      "wideint.c), large arrays on huge pages (bigalloc.c), the control wire "
@@ -63,8 +65,8 @@ ROOMS = [
     ("preload/relay", {"preload/sink", "preload/stats", "preload/fd", "preload/base", "core"},
      "the relay thread: its epoll loop (relay.c), one relayed connection's setup "
      "(relay_conn.c) and byte pump (relay_pump.c), the pipe a message untouched "
-     "by the rule is spliced through (splice.c), the shaping arithmetic "
-     "(shape.c, pure), delayed inbound datagrams (reinject.c), per-request HTTP "
+     "by the rule is spliced through (splice.c), the shaping of a direction's "
+     "buffer on core/pace.c (shape.c, pure), delayed inbound datagrams (reinject.c), per-request HTTP "
      "faults (relay_http.c: a connection's requests and answers parsed, each "
      "request answered, forwarded or cut; the server connected to lazily) and "
      "the connections an established rule covers (relay_follow.c: the rule in "
@@ -136,8 +138,7 @@ ROOMS = [
      "not in force, then the flip), slots.c (per rule name: its counters' slot "
      "and its numbers), endpoints.c (the loopback sockets connects are sent "
      "to), relay.c (the stream faults, outside the app: its listeners and loop) "
-     "with pump.c (one connection's pass) and pace.c (its arithmetic; pure, "
-     "unit-tested), events.c (the programs' ring buffer of faults), control.c "
+     "with pump.c (one connection's pass, paced by core/pace.c), events.c (the programs' ring buffer of faults), control.c "
      "(the run as a member of its group) and lbpf.c (libbpf and zlib, opened by "
      "a backend run only, so that no other verb pays for loading them at its "
      "start)."),

@@ -1,19 +1,18 @@
 /* test_main.c - runs the CUnit unit tests: the policy parser and matcher,
- * and the relay's shaping arithmetic. usage: unit [--list | SUITE | TEST] */
+ * and the relays' pacing arithmetic. usage: unit [--list | SUITE | TEST] */
 #include "../cunit_run.h"
 
 void add_addr_tests(void);
 void add_match_tests(void);
 void add_config_tests(void);
 void add_action_tests(void);
-void add_shape_tests(void);
 void add_http_tests(void);
 void add_lpm_tests(void);
 void add_dnswire_tests(void);
 void add_rundir_tests(void);
 void add_bpfplan_tests(void);
 void add_edit_tests(void);
-void add_bpfpace_tests(void);
+void add_pace_tests(void);
 void add_segment_tests(void);
 void add_slices_tests(void);
 void add_bigalloc_tests(void);
@@ -26,14 +25,13 @@ int main(int argc, char **argv)
 	add_match_tests();
 	add_config_tests();
 	add_action_tests();
-	add_shape_tests();
 	add_http_tests();
 	add_lpm_tests();
 	add_dnswire_tests();
 	add_rundir_tests();
 	add_bpfplan_tests();
 	add_edit_tests();
-	add_bpfpace_tests();
+	add_pace_tests();
 	add_segment_tests();
 	add_slices_tests();
 	add_bigalloc_tests();
