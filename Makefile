@@ -28,7 +28,7 @@ ALL_CFLAGS = $(CFLAGS_BASE) -I$(BUILD)/gen $(LTO) $(SANFLAGS) $(CFLAGS)
 # shim's rooms sit on it, top to bottom (see docs/ARCHITECTURE.md).
 room = $(wildcard $(1)/*.c)
 CORE_SRC := $(call room,core)
-PRELOAD_ROOMS := preload preload/intercept preload/control preload/relay preload/sink preload/stats preload/dns preload/fd \
+PRELOAD_ROOMS := preload preload/intercept preload/control preload/relay preload/sink preload/stats preload/dns preload/fd preload/tls \
 	preload/base
 PRELOAD_SRC := $(foreach r,$(PRELOAD_ROOMS),$(call room,$(r)))
 CTL_SRC := $(foreach r,ctl ctl/scenario ctl/state,$(call room,$(r)))
@@ -157,6 +157,13 @@ $(BUILD)/tests/unit: $(wildcard tests/unit/*.c tests/unit/*.h) $(UNIT_LINK) $(HE
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(wildcard tests/unit/*.c) $(UNIT_LINK) -ldl -lresolv -lcunit
 
+# preload/tls on its own (the run's CA, leaves, the ClientHello): it calls
+# libc through preload/base's trampolines, so it links libc.o too.
+TLS_LINK := $(call obj,$(call room,preload/tls) preload/base/libc.c) $(CORE_LIB)
+$(BUILD)/tests/tls_tool: tests/tls/tls_tool.c $(TLS_LINK) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(TLS_LINK) -ldl -lresolv -lpthread
+
 $(BUILD)/tests/hammer: tests/stress/hammer.c tests/integration/testutil.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lpthread
@@ -171,7 +178,7 @@ $(BUILD)/tests/%: tests/hostile/%.c tests/integration/*.h
 
 IT_NAMES := $(basename $(notdir $(wildcard tests/integration/it_*.c tests/hostile/it_*.c)))
 IT_PROGS := $(IT_NAMES:%=$(BUILD)/tests/%) $(BUILD)/tests/hammer
-test-progs: all $(BUILD)/tests/unit $(IT_PROGS) $(if $(SAN),,$(FUZZERS) man)
+test-progs: all $(BUILD)/tests/unit $(BUILD)/tests/tls_tool $(IT_PROGS) $(if $(SAN),,$(FUZZERS) man)
 
 # ---- running the tests: tests/run.sh runs any set of sections ------------
 # The conformance suite's clients: Debian packages, and npm packages pinned

@@ -314,12 +314,22 @@ s_docs() {
 	pyscript tests/docs/docs_test.py
 }
 
+s_tls() {
+	echo "=== preload/tls on its own: the run's CA, leaves, handshakes over loopback"
+	local before
+	before=$(grep -c '^fail' "$FN_COUNTS")
+	if ! tests/tls/tls.sh build && [ "$(grep -c '^fail' "$FN_COUNTS")" = "$before" ]; then
+		echo "  FAIL - tests/tls/tls.sh ended without a failed check"
+		echo fail >>"$FN_COUNTS"
+	fi
+}
+
 s_layout() {
 	echo "=== layout: only the hooks name exported symbols; calls go only downward"
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach bpf asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
+ALL="$PER_BUILD reach bpf tls asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"

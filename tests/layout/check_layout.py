@@ -84,6 +84,13 @@ ROOMS = [
      "threads, read without a lock, each entry a seqlock, by the connect path "
      "of rules with match.host, through core's fn_host_resolved: the sanctioned "
      "upcall below)."),
+    ("preload/tls", {"preload/base", "core"},
+     "the TLS termination's ground, not yet used by the relay: OpenSSL 3 "
+     "bound once in a namespace of its own, loaded only when a connection "
+     "needs it (ossl.c), the run's CA made once per run directory, owner "
+     "only (ca.c), what the CA and the leaves share (cert.c), a leaf and its "
+     "server context per name, cached (leaf.c), and a ClientHello's SNI name "
+     "and ALPN list (hello.c)."),
     ("preload/sink", {"preload/fd", "preload/base", "core"},
      "the loopback endpoints that make faults out of kernel behaviour (sink.c): "
      "blackhole, stall, hold, refuse, UDP sink."),
