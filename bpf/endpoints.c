@@ -44,7 +44,7 @@ int fnb_loopback_socket(int family, int flags, int rcvbuf, bool listening, uint1
 
 static int endpoint(int family, int kind, uint16_t *port)
 {
-	return fnb_loopback_socket(family, 0, kind == FNB_EP_STALL ? 256 * 1024 : 0,
+	return fnb_loopback_socket(family, 0, kind == FNB_EP_STALL ? FN_STALL_RCVBUF : 0,
 				   kind != FNB_EP_REFUSE, port);
 }
 

@@ -36,6 +36,12 @@ enum { FN_PROTO_TCP = 1, FN_PROTO_UDP = 2, FN_PROTO_ANY = 3 };
 
 #define FN_NAME_MAX 64
 
+/* The receive buffer of the socket a stalled connection meets (the shim's
+ * sink, the backend's stall endpoint): what one stalled connection may
+ * swallow before the app's sends block, as they would before a peer that
+ * stopped reading. */
+#define FN_STALL_RCVBUF (256 * 1024)
+
 /* What a rule did, counted for faultctl. */
 struct fn_rulecounts {
 	uint64_t attempts; /* connects and datagrams to the rule's destinations */

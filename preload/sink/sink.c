@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/rules.h"
 #include "preload/fd/fdtab.h"
 #include "preload/base/libc.h"
 #include "preload/base/signals.h"
@@ -36,8 +37,7 @@ static struct sink sinks[FN_SINK_KINDS][2]; /* [kind][0 = IPv4, 1 = IPv6] */
 static __thread int building;		    /* re-entry from a signal handler */
 
 #define STALL_BACKLOG 4096
-#define STALL_RCVBUF (256 * 1024) /* what one stalled connection may swallow */
-#define STALL_DEAD_MAX 256	  /* connections the app closed, left in a queue */
+#define STALL_DEAD_MAX 256 /* connections the app closed, left in a queue */
 #define RETIRED_MAX 64
 /* A stall listener never accepts, so a connection the app has closed stays
  * in its queue (CLOSE-WAIT, with its buffers) until the listener closes.
@@ -112,7 +112,7 @@ static int bind_listen(struct sink *s, enum fn_sink_kind kind, int family, uint1
 	int one = 1;
 	if (kind == FN_SINK_UDP)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-	int cap = STALL_RCVBUF; /* inherited by every queued connection */
+	int cap = FN_STALL_RCVBUF; /* inherited by every queued connection */
 	if (kind == FN_SINK_STALL)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &cap, sizeof(cap));
 	if (kind == FN_SINK_HOLD) /* the relay binds its openers here too */
