@@ -68,6 +68,11 @@ if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
 	chroot "$fr" update-ca-certificates >/dev/null 2>&1
 fi
 
+# The root is made a mount point of its own (bound onto itself, private):
+# inside a chroot whose / is no mount point, `unshare --mount` cannot make /
+# private ("cannot change root filesystem propagation"), and the tests that
+# mount a small tmpfs in a mount namespace of their own need it to.
+mount --bind "$fr" "$fr" && mount --make-private "$fr" && mounted+=("$fr")
 for m in proc sys dev; do
 	case $m in
 	proc) mount -t proc proc "$fr/proc" ;;
