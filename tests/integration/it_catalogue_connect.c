@@ -159,11 +159,19 @@ static void test_relayed_refused(void)
 {
 	/* Nothing listens on port 7199 of either address. */
 	differential(7199, 0, ECONNREFUSED, 0, 500);
-	/* curl tells "could not connect" (7) from "reset after it" (56). */
-	if (system("command -v curl >/dev/null") == 0) {
-		int st = system("curl -s -o /dev/null -m 5 http://127.72.0.6:7199/");
-		CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+	/* curl tells "could not connect" (7) from "reset after it" (56).
+	 * Normal build only: curl with the sanitizer build's libasan preloaded
+	 * (which that build's shim needs) hangs in its own setlocale before it
+	 * connects, shim or not; the normal build runs this same check. */
+	const char *pre = getenv("LD_PRELOAD");
+	if (pre && (strstr(pre, "libasan") || strstr(pre, "libtsan"))) {
+		printf(
+		    "(curl's exit 7 checked in the normal build only: curl hangs under libasan) ");
+		return;
 	}
+	CU_ASSERT_EQUAL_FATAL(system("command -v curl >/dev/null"), 0);
+	int st = system("curl -s -o /dev/null -m 5 http://127.72.0.6:7199/");
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 7);
 }
 
 /* A listener of backlog 0 with one connection queued drops every SYN. */
