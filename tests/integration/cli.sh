@@ -253,8 +253,10 @@ if command -v strace >/dev/null; then
 	few=$(calls)
 	for i in $(seq 11 2000); do : >"$sw/m$i.1.mem"; done
 	many=$(calls)
-	check "a start makes as many system calls with 2,000 members as with 10 ($few, $many)" \
-		holds '[ "$many" -le $((few + 2)) ]'
+	# A sweep would add a kill() per member (about 2,000); the sanitizer
+	# build's runtime alone varies its own calls by a dozen or so.
+	check "a start makes as many system calls with 2,000 members as with 10 ($few, $many; under 50 more)" \
+		holds '[ "$many" -le $((few + 50)) ]'
 	: >"$sw/d.999999999.mem"
 	env FAULTNET_RUNDIR="$sw" FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" /bin/true
 	check "a start within 10 s of the last sweep leaves a dead process's file" [ -e "$sw/d.999999999.mem" ]
