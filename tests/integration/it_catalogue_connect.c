@@ -165,8 +165,14 @@ static void test_relayed_refused(void)
 	 * connects, shim or not; the normal build runs this same check. */
 	const char *pre = getenv("LD_PRELOAD");
 	if (pre && (strstr(pre, "libasan") || strstr(pre, "libtsan"))) {
-		printf(
-		    "(curl's exit 7 checked in the normal build only: curl hangs under libasan) ");
+		printf("\n  skip - curl's exit 7 under a sanitizer build: curl hangs in its own "
+		       "setlocale with libasan preloaded (the normal build checks it)\n");
+		const char *counts = getenv("FN_COUNTS");
+		FILE *f = counts ? fopen(counts, "a") : NULL;
+		if (f) {
+			fputs("skip\n", f);
+			fclose(f);
+		}
 		return;
 	}
 	CU_ASSERT_EQUAL_FATAL(system("command -v curl >/dev/null"), 0);
