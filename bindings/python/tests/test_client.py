@@ -107,7 +107,13 @@ def test_fault_context_manager_removes_on_error(faultnet, policy):
 
 
 def test_a_process_joining_later_applies_the_change(faultnet, policy):
-    faultnet.enable("nat-lost")  # no process yet: the journal keeps it
+    # No process has joined yet: without ahead the change is refused (a
+    # misspelt group would otherwise swallow it); with ahead the journal
+    # keeps it for the process that joins.
+    with pytest.raises(FaultnetError, match="no process has joined"):
+        faultnet.enable("nat-lost")
+    faultnet.ahead = True
+    faultnet.enable("nat-lost")
     a = Agent(faultnet, policy)
     try:
         assert a.connect("127.89.0.1") == "timeout"
