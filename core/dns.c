@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "core/chance.h"
+#include "core/hostidx.h"
 
 bool (*fn_host_resolved)(const struct fn_endpoint *ep, const char *pattern);
 
@@ -87,20 +88,58 @@ bool fn_dns_rule_covers(const struct fn_policy *p, const struct fn_rule *r, cons
 	       (r->from_zone < 0 || r->from_zone == p->self_zone);
 }
 
-const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
-				    const struct fn_rule **seen)
+/* The scan in file order: without an index (memory was short when the
+ * policy was built), or for a name whose candidates the cursor cannot
+ * hold. draw: conditions are drawn, else the first covering rule. */
+static const struct fn_rule *scan(const struct fn_policy *p, const char *name,
+				  const struct fn_rule **seen, bool draw)
 {
-	*seen = NULL;
-	for (size_t i = 0; p && i < p->nrules; i++) {
+	for (size_t i = 0; i < p->nrules; i++) {
 		const struct fn_rule *r = &p->rules[i];
 		if (!fn_dns_rule_covers(p, r, name))
 			continue;
 		if (!*seen)
 			*seen = r;
-		if (fn_cond_pass(r))
+		if (!draw || fn_cond_pass(r))
 			return r;
 	}
 	return NULL;
+}
+
+/* The same from the name index (core/hostidx.h): only the rules whose
+ * pattern may match name are judged, still in file order. */
+static const struct fn_rule *first(const struct fn_policy *p, const char *name,
+				   const struct fn_rule **seen, bool draw)
+{
+	*seen = NULL;
+	if (!p || !name)
+		return NULL;
+	size_t n = strlen(name);
+	struct fn_hostidx_cur c;
+	if (!p->hosts || !fn_hostidx_start(p->hosts, name, n && name[n - 1] == '.' ? n - 1 : n, &c))
+		return scan(p, name, seen, draw);
+	for (uint32_t i; (i = fn_hostidx_next(&c)) != FN_HOSTIDX_END;) {
+		const struct fn_rule *r = &p->rules[i];
+		if (!fn_dns_rule_covers(p, r, name))
+			continue;
+		if (!*seen)
+			*seen = r;
+		if (!draw || fn_cond_pass(r))
+			return r;
+	}
+	return NULL;
+}
+
+const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
+				    const struct fn_rule **seen)
+{
+	return first(p, name, seen, true);
+}
+
+bool fn_dns_taken(const struct fn_policy *p, const char *name)
+{
+	const struct fn_rule *seen;
+	return first(p, name, &seen, false) != NULL;
 }
 
 const struct fn_rule *fn_dns_nameserver(const struct fn_policy *p, const struct fn_endpoint *ep)

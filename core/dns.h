@@ -50,9 +50,15 @@ bool fn_dns_rule_covers(const struct fn_policy *p, const struct fn_rule *r, cons
 
 /* The first enabled dns rule whose host pattern matches name and whose
  * conditions (counted per lookup) let it apply; NULL to resolve as usual.
- * *seen gets the first dns rule whose pattern matched. */
+ * *seen gets the first dns rule whose pattern matched. Judges only the
+ * rules the policy's name index (core/hostidx.h) gives for name, so that
+ * its cost does not grow with the number of dns rules. */
 const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
 				    const struct fn_rule **seen);
+
+/* Whether some enabled dns rule of this zone covers name (fn_dns_rule_covers),
+ * its conditions not drawn. */
+bool fn_dns_taken(const struct fn_policy *p, const char *name);
 
 /* The first dns rule, enabled or not, whose nameservers (match.to, any
  * address when unset; match.port, 53 when unset) include ep: queries a

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "core/dns.h"
+#include "core/hostidx.h"
 #include "core/http.h"
 #include "core/lpm.h"
 
@@ -282,6 +283,10 @@ int fn_policy_zone_index(const struct fn_policy *p, const char *name)
 
 void fn_policy_finish(struct fn_policy *p)
 {
+	if (!p->hosts || p->lpm_stale) {
+		fn_hostidx_put(p->hosts);
+		p->hosts = fn_hostidx_build(p); /* NULL when memory is short: then a scan */
+	}
 	if (!p->lpm || p->lpm_stale) {
 		fn_lpm_put(p->lpm);
 		p->lpm = fn_lpm_build(p); /* NULL when memory is short: then a scan */
@@ -360,6 +365,7 @@ void fn_policy_free(struct fn_policy *p)
 	free(p->rules);
 	free(p->zones);
 	fn_lpm_put(p->lpm);
+	fn_hostidx_put(p->hosts);
 	free(p->quick);
 	free(p);
 }
@@ -384,6 +390,8 @@ struct fn_policy *fn_policy_clone(const struct fn_policy *p)
 	*c = *p;
 	if (c->lpm) /* the same rules and CIDRs: the same index */
 		__atomic_add_fetch(&c->lpm->refs, 1, __ATOMIC_RELAXED);
+	if (c->hosts) /* the same for the names */
+		__atomic_add_fetch(&c->hosts->refs, 1, __ATOMIC_RELAXED);
 	bool ok = true;
 	/* A stale policy's quick array is of its last finish, not of its rules
 	 * now: the copy gets its own at its finish. */

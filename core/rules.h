@@ -113,15 +113,19 @@ struct fn_zone {
 };
 
 struct fn_lpm;
+struct fn_hostidx;
 
 struct fn_policy {
 	struct fn_lpm *lpm; /* the rule index (core/lpm.h); NULL: scan */
 	bool lpm_stale;	    /* rules or their CIDRs changed since it was built */
-	uint8_t *quick;	    /* per rule, by fn_policy_finish: its protocols when it
-			       is enabled and its CIDR is all its match, else 0;
-			       and 0 for indices nrules and nrules + 1 (a list's end, a
-			       skip's mark: core/lpm.h). A lookup's
-			       first candidate is judged with one load. */
+	/* The dns rules' name index (core/hostidx.h), built and shared as lpm
+	   is, stale with it; NULL: scan. */
+	struct fn_hostidx *hosts;
+	uint8_t *quick; /* per rule, by fn_policy_finish: its protocols when it
+			   is enabled and its CIDR is all its match, else 0;
+			   and 0 for indices nrules and nrules + 1 (a list's end, a
+			   skip's mark: core/lpm.h). A lookup's
+			   first candidate is judged with one load. */
 	struct fn_zone *zones;
 	size_t nzones;
 	struct fn_rule *rules;

@@ -44,10 +44,7 @@ struct call {
  * the shim's. Counts nothing (fn_getaddrinfo counts it when it runs). */
 static bool taken(const struct fn_policy *p, const char *name)
 {
-	for (size_t i = 0; name && i < p->nrules; i++)
-		if (fn_dns_rule_covers(p, &p->rules[i], name))
-			return true;
-	return false;
+	return fn_dns_taken(p, name);
 }
 
 static bool is_ours(const struct gaicb *g)

@@ -1,0 +1,220 @@
+/* test_hostidx.c - the dns rules' name index against the scan in file
+ * order it replaces: random policies of exact names, "*.suffix" patterns
+ * and host-less dns rules (disabled ones, other zones', rules whose
+ * condition always says no, non-dns rules with a host) over a few labels,
+ * so that many patterns match a name; random names of those labels in any
+ * case, with or without a trailing dot. fn_dns_decide and fn_dns_taken
+ * must give the scan's rule and seen rule; and after rules are added and
+ * removed live (core/edit.c), the rebuilt index must still agree. */
+#include <CUnit/CUnit.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/chance.h"
+#include "core/dns.h"
+#include "core/edit.h"
+#include "core/hostidx.h"
+#include "core/rules.h"
+#include "rnd.h"
+
+static uint64_t state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(uint32_t n)
+{
+	return test_rnd(&state, n);
+}
+
+static const char *const labels[] = {"a", "b", "api", "example", "test", "x-1", "_srv", "eu"};
+
+/* 1 to 4 labels, lower case. */
+static void random_host(char *out, size_t len)
+{
+	out[0] = '\0';
+	for (uint32_t k = 0, n = 1 + rnd(4); k < n; k++)
+		snprintf(out + strlen(out), len - strlen(out), "%s%s", k ? "." : "",
+			 labels[rnd(sizeof(labels) / sizeof(labels[0]))]);
+}
+
+static void random_rule(struct fn_rule *r, size_t i)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "r%zu", i);
+	r->action = rnd(8) ? FN_ACT_DNS : FN_ACT_REFUSE;
+	r->enabled = rnd(5) != 0;
+	r->protos = FN_PROTO_ANY;
+	r->from_zone = rnd(6) ? -1 : (int)rnd(2);
+	r->to_zone = -1;
+	r->stat = fn_rulestat_new();
+	r->cond.probability = 1;
+	r->cond.start_ms = r->cond.for_ms = -1;
+	if (rnd(6) == 0) { /* never applies: the lookup goes on past it */
+		r->has_cond = true;
+		r->cond.probability = 0;
+	}
+	char host[128];
+	random_host(host, sizeof(host));
+	uint32_t kind = rnd(10);
+	if (kind < 8) {
+		char text[140];
+		snprintf(text, sizeof(text), "%s%s", kind < 4 ? "*." : "", host);
+		const char *why;
+		r->host = fn_host_pattern(text, &why);
+	}
+}
+
+static struct fn_policy *random_policy(size_t n)
+{
+	struct fn_policy *p = calloc(1, sizeof(*p));
+	p->self_zone = (int)rnd(2);
+	p->nzones = 2;
+	p->zones = calloc(2, sizeof(*p->zones));
+	snprintf(p->zones[0].name, FN_NAME_MAX, "z0");
+	snprintf(p->zones[1].name, FN_NAME_MAX, "z1");
+	p->rules = calloc(n, sizeof(*p->rules));
+	p->nrules = n;
+	for (size_t i = 0; i < n; i++)
+		random_rule(&p->rules[i], i);
+	fn_policy_finish(p);
+	return p;
+}
+
+/* A name of the labels, in random case, maybe with a trailing dot. */
+static void random_name(char *out, size_t len)
+{
+	random_host(out, len - 2);
+	if (rnd(3) == 0)
+		snprintf(out, len, "%s.%s", labels[rnd(8)], strcpy((char[128]){0}, out));
+	for (char *c = out; *c; c++)
+		if (rnd(3) == 0)
+			*c = (char)toupper((unsigned char)*c);
+	if (rnd(4) == 0)
+		strcat(out, ".");
+}
+
+/* The reference: every rule in file order. */
+static const struct fn_rule *scan(const struct fn_policy *p, const char *name,
+				  const struct fn_rule **seen, bool draw)
+{
+	*seen = NULL;
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct fn_rule *r = &p->rules[i];
+		if (!fn_dns_rule_covers(p, r, name))
+			continue;
+		if (!*seen)
+			*seen = r;
+		if (!draw || fn_cond_pass(r))
+			return r;
+	}
+	return NULL;
+}
+
+/* The index and the scan agree on names of p; returns the disagreements. */
+static int compare(const struct fn_policy *p, int names)
+{
+	int bad = 0;
+	for (int k = 0; k < names; k++) {
+		char name[300];
+		random_name(name, sizeof(name));
+		const struct fn_rule *s1, *s2;
+		const struct fn_rule *want = scan(p, name, &s1, true);
+		const struct fn_rule *got = fn_dns_decide(p, name, &s2);
+		bool taken = fn_dns_taken(p, name);
+		if (want != got || s1 != s2 || taken != (s1 != NULL)) {
+			if (bad++ < 5)
+				printf("\n  %s: scan %s/%s, index %s/%s, taken %d", name,
+				       want ? want->name : "-", s1 ? s1->name : "-",
+				       got ? got->name : "-", s2 ? s2->name : "-", taken);
+		}
+	}
+	return bad;
+}
+
+static void test_index_is_the_scan(void)
+{
+	int bad = 0;
+	for (int round = 0; round < 300; round++) {
+		struct fn_policy *p = random_policy(1 + rnd(round < 200 ? 12 : 200));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p->hosts);
+		bad += compare(p, 200);
+		fn_policy_free(p);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Live adds (first or last) and removals rebuild the index with the
+ * rules' new places; enable and disable keep it. */
+static void test_index_after_edits(void)
+{
+	int bad = 0;
+	for (int round = 0; round < 40; round++) {
+		struct fn_policy *p = random_policy(1 + rnd(30));
+		for (int e = 0; e < 20; e++) {
+			char line[300], reply[256], host[128];
+			struct fn_policy *q = NULL;
+			uint32_t what = rnd(4);
+			random_host(host, sizeof(host));
+			snprintf(line, sizeof(line),
+				 "%s{ name = \"e%d_%d\"; action = \"dns\";"
+				 " error = \"nxdomain\"; match = { host = \"%s%s\"; }; }",
+				 what == 0 ? "first " : "", round, e, rnd(2) ? "*." : "", host);
+			if (what < 2)
+				q = fn_edit_add(p, line, reply, sizeof(reply));
+			else if (what == 2 && p->nrules)
+				q = fn_edit_rm(p, p->rules[rnd((uint32_t)p->nrules)].name, reply,
+					       sizeof(reply));
+			else if (p->nrules) { /* a toggle: the index is shared */
+				q = fn_policy_clone(p);
+				struct fn_rule *r = &q->rules[rnd((uint32_t)q->nrules)];
+				r->enabled = !r->enabled;
+				CU_ASSERT_PTR_EQUAL(q->hosts, p->hosts);
+			}
+			if (!q)
+				continue;
+			fn_policy_free(p);
+			p = q;
+			bad += compare(p, 50);
+		}
+		fn_policy_free(p);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* A name whose candidates are more lists than the cursor holds is
+ * scanned: the same answer. */
+static void test_many_suffixes(void)
+{
+	char name[200] = "x", pat[220];
+	struct fn_policy *p = calloc(1, sizeof(*p));
+	p->self_zone = -1;
+	p->rules = calloc(40, sizeof(*p->rules));
+	for (int i = 0; i < 40; i++) {
+		struct fn_rule *r = &p->rules[p->nrules++];
+		snprintf(r->name, sizeof(r->name), "s%d", i);
+		r->action = FN_ACT_DNS;
+		r->enabled = i == 39;
+		r->from_zone = r->to_zone = -1;
+		snprintf(pat, sizeof(pat), "*.l%d%s", i, i ? strchr(name, '.') : "");
+		const char *why;
+		r->host = fn_host_pattern(pat, &why);
+		snprintf(name + 1, sizeof(name) - 1, "%s", pat + 1); /* x.l39.l38...l0 */
+	}
+	fn_policy_finish(p);
+	const struct fn_rule *seen, *r = fn_dns_decide(p,
+						       "y.l39.l38.l37.l36.l35.l34.l33.l32.l31.l30."
+						       "l29.l28.l27.l26.l25.l24.l23.l22.l21.l20."
+						       "l19.l18.l17.l16.l15.l14.l13.l12.l11.l10."
+						       "l9.l8.l7.l6.l5.l4.l3.l2.l1.l0",
+						       &seen);
+	CU_ASSERT_PTR_EQUAL(r, &p->rules[39]);
+	fn_policy_free(p);
+}
+
+void add_hostidx_tests(void)
+{
+	CU_pSuite s = CU_add_suite("hostidx", NULL, NULL);
+	CU_add_test(s, "index_is_the_scan", test_index_is_the_scan);
+	CU_add_test(s, "index_after_edits", test_index_after_edits);
+	CU_add_test(s, "many_suffixes", test_many_suffixes);
+}
