@@ -45,7 +45,8 @@ ROOMS = [
      "over destination addresses, built per policy, shared by its copies), HTTP "
      "rules (http.c: match, per-request decision, answers), the HTTP/1.x "
      "parser's binding (hparse.c: libhttp-parser, dlmopen'd once, kept), dns "
-     "rules and host patterns (dns.c) and DNS messages read and answers built "
+     "rules and host patterns (dns.c; hostidx.c: their index of exact names and "
+     "*.suffix patterns hashed from the name's end, built per policy) and DNS messages read and answers built "
      "(dnswire.c, used by preload/dns). Built once into build/libfaultnet-core.a."),
     ("preload", {"preload/intercept", "preload/control", "preload/relay", "preload/sink",
                  "preload/stats", "preload/dns", "preload/fd", "preload/base", "core"},
