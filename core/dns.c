@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/chance.h"
 #include "core/hostidx.h"
@@ -71,21 +70,52 @@ char *fn_host_pattern(const char *text, const char **why)
 	return out;
 }
 
+/* The k bytes at a and b alike but for ASCII case (strncasecmp's, in
+ * line: a lookup compares one candidate or two, mostly short, and mostly
+ * in the pattern's own case, which costs a comparison a byte). */
+static bool same_name(const char *a, const char *b, size_t k)
+{
+	for (size_t i = 0; i < k; i++) {
+		unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
+		if (x != y &&
+		    ((x | 0x20) != (y | 0x20) || (unsigned)((x | 0x20) - 'a') > 'z' - 'a'))
+			return false;
+	}
+	return true;
+}
+
+/* fn_host_match for the n bytes of name, its trailing dot cut off. */
+static bool host_match_n(const char *pattern, const char *name, size_t n)
+{
+	size_t pl = strlen(pattern);
+	if (pattern[0] == '*' && pattern[1] == '.') /* a strict suffix: a.b matches *.b */
+		return n > pl - 1 && same_name(name + n - (pl - 1), pattern + 1, pl - 1);
+	return n == pl && same_name(name, pattern, n);
+}
+
+/* name's length without its trailing dot. */
+static size_t name_len(const char *name)
+{
+	size_t n = strlen(name);
+	return n && name[n - 1] == '.' ? n - 1 : n;
+}
+
 bool fn_host_match(const char *pattern, const char *name)
 {
-	size_t n = strlen(name), pl = strlen(pattern);
-	if (n && name[n - 1] == '.')
-		n--;
-	if (pattern[0] == '*' && pattern[1] == '.') /* a strict suffix: a.b matches *.b */
-		return n > pl - 1 && strncasecmp(name + n - (pl - 1), pattern + 1, pl - 1) == 0;
-	return n == pl && strncasecmp(name, pattern, n) == 0;
+	return host_match_n(pattern, name, name_len(name));
+}
+
+/* fn_dns_rule_covers for the n bytes of name. */
+static bool covers_n(const struct fn_policy *p, const struct fn_rule *r, const char *name, size_t n)
+{
+	return r->action == FN_ACT_DNS && r->enabled &&
+	       (!r->host || host_match_n(r->host, name, n)) &&
+	       (r->from_zone < 0 || r->from_zone == p->self_zone);
 }
 
 bool fn_dns_rule_covers(const struct fn_policy *p, const struct fn_rule *r, const char *name)
 {
-	return r->action == FN_ACT_DNS && r->enabled &&
-	       (!r->host || fn_host_match(r->host, name)) &&
-	       (r->from_zone < 0 || r->from_zone == p->self_zone);
+	return covers_n(p, r, name, name_len(name));
 }
 
 /* The scan in file order: without an index (memory was short when the
@@ -114,13 +144,13 @@ static const struct fn_rule *first(const struct fn_policy *p, const char *name,
 	*seen = NULL;
 	if (!p || !name)
 		return NULL;
-	size_t n = strlen(name);
+	size_t n = name_len(name);
 	struct fn_hostidx_cur c;
-	if (!p->hosts || !fn_hostidx_start(p->hosts, name, n && name[n - 1] == '.' ? n - 1 : n, &c))
+	if (!p->hosts || !fn_hostidx_start(p->hosts, name, n, &c))
 		return scan(p, name, seen, draw);
 	for (uint32_t i; (i = fn_hostidx_next(&c)) != FN_HOSTIDX_END;) {
 		const struct fn_rule *r = &p->rules[i];
-		if (!fn_dns_rule_covers(p, r, name))
+		if (!covers_n(p, r, name, n))
 			continue;
 		if (!*seen)
 			*seen = r;

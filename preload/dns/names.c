@@ -4,6 +4,7 @@
 #include "preload/dns/names.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,10 +58,63 @@ static void put_name(struct entry *e, const char *name)
 	memcpy(e->names[0], word, sizeof(word));
 }
 
+/* An entry's stamp is also renewed without the lock (newest() below):
+ * read and written atomically. */
+static uint64_t stamp_of(const struct entry *e)
+{
+	return __atomic_load_n(&e->stamp, __ATOMIC_RELAXED);
+}
+
+static void renew(struct entry *e)
+{
+	__atomic_store_n(&e->stamp, __atomic_add_fetch(&clock_, 1, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+}
+
+/* Whether name is already the newest name of a's entry, as a program's
+ * one endpoint is at every lookup after its first: then nothing is to be
+ * written but the entry's stamp, and no lock is taken nor signal blocked
+ * (they were most of what a lookup under dns rules cost). Reads the
+ * entry's address and first name as read_entry does, word by word. */
+static bool newest(const char *name, const struct fn_endpoint *a)
+{
+	struct entry *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+	size_t words = strlen(name) / 8 + 1; /* with its NUL */
+	if (!t || words > NAME_WORDS)
+		return false;
+	enum {
+		ADDR = offsetof(struct entry, addr) / 8,
+		NAMES0 = offsetof(struct entry, names) / 8
+	};
+	for (size_t i = 0; i < PROBE; i++) {
+		struct entry *e = &t[(home(a) + i) % SLOTS];
+		const uint64_t *src = (const uint64_t *)e;
+		uint64_t s1 = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE), addr[NAMES0 - ADDR],
+			 first[NAME_WORDS];
+		for (size_t w = 0; w < NAMES0 - ADDR; w++)
+			addr[w] = __atomic_load_n(&src[ADDR + w], __ATOMIC_ACQUIRE);
+		for (size_t w = 0; w < words; w++)
+			first[w] = __atomic_load_n(&src[NAMES0 + w], __ATOMIC_ACQUIRE);
+		if ((s1 & 1) || __atomic_load_n(&e->seq, __ATOMIC_RELAXED) != s1)
+			return false;
+		struct fn_endpoint at;
+		memcpy(&at, addr, sizeof(at));
+		if (!stamp_of(e) || !same_addr(&at, a))
+			continue;
+		if (memcmp(first, name, strlen(name) + 1) != 0)
+			return false;
+		renew(e);
+		return true;
+	}
+	return false;
+}
+
 void fn_names_record(const char *name, const struct fn_endpoint *ep)
 {
 	struct fn_endpoint a = *ep;
 	a.port = 0;
+	if (newest(name, &a))
+		return;
 	/* Signals blocked: a handler that resolves in this thread would wait
 	 * for the lock its own thread holds. */
 	sigset_t old;
@@ -78,9 +132,9 @@ void fn_names_record(const char *name, const struct fn_endpoint *ep)
 	struct entry *e = NULL, *oldest = NULL;
 	for (size_t i = 0; i < PROBE && !e; i++) {
 		struct entry *c = &table[(home(&a) + i) % SLOTS];
-		if (c->stamp && same_addr(&c->addr, &a))
+		if (stamp_of(c) && same_addr(&c->addr, &a))
 			e = c;
-		else if (!oldest || c->stamp < oldest->stamp)
+		else if (!oldest || stamp_of(c) < stamp_of(oldest))
 			oldest = c;
 	}
 	if (!e) {
@@ -90,7 +144,7 @@ void fn_names_record(const char *name, const struct fn_endpoint *ep)
 	writing = e;
 	__atomic_add_fetch(&e->seq, 1, __ATOMIC_ACQ_REL);
 	e->addr = a;
-	e->stamp = ++clock_;
+	renew(e);
 	put_name(e, name);
 	__atomic_add_fetch(&e->seq, 1, __ATOMIC_RELEASE);
 	writing = NULL;
@@ -178,7 +232,7 @@ void fn_names_atfork_child(void)
 	 * no stamp) rather than left odd for ever. */
 	pthread_mutex_init(&lock, NULL);
 	if (writing) {
-		writing->stamp = 0;
+		__atomic_store_n(&writing->stamp, 0, __ATOMIC_RELAXED);
 		memset(writing->names, 0, sizeof(writing->names));
 		writing->seq += writing->seq & 1;
 		writing = NULL;
