@@ -5,7 +5,8 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
-/* The receive paths every program takes start as stubs that resolve and
+/* The receive paths every program takes (and socket, sendto and close)
+ * start as stubs that resolve and
  * go on: their hooks then jump through the pointer with no test of it
  * (LIBC_HOT), and a hook that runs before the constructor still works. */
 static ssize_t first_recv(int fd, void *buf, size_t n, int flags)
@@ -39,7 +40,30 @@ static ssize_t first_readv(int fd, const struct iovec *iov, int iovcnt)
 	return fn_libc.readv(fd, iov, iovcnt);
 }
 
-struct fn_libc fn_libc = {.recv = first_recv,
+/* The same for the calls every UDP socket makes: socket, sendto, close. */
+static int first_socket(int domain, int type, int protocol)
+{
+	fn_libc_resolve();
+	return fn_libc.socket(domain, type, protocol);
+}
+
+static ssize_t first_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *sa,
+			    socklen_t len)
+{
+	fn_libc_resolve();
+	return fn_libc.sendto(fd, buf, n, flags, sa, len);
+}
+
+static int first_close(int fd)
+{
+	fn_libc_resolve();
+	return fn_libc.close(fd);
+}
+
+struct fn_libc fn_libc = {.socket = first_socket,
+			  .sendto = first_sendto,
+			  .close = first_close,
+			  .recv = first_recv,
 			  .recvfrom = first_recvfrom,
 			  .recvmsg = first_recvmsg,
 			  .read = first_read,

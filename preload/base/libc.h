@@ -29,7 +29,8 @@ void fn_libc_resolve(void);
 	(__builtin_expect(fn_libc.name != NULL, 1) ? fn_libc.name \
 						   : (fn_libc_resolve(), fn_libc.name))
 
-/* recv, recvfrom, recvmsg, read and readv: never NULL (they start as stubs
+/* recv, recvfrom, recvmsg, read, readv, socket, sendto and close: never
+ * NULL (they start as stubs
  * that resolve, libc.c), so the hooks' pass-through is one jump. */
 #define LIBC_HOT(name) (fn_libc.name)
 

@@ -132,18 +132,6 @@ void fn_fd_identify(int fd, dev_t *dev, ino_t *ino)
 	}
 }
 
-unsigned fn_fd_kind(int domain, int type, int protocol)
-{
-	if (domain != AF_INET && domain != AF_INET6)
-		return 0;
-	type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (type == SOCK_STREAM && (protocol == 0 || protocol == IPPROTO_TCP))
-		return FDF_TCP;
-	if (type == SOCK_DGRAM && (protocol == 0 || protocol == IPPROTO_UDP))
-		return FDF_UDP;
-	return 0;
-}
-
 unsigned fn_fd_kind_of(int fd)
 {
 	int domain, type, proto;

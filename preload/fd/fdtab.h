@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -106,7 +107,19 @@ void fn_fd_identify(int fd, dev_t *dev, ino_t *ino);
 /* FDF_TCP or FDF_UDP for an IPv4/IPv6 socket of that kind, else 0:
  * from the domain, type and protocol socket() was given, or asked of the
  * kernel for an fd the shim did not see created (three syscalls). */
-unsigned fn_fd_kind(int domain, int type, int protocol);
+static inline unsigned fn_fd_kind(int domain, int type, int protocol)
+{
+	/* SOCK_STREAM and SOCK_DGRAM are FDF_TCP and FDF_UDP (asserted
+	 * below); AF_INET and AF_INET6 are the two domains d with d | 8 == 10.
+	 * A type with flags besides these makes socket() fail: no fd to mark. */
+	unsigned t = (unsigned)type & ~(unsigned)(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if ((domain | 8) != AF_INET6 || t - 1 > 1)
+		return 0;
+	return protocol == 0 || protocol == (t == FDF_TCP ? IPPROTO_TCP : IPPROTO_UDP) ? t : 0;
+}
+_Static_assert((int)SOCK_STREAM == (int)FDF_TCP && (int)SOCK_DGRAM == (int)FDF_UDP &&
+		   (AF_INET | 8) == AF_INET6,
+	       "fn_fd_kind reads socket types as fd marks");
 unsigned fn_fd_kind_of(int fd);
 
 /* Highest fd ever flagged, so that close_range need not sweep the table. */

@@ -101,7 +101,7 @@ ssize_t fn_sendto(int fd, const void *buf, size_t n, int flags, const struct soc
 		  socklen_t len)
 {
 	if (!sa || !fn_fault_possible(fd))
-		return LIBC(sendto)(fd, buf, n, flags, sa, len);
+		return LIBC_HOT(sendto)(fd, buf, n, flags, sa, len);
 	return sendto_covered(fd, buf, n, flags, sa, len);
 }
 

@@ -20,19 +20,20 @@ struct fn_verdict {
 };
 
 /* False when no rule can cover anything fd sends: no policy, or fd's
- * protocol (when the socket hook saw it) is one no rule covers. A few loads,
- * for the send paths to skip everything else. */
+ * protocol (when the socket hook saw it) is one no rule covers. A few
+ * loads, for the send paths to skip everything else: fd's TCP and UDP
+ * marks are the policy's protocol bits (asserted below), and an fd of
+ * neither (not seen created) may carry either. */
 static inline bool fn_fault_possible(int fd)
 {
 	const struct fn_policy *p = fn_policy_current();
-	if (!p || !(p->watch_protos || p->dns_rules))
+	if (!p)
 		return false;
-	if (__builtin_expect(p->dns_rules, 0))
-		return true;
-	unsigned f = fn_fd_get(fd);
-	uint8_t known = f & FDF_TCP ? FN_PROTO_TCP : f & FDF_UDP ? FN_PROTO_UDP : 0;
-	return !known || (p->watch_protos & known);
+	unsigned known = fn_fd_get(fd) & (FDF_TCP | FDF_UDP);
+	return (p->send_protos & (known ? known : FN_PROTO_ANY)) != 0;
 }
+_Static_assert((int)FDF_TCP == (int)FN_PROTO_TCP && (int)FDF_UDP == (int)FN_PROTO_UDP,
+	       "fn_fault_possible reads fd marks as protocols");
 
 /* False when no rule covers the peer (the common case: nothing to do). */
 bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_verdict *v);
