@@ -20,12 +20,21 @@ struct fn_verdict {
 };
 
 /* False when no rule can cover anything fd sends: no policy, or fd's
- * protocol (when the socket hook saw it) is one no rule covers. A few
- * loads, for the send paths to skip everything else: fd's TCP and UDP
- * marks are the policy's protocol bits (asserted below), and an fd of
- * neither (not seen created) may carry either. */
+ * protocol (when the socket hook saw it) is one no rule covers, and no
+ * change is pending. A few loads, for the send paths to skip everything
+ * else: fd's TCP and UDP marks are the policy's protocol bits (asserted
+ * below), and an fd of neither (not seen created) may carry either. */
 static inline bool fn_fault_possible(int fd)
 {
+	/* A change faultctl made since (a UDP rule added to TCP-only rules)
+	 * must reach this send: while one is pending, the caller's slow path
+	 * (fn_fault_match, on the fresh policy) catches up first. Tested
+	 * here without calling anything, so that the pass-through keeps no
+	 * frame. */
+	const uint64_t *w = fn_groupseq_word;
+	if (w && __atomic_load_n(w, __ATOMIC_ACQUIRE) !=
+		     __atomic_load_n(&fn_groupseq_seen, __ATOMIC_RELAXED))
+		return true;
 	const struct fn_policy *p = fn_policy_current();
 	if (!p)
 		return false;

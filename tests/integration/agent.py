@@ -7,6 +7,8 @@ answer line per command to DIR/<pid>.out:
   open HOST PORT  connect and keep the socket: "opened <n>" or the error
   send N          send a line on kept socket n, read the echo: "echoed"/...
   close N         close kept socket n
+  udp             make a UDP socket and keep it: "udp <n>"
+  sendto N HOST PORT  one datagram from kept socket n: "sent" or the error
   fork            os.fork(); the child becomes an agent too: "forked <pid>"
   spawn           start a new agent with subprocess: "spawned <pid>"
   exec            re-exec this program (same pid): answers "exec" first
@@ -76,6 +78,15 @@ def handle(words):
     if cmd == "close":
         kept[int(words[1])].close()
         return "closed"
+    if cmd == "udp":
+        kept.append(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+        return "udp %d" % (len(kept) - 1)
+    if cmd == "sendto":
+        try:
+            kept[int(words[1])].sendto(b"ping\n", (words[2], int(words[3])))
+            return "sent"
+        except OSError as e:
+            return "error " + errno.errorcode.get(e.errno, str(e.errno))
     if cmd == "fork":
         pid = os.fork()
         if pid == 0:

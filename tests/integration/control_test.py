@@ -715,6 +715,47 @@ def test_timing_32():
         a.stop()
 
 
+def test_udp_rule_added_live():
+    """A process whose rules cover no UDP socket (TCP only): its sends skip
+    the rules; a UDP rule added live must reach a socket opened before it
+    and one opened after, and its removal let them through again."""
+    tcp_only = os.path.join(WORK, "tcp_only.conf")
+    with open(tcp_only, "w") as f:
+        f.write('rules = ( { name = "t"; action = "refuse"; '
+                'match = { proto = "tcp"; to = "127.66.0.9/32"; }; } );\n')
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind(("127.66.0.7", 0))
+    rx.settimeout(0.3)
+    port = rx.getsockname()[1]
+
+    def arrived():
+        try:
+            return rx.recv(16) == b"ping\n"
+        except socket.timeout:
+            return False
+
+    a = Agent.start(group="udplive", extra={"FAULTNET_CONFIG": tcp_only})
+    p = str(a.pid)
+    old = a.ask("udp").split()[1]
+    sent = a.ask("sendto %s 127.66.0.7 %d" % (old, port))
+    check("udp: under TCP-only rules a datagram goes out (%s)" % sent,
+          sent == "sent" and arrived())
+    r = ctl("-p", p, "add", '{ name = "udrop"; action = "drop"; '
+            'match = { proto = "udp"; to = "127.66.0.7/32"; }; }')
+    new = a.ask("udp").split()[1]
+    a.ask("sendto %s 127.66.0.7 %d" % (old, port))
+    a.ask("sendto %s 127.66.0.7 %d" % (new, port))
+    got = [arrived(), arrived()]
+    check("udp: a drop rule added live reaches a socket opened before it and one opened"
+          " after (%s, arrived %s)" % (r.stdout.strip(), got), r.returncode == 0 and got == [False, False],
+          r.stderr)
+    ctl("-p", p, "rm", "udrop")
+    a.ask("sendto %s 127.66.0.7 %d" % (old, port))
+    check("udp: removed, the datagrams go out again", arrived())
+    rx.close()
+    a.stop()
+
+
 def main():
     print("faultctl and live control (%s)" % BUILD)
     servers = [listener("127.66.0.1", 8443), listener("127.69.0.1", 8081)]
@@ -727,7 +768,7 @@ def main():
              test_escaping, lambda: test_stats_and_events(servers),
              lambda: test_existing_connections(servers), test_verbs, test_run_group_and_stats,
              test_stopped_and_threadless, test_refused_then_next, test_long_journal,
-             test_large_group_liveness, test_timing_32]
+             test_large_group_liveness, test_timing_32, test_udp_rule_added_live]
     try:
         for t in tests:
             # A test that raises is one failure; the agents it left are
