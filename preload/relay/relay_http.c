@@ -78,7 +78,8 @@ struct fn_hconn {
 	bool passthrough; /* requests go on as bytes, untouched */
 	bool down_raw;	  /* the server's bytes go on as bytes, untouched */
 	bool fin_wanted;  /* FIN to the app once toapp is written */
-	bool app_fin;	  /* FIN sent: what the app sends now is dropped */
+	bool app_fin;	  /* FIN sent: what the app sends now is dropped, */
+	bool up_fin;	  /* unless the FIN was the server's: then it goes on */
 	bool app_dropped; /* a request taken here went wrong: ditto */
 	bool rules_off;	  /* the server's answers are unframeable: no rule */
 	struct obuf held; /* app bytes behind a gate: [held_out, held_in) */
@@ -368,7 +369,8 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 {
 	struct fn_hconn *h = c->http;
 	struct fn_dir *dr = &c->dir[0];
-	while (!h->passthrough && !h->app_fin && !h->app_dropped && dr->lo + h->uparsed < dr->hi) {
+	bool ended = (h->app_fin && !h->up_fin) || h->app_dropped;
+	while (!h->passthrough && !ended && dr->lo + h->uparsed < dr->hi) {
 		size_t n = h->lib->execute(&h->req, &req_settings, dr->buf + dr->lo + h->uparsed,
 					   dr->hi - dr->lo - h->uparsed);
 		h->uparsed += n;
@@ -398,7 +400,7 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 		dr->lo = dr->hi = 0;
 		h->uparsed = 0;
 	}
-	bool drop = h->app_fin || h->app_dropped;
+	bool drop = ended;
 	if ((h->passthrough || drop) && dr->lo < dr->hi) {
 		h->parsing = NULL;
 		if (!drop)
@@ -567,10 +569,14 @@ static void cut(struct fn_conn *c, int mode)
  * reset), and nothing queued after is answered. */
 static void server_gone(struct fn_conn *c)
 {
-	if (c->http->up_reset)
+	if (c->http->up_reset) {
 		c->reset_pending = true;
-	else
+	} else {
+		/* A server that only half-closed still reads: what the app
+		 * sends after goes on to it, as it would directly. */
 		c->http->fin_wanted = true;
+		c->http->up_fin = true;
+	}
 }
 
 /* Whether the server closed and the app has all it sent: then the app's
@@ -856,6 +862,7 @@ static bool finished(const struct fn_conn *c)
 {
 	const struct fn_hconn *h = c->http;
 	return c->dir[0].eof && !obuf_pending(&h->toapp) &&
+	       (!h->up_fin || h->up_shut || c->up < 0) &&
 	       (h->app_fin || (!h->head && (c->up < 0 || c->dir[1].eof || h->up_failed)));
 }
 
