@@ -275,8 +275,16 @@ build/fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c $(FUZZ_CMDS) $(HEADERS) bui
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) -o $@ $< $(FUZZ_CMDS) -ldl -lresolv -lpthread
 
-fuzz: test-deps $(FUZZERS)
+# Then the HTTP engine's generated conversations (tests/http/conv_gen.py)
+# from a new seed each run (printed; CONV_SEED=N replays one), with a
+# larger budget than make test's http section.
+CONV_SEED ?= $(shell date +%s)
+CONV_COUNT ?= 600
+CONV_MIB ?= 4096
+fuzz: test-deps $(FUZZERS) $(BUILD)/libfaultnet.so
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
+	/usr/bin/python3 -u tests/http/http_engine.py $(BUILD) --generated-only --seed $(CONV_SEED) \
+		--count $(CONV_COUNT) --mib $(CONV_MIB) --seconds 3600
 
 demo: deps
 	@$(MAKE) --no-print-directory all
