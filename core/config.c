@@ -2,6 +2,7 @@
  * with the file, the line and the field; nothing unknown is ignored. */
 #include "core/config.h"
 #include "core/config_keys.h"
+#include "core/suggest.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -74,8 +75,14 @@ bool cfg_only_keys(struct ctx *c, const config_setting_t *s, const char *where,
 		bool known = false;
 		for (const char *const *k = names; *k && !known; k++)
 			known = strcmp(*k, key) == 0;
+		size_t count = 0;
+		while (!known && names[count])
+			count++;
+		const char *near = known ? NULL : fn_closest(key, names, count);
 		if (!known)
-			return cfg_fail(c, m, "%s: unknown key '%s'", where, key);
+			return cfg_fail(c, m, "%s: unknown key '%s'%s%s%s", where, key,
+					near ? ", did you mean '" : "", near ? near : "",
+					near ? "'?" : "");
 	}
 	return true;
 }
@@ -237,12 +244,16 @@ static bool parse_action(struct ctx *c, const config_setting_t *s, struct fn_rul
 			r->action = (enum fn_action)a;
 			return true;
 		}
+	const char *names[FN_ACT_COUNT];
+	for (int a = 0; a < FN_ACT_COUNT; a++)
+		names[a] = fn_action_name((enum fn_action)a);
+	const char *near = fn_closest(v, names, FN_ACT_COUNT);
 	return cfg_fail(
 	    c, s,
-	    "rule '%s': unknown action '%s' (expected blackhole, stall, drop, refuse, "
+	    "rule '%s': unknown action '%s'%s%s%s (expected blackhole, stall, drop, refuse, "
 	    "reset, unreachable, delay, latency, bandwidth, drip, close, respond, slow, "
 	    "abort or dns)",
-	    r->name, v);
+	    r->name, v, near ? ", did you mean '" : "", near ? near : "", near ? "'?" : "");
 }
 
 static bool get_number(struct ctx *c, const config_setting_t *s, const struct fn_rule *r,
@@ -307,6 +318,24 @@ static bool parse_key(struct ctx *c, const config_setting_t *s, struct fn_rule *
 	return true;
 }
 
+/* "unknown key 'latency', did you mean 'latency_ms'?": the closest of
+ * every key a rule may have. */
+static bool unknown_rule_key(struct ctx *c, const config_setting_t *m, const struct fn_rule *r,
+			     const char *key)
+{
+	static const char *const more[] = {"name",	  "action", "match", "enabled",
+					   "established", "error",  "answer"};
+	const char *names[128];
+	size_t n = fn_key_names(names, 96);
+	for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++)
+		names[n++] = more[i];
+	for (const char *const *h = cfg_http_keys; *h && n < 128; h++)
+		names[n++] = *h;
+	const char *near = fn_closest(key, names, n);
+	return cfg_fail(c, m, "rule '%s': unknown key '%s'%s%s%s", r->name, key,
+			near ? ", did you mean '" : "", near ? near : "", near ? "'?" : "");
+}
+
 /* Every member besides name, action, match and enabled must be a key the
  * action takes or a condition. */
 static bool parse_params(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
@@ -328,7 +357,7 @@ static bool parse_params(struct ctx *c, const config_setting_t *s, struct fn_rul
 			continue;
 		const struct fn_key *k = fn_key_find(key);
 		if (!k)
-			return cfg_fail(c, m, "rule '%s': unknown key '%s'", r->name, key);
+			return unknown_rule_key(c, m, r, key);
 		if (!parse_key(c, m, r, k))
 			return false;
 	}

@@ -45,8 +45,9 @@ ROOMS = [
      "over destination addresses, built per policy, shared by its copies), HTTP "
      "rules (http.c: match, per-request decision, answers), the HTTP/1.x "
      "parser's binding (hparse.c: libhttp-parser, dlmopen'd once, kept), dns "
-     "rules and host patterns (dns.c) and DNS messages read and answers built "
-     "(dnswire.c, used by preload/dns). Built once into build/libfaultnet-core.a."),
+     "rules and host patterns (dns.c), DNS messages read and answers built "
+     "(dnswire.c, used by preload/dns) and the closest name to a misspelt one "
+     "(suggest.c: did you mean). Built once into build/libfaultnet-core.a."),
     ("preload", {"preload/intercept", "preload/control", "preload/relay", "preload/sink",
                  "preload/stats", "preload/dns", "preload/fd", "preload/base", "core"},
      "the library's entry points: hooks.c (every exported symbol, one line each, "

@@ -29,14 +29,15 @@ static void test_syntax(void)
 
 static void test_unknown_keys(void)
 {
-	EXPECT("zone = \"1a\";\nzonez = ();", "t.conf:2: top level: unknown key 'zonez'");
+	EXPECT("zone = \"1a\";\nzonez = ();",
+	       "t.conf:2: top level: unknown key 'zonez', did you mean 'zone'?");
 	EXPECT("rules = (\n { name = \"a\"; action = \"drop\";\n   enable = false; }\n);",
-	       "t.conf:3: rule 'a': unknown key 'enable'");
+	       "t.conf:3: rule 'a': unknown key 'enable', did you mean 'enabled'?");
 	EXPECT("rules = ( { name = \"a\"; action = \"drop\";\n match = { dest = \"127.0.0.1\"; }; "
 	       "} );",
 	       "t.conf:2: rule 'a': match: unknown key 'dest'");
 	EXPECT("zones = ( { name = \"1a\"; cidrs = \"127.10.1.0/24\";\n cidr = \"x\"; } );",
-	       "t.conf:2: zone '1a': unknown key 'cidr'");
+	       "t.conf:2: zone '1a': unknown key 'cidr', did you mean 'cidrs'?");
 }
 
 static void test_bad_values(void)
