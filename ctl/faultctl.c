@@ -42,10 +42,10 @@ static int verb_run(struct opts *o, int argc, char **argv);
 static int verb_help(struct opts *o, int argc, char **argv);
 static const struct verb verbs[] = {
     {"check", "FILE", "validate a policy or scenario file", V_OWN, verb_check},
-    {"scenario", "FILE [--report DIR] [-- CMD [ARG...]]",
+    {"scenario", "FILE [--report DIR] [--strict] [-- CMD [ARG...]]",
      "run a timed fault plan with probes; report", V_OWN, verb_scenario},
     {"run",
-     "[--config FILE] [--zone Z] [-g GROUP] [--stats] [--allow-unreached] "
+     "[--config FILE] [--zone Z] [-g GROUP] [--stats] [--strict] [--allow-unreached] "
      "[--backend=shim|bpf|auto] -- CMD [ARG...]",
      "run a command under the shim", V_OWN, verb_run},
     {"ps", "", "processes under the shim", V_QUERY, NULL},

@@ -116,6 +116,37 @@ table=$(echo "$out" | cut -d: -f1 | tr '\n' ' ')
 check "faultctl --help lists the verbs of help --verbs, in order" holds '[ -n "$table" ] && [ "$listed" = "$table" ]'
 run "$ctl" nosuchverb
 check "faultctl: an unknown verb exits 2 and names it" holds '[ "$rc" = 2 ] && contains "$err" "unknown verb '"'"'nosuchverb'"'"'"'
+# run --strict (issue 41): a run fails when a rule it switched on never
+# fired, when an HTTP rule met traffic it could not read, or when no process
+# joined; without --strict the same runs pass.
+printf 'rules = ( { name = "never"; action = "refuse"; match = { to = "127.88.0.9/32"; port = 9; }; } );\n' >"$tmp/strict.conf"
+run "$ctl" run --config "$tmp/strict.conf" -- /bin/true
+check "faultctl run: a rule that never fired passes without --strict" [ "$rc" = 0 ]
+run "$ctl" run --strict --config "$tmp/strict.conf" -- /bin/true
+check "faultctl run --strict: a rule that never fired fails it (exit 1, named)" holds '[ "$rc" = 1 ] && contains "$err" "rule never was on and never fired"'
+run "$ctl" run --strict --config "$tmp/strict.conf" -- /usr/bin/python3 -c 'import socket
+try: socket.create_connection(("127.88.0.9", 9), timeout=2)
+except OSError: pass'
+check "faultctl run --strict: passes when its rule fired" holds '[ "$rc" = 0 ] && [ -z "$err" ]'
+run "$ctl" run --strict --config "$tmp/strict.conf" -- sh -c 'exit 5'
+check "faultctl run --strict: the command's own failure keeps its status" [ "$rc" = 5 ]
+printf 'rules = ( { name = "h"; action = "respond"; status = 503; match = { to = "127.88.0.10/32"; port = 8099; }; } );\n' >"$tmp/nothttp.conf"
+/usr/bin/python3 -c 'import socket,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.88.0.10", 8099)); s.listen(4)
+c,_=s.accept(); c.recv(100); time.sleep(1)' &
+spid=$!
+sleep 0.3
+run "$ctl" run --strict --config "$tmp/nothttp.conf" -- /usr/bin/python3 -c 'import socket
+c=socket.create_connection(("127.88.0.10", 8099), timeout=2)
+c.sendall(b"\x16\x03\x01 not http at all\r\n\r\n")
+try: c.recv(100)
+except OSError: pass'
+check "faultctl run --strict: an HTTP rule that met traffic it could not read fails it (not_http)" holds '[ "$rc" = 1 ] && contains "$err" "could not read (not_http)"'
+kill $spid 2>/dev/null
+wait $spid 2>/dev/null
+run "$ctl" run --help
+check "faultctl run --help names --strict" contains "$out" "--strict"
 run "$ctl" run --bogus -- true
 ok=false
 [ "$rc" = 2 ] && contains "$err" "unknown option '--bogus'" && ok=true

@@ -122,8 +122,10 @@ ROOMS = [
     ("ctl/scenario", {"ctl/state", "core"},
      "faultctl scenario: the file parsed and checked (parse.c), run (run.c), "
      "reported as report.json and junit.xml (report.c) and report.svg "
-     "(svg.c). One thread, no locks; it forks the scenario's command, each "
-     "step (faultctl itself, as `faultctl -g GROUP --ahead VERB ARG`) and each "
+     "(svg.c). One thread, no locks; it forks the scenario's command (and "
+     "starts its clock once that has joined the group), each step (faultctl "
+     "itself, as `faultctl -g GROUP [--ahead] VERB ARG`, --ahead for its own "
+     "group only) and each "
      "probe run (in its own process group, killed at its timeout), reads the "
      "group's counters from the files of FAULTNET_STATS_DIR, and blocks SIGINT "
      "and SIGTERM only while it undoes."),
