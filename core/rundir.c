@@ -110,6 +110,32 @@ bool fn_mem_path(char *out, size_t len, const char *dir, const char *group, pid_
 	return n > 0 && (size_t)n < len;
 }
 
+void fn_member_gone(const char *path)
+{
+	size_t n = strlen(path);
+	char done[4200];
+	if (n > 4 && strcmp(path + n - 4, ".mem") == 0 && n + 2 < sizeof(done)) {
+		snprintf(done, sizeof(done), "%.*s.done", (int)(n - 4), path);
+		if (rename(path, done) == 0)
+			return;
+	}
+	unlink(path);
+}
+
+bool fn_done_expire(const char *dir, const char *name, time_t now)
+{
+	size_t n = strlen(name);
+	if (n < 6 || name[0] == '.' || strcmp(name + n - 5, ".done") != 0)
+		return false;
+	char path[4200];
+	struct stat sb;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	/* ctime: set by the rename that made it, never by a reader. */
+	if (lstat(path, &sb) == 0 && now - sb.st_ctim.tv_sec > FN_KEEP_S)
+		unlink(path);
+	return true;
+}
+
 const char *fn_proc_fields(pid_t pid, char *buf, size_t len)
 {
 	char path[64];

@@ -2,6 +2,7 @@
  * a verb, its arguments. It checks policy files, runs commands under the
  * shim, reads the state running processes publish, and changes their
  * policies through their group's journal. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -254,36 +255,10 @@ static bool has_records(char **lines, int n, const char *type)
 	return false;
 }
 
-static int cmd_query(struct opts *o, const char *verb)
+/* stats: per rule, destination, HTTP request prefix, name looked up and
+ * connections the HTTP parser gave up on. */
+static void print_stats(const struct opts *o, char **lines, int nlines)
 {
-	if (strcmp(verb, "ps") == 0 && !o->sel.group && !o->sel.npids)
-		o->sel.all = true;
-	struct target *t = NULL;
-	int n = find(o, &t), bad = 0, nlines = 0;
-	if (n < 0)
-		return 1;
-	/* On stderr, so that --json output stays records only. */
-	if (n == 0 && o->sel.all)
-		fprintf(stderr, "faultctl: no process under faultnet (run directory %s)\n",
-			rundir());
-	else if (n == 0 && !o->sel.npids)
-		fprintf(stderr,
-			"faultctl: no process of group '%s' is running (run directory %s)\n",
-			o->sel.group ? o->sel.group : FN_GROUP_DEFAULT, rundir());
-	const char *line = strcmp(verb, "ps") == 0 ? "info" : verb;
-	struct fn_buf *replies = calloc((size_t)n + 1, sizeof(*replies));
-	char **lines = NULL;
-	for (int i = 0; i < n; i++) {
-		if (!targets_request(&t[i], line, &replies[i]) ||
-		    collect(replies[i].s, &lines, &nlines) < 0) {
-			fprintf(stderr, "faultctl: process %d: %s", (int)t[i].pid, replies[i].s);
-			bad++;
-		}
-	}
-	static const char *const ps[] = {"pid",	  "group",   "zone", "enabled",
-					 "rules", "sockets", "cmd"};
-	static const char *const rules[] = {"pid",    "name",	  "action", "enabled",
-					    "faults", "attempts", "params"};
 	static const char *const rstats[] = {"pid",	 "name",   "action",
 					     "attempts", "faults", "bytes"};
 	static const char *const dstats[] = {"pid",	  "dest",  "proto", "attempts", "faults",
@@ -300,36 +275,118 @@ static int cmd_query(struct opts *o, const char *verb)
 					     "path",	 "requests", "forwarded",
 					     "answered", "slowed",   "aborted"};
 
+	bool http = has_records(lines, nlines, "http");
+	if (http)
+		print_records(o, lines, nlines, "rule", hrstats, 11);
+	else
+		print_records(o, lines, nlines, "rule", rstats, 6);
+	if (!o->json && nlines)
+		fputc('\n', stdout);
+	print_records(o, lines, nlines, "dest", dstats, 9);
+	if (http && !o->json)
+		fputc('\n', stdout);
+	if (http)
+		print_records(o, lines, nlines, "http", hstats, 9);
+	if (has_records(lines, nlines, "name") && !o->json)
+		fputc('\n', stdout);
+	print_records(o, lines, nlines, "name", nstats, 10);
+	static const char *const ustats[] = {"pid", "not_http", "bad_request", "bad_response"};
+	if (has_records(lines, nlines, "parser") && !o->json)
+		fputc('\n', stdout);
+	print_records(o, lines, nlines, "parser", ustats, 4);
+}
+
+/* stats of a group also counts its members that have gone: their files
+ * kept as GROUP.PID.done for FN_KEEP_S (core/rundir.h), read as faultctl
+ * run --stats reads a stats directory. Their texts go to *texts (freed by
+ * the caller), their records to *lines; the number of files read. */
+static int done_records(const struct opts *o, char ***texts, char ***lines, int *nlines)
+{
+	const char *group = o->sel.group ? o->sel.group : FN_GROUP_DEFAULT;
+	size_t glen = strlen(group);
+	DIR *d = opendir(rundir());
+	struct dirent *e;
+	int n = 0;
+	time_t now = time(NULL);
+	while (d && (e = readdir(d))) {
+		const char *name = e->d_name;
+		size_t len = strlen(name);
+		char path[4400], err[600];
+		if (len <= glen + 6 || strncmp(name, group, glen) != 0 || name[glen] != '.' ||
+		    strspn(name + glen + 1, "0123456789") != len - glen - 6 ||
+		    strcmp(name + len - 5, ".done") != 0)
+			continue;
+		fn_done_expire(rundir(), name, now);
+		snprintf(path, sizeof(path), "%s/%s", rundir(), name);
+		char *text = seg_stats_text(path, err, sizeof(err));
+		char **grown = text ? realloc(*texts, (size_t)(n + 1) * sizeof(char *)) : NULL;
+		if (!grown) {
+			free(text);
+			continue;
+		}
+		*texts = grown;
+		(*texts)[n++] = text;
+		collect(text, lines, nlines);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int cmd_query(struct opts *o, const char *verb)
+{
+	if (strcmp(verb, "ps") == 0 && !o->sel.group && !o->sel.npids)
+		o->sel.all = true;
+	struct target *t = NULL;
+	int n = find(o, &t), bad = 0, nlines = 0;
+	char **lines = NULL;
+	if (n < 0)
+		return 1;
+	char **done = NULL;
+	int ndone = strcmp(verb, "stats") == 0 && !o->sel.npids && !o->sel.all
+			? done_records(o, &done, &lines, &nlines)
+			: 0;
+	/* On stderr, so that --json output stays records only. */
+	if (ndone)
+		fprintf(stderr,
+			"faultctl: counting %d process%s of group '%s' that %s exited (kept %d "
+			"min)\n",
+			ndone, ndone == 1 ? "" : "es",
+			o->sel.group ? o->sel.group : FN_GROUP_DEFAULT, ndone == 1 ? "has" : "have",
+			FN_KEEP_S / 60);
+	else if (n == 0 && o->sel.all)
+		fprintf(stderr, "faultctl: no process under faultnet (run directory %s)\n",
+			rundir());
+	else if (n == 0 && !o->sel.npids)
+		fprintf(stderr,
+			"faultctl: no process of group '%s' is running (run directory %s)\n",
+			o->sel.group ? o->sel.group : FN_GROUP_DEFAULT, rundir());
+	const char *line = strcmp(verb, "ps") == 0 ? "info" : verb;
+	struct fn_buf *replies = calloc((size_t)n + 1, sizeof(*replies));
+	for (int i = 0; i < n; i++) {
+		if (!targets_request(&t[i], line, &replies[i]) ||
+		    collect(replies[i].s, &lines, &nlines) < 0) {
+			fprintf(stderr, "faultctl: process %d: %s", (int)t[i].pid, replies[i].s);
+			bad++;
+		}
+	}
+	static const char *const ps[] = {"pid",	  "group",   "zone", "enabled",
+					 "rules", "sockets", "cmd"};
+	static const char *const rules[] = {"pid",    "name",	  "action", "enabled",
+					    "faults", "attempts", "params"};
 	if (strcmp(verb, "ps") == 0)
 		print_records(o, lines, nlines, "process", ps, 7);
 	else if (strcmp(verb, "rules") == 0)
 		print_records(o, lines, nlines, "rule", rules, 7);
 	else if (strcmp(verb, "events") == 0)
 		print_records(o, lines, nlines, "event", event_cols, EVENT_COLS);
-	else {
-		bool http = has_records(lines, nlines, "http");
-		if (http)
-			print_records(o, lines, nlines, "rule", hrstats, 11);
-		else
-			print_records(o, lines, nlines, "rule", rstats, 6);
-		if (!o->json && nlines)
-			fputc('\n', stdout);
-		print_records(o, lines, nlines, "dest", dstats, 9);
-		if (http && !o->json)
-			fputc('\n', stdout);
-		if (http)
-			print_records(o, lines, nlines, "http", hstats, 9);
-		if (has_records(lines, nlines, "name") && !o->json)
-			fputc('\n', stdout);
-		print_records(o, lines, nlines, "name", nstats, 10);
-		static const char *const ustats[] = {"pid", "not_http", "bad_request",
-						     "bad_response"};
-		if (has_records(lines, nlines, "parser") && !o->json)
-			fputc('\n', stdout);
-		print_records(o, lines, nlines, "parser", ustats, 4);
-	}
+	else
+		print_stats(o, lines, nlines);
 	for (int i = 0; i < n; i++)
 		fn_buf_free(&replies[i]);
+	for (int i = 0; i < ndone; i++)
+		free(done[i]);
+	free(done);
 	free(replies);
 	free(lines);
 	free(t);
