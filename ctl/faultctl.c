@@ -159,6 +159,7 @@ static int cmd_check(int argc, char **argv)
 	size_t on = 0;
 	for (size_t i = 0; i < p->nrules; i++)
 		on += p->rules[i].enabled;
+	run_warn_broad(argv[0], p);
 	printf("%s: ok (%zu zones, %zu rules, %zu enabled)\n", argv[0], p->nzones, p->nrules, on);
 	fn_policy_free(p);
 	return 0;

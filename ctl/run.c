@@ -78,6 +78,23 @@ static void strict_rules(const struct fn_policy *p)
 				 p->rules[i].name);
 }
 
+int run_warn_broad(const char *file, const struct fn_policy *p)
+{
+	int n = 0;
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct fn_rule *r = &p->rules[i];
+		if (r->nto || r->nports || r->from_zone >= 0 || r->to_zone >= 0 || r->host)
+			continue;
+		fprintf(stderr,
+			"faultctl: %s:%d: warning: rule '%s' has no match (to, port, zone or "
+			"host): it covers every %s\n",
+			file, r->line, r->name,
+			r->action == FN_ACT_DNS ? "lookup" : "connection of its protocols");
+		n++;
+	}
+	return n;
+}
+
 static int set_config(const char *file)
 {
 	char abs[PATH_MAX], err[1024];
@@ -92,6 +109,7 @@ static int set_config(const char *file)
 		return -1;
 	}
 	strict_rules(p);
+	run_warn_broad(file, p);
 	fn_policy_free(p);
 	return setenv("FAULTNET_CONFIG", abs, 1);
 }

@@ -116,6 +116,13 @@ table=$(echo "$out" | cut -d: -f1 | tr '\n' ' ')
 check "faultctl --help lists the verbs of help --verbs, in order" holds '[ -n "$table" ] && [ "$listed" = "$table" ]'
 run "$ctl" nosuchverb
 check "faultctl: an unknown verb exits 2 and names it" holds '[ "$rc" = 2 ] && contains "$err" "unknown verb '"'"'nosuchverb'"'"'"'
+# A rule with no match covers every connection: check and run warn of it,
+# with file and line, and go on (exit 0).
+printf 'rules = (\n  { name = "m"; action = "drop"; match = { to = "127.88.0.9/32"; }; },\n  { name = "all"; action = "drop"; enabled = false; }\n);\n' >"$tmp/broad.conf"
+run "$ctl" check "$tmp/broad.conf"
+check "faultctl check warns of a rule with no match (file:line), exit 0" holds '[ "$rc" = 0 ] && contains "$err" "broad.conf:3: warning: rule '"'"'all'"'"' has no match" && ! contains "$err" "'"'"'m'"'"'"'
+run "$ctl" run --config "$tmp/broad.conf" -- /bin/true
+check "faultctl run warns of a rule with no match" holds '[ "$rc" = 0 ] && contains "$err" "warning: rule '"'"'all'"'"' has no match"'
 # run --strict (issue 41): a run fails when a rule it switched on never
 # fired, when an HTTP rule met traffic it could not read, or when no process
 # joined; without --strict the same runs pass.
