@@ -2,6 +2,7 @@
 #include "core/rundir.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,8 +117,12 @@ void fn_member_gone(const char *path)
 	char done[4200];
 	if (n > 4 && strcmp(path + n - 4, ".mem") == 0 && n + 2 < sizeof(done)) {
 		snprintf(done, sizeof(done), "%.*s.done", (int)(n - 4), path);
-		if (rename(path, done) == 0)
+		/* Its time is when the process was found gone (no one writes a
+		 * .done after): the kept period counts from it. */
+		if (rename(path, done) == 0) {
+			utimensat(AT_FDCWD, done, NULL, AT_SYMLINK_NOFOLLOW);
 			return;
+		}
 	}
 	unlink(path);
 }
@@ -130,8 +135,8 @@ bool fn_done_expire(const char *dir, const char *name, time_t now)
 	char path[4200];
 	struct stat sb;
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	/* ctime: set by the rename that made it, never by a reader. */
-	if (lstat(path, &sb) == 0 && now - sb.st_ctim.tv_sec > FN_KEEP_S)
+	/* mtime: set when it was made (fn_member_gone), never by a reader. */
+	if (lstat(path, &sb) == 0 && now - sb.st_mtim.tv_sec > FN_KEEP_S)
 		unlink(path);
 	return true;
 }

@@ -40,7 +40,9 @@ void fn_group_file(char *out, size_t len, const char *dir, const char *group, co
 /* The counts of a member that has gone are kept this long (seconds): its
  * "GROUP.PID.mem" becomes "GROUP.PID.done" (fn_member_gone), which
  * faultctl -g GROUP stats still sums, and which a sweep removes once it
- * is older than this (fn_done_expire, by the time it was renamed). */
+ * is older than this (fn_done_expire, by the time it was renamed), as
+ * faultctl gc does, with the journal, lock and counter of a group that has
+ * had no member for as long. */
 #define FN_KEEP_S 3600
 
 /* A member's file whose process has gone: a ".mem" path is renamed to its

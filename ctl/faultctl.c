@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <sys/file.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -41,6 +44,7 @@ static int verb_check(struct opts *o, int argc, char **argv);
 static int verb_scenario(struct opts *o, int argc, char **argv);
 static int verb_run(struct opts *o, int argc, char **argv);
 static int verb_help(struct opts *o, int argc, char **argv);
+static int verb_gc(struct opts *o, int argc, char **argv);
 static const struct verb verbs[] = {
     {"check", "FILE", "validate a policy or scenario file", V_OWN, verb_check},
     {"scenario", "FILE [--report DIR] [--strict] [-- CMD [ARG...]]",
@@ -60,6 +64,7 @@ static const struct verb verbs[] = {
     {"load", "FILE", "replace every rule at once", V_CHANGE, NULL},
     {"zone", "ZONE", "retag the processes' zone", V_CHANGE, NULL},
     {"reset", "", "back to the config file (counters go on)", V_CHANGE, NULL},
+    {"gc", "", "remove files of processes and groups gone for the kept hour", V_OWN, verb_gc},
     {"help", "[--verbs]", "this text; --verbs: one verb a line, NAME:WHAT", V_OWN, verb_help},
 };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
@@ -650,6 +655,106 @@ static int verb_help(struct opts *o, int argc, char **argv)
 		return fail_usage("help takes nothing or --verbs");
 	for (size_t i = 0; i < NVERBS; i++)
 		printf("%s:%s\n", verbs[i].name, verbs[i].what);
+	return 0;
+}
+
+/* gc, one entry of the run directory: a dead member's file kept as its
+ * .done, a .done past FN_KEEP_S removed. The group it names, if any, in
+ * group; true when that group has a member or counts still kept. */
+static bool gc_entry(const char *dir, const char *name, time_t now, char *group, size_t len)
+{
+	size_t n = strlen(name);
+	const char *ext = strrchr(name, '.');
+	group[0] = '\0';
+	if (name[0] == '.' || !ext || ext == name)
+		return false;
+	if (strcmp(ext, ".journal") == 0 || strcmp(ext, ".lock") == 0 || strcmp(ext, ".seq") == 0) {
+		snprintf(group, len, "%.*s", (int)(ext - name), name);
+		return false;
+	}
+	if (strcmp(ext, ".mem") && strcmp(ext, ".sock") && strcmp(ext, ".done"))
+		return false; /* not ours to judge (the run's CA, the sweep stamp) */
+	const char *dot = ext - 1;
+	while (dot > name && *dot != '.')
+		dot--;
+	long pid = strtol(dot + 1, NULL, 10);
+	if (dot == name || pid <= 0)
+		return false;
+	snprintf(group, len, "%.*s", (int)(dot - name), name);
+	char path[4400];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (strcmp(ext, ".done") == 0) {
+		fn_done_expire(dir, name, now);
+		return access(path, F_OK) == 0;
+	}
+	if (kill((pid_t)pid, 0) == 0 || errno == EPERM)
+		return true;
+	fn_member_gone(path);
+	return n > 4 && strcmp(ext, ".mem") == 0;
+}
+
+/* A group with no member and no counts kept: its journal, counter and lock
+ * go once none has changed for FN_KEEP_S, under the group's lock so that
+ * no change is being written meanwhile. */
+static int gc_group(const char *dir, const char *group, time_t now)
+{
+	static const char *const ext[] = {"journal", "seq", "lock"};
+	char path[3][4400];
+	struct stat sb;
+	for (int i = 0; i < 3; i++) {
+		fn_group_file(path[i], sizeof(path[i]), dir, group, ext[i]);
+		if (lstat(path[i], &sb) == 0 && now - sb.st_mtim.tv_sec <= FN_KEEP_S)
+			return 0;
+	}
+	int fd = open(path[2], O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return 0;
+	}
+	int n = 0;
+	for (int i = 0; i < 3; i++)
+		n += unlink(path[i]) == 0;
+	if (fd >= 0)
+		close(fd);
+	return n;
+}
+
+/* gc: what faultctl's listings and every start do in part, for the whole
+ * run directory at once (a CI runner's last step, a test's teardown). */
+static int verb_gc(struct opts *o, int argc, char **argv)
+{
+	(void)o, (void)argv;
+	if (argc)
+		return fail_usage("gc takes no argument");
+	const char *dir = rundir();
+	time_t now = time(NULL);
+	char(*groups)[FN_NAME_MAX] = NULL, (*busy)[FN_NAME_MAX] = NULL;
+	int ng = 0, nb = 0, removed = 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char g[FN_NAME_MAX];
+		bool used = gc_entry(dir, e->d_name, now, g, sizeof(g));
+		char(**list)[FN_NAME_MAX] = used ? &busy : &groups;
+		int *count = used ? &nb : &ng;
+		void *grown = g[0] ? realloc(*list, (size_t)(*count + 1) * FN_NAME_MAX) : NULL;
+		if (grown) {
+			*list = grown;
+			snprintf((*list)[(*count)++], FN_NAME_MAX, "%s", g);
+		}
+	}
+	if (d)
+		closedir(d);
+	for (int i = 0; i < ng; i++) {
+		bool used = false;
+		for (int k = 0; k < nb && !used; k++)
+			used = strcmp(groups[i], busy[k]) == 0;
+		removed += used ? 0 : gc_group(dir, groups[i], now);
+	}
+	free(groups);
+	free(busy);
+	printf("faultctl gc: %s: %d file%s of groups gone for %d min removed\n", dir, removed,
+	       removed == 1 ? "" : "s", FN_KEEP_S / 60);
 	return 0;
 }
 

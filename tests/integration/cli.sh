@@ -154,6 +154,28 @@ kill $spid 2>/dev/null
 wait $spid 2>/dev/null
 run "$ctl" run --help
 check "faultctl run --help names --strict" contains "$out" "--strict"
+# Counts outlive the process (GROUP.PID.done, kept an hour), and faultctl gc
+# removes what is older: a finished process's counts, then its group's
+# journal, counter and lock; never a live group's files.
+gcdir="$tmp/gcdir"
+mkdir -m 0700 "$gcdir"
+run env FAULTNET_RUNDIR="$gcdir" "$ctl" run -g gone --config "$tmp/strict.conf" -- /usr/bin/python3 -c 'import socket
+try: socket.create_connection(("127.88.0.9", 9), timeout=2)
+except OSError: pass'
+run env FAULTNET_RUNDIR="$gcdir" "$ctl" -g gone --json stats
+check "faultctl -g G stats counts a process that has exited" holds 'contains "$out" "\"name\":\"never\"" && contains "$out" "\"attempts\":1" && contains "$err" "counting 1 process of group '"'"'gone'"'"' that has exited (kept 60 min)"'
+env FAULTNET_RUNDIR="$gcdir" "$ctl" -g gone --ahead enable never >/dev/null 2>&1
+env FAULTNET_RUNDIR="$gcdir" "$ctl" run -g live --config "$tmp/strict.conf" -- sleep 30 &
+livepid=$!
+sleep 0.5
+env FAULTNET_RUNDIR="$gcdir" "$ctl" -g live enable never >/dev/null 2>&1
+run env FAULTNET_RUNDIR="$gcdir" "$ctl" gc
+check "faultctl gc keeps what is within the kept hour" holds '[ "$rc" = 0 ] && ls "$gcdir"/gone.*.done >/dev/null 2>&1 && [ -e "$gcdir/gone.journal" ]'
+touch -h -d '2 hours ago' "$gcdir"/gone.* "$gcdir"/live.journal "$gcdir"/live.seq "$gcdir"/live.lock
+run env FAULTNET_RUNDIR="$gcdir" "$ctl" gc
+check "faultctl gc removes a finished group's files past the kept hour, not a live group's" holds '[ "$rc" = 0 ] && ! ls "$gcdir"/gone.* >/dev/null 2>&1 && [ -e "$gcdir/live.journal" ] && ls "$gcdir"/live.*.mem >/dev/null 2>&1'
+kill "$livepid" 2>/dev/null
+wait "$livepid" 2>/dev/null
 run "$ctl" run --bogus -- true
 ok=false
 [ "$rc" = 2 ] && contains "$err" "unknown option '--bogus'" && ok=true

@@ -115,7 +115,8 @@ ROOMS = [
      "faultctl (faultctl.c: options, and the verb table that drives the "
      "dispatch, the usage text and help --verbs): check, run (run.c; reach.c: "
      "the programs the shim cannot reach), ps, rules, stats, events (the live "
-     "members found and asked by targets.c) and every change verb (change.c: "
+     "members found and asked by targets.c; stats also sums the kept counts of "
+     "members gone), gc (faultctl.c) and every change verb (change.c: "
      "journaled, checked by faultctl itself against a member's policy, "
      "check.c, and put in force by the group's counter; journal.c writes the "
      "group's journal and counter)."),
