@@ -461,17 +461,53 @@ static bool one_rule(struct ctx *c, const config_setting_t *e, size_t i, uint32_
 				 c->p->rules[i].name, c->p->rules[j].line);
 }
 
+/* A rule's error kept among the file's (all, used of its size): whole
+ * messages only, one a line, as many as fit and at most FN_ERRORS_MAX. */
+#define FN_ERRORS_MAX 20
+static void keep_error(const struct ctx *c, char *all, size_t size, size_t *used, int bad)
+{
+	size_t len = strlen(c->err);
+	if (bad > FN_ERRORS_MAX || *used + len + 2 > size)
+		return;
+	if (*used)
+		all[(*used)++] = '\n';
+	memcpy(all + *used, c->err, len + 1);
+	*used += len;
+}
+
+/* Every rule is read even after one is wrong, so that a file's errors are
+ * said at once (up to FN_ERRORS_MAX, each FILE:LINE: on a line of its
+ * own), not one per try. */
 static bool parse_rules(struct ctx *c, const config_setting_t *s)
 {
 	uint32_t *slots;
-	size_t n = (size_t)c->lc.length(s), size;
+	size_t n = (size_t)c->lc.length(s), size, used = 0;
 	if (!rules_alloc(c, s, n, &slots, &size))
 		return false;
-	bool ok = true;
-	for (size_t i = 0; ok && i < n; i++)
-		ok = one_rule(c, c->lc.elem(s, (unsigned)i), i, slots, size);
+	char *all = malloc(c->errlen);
+	int bad = 0, kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (one_rule(c, c->lc.elem(s, (unsigned)i), i, slots, size))
+			continue;
+		size_t before = used;
+		bad++;
+		/* Room kept for the "(and N more errors)" line. */
+		if (all)
+			keep_error(c, all, c->errlen > 80 ? c->errlen - 40 : c->errlen, &used, bad);
+		kept += used != before;
+		if (!all || strstr(c->err, "out of memory"))
+			break;
+	}
 	free(slots);
-	return ok;
+	if (bad && all) {
+		int more = bad - kept;
+		snprintf(c->err, c->errlen, "%s", all);
+		if (more > 0)
+			snprintf(c->err + used, c->errlen - used, "\n(and %d more error%s)", more,
+				 more == 1 ? "" : "s");
+	}
+	free(all);
+	return bad == 0;
 }
 
 /* Rules per slice (see parse_cut); lists under twice as many are parsed

@@ -144,7 +144,7 @@ static int cmd_check(int argc, char **argv)
 {
 	if (argc != 1)
 		return fail_usage("check takes one file");
-	char err[2048];
+	char err[8192]; /* a file's errors, up to 20 */
 	if (sc_is_scenario(argv[0])) {
 		struct scenario *sc = sc_load(argv[0], err, sizeof(err));
 		if (!sc) {

@@ -27,6 +27,31 @@ static void test_syntax(void)
 	EXPECT("zone = 1a;", "t.conf:1: syntax error");
 }
 
+/* Every rule is read: the file's errors are said at once, each with its
+ * line, up to 20, then how many more. */
+static void test_every_error(void)
+{
+	EXPECT("rules = (\n { name = \"a\"; action = \"drop\"; enable = false; },\n"
+	       " { name = \"b\"; action = \"drop\"; match = { to = \"127.0.0.1/32\"; }; },\n"
+	       " { name = \"c\"; action = \"drop\"; latency = 5; }\n);",
+	       "t.conf:2: rule 'a': unknown key 'enable', did you mean 'enabled'?\n"
+	       "t.conf:4: rule 'c': unknown key 'latency', did you mean 'latency_ms'?");
+	char text[4096] = "rules = (\n", big[8192];
+	for (int i = 0; i < 25; i++)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text),
+			 " { name = \"r%d\"; action = \"drop\"; x = 1; }%s\n", i,
+			 i < 24 ? "," : "");
+	strcat(text, ");");
+	struct fn_policy *p = fn_config_load_string(text, "t.conf", NULL, big, sizeof(big));
+	CU_ASSERT_PTR_NULL(p);
+	int lines = 1;
+	for (const char *q = big; *q; q++)
+		lines += *q == '\n';
+	CU_ASSERT_EQUAL(lines, 21);
+	CU_ASSERT_PTR_NOT_NULL(
+	    strstr(big, "t.conf:21: rule 'r19': unknown key 'x'\n(and 5 more errors)"));
+}
+
 static void test_unknown_keys(void)
 {
 	EXPECT("zone = \"1a\";\nzonez = ();",
@@ -170,6 +195,7 @@ void add_config_tests(void)
 	CU_pSuite s = CU_add_suite("config", NULL, NULL);
 	CU_add_test(s, "syntax errors", test_syntax);
 	CU_add_test(s, "unknown keys", test_unknown_keys);
+	CU_add_test(s, "every error of a file", test_every_error);
 	CU_add_test(s, "bad values", test_bad_values);
 	CU_add_test(s, "actions and names", test_actions_and_names);
 	CU_add_test(s, "zones", test_zones);
