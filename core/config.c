@@ -698,6 +698,51 @@ char *cfg_slurp(const char *path, char *why, size_t whylen)
 	return buf;
 }
 
+/* Line n of text (from 1), without its comment and surrounding blanks, in
+ * out; false past the end. */
+static bool line_at(const char *text, int n, char *out, size_t len)
+{
+	for (int i = 1; i < n && text; i++)
+		text = (text = strchr(text, '\n')) ? text + 1 : NULL;
+	if (!text)
+		return false;
+	text += strspn(text, " \t");
+	size_t k = strcspn(text, "#\n");
+	while (k && (text[k - 1] == ' ' || text[k - 1] == '\t' || text[k - 1] == '\r'))
+		k--;
+	snprintf(out, len, "%.*s", (int)(k < len ? k : len - 1), text);
+	return true;
+}
+
+/* libconfig says "syntax error" and nothing more: the two slips most met,
+ * a ',' after a list's last entry and one missing between two entries,
+ * are named from the lines around the error. */
+static const char *syntax_hint(const char *text, int line)
+{
+	char at[256], before[256] = "";
+	if (!line_at(text, line, at, sizeof(at)))
+		return "";
+	for (int k = line - 1; k > 0 && !before[0]; k--)
+		line_at(text, k, before, sizeof(before));
+	size_t b = strlen(before);
+	if ((at[0] == ')' || at[0] == ']') && b && before[b - 1] == ',')
+		return ": a ',' after the last entry of a list (remove it)";
+	if (strchr(at, ']') && strstr(at, ", ]"))
+		return ": a ',' after the last entry of a list (remove it)";
+	if (at[0] == '{' && b && before[b - 1] == '}')
+		return ": a ',' missing between two entries of a list (after the '}' above)";
+	const char *eq = strchr(at, '=');
+	if (eq) {
+		eq += 1 + strspn(eq + 1, " \t");
+		size_t w = strspn(
+		    eq, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-/");
+		bool number = w && strspn(eq, "0123456789") == w;
+		if (w && !number && strncmp(eq, "true", w) && strncmp(eq, "false", w))
+			return ": a text value goes in double quotes (\"...\")";
+	}
+	return ": expected KEY = VALUE; and lists as ( { ... }, { ... } ), ',' between entries";
+}
+
 /* libconfig stops at a NUL byte as if the file ended there: say where. */
 static bool has_nul(const char *path, const char *text, size_t n, char *err, size_t errlen)
 {
@@ -768,9 +813,12 @@ static struct fn_policy *parse_with(struct ctx *c, const char *path, const char 
 		if (config_error_type(&cfg) == CONFIG_ERR_FILE_IO)
 			snprintf(c->err, c->errlen, "%s: cannot read the file", path);
 		else /* an error in an @include'd file names that file */
-			snprintf(c->err, c->errlen, "%s:%d: %s",
+			snprintf(c->err, c->errlen, "%s:%d: %s%s",
 				 config_error_file(&cfg) ? config_error_file(&cfg) : path,
-				 config_error_line(&cfg), config_error_text(&cfg));
+				 config_error_line(&cfg), config_error_text(&cfg),
+				 config_error_file(&cfg)
+				     ? ""
+				     : syntax_hint(text, config_error_line(&cfg)));
 	} else if ((c->p = calloc(1, sizeof(*c->p)))) {
 		c->p->self_zone = -1;
 		if (!parse_root(c, config_root_setting(&cfg), zone_override)) {

@@ -22,9 +22,22 @@ static const char *error_of(const char *text, const char *zone)
 
 static void test_syntax(void)
 {
-	EXPECT("rules = (\n { name = \"a\"; action = = \"drop\"; }\n);", "t.conf:2: syntax error");
-	EXPECT("zone = \"1a\";\n\nrules = (", "t.conf:3: syntax error");
-	EXPECT("zone = 1a;", "t.conf:1: syntax error");
+#define GENERIC ": expected KEY = VALUE; and lists as ( { ... }, { ... } ), ',' between entries"
+	EXPECT("rules = (\n { name = \"a\"; action = = \"drop\"; }\n);",
+	       "t.conf:2: syntax error" GENERIC);
+	EXPECT("zone = \"1a\";\n\nrules = (", "t.conf:3: syntax error" GENERIC);
+	EXPECT("zone = 1a;",
+	       "t.conf:1: syntax error: a text value goes in double quotes (\"...\")");
+	/* The two slips most met, named from the lines around the error. */
+	EXPECT("rules = (\n { name = \"a\"; action = \"drop\"; },\n # the last\n\n);",
+	       "t.conf:5: syntax error: a ',' after the last entry of a list (remove it)");
+	EXPECT("zones = ( { name = \"z\"; cidrs = [ \"127.0.0.0/8\", ]; } );",
+	       "t.conf:1: syntax error: a ',' after the last entry of a list (remove it)");
+	EXPECT("rules = (\n { name = \"a\"; action = \"drop\"; }\n { name = \"b\"; action = "
+	       "\"drop\"; }\n);",
+	       "t.conf:3: syntax error: a ',' missing between two entries of a list (after the '}' "
+	       "above)");
+#undef GENERIC
 }
 
 /* Every rule is read: the file's errors are said at once, each with its
