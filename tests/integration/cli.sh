@@ -154,6 +154,19 @@ kill $spid 2>/dev/null
 wait $spid 2>/dev/null
 run "$ctl" run --help
 check "faultctl run --help names --strict" contains "$out" "--strict"
+# docs/ci.md's job that fails when its fault never fired, run as written
+# (faultctl on PATH, the checkout's policies/, the job's ./run-my-tests):
+# a test run that never met the fault fails it; one that did passes.
+job=$(sed -n 's/^\(faultctl run --strict .*\)$/\1/p' "$root/docs/ci.md")
+mkdir "$tmp/job"
+ln -s "$root/policies" "$tmp/job/policies"
+printf '#!/bin/sh\nexit 0\n' >"$tmp/job/run-my-tests"
+chmod +x "$tmp/job/run-my-tests"
+run sh -c "cd '$tmp/job' && PATH='$build':\$PATH $job"
+check "docs/ci.md's --strict job fails when its fault never fired ($job)" holds '[ -n "$job" ] && [ "$rc" = 1 ] && contains "$err" "rule nat-lost was on and never fired"'
+printf '#!/usr/bin/python3\nimport socket\ntry: socket.create_connection(("127.66.0.1", 443), timeout=0.3)\nexcept OSError: pass\n' >"$tmp/job/run-my-tests"
+run sh -c "cd '$tmp/job' && PATH='$build':\$PATH $job"
+check "docs/ci.md's --strict job passes when its fault fired" holds '[ "$rc" = 0 ] && [ -z "$err" ]'
 # Counts outlive the process (GROUP.PID.done, kept an hour), and faultctl gc
 # removes what is older: a finished process's counts, then its group's
 # journal, counter and lock; never a live group's files.
