@@ -108,7 +108,8 @@ static int set_config(const char *file)
 		fprintf(stderr, "faultctl: %s\n", err);
 		return -1;
 	}
-	strict_rules(p);
+	if (strict.on)
+		strict_rules(p);
 	run_warn_broad(file, p);
 	fn_policy_free(p);
 	return setenv("FAULTNET_CONFIG", abs, 1);
