@@ -92,12 +92,13 @@ static void load_policy(bool passthrough)
 	if (path[0] != '/')
 		path = absolute_config(path);
 	fn_cmd_set_base(path, zone);
-	fn_policy_publish(p); /* replaces NULL: nothing to retire */
+	fn_policy_replace(p); /* replaces NULL: nothing to free */
 }
 
 static void after_fork_child(void)
 {
 	fn_groupseq_atfork_child();
+	fn_policy_atfork_child();
 	fn_owner_reset();
 	/* First: the parent's state is not the child's. Fresh memory holds no
 	 * slot a parent thread was claiming; the walk of the parent's copy

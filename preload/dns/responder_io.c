@@ -231,25 +231,15 @@ static int lookup_kind(const struct fn_dns *d)
 	return d->error ? (int)d->error : d->nanswer ? FN_LOOKUP_ANSWERED : FN_LOOKUP_DELAYED;
 }
 
-/* One query: what the dns rules say of its name, as a nameserver says it. */
-static void query(const struct dest *d, const uint8_t *m, size_t n)
+/* What rule r (a dns rule the caller holds a section on) says of a query:
+ * forwarded, after a delay or not, answered, or left to time out. */
+static void query_ruled(const struct dest *d, const uint8_t *m, size_t n, const struct fn_dnsq *q,
+			const struct fn_rule *r)
 {
 	static const int rcode[] = {[FN_DNS_NXDOMAIN] = FN_RCODE_NXDOMAIN,
 				    [FN_DNS_SERVFAIL] = FN_RCODE_SERVFAIL,
 				    [FN_DNS_NODATA] = FN_RCODE_NOERROR,
 				    [FN_DNS_REFUSED] = FN_RCODE_REFUSED};
-	struct fn_dnsq q;
-	if (!fn_dnswire_query(m, n, &q)) { /* the nameserver's to judge */
-		forward(d, m, n, 0);
-		return;
-	}
-	const struct fn_policy *p = fn_policy_fresh();
-	const struct fn_rule *seen, *r = p && p->dns_rules ? fn_dns_decide(p, q.name, &seen) : NULL;
-	fn_stats_lookup(q.name, r, r ? lookup_kind(r->dns) : FN_LOOKUP_REAL);
-	if (!r) {
-		forward(d, m, n, 0);
-		return;
-	}
 	const struct fn_dns *dns = r->dns;
 	uint64_t delay = rule_delay(r);
 	if (dns->error == FN_DNS_TIMEOUT) /* silence: the client's own timeout */
@@ -259,10 +249,29 @@ static void query(const struct dest *d, const uint8_t *m, size_t n)
 		return;
 	}
 	uint8_t out[1024];
-	size_t len = fn_dnswire_answer(m, &q, rcode[dns->error], dns->answer,
+	size_t len = fn_dnswire_answer(m, q, rcode[dns->error], dns->answer,
 				       dns->error ? 0 : dns->nanswer, 60, out, sizeof(out));
 	if (len)
 		reply(d, out, len, delay);
+}
+
+/* One query: what the dns rules say of its name, as a nameserver says it. */
+static void query(const struct dest *d, const uint8_t *m, size_t n)
+{
+	struct fn_dnsq q;
+	if (!fn_dnswire_query(m, n, &q)) { /* the nameserver's to judge */
+		forward(d, m, n, 0);
+		return;
+	}
+	struct fn_policy_hold h;
+	const struct fn_policy *p = fn_policy_fresh(&h);
+	const struct fn_rule *seen, *r = p && p->dns_rules ? fn_dns_decide(p, q.name, &seen) : NULL;
+	fn_stats_lookup(q.name, r, r ? lookup_kind(r->dns) : FN_LOOKUP_REAL);
+	if (r)
+		query_ruled(d, m, n, &q, r);
+	fn_policy_exit(&h);
+	if (!r)
+		forward(d, m, n, 0);
 }
 
 static void from_udp(int server)

@@ -117,18 +117,24 @@ static bool address_match(int fd, const struct fn_policy *p, const struct sockad
 
 bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_verdict *v)
 {
-	const struct fn_policy *p = fn_policy_fresh();
-	if (!p)
+	if (!fn_policy_summary_fresh())
 		return false;
-	bool hit = address_match(fd, p, sa, len, v);
-	if (__builtin_expect(p->dns_rules, 0) && (!hit || !v->rule)) {
+	struct fn_policy_hold h;
+	const struct fn_policy *p = fn_policy_enter(&h);
+	bool hit = p && address_match(fd, p, sa, len, v);
+	if (p && __builtin_expect(p->dns_rules, 0) && (!hit || !v->rule)) {
 		struct fn_verdict dns;
 		if (nameserver_match(fd, p, sa, len, &dns)) {
 			*v = dns;
-			return true;
+			hit = true;
 		}
 	}
-	return hit;
+	if (!hit) {
+		fn_policy_exit(&h);
+		return false;
+	}
+	v->hold = h;
+	return true;
 }
 
 static enum fn_sink_kind sink_for(const struct fn_rule *r, uint8_t proto)

@@ -20,7 +20,6 @@
 #include "core/clock.h"
 #include "preload/fd/fdtab.h"
 #include "preload/base/libc.h"
-#include "preload/base/policy.h"
 #include "preload/relay/relay_http.h"
 
 #define BUF_START (64 * 1024)
@@ -60,7 +59,6 @@ struct fn_conn *fn_conn_new(int appfd, const struct fn_rule *r, const struct soc
 	if ((c->follows = r->established)) {
 		/* Off for now: carried as it is until the rule is enabled. */
 		c->follow.on = r->enabled;
-		c->follow.policy = fn_policy_current();
 		if (r->enabled)
 			strcpy(c->follow.rule, r->name);
 		fn_endpoint_from_sockaddr(&c->follow.peer, dest, destlen);

@@ -6,7 +6,10 @@
 #include "../cunit_run.h"
 #include "../integration/testutil.h"
 
+#include <arpa/inet.h>
 #include <linux/audit.h>
+#include <netdb.h>
+#include <time.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <netinet/tcp.h>
@@ -647,6 +650,123 @@ static void test_5_cancelled_connect(void)
 	child_passes("cancel");
 }
 
+/* i38.19: the time the shim's policy swaps read. The old code freed a
+ * replaced policy once time() said 60 s had passed; this program's own
+ * time() (exported: tests/README.md) moves it on without the wait. */
+static time_t clock_ahead;
+
+time_t time(time_t *t)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	time_t v = ts.tv_sec + __atomic_load_n(&clock_ahead, __ATOMIC_RELAXED);
+	if (t)
+		*t = v;
+	return v;
+}
+
+/* faultctl -g GROUP VERB RULE, run without the shim; its exit status. */
+static int faultctl_group(const char *group, const char *verb, const char *rule)
+{
+	char ctl[4200];
+	if (!realpath("/proc/self/exe", ctl))
+		return 126;
+	for (int i = 0; i < 2; i++) {
+		char *slash = strrchr(ctl, '/');
+		if (slash)
+			*slash = '\0';
+	}
+	strcat(ctl, "/faultctl");
+	pid_t pid = fork();
+	if (pid == 0) {
+		unsetenv("LD_PRELOAD");
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		execl(ctl, "faultctl", "-g", group, verb, rule, (char *)NULL);
+		_exit(127);
+	}
+	int st = -1;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void *paused_lookup(void *arg)
+{
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
+	int rc = getaddrinfo("paused.faultnet.test", "80", &hints, &res);
+	bool ok = rc == 0 && res &&
+		  ((struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr == inet_addr("127.73.20.1");
+	if (res)
+		freeaddrinfo(res);
+	*(bool *)arg = ok;
+	return NULL;
+}
+
+/* A covered call, which applies the group's changes in this process. */
+static void covered_call(void)
+{
+	int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(9)};
+	to.sin_addr.s_addr = inet_addr("127.0.0.1");
+	connect(u, (struct sockaddr *)&to, sizeof(to));
+	close(u);
+}
+
+/* A thread waits 3 s inside a lookup a dns rule delays; meanwhile the
+ * policy is replaced twice, 61 s apart by time(). The old code freed the
+ * policy the thread was reading at the second replacement: the thread
+ * then read its rule from freed memory (perturbed by malloc: a crash). */
+static int child_paused_lookup(void)
+{
+	const char *group = getenv("FAULTNET_GROUP");
+	bool ok = false;
+	pthread_t th;
+	pthread_create(&th, NULL, paused_lookup, &ok);
+	usleep(300000);
+	int rc1 = faultctl_group(group, "disable", "flip");
+	covered_call();
+	__atomic_store_n(&clock_ahead, 61, __ATOMIC_RELAXED);
+	int rc2 = faultctl_group(group, "enable", "flip");
+	covered_call();
+	pthread_join(th, NULL);
+	if (rc1 || rc2) {
+		fprintf(stderr, "  faultctl: %d %d\n", rc1, rc2);
+		return 3;
+	}
+	return ok ? 0 : 4;
+}
+
+static void test_i38_19_paused_lookup(void)
+{
+	char conf[] = "/tmp/fn-paused-XXXXXX", group[64];
+	int fd = mkstemp(conf);
+	const char *rules = "rules = (\n"
+			    "  { name = \"paused\"; action = \"dns\"; answer = [ \"127.73.20.1\" "
+			    "]; delay_ms = 3000;"
+			    " match = { host = \"paused.faultnet.test\"; }; },\n"
+			    "  { name = \"flip\"; action = \"drop\"; match = { to = "
+			    "\"127.73.20.2/32\"; proto = \"udp\";"
+			    " }; }\n);\n";
+	CU_ASSERT_EQUAL(write(fd, rules, strlen(rules)), (ssize_t)strlen(rules));
+	close(fd);
+	snprintf(group, sizeof(group), "i38-19-%d", (int)getpid());
+	char *old = getenv("FAULTNET_CONFIG") ? strdup(getenv("FAULTNET_CONFIG")) : NULL;
+	setenv("FAULTNET_CONFIG", conf, 1);
+	setenv("FAULTNET_GROUP", group, 1);
+	/* Freed memory overwritten, so that a read of it shows. */
+	setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0:glibc.malloc.perturb=85", 1);
+	int rc = run_child("paused-lookup", 20);
+	unsetenv("GLIBC_TUNABLES");
+	unsetenv("FAULTNET_GROUP");
+	if (old)
+		setenv("FAULTNET_CONFIG", old, 1);
+	free(old);
+	unlink(conf);
+	CU_ASSERT_EQUAL(rc, 0);
+	if (rc)
+		fprintf(stderr, "  the child %s (%d)\n", rc < 0 ? "hung" : "failed", rc);
+}
+
 int main(int argc, char **argv)
 {
 	remember_self(argv[0]);
@@ -663,6 +783,8 @@ int main(int argc, char **argv)
 			return child_fork_relay();
 		if (strcmp(argv[2], "write-exit") == 0)
 			return child_write_exit();
+		if (strcmp(argv[2], "paused-lookup") == 0)
+			return child_paused_lookup();
 		return strcmp(argv[2], "cancel") == 0 ? child_cancel() : 98;
 	}
 	if (!getenv("FAULTNET_CONFIG")) {
@@ -702,5 +824,7 @@ int main(int argc, char **argv)
 		    test_28_fork_child_own_pipe);
 	CU_add_test(s, "29: the relay carries bytes where a seccomp filter refuses splice",
 		    test_29_relay_without_splice);
+	CU_add_test(s, "i38.19: a lookup paused past the old 60 s grace reads no freed policy",
+		    test_i38_19_paused_lookup);
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }
