@@ -162,8 +162,11 @@ static bool upstream_open(struct fn_dns_server *s)
 	int big = 1 << 21; /* the answers to a burst of queries (own_socket) */
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	fd = fn_fd_move_high(fd, FN_RANGE_SINK);
-	if (LIBC(connect)(fd, (struct sockaddr *)&ss, len) < 0) {
-		LIBC(close)(fd);
+	if (fd < 0 || LIBC(connect)(fd, (struct sockaddr *)&ss, len) < 0) {
+		if (fd >= 0) {
+			fn_fd_set(fd, 0);
+			LIBC(close)(fd);
+		}
 		return false;
 	}
 	fn_ownfd_set(&s->up, fd);
@@ -314,7 +317,8 @@ static void accept_one(int server)
 		LIBC(close)(fd); /* another process's */
 		return;
 	}
-	fd = fn_fd_move_high(fd, FN_RANGE_SINK);
+	if ((fd = fn_fd_move_high(fd, FN_RANGE_SINK)) < 0)
+		return;
 	for (int i = 0; i < CONNS; i++)
 		if (!conns[i].used && (conns[i].buf = malloc(2 + MSG_MAX))) {
 			conns[i] = (struct conn){true, {-1, 0, 0}, ++gens, 0, conns[i].buf, server};

@@ -250,19 +250,31 @@ bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const str
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	bool ok = prepare(fd, sa, len, v, target, tlen);
 	int err = errno;
+	/* A relayed stream fault with no fd number of the shim's free (a
+	 * tight RLIMIT_NOFILE, preload/fd/fdtab.h): the connection goes on
+	 * unfaulted, never on one of the app's numbers, and the event says so.
+	 * A connect-time fault still fails the call (fault-failed). */
+	bool nofd = !ok && err == EMFILE && v->proto == FN_PROTO_TCP && fn_rule_relayed(v->rule) &&
+		    len <= sizeof(*target);
+	if (nofd) {
+		memcpy(target, sa, len);
+		*tlen = len;
+		ok = true;
+	}
 	bool refused = !ok && v->rule->action == FN_ACT_UNREACHABLE;
 	/* An HTTP rule counts the connection's requests, not the connect; a
 	 * dns rule the queries (the responder counts them). */
 	bool http = fn_rule_http(v->rule) || v->rule->action == FN_ACT_DNS;
 	/* A connection relayed for an established rule that is off passes. */
 	bool open = v->rule->established && !v->rule->enabled;
-	int dest = fn_stats_attempt(fd, http || open ? NULL : v->rule, http ? NULL : v->seen,
-				    &v->ep, v->proto,
-				    open && ok	    ? "passed"
+	int dest = fn_stats_attempt(fd, http || open || nofd ? NULL : v->rule,
+				    http ? NULL : v->seen, &v->ep, v->proto,
+				    nofd	    ? "unfaulted-no-fd"
+				    : open && ok    ? "passed"
 				    : ok || refused ? fault_outcome(v)
 						    : "fault-failed",
 				    bytes);
-	if (ok && connecting && !record(fd, sa, len, v, target, *tlen, dest)) {
+	if (ok && connecting && !nofd && !record(fd, sa, len, v, target, *tlen, dest)) {
 		ok = false;
 		err = ENOBUFS;
 	}

@@ -198,9 +198,11 @@ int fn_conn_dial(struct fn_conn *c)
 		return 0;
 	c->up = fn_conn_socket(c->dest.ss_family);
 	if (c->up < 0) {
+		/* No fd of the shim's (EMFILE): met at once, so that the
+		 * connection goes on unfaulted (fn_fault_target). */
 		c->up_error = errno;
 		errno = e;
-		return 0;
+		return c->up_error;
 	}
 	small_window(c, c->up, 1);
 	copy_connect_timeouts(c);

@@ -408,7 +408,7 @@ static int fds_of(const char *kind, int *out, int max)
 {
 	int n = 0;
 	char path[64], link[128];
-	for (int fd = 3; fd < 4096 && n < max; fd++) {
+	for (int fd = 3, end = fd_bound(); fd < end && n < max; fd++) {
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		ssize_t len = readlink(path, link, sizeof(link) - 1);
 		if (len > 0 && (link[len] = '\0', strstr(link, kind)))
@@ -457,7 +457,7 @@ static int child_sweep(void)
 	if (npipe == 0)
 		return 6;
 	nev += npipe;
-	for (int fd = 3; fd < 4096; fd++)
+	for (int fd = 3, end = fd_bound(); fd < end; fd++)
 		if (fd != ls)
 			close(fd);
 	char path[] = "/tmp/fn-sweep-XXXXXX";
@@ -650,6 +650,69 @@ static void test_5_cancelled_connect(void)
 	child_passes("cancel");
 }
 
+/* i38.11: sockets the app opens and connects under RLIMIT_NOFILE 32 (hard
+ * limit hard), each to a peer a latency rule covers; the count is the exit
+ * status. The shim's own fds took the app's numbers once the top quarter
+ * of its range was full: 8 relayed sockets against 25 without the shim. */
+static int child_nofile(rlim_t hard)
+{
+	struct rlimit rl = {.rlim_cur = 32, .rlim_max = hard};
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 250;
+	int n = 0;
+	for (;;) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(7341)};
+		to.sin_addr.s_addr = inet_addr("127.73.13.1");
+		if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof(to)) != 0)
+			break;
+		n++;
+	}
+	return n;
+}
+
+/* How many the child opens without the shim, then with it. */
+static void nofile_counts(const char *mode, int *plain, int *shimmed)
+{
+	char *pre = strdup(getenv("LD_PRELOAD"));
+	unsetenv("LD_PRELOAD");
+	*plain = run_child(mode, 20);
+	setenv("LD_PRELOAD", pre, 1);
+	free(pre);
+	*shimmed = run_child(mode, 20);
+}
+
+static void test_i38_11_nofile(void)
+{
+	int ls = bound_socket(SOCK_STREAM, "127.73.13.1", 7341);
+	CU_ASSERT_EQUAL(listen(ls, 256), 0);
+	int plain, shimmed;
+	nofile_counts("nofile-room", &plain, &shimmed);
+	CU_ASSERT_TRUE(plain > 20 && plain < 32);
+	CU_ASSERT_EQUAL(shimmed, plain);
+	if (shimmed != plain)
+		fprintf(stderr, "  hard limit above 32: %d sockets, %d without the shim\n", shimmed,
+			plain);
+	/* No room above the soft limit: the connection goes unfaulted, and an
+	 * event says why. */
+	char path[] = "/tmp/fn-nofile-XXXXXX";
+	int fd = mkstemp(path);
+	setenv("FAULTNET_EVENTS", path, 1);
+	nofile_counts("nofile-tight", &plain, &shimmed);
+	unsetenv("FAULTNET_EVENTS");
+	CU_ASSERT_EQUAL(shimmed, plain);
+	if (shimmed != plain)
+		fprintf(stderr, "  hard limit 32: %d sockets, %d without the shim\n", shimmed,
+			plain);
+	char buf[8192] = "";
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"outcome\":\"unfaulted-no-fd\""));
+	close(fd);
+	unlink(path);
+	close(ls);
+}
+
 /* i38.19: the time the shim's policy swaps read. The old code freed a
  * replaced policy once time() said 60 s had passed; this program's own
  * time() (exported: tests/README.md) moves it on without the wait. */
@@ -785,6 +848,10 @@ int main(int argc, char **argv)
 			return child_write_exit();
 		if (strcmp(argv[2], "paused-lookup") == 0)
 			return child_paused_lookup();
+		if (strcmp(argv[2], "nofile-room") == 0)
+			return child_nofile(4096);
+		if (strcmp(argv[2], "nofile-tight") == 0)
+			return child_nofile(32);
 		return strcmp(argv[2], "cancel") == 0 ? child_cancel() : 98;
 	}
 	if (!getenv("FAULTNET_CONFIG")) {
@@ -826,5 +893,9 @@ int main(int argc, char **argv)
 		    test_29_relay_without_splice);
 	CU_add_test(s, "i38.19: a lookup paused past the old 60 s grace reads no freed policy",
 		    test_i38_19_paused_lookup);
+	CU_add_test(s,
+		    "i38.11: under RLIMIT_NOFILE 32 the app opens as many relayed sockets as "
+		    "without the shim",
+		    test_i38_11_nofile);
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }
