@@ -659,15 +659,21 @@ static int child_nofile(rlim_t hard)
 	struct rlimit rl = {.rlim_cur = 32, .rlim_max = hard};
 	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return 250;
-	int n = 0;
-	for (;;) {
+	int n = 0, fds[32];
+	for (; n < 32; n++) {
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(7341)};
 		to.sin_addr.s_addr = inet_addr("127.73.13.1");
-		if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof(to)) != 0)
+		if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof(to)) != 0) {
+			if (fd >= 0)
+				close(fd);
 			break;
-		n++;
+		}
+		fds[n] = fd;
 	}
+	/* Given back: LeakSanitizer needs fds of its own at exit. */
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
 	return n;
 }
 
