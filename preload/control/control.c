@@ -114,7 +114,7 @@ static bool child_pending;
  * counter moved (or the fork child's deferral: fn_groupseq_defer). */
 static void catch_up_live(void)
 {
-	fn_cmd_catch_up(false);
+	fn_cmd_catch_up();
 	if (child_pending) {
 		child_pending = false;
 		publish_state();
@@ -160,7 +160,7 @@ const char *fn_control_start(void)
 	publishing = !(ctl && strcmp(ctl, "off") == 0);
 	if (publishing)
 		sweep_dead();
-	fn_cmd_catch_up(true);
+	fn_cmd_catch_up();
 	if (publishing)
 		publish_state();
 	return NULL;
@@ -175,6 +175,6 @@ void fn_control_atfork_child(void)
 		fn_groupseq_defer();
 		return;
 	}
-	fn_cmd_catch_up(true);
+	fn_cmd_catch_up();
 	publish_state();
 }

@@ -134,7 +134,9 @@ const char *fn_segfile_create(const char *rundir, const char *group, const char 
 	__atomic_store_n(&fn_seg, s, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&fn_sockets_seen, __ATOMIC_SEQ_CST))
 		s->h.sockets_seen = 1;
-	fn_stats_list(fn_policy_current(), true);
+	struct fn_policy_hold h;
+	fn_stats_list(fn_policy_enter(&h), true);
+	fn_policy_exit(&h);
 	__atomic_store_n(&s->h.magic, FN_SEG_MAGIC, __ATOMIC_RELEASE);
 	bool placed = put_in_place(tmp, final);
 	int e = errno;

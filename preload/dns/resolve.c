@@ -36,34 +36,47 @@ static bool numeric(const char *name)
 	return inet_pton(AF_INET, name, buf) == 1 || inet_pton(AF_INET6, name, buf) == 1;
 }
 
-/* What the rules say of a lookup of name; r is the rule (NULL: glibc's
- * answer), after any wait the rule asks for. */
-static const struct fn_rule *decide(const struct fn_policy *p, const char *name)
+/* What the rules say of a lookup of name: the rule's part (NULL: glibc's
+ * answer), held for the caller (fn_dns_put), after any wait the rule asks
+ * for. The section on the policy ends before the wait, which may be long
+ * and is a cancellation point. */
+static struct fn_dns *decide(const char *name)
 {
-	if (!p || !p->dns_rules || !name || numeric(name))
+	if (!(fn_policy_summary_fresh() & FN_PS_DNS) || !name || numeric(name))
 		return NULL;
-	const struct fn_rule *seen, *r = fn_dns_decide(p, name, &seen);
+	struct fn_policy_hold h;
+	const struct fn_policy *p = fn_policy_enter(&h);
+	const struct fn_rule *seen, *r = p ? fn_dns_decide(p, name, &seen) : NULL;
 	if (!r) {
 		fn_stats_lookup(name, NULL, FN_LOOKUP_REAL);
+		fn_policy_exit(&h);
 		return NULL;
 	}
-	const struct fn_dns *d = r->dns;
+	struct fn_dns *d = r->dns;
 	int what = d->error ? (int)d->error : d->nanswer ? FN_LOOKUP_ANSWERED : FN_LOOKUP_DELAYED;
 	fn_stats_lookup(name, r, what);
 	int64_t wait = (int64_t)r->par.delay_ms;
 	if (r->par.jitter_ms)
 		wait +=
 		    (int64_t)((fn_random(fn_rule_key(r), fn_now_ns()) * 2 - 1) * r->par.jitter_ms);
+	fn_dns_get(d);
+	fn_policy_exit(&h);
 	if (d->error == FN_DNS_TIMEOUT)
 		wait += fn_resolver_timeout_ms("/etc/resolv.conf");
 	if (wait > 0)
 		sleep_ms((uint64_t)wait);
-	return r;
+	return d;
 }
 
-static void remember_ai(const struct fn_policy *p, const char *name, const struct addrinfo *ai)
+/* Whether what glibc answers is worth remembering (names.h). */
+static bool remembering(void)
 {
-	if (p && (p->host_rules || p->dns_rules) && name && !numeric(name))
+	return fn_policy_summary_fresh() & (FN_PS_HOST | FN_PS_DNS);
+}
+
+static void remember_ai(bool remember, const char *name, const struct addrinfo *ai)
+{
+	if (remember && name && !numeric(name))
 		fn_names_record_ai(name, ai);
 }
 
@@ -155,19 +168,19 @@ static int answer_ai(const struct fn_dns *d, const char *name, const char *servi
 int fn_getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
 		   struct addrinfo **res)
 {
-	const struct fn_policy *p = fn_policy_fresh();
-	const struct fn_rule *r = decide(p, node);
-	if (r && r->dns->error)
-		return ai_error(r->dns->error);
-	if (r && r->dns->nanswer) {
-		int rc = answer_ai(r->dns, node, service, hints, res);
+	bool remember = remembering();
+	struct fn_dns *d = decide(node);
+	if (d && (d->error || d->nanswer)) {
+		int rc = d->error ? ai_error(d->error) : answer_ai(d, node, service, hints, res);
+		fn_dns_put(d);
 		if (rc == 0)
-			remember_ai(p, node, *res);
+			remember_ai(remember, node, *res);
 		return rc;
 	}
+	fn_dns_put(d);
 	int rc = LIBC(getaddrinfo)(node, service, hints, res);
 	if (rc == 0)
-		remember_ai(p, node, *res);
+		remember_ai(remember, node, *res);
 	return rc;
 }
 
@@ -213,9 +226,9 @@ static int answer_hostent(const struct fn_dns *d, const char *name, int af, stru
 	return 0;
 }
 
-static void remember_hostent(const struct fn_policy *p, const char *name, const struct hostent *h)
+static void remember_hostent(bool remember, const char *name, const struct hostent *h)
 {
-	if (!p || !(p->host_rules || p->dns_rules) || !h || numeric(name))
+	if (!remember || !h || numeric(name))
 		return;
 	for (char **a = h->h_addr_list; *a; a++) {
 		struct fn_endpoint ep = {.v4 = h->h_addrtype == AF_INET};
@@ -224,40 +237,50 @@ static void remember_hostent(const struct fn_policy *p, const char *name, const 
 	}
 }
 
+/* A lookup the rule's part d answers (its error or its addresses). */
+static int ruled_hostent(const struct fn_dns *d, bool remember, const char *name, int af,
+			 struct hostent *ret, char *buf, size_t buflen, struct hostent **result,
+			 int *h_errnop)
+{
+	if (d->error) {
+		*h_errnop = h_error(d->error);
+		return *h_errnop == TRY_AGAIN ? EAGAIN : 0;
+	}
+	int rc = answer_hostent(d, name, af, ret, buf, buflen);
+	if (rc == ENOENT) {
+		*h_errnop = NO_DATA;
+		return 0;
+	}
+	if (rc == 0) {
+		*result = ret;
+		*h_errnop = 0;
+		remember_hostent(remember, name, ret);
+	}
+	return rc;
+}
+
 int fn_gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf, size_t buflen,
 			struct hostent **result, int *h_errnop, bool has_af)
 {
-	const struct fn_policy *p = fn_policy_fresh();
-	const struct fn_rule *r = decide(p, name);
+	bool remember = remembering();
+	struct fn_dns *d = decide(name);
 	*result = NULL;
-	if (r && r->dns->error) {
-		*h_errnop = h_error(r->dns->error);
-		return *h_errnop == TRY_AGAIN ? EAGAIN : 0;
-	}
-	if (r && r->dns->nanswer) {
-		int rc = answer_hostent(r->dns, name, af, ret, buf, buflen);
-		if (rc == ENOENT) {
-			*h_errnop = NO_DATA;
-			return 0;
-		}
-		if (rc == 0) {
-			*result = ret;
-			*h_errnop = 0;
-			remember_hostent(p, name, ret);
-		}
+	if (d && (d->error || d->nanswer)) {
+		int rc = ruled_hostent(d, remember, name, af, ret, buf, buflen, result, h_errnop);
+		fn_dns_put(d);
 		return rc;
 	}
+	fn_dns_put(d);
 	int rc = has_af ? LIBC(gethostbyname2_r)(name, af, ret, buf, buflen, result, h_errnop)
 			: LIBC(gethostbyname_r)(name, ret, buf, buflen, result, h_errnop);
 	if (rc == 0 && *result)
-		remember_hostent(p, name, *result);
+		remember_hostent(remember, name, *result);
 	return rc;
 }
 
 struct hostent *fn_gethostbyname2(const char *name, int af, bool has_af)
 {
-	const struct fn_policy *p = fn_policy_fresh();
-	if (!p || (!p->dns_rules && !p->host_rules))
+	if (!(fn_policy_summary_fresh() & (FN_PS_DNS | FN_PS_HOST)))
 		return has_af ? LIBC(gethostbyname2)(name, af) : LIBC(gethostbyname)(name);
 	/* glibc's own are not thread-safe either: one static result. */
 	static struct hostent he;

@@ -17,6 +17,7 @@ struct fn_verdict {
 	const struct fn_rule *seen; /* the rule it is counted against */
 	struct fn_endpoint ep;
 	uint8_t proto;
+	struct fn_policy_hold hold; /* the section rule and seen point into */
 };
 
 /* False when no rule can cover anything fd sends: no policy, or fd's
@@ -24,18 +25,26 @@ struct fn_verdict {
  * for the send paths to skip everything else. */
 static inline bool fn_fault_possible(int fd)
 {
-	const struct fn_policy *p = fn_policy_current();
-	if (!p || !(p->watch_protos || p->dns_rules))
+	unsigned sum = fn_policy_summary();
+	if (!(sum & (FN_PS_WATCH_TCP | FN_PS_WATCH_UDP | FN_PS_DNS)))
 		return false;
-	if (__builtin_expect(p->dns_rules, 0))
+	if (__builtin_expect(sum & FN_PS_DNS, 0))
 		return true;
 	unsigned f = fn_fd_get(fd);
 	uint8_t known = f & FDF_TCP ? FN_PROTO_TCP : f & FDF_UDP ? FN_PROTO_UDP : 0;
-	return !known || (p->watch_protos & known);
+	return !known || ((sum >> 2) & known);
 }
 
-/* False when no rule covers the peer (the common case: nothing to do). */
+/* False when no rule covers the peer (the common case: nothing to do).
+ * True with a policy section open (v->hold), which the caller closes with
+ * fn_fault_done() once it no longer reads v->rule or v->seen, before any
+ * call that may block or be a cancellation point. */
 bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_verdict *v);
+
+static inline void fn_fault_done(const struct fn_verdict *v)
+{
+	fn_policy_exit(&v->hold);
+}
 
 /* Where a faulted socket must connect or send instead; records the fault
  * on the fd and counts the attempt. False with errno when the fault cannot

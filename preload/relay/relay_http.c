@@ -230,10 +230,12 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 		*colon = '\0';
 	struct fn_http_req rq = {method, h->path, host};
 	const struct fn_rule *seen = NULL, *r = NULL;
+	struct fn_policy_hold hold; /* r and seen point into it: to the end */
+	const struct fn_policy *pol = fn_policy_fresh(&hold);
 	if (p->upgrade || p->method == HTTP_CONNECT)
 		h->upgrading = true; /* after it, bytes go through untouched */
 	else if (!h->rules_off)	     /* see unframed */
-		r = fn_http_decide(fn_policy_fresh(), &h->ep, &rq, &seen);
+		r = fn_http_decide(pol, &h->ep, &rq, &seen);
 	enum fn_req_fate fate = FN_REQ_FORWARDED;
 	if (r && r->action == FN_ACT_RESPOND) {
 		e->kind = HK_ANSWER;
@@ -242,6 +244,7 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 		e->close_after = r->http->close;
 		fate = FN_REQ_ANSWERED;
 		if (!e->answer) {
+			fn_policy_exit(&hold);
 			free(e);
 			return NULL;
 		}
@@ -261,6 +264,7 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 	}
 	e->expect = e->kind != HK_FORWARD && strcasecmp(h->expect, "100-continue") == 0;
 	fn_stats_request(seen, r, &h->ep, method, h->host, h->path, fate);
+	fn_policy_exit(&hold);
 	(void)now;
 	return e;
 }

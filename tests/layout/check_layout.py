@@ -106,7 +106,8 @@ ROOMS = [
      "identity (dev, ino) (fdtab.c), TCP acked bytes (tcpbytes.c)."),
     ("preload/base", {"core"},
      "what every part of the shim stands on: the trampolines (libc.c, LIBC(), "
-     "their fields from hooks.list), the published policy pointer (policy.c), "
+     "their fields from hooks.list), the published policy and when a replaced one "
+     "is freed (policy.c), "
      "the group's change counter and change lock (groupseq.c), the owning pid "
      "(owner.c: vfork detection), signals blocked and the shim's threads "
      "started (signals.c), the end of a process only the shim's threads are "
