@@ -95,6 +95,14 @@ const struct fn_key *fn_key_find(const char *name)
 	return NULL;
 }
 
+size_t fn_key_names(const char **out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && n < max; i++)
+		out[n++] = keys[i].name;
+	return n;
+}
+
 void fn_rule_params_init(struct fn_rule *r)
 {
 	memset(&r->par, 0, sizeof(r->par));

@@ -62,6 +62,9 @@ struct fn_key {
 
 /* The key called name, or NULL when no action takes such a key. */
 const struct fn_key *fn_key_find(const char *name);
+/* Every key's name (up to max of them, into out): the count. For the
+ * loader's "did you mean". */
+size_t fn_key_names(const char **out, size_t max);
 
 /* Stores a value already checked against the key's kind and bounds. */
 void fn_key_set_number(struct fn_rule *r, const struct fn_key *k, uint64_t v);

@@ -2,6 +2,7 @@
  * with the file, the line and the field; nothing unknown is ignored. */
 #include "core/config.h"
 #include "core/config_keys.h"
+#include "core/suggest.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -74,8 +75,14 @@ bool cfg_only_keys(struct ctx *c, const config_setting_t *s, const char *where,
 		bool known = false;
 		for (const char *const *k = names; *k && !known; k++)
 			known = strcmp(*k, key) == 0;
+		size_t count = 0;
+		while (!known && names[count])
+			count++;
+		const char *near = known ? NULL : fn_closest(key, names, count);
 		if (!known)
-			return cfg_fail(c, m, "%s: unknown key '%s'", where, key);
+			return cfg_fail(c, m, "%s: unknown key '%s'%s%s%s", where, key,
+					near ? ", did you mean '" : "", near ? near : "",
+					near ? "'?" : "");
 	}
 	return true;
 }
@@ -237,12 +244,16 @@ static bool parse_action(struct ctx *c, const config_setting_t *s, struct fn_rul
 			r->action = (enum fn_action)a;
 			return true;
 		}
+	const char *names[FN_ACT_COUNT];
+	for (int a = 0; a < FN_ACT_COUNT; a++)
+		names[a] = fn_action_name((enum fn_action)a);
+	const char *near = fn_closest(v, names, FN_ACT_COUNT);
 	return cfg_fail(
 	    c, s,
-	    "rule '%s': unknown action '%s' (expected blackhole, stall, drop, refuse, "
+	    "rule '%s': unknown action '%s'%s%s%s (expected blackhole, stall, drop, refuse, "
 	    "reset, unreachable, delay, latency, bandwidth, drip, close, respond, slow, "
 	    "abort or dns)",
-	    r->name, v);
+	    r->name, v, near ? ", did you mean '" : "", near ? near : "", near ? "'?" : "");
 }
 
 static bool get_number(struct ctx *c, const config_setting_t *s, const struct fn_rule *r,
@@ -307,6 +318,24 @@ static bool parse_key(struct ctx *c, const config_setting_t *s, struct fn_rule *
 	return true;
 }
 
+/* "unknown key 'latency', did you mean 'latency_ms'?": the closest of
+ * every key a rule may have. */
+static bool unknown_rule_key(struct ctx *c, const config_setting_t *m, const struct fn_rule *r,
+			     const char *key)
+{
+	static const char *const more[] = {"name",	  "action", "match", "enabled",
+					   "established", "error",  "answer"};
+	const char *names[128];
+	size_t n = fn_key_names(names, 96);
+	for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++)
+		names[n++] = more[i];
+	for (const char *const *h = cfg_http_keys; *h && n < 128; h++)
+		names[n++] = *h;
+	const char *near = fn_closest(key, names, n);
+	return cfg_fail(c, m, "rule '%s': unknown key '%s'%s%s%s", r->name, key,
+			near ? ", did you mean '" : "", near ? near : "", near ? "'?" : "");
+}
+
 /* Every member besides name, action, match and enabled must be a key the
  * action takes or a condition. */
 static bool parse_params(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
@@ -328,7 +357,7 @@ static bool parse_params(struct ctx *c, const config_setting_t *s, struct fn_rul
 			continue;
 		const struct fn_key *k = fn_key_find(key);
 		if (!k)
-			return cfg_fail(c, m, "rule '%s': unknown key '%s'", r->name, key);
+			return unknown_rule_key(c, m, r, key);
 		if (!parse_key(c, m, r, k))
 			return false;
 	}
@@ -432,17 +461,53 @@ static bool one_rule(struct ctx *c, const config_setting_t *e, size_t i, uint32_
 				 c->p->rules[i].name, c->p->rules[j].line);
 }
 
+/* A rule's error kept among the file's (all, used of its size): whole
+ * messages only, one a line, as many as fit and at most FN_ERRORS_MAX. */
+#define FN_ERRORS_MAX 20
+static void keep_error(const struct ctx *c, char *all, size_t size, size_t *used, int bad)
+{
+	size_t len = strlen(c->err);
+	if (bad > FN_ERRORS_MAX || *used + len + 2 > size)
+		return;
+	if (*used)
+		all[(*used)++] = '\n';
+	memcpy(all + *used, c->err, len + 1);
+	*used += len;
+}
+
+/* Every rule is read even after one is wrong, so that a file's errors are
+ * said at once (up to FN_ERRORS_MAX, each FILE:LINE: on a line of its
+ * own), not one per try. */
 static bool parse_rules(struct ctx *c, const config_setting_t *s)
 {
 	uint32_t *slots;
-	size_t n = (size_t)c->lc.length(s), size;
+	size_t n = (size_t)c->lc.length(s), size, used = 0;
 	if (!rules_alloc(c, s, n, &slots, &size))
 		return false;
-	bool ok = true;
-	for (size_t i = 0; ok && i < n; i++)
-		ok = one_rule(c, c->lc.elem(s, (unsigned)i), i, slots, size);
+	char *all = malloc(c->errlen);
+	int bad = 0, kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (one_rule(c, c->lc.elem(s, (unsigned)i), i, slots, size))
+			continue;
+		size_t before = used;
+		bad++;
+		/* Room kept for the "(and N more errors)" line. */
+		if (all)
+			keep_error(c, all, c->errlen > 80 ? c->errlen - 40 : c->errlen, &used, bad);
+		kept += used != before;
+		if (!all || strstr(c->err, "out of memory"))
+			break;
+	}
 	free(slots);
-	return ok;
+	if (bad && all) {
+		int more = bad - kept;
+		snprintf(c->err, c->errlen, "%s", all);
+		if (more > 0)
+			snprintf(c->err + used, c->errlen - used, "\n(and %d more error%s)", more,
+				 more == 1 ? "" : "s");
+	}
+	free(all);
+	return bad == 0;
 }
 
 /* Rules per slice (see parse_cut); lists under twice as many are parsed
@@ -633,6 +698,51 @@ char *cfg_slurp(const char *path, char *why, size_t whylen)
 	return buf;
 }
 
+/* Line n of text (from 1), without its comment and surrounding blanks, in
+ * out; false past the end. */
+static bool line_at(const char *text, int n, char *out, size_t len)
+{
+	for (int i = 1; i < n && text; i++)
+		text = (text = strchr(text, '\n')) ? text + 1 : NULL;
+	if (!text)
+		return false;
+	text += strspn(text, " \t");
+	size_t k = strcspn(text, "#\n");
+	while (k && (text[k - 1] == ' ' || text[k - 1] == '\t' || text[k - 1] == '\r'))
+		k--;
+	snprintf(out, len, "%.*s", (int)(k < len ? k : len - 1), text);
+	return true;
+}
+
+/* libconfig says "syntax error" and nothing more: the two slips most met,
+ * a ',' after a list's last entry and one missing between two entries,
+ * are named from the lines around the error. */
+static const char *syntax_hint(const char *text, int line)
+{
+	char at[256], before[256] = "";
+	if (!line_at(text, line, at, sizeof(at)))
+		return "";
+	for (int k = line - 1; k > 0 && !before[0]; k--)
+		line_at(text, k, before, sizeof(before));
+	size_t b = strlen(before);
+	if ((at[0] == ')' || at[0] == ']') && b && before[b - 1] == ',')
+		return ": a ',' after the last entry of a list (remove it)";
+	if (strchr(at, ']') && strstr(at, ", ]"))
+		return ": a ',' after the last entry of a list (remove it)";
+	if (at[0] == '{' && b && before[b - 1] == '}')
+		return ": a ',' missing between two entries of a list (after the '}' above)";
+	const char *eq = strchr(at, '=');
+	if (eq) {
+		eq += 1 + strspn(eq + 1, " \t");
+		size_t w = strspn(
+		    eq, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-/");
+		bool number = w && strspn(eq, "0123456789") == w;
+		if (w && !number && strncmp(eq, "true", w) && strncmp(eq, "false", w))
+			return ": a text value goes in double quotes (\"...\")";
+	}
+	return ": expected KEY = VALUE; and lists as ( { ... }, { ... } ), ',' between entries";
+}
+
 /* libconfig stops at a NUL byte as if the file ended there: say where. */
 static bool has_nul(const char *path, const char *text, size_t n, char *err, size_t errlen)
 {
@@ -703,9 +813,12 @@ static struct fn_policy *parse_with(struct ctx *c, const char *path, const char 
 		if (config_error_type(&cfg) == CONFIG_ERR_FILE_IO)
 			snprintf(c->err, c->errlen, "%s: cannot read the file", path);
 		else /* an error in an @include'd file names that file */
-			snprintf(c->err, c->errlen, "%s:%d: %s",
+			snprintf(c->err, c->errlen, "%s:%d: %s%s",
 				 config_error_file(&cfg) ? config_error_file(&cfg) : path,
-				 config_error_line(&cfg), config_error_text(&cfg));
+				 config_error_line(&cfg), config_error_text(&cfg),
+				 config_error_file(&cfg)
+				     ? ""
+				     : syntax_hint(text, config_error_line(&cfg)));
 	} else if ((c->p = calloc(1, sizeof(*c->p)))) {
 		c->p->self_zone = -1;
 		if (!parse_root(c, config_root_setting(&cfg), zone_override)) {

@@ -158,13 +158,15 @@ static bool get_http_number(struct ctx *c, const config_setting_t *s, struct fn_
 	return true;
 }
 
+const char *const cfg_http_keys[] = {"status",	    "headers", "body", "body_file",
+				     "retry_after", "close",   "mode", NULL};
+
 /* The HTTP rule keys that are not plain numbers; true in *done when key
  * was one of them. */
 bool cfg_http_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r, const char *key,
 		  bool *done)
 {
-	static const char *const keys[] = {"status",	  "headers", "body", "body_file",
-					   "retry_after", "close",   "mode", NULL};
+	const char *const *keys = cfg_http_keys;
 	static const enum fn_action owner[] = {FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
 					       FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
 					       FN_ACT_ABORT};

@@ -43,6 +43,8 @@ char *cfg_slurp(const char *path, char *why, size_t whylen);
  * own keys (true in *done when key was one); a policy with HTTP rules
  * needs the parser. */
 bool cfg_http_match(struct ctx *c, const config_setting_t *m, struct fn_rule *r);
+/* The HTTP rule keys cfg_http_key takes, NULL at the end. */
+extern const char *const cfg_http_keys[];
 bool cfg_http_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r, const char *key,
 		  bool *done);
 bool cfg_http_ready(struct ctx *c);

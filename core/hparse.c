@@ -32,6 +32,7 @@ static void load(void)
 	BIND(pause, "http_parser_pause");
 	BIND(errno_name, "http_errno_name");
 	BIND(method_str, "http_method_str");
+	BIND(keep_alive, "http_should_keep_alive");
 }
 
 const struct fn_hparse *fn_hparse_get(const char **why)

@@ -14,6 +14,7 @@ struct fn_hparse {
 	void (*pause)(http_parser *, int);
 	const char *(*errno_name)(enum http_errno);
 	const char *(*method_str)(enum http_method);
+	int (*keep_alive)(const http_parser *);
 };
 
 /* The bound functions, or NULL when the library cannot be loaded; *why then

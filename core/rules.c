@@ -323,7 +323,6 @@ void fn_policy_finish(struct fn_policy *p)
 		if (r->enabled)
 			p->active_protos |= r->protos;
 	}
-	p->send_protos = p->dns_rules ? FN_PROTO_ANY : p->watch_protos;
 }
 
 struct fn_rulestat *fn_rulestat_new(void)

@@ -135,9 +135,6 @@ struct fn_policy {
 	int self_zone;		/* this process's zone index, -1 for none */
 	uint8_t active_protos;	/* union of the enabled rules' protocols */
 	uint8_t watch_protos;	/* the same over every rule that can apply here */
-	uint8_t send_protos;	/* watch_protos, or FN_PROTO_ANY under dns rules (their
-				   nameservers' queries are the shim's): what a send
-				   from a socket of each protocol may meet */
 	bool dns_rules;		/* some rule has the dns action */
 	bool host_rules;	/* some connect rule has match.host: names are remembered */
 	bool established_rules; /* some rule has established = true */

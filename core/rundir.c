@@ -2,6 +2,7 @@
 #include "core/rundir.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,36 @@ bool fn_mem_path(char *out, size_t len, const char *dir, const char *group, pid_
 {
 	int n = snprintf(out, len, "%s/%s.%d.mem", dir, group, (int)pid);
 	return n > 0 && (size_t)n < len;
+}
+
+void fn_member_gone(const char *path)
+{
+	size_t n = strlen(path);
+	char done[4200];
+	if (n > 4 && strcmp(path + n - 4, ".mem") == 0 && n + 2 < sizeof(done)) {
+		snprintf(done, sizeof(done), "%.*s.done", (int)(n - 4), path);
+		/* Its time is when the process was found gone (no one writes a
+		 * .done after): the kept period counts from it. */
+		if (rename(path, done) == 0) {
+			utimensat(AT_FDCWD, done, NULL, AT_SYMLINK_NOFOLLOW);
+			return;
+		}
+	}
+	unlink(path);
+}
+
+bool fn_done_expire(const char *dir, const char *name, time_t now)
+{
+	size_t n = strlen(name);
+	if (n < 6 || name[0] == '.' || strcmp(name + n - 5, ".done") != 0)
+		return false;
+	char path[4200];
+	struct stat sb;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	/* mtime: set when it was made (fn_member_gone), never by a reader. */
+	if (lstat(path, &sb) == 0 && now - sb.st_mtim.tv_sec > FN_KEEP_S)
+		unlink(path);
+	return true;
 }
 
 const char *fn_proc_fields(pid_t pid, char *buf, size_t len)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define FN_GROUP_DEFAULT "default"
 
@@ -35,6 +36,22 @@ uint64_t fn_proc_start(pid_t pid);
 bool fn_sock_path(char *out, size_t len, const char *dir, const char *group, pid_t pid);
 bool fn_mem_path(char *out, size_t len, const char *dir, const char *group, pid_t pid);
 void fn_group_file(char *out, size_t len, const char *dir, const char *group, const char *ext);
+
+/* The counts of a member that has gone are kept this long (seconds): its
+ * "GROUP.PID.mem" becomes "GROUP.PID.done" (fn_member_gone), which
+ * faultctl -g GROUP stats still sums, and which a sweep removes once it
+ * is older than this (fn_done_expire, by the time it was renamed), as
+ * faultctl gc does, with the journal, lock and counter of a group that has
+ * had no member for as long. */
+#define FN_KEEP_S 3600
+
+/* A member's file whose process has gone: a ".mem" path is renamed to its
+ * ".done", a ".sock" one removed. */
+void fn_member_gone(const char *path);
+
+/* name (an entry of dir) is a ".done" file: true, and it is removed when
+ * older than FN_KEEP_S at now. */
+bool fn_done_expire(const char *dir, const char *name, time_t now);
 
 /* The group's change counter, "DIR/GROUP.seq": the sequence number of the
  * last change faultctl journaled for the group, in the first 8 bytes of a

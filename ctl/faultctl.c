@@ -2,6 +2,7 @@
  * a verb, its arguments. It checks policy files, runs commands under the
  * shim, reads the state running processes publish, and changes their
  * policies through their group's journal. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -10,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <sys/file.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -40,12 +44,13 @@ static int verb_check(struct opts *o, int argc, char **argv);
 static int verb_scenario(struct opts *o, int argc, char **argv);
 static int verb_run(struct opts *o, int argc, char **argv);
 static int verb_help(struct opts *o, int argc, char **argv);
+static int verb_gc(struct opts *o, int argc, char **argv);
 static const struct verb verbs[] = {
     {"check", "FILE", "validate a policy or scenario file", V_OWN, verb_check},
-    {"scenario", "FILE [--report DIR] [-- CMD [ARG...]]",
+    {"scenario", "FILE [--report DIR] [--strict] [-- CMD [ARG...]]",
      "run a timed fault plan with probes; report", V_OWN, verb_scenario},
     {"run",
-     "[--config FILE] [--zone Z] [-g GROUP] [--stats] [--allow-unreached] "
+     "[--config FILE] [--zone Z] [-g GROUP] [--stats] [--strict] [--allow-unreached] "
      "[--backend=shim|bpf|auto] -- CMD [ARG...]",
      "run a command under the shim", V_OWN, verb_run},
     {"ps", "", "processes under the shim", V_QUERY, NULL},
@@ -59,6 +64,7 @@ static const struct verb verbs[] = {
     {"load", "FILE", "replace every rule at once", V_CHANGE, NULL},
     {"zone", "ZONE", "retag the processes' zone", V_CHANGE, NULL},
     {"reset", "", "back to the config file (counters go on)", V_CHANGE, NULL},
+    {"gc", "", "remove files of processes and groups gone for the kept hour", V_OWN, verb_gc},
     {"help", "[--verbs]", "this text; --verbs: one verb a line, NAME:WHAT", V_OWN, verb_help},
 };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
@@ -138,7 +144,7 @@ static int cmd_check(int argc, char **argv)
 {
 	if (argc != 1)
 		return fail_usage("check takes one file");
-	char err[2048];
+	char err[8192]; /* a file's errors, up to 20 */
 	if (sc_is_scenario(argv[0])) {
 		struct scenario *sc = sc_load(argv[0], err, sizeof(err));
 		if (!sc) {
@@ -158,6 +164,7 @@ static int cmd_check(int argc, char **argv)
 	size_t on = 0;
 	for (size_t i = 0; i < p->nrules; i++)
 		on += p->rules[i].enabled;
+	run_warn_broad(argv[0], p);
 	printf("%s: ok (%zu zones, %zu rules, %zu enabled)\n", argv[0], p->nzones, p->nrules, on);
 	fn_policy_free(p);
 	return 0;
@@ -254,36 +261,10 @@ static bool has_records(char **lines, int n, const char *type)
 	return false;
 }
 
-static int cmd_query(struct opts *o, const char *verb)
+/* stats: per rule, destination, HTTP request prefix, name looked up and
+ * connections the HTTP parser gave up on. */
+static void print_stats(const struct opts *o, char **lines, int nlines)
 {
-	if (strcmp(verb, "ps") == 0 && !o->sel.group && !o->sel.npids)
-		o->sel.all = true;
-	struct target *t = NULL;
-	int n = find(o, &t), bad = 0, nlines = 0;
-	if (n < 0)
-		return 1;
-	/* On stderr, so that --json output stays records only. */
-	if (n == 0 && o->sel.all)
-		fprintf(stderr, "faultctl: no process under faultnet (run directory %s)\n",
-			rundir());
-	else if (n == 0 && !o->sel.npids)
-		fprintf(stderr,
-			"faultctl: no process of group '%s' is running (run directory %s)\n",
-			o->sel.group ? o->sel.group : FN_GROUP_DEFAULT, rundir());
-	const char *line = strcmp(verb, "ps") == 0 ? "info" : verb;
-	struct fn_buf *replies = calloc((size_t)n + 1, sizeof(*replies));
-	char **lines = NULL;
-	for (int i = 0; i < n; i++) {
-		if (!targets_request(&t[i], line, &replies[i]) ||
-		    collect(replies[i].s, &lines, &nlines) < 0) {
-			fprintf(stderr, "faultctl: process %d: %s", (int)t[i].pid, replies[i].s);
-			bad++;
-		}
-	}
-	static const char *const ps[] = {"pid",	  "group",   "zone", "enabled",
-					 "rules", "sockets", "cmd"};
-	static const char *const rules[] = {"pid",    "name",	  "action", "enabled",
-					    "faults", "attempts", "params"};
 	static const char *const rstats[] = {"pid",	 "name",   "action",
 					     "attempts", "faults", "bytes"};
 	static const char *const dstats[] = {"pid",	  "dest",  "proto", "attempts", "faults",
@@ -300,36 +281,118 @@ static int cmd_query(struct opts *o, const char *verb)
 					     "path",	 "requests", "forwarded",
 					     "answered", "slowed",   "aborted"};
 
+	bool http = has_records(lines, nlines, "http");
+	if (http)
+		print_records(o, lines, nlines, "rule", hrstats, 11);
+	else
+		print_records(o, lines, nlines, "rule", rstats, 6);
+	if (!o->json && nlines)
+		fputc('\n', stdout);
+	print_records(o, lines, nlines, "dest", dstats, 9);
+	if (http && !o->json)
+		fputc('\n', stdout);
+	if (http)
+		print_records(o, lines, nlines, "http", hstats, 9);
+	if (has_records(lines, nlines, "name") && !o->json)
+		fputc('\n', stdout);
+	print_records(o, lines, nlines, "name", nstats, 10);
+	static const char *const ustats[] = {"pid", "not_http", "bad_request", "bad_response"};
+	if (has_records(lines, nlines, "parser") && !o->json)
+		fputc('\n', stdout);
+	print_records(o, lines, nlines, "parser", ustats, 4);
+}
+
+/* stats of a group also counts its members that have gone: their files
+ * kept as GROUP.PID.done for FN_KEEP_S (core/rundir.h), read as faultctl
+ * run --stats reads a stats directory. Their texts go to *texts (freed by
+ * the caller), their records to *lines; the number of files read. */
+static int done_records(const struct opts *o, char ***texts, char ***lines, int *nlines)
+{
+	const char *group = o->sel.group ? o->sel.group : FN_GROUP_DEFAULT;
+	size_t glen = strlen(group);
+	DIR *d = opendir(rundir());
+	struct dirent *e;
+	int n = 0;
+	time_t now = time(NULL);
+	while (d && (e = readdir(d))) {
+		const char *name = e->d_name;
+		size_t len = strlen(name);
+		char path[4400], err[600];
+		if (len <= glen + 6 || strncmp(name, group, glen) != 0 || name[glen] != '.' ||
+		    strspn(name + glen + 1, "0123456789") != len - glen - 6 ||
+		    strcmp(name + len - 5, ".done") != 0)
+			continue;
+		fn_done_expire(rundir(), name, now);
+		snprintf(path, sizeof(path), "%s/%s", rundir(), name);
+		char *text = seg_stats_text(path, err, sizeof(err));
+		char **grown = text ? realloc(*texts, (size_t)(n + 1) * sizeof(char *)) : NULL;
+		if (!grown) {
+			free(text);
+			continue;
+		}
+		*texts = grown;
+		(*texts)[n++] = text;
+		collect(text, lines, nlines);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int cmd_query(struct opts *o, const char *verb)
+{
+	if (strcmp(verb, "ps") == 0 && !o->sel.group && !o->sel.npids)
+		o->sel.all = true;
+	struct target *t = NULL;
+	int n = find(o, &t), bad = 0, nlines = 0;
+	char **lines = NULL;
+	if (n < 0)
+		return 1;
+	char **done = NULL;
+	int ndone = strcmp(verb, "stats") == 0 && !o->sel.npids && !o->sel.all
+			? done_records(o, &done, &lines, &nlines)
+			: 0;
+	/* On stderr, so that --json output stays records only. */
+	if (ndone)
+		fprintf(stderr,
+			"faultctl: counting %d process%s of group '%s' that %s exited (kept %d "
+			"min)\n",
+			ndone, ndone == 1 ? "" : "es",
+			o->sel.group ? o->sel.group : FN_GROUP_DEFAULT, ndone == 1 ? "has" : "have",
+			FN_KEEP_S / 60);
+	else if (n == 0 && o->sel.all)
+		fprintf(stderr, "faultctl: no process under faultnet (run directory %s)\n",
+			rundir());
+	else if (n == 0 && !o->sel.npids)
+		fprintf(stderr,
+			"faultctl: no process of group '%s' is running (run directory %s)\n",
+			o->sel.group ? o->sel.group : FN_GROUP_DEFAULT, rundir());
+	const char *line = strcmp(verb, "ps") == 0 ? "info" : verb;
+	struct fn_buf *replies = calloc((size_t)n + 1, sizeof(*replies));
+	for (int i = 0; i < n; i++) {
+		if (!targets_request(&t[i], line, &replies[i]) ||
+		    collect(replies[i].s, &lines, &nlines) < 0) {
+			fprintf(stderr, "faultctl: process %d: %s", (int)t[i].pid, replies[i].s);
+			bad++;
+		}
+	}
+	static const char *const ps[] = {"pid",	  "group",   "zone", "enabled",
+					 "rules", "sockets", "cmd"};
+	static const char *const rules[] = {"pid",    "name",	  "action", "enabled",
+					    "faults", "attempts", "params"};
 	if (strcmp(verb, "ps") == 0)
 		print_records(o, lines, nlines, "process", ps, 7);
 	else if (strcmp(verb, "rules") == 0)
 		print_records(o, lines, nlines, "rule", rules, 7);
 	else if (strcmp(verb, "events") == 0)
 		print_records(o, lines, nlines, "event", event_cols, EVENT_COLS);
-	else {
-		bool http = has_records(lines, nlines, "http");
-		if (http)
-			print_records(o, lines, nlines, "rule", hrstats, 11);
-		else
-			print_records(o, lines, nlines, "rule", rstats, 6);
-		if (!o->json && nlines)
-			fputc('\n', stdout);
-		print_records(o, lines, nlines, "dest", dstats, 9);
-		if (http && !o->json)
-			fputc('\n', stdout);
-		if (http)
-			print_records(o, lines, nlines, "http", hstats, 9);
-		if (has_records(lines, nlines, "name") && !o->json)
-			fputc('\n', stdout);
-		print_records(o, lines, nlines, "name", nstats, 10);
-		static const char *const ustats[] = {"pid", "not_http", "bad_request",
-						     "bad_response"};
-		if (has_records(lines, nlines, "parser") && !o->json)
-			fputc('\n', stdout);
-		print_records(o, lines, nlines, "parser", ustats, 4);
-	}
+	else
+		print_stats(o, lines, nlines);
 	for (int i = 0; i < n; i++)
 		fn_buf_free(&replies[i]);
+	for (int i = 0; i < ndone; i++)
+		free(done[i]);
+	free(done);
 	free(replies);
 	free(lines);
 	free(t);
@@ -592,6 +655,106 @@ static int verb_help(struct opts *o, int argc, char **argv)
 		return fail_usage("help takes nothing or --verbs");
 	for (size_t i = 0; i < NVERBS; i++)
 		printf("%s:%s\n", verbs[i].name, verbs[i].what);
+	return 0;
+}
+
+/* gc, one entry of the run directory: a dead member's file kept as its
+ * .done, a .done past FN_KEEP_S removed. The group it names, if any, in
+ * group; true when that group has a member or counts still kept. */
+static bool gc_entry(const char *dir, const char *name, time_t now, char *group, size_t len)
+{
+	size_t n = strlen(name);
+	const char *ext = strrchr(name, '.');
+	group[0] = '\0';
+	if (name[0] == '.' || !ext || ext == name)
+		return false;
+	if (strcmp(ext, ".journal") == 0 || strcmp(ext, ".lock") == 0 || strcmp(ext, ".seq") == 0) {
+		snprintf(group, len, "%.*s", (int)(ext - name), name);
+		return false;
+	}
+	if (strcmp(ext, ".mem") && strcmp(ext, ".sock") && strcmp(ext, ".done"))
+		return false; /* not ours to judge (the run's CA, the sweep stamp) */
+	const char *dot = ext - 1;
+	while (dot > name && *dot != '.')
+		dot--;
+	long pid = strtol(dot + 1, NULL, 10);
+	if (dot == name || pid <= 0)
+		return false;
+	snprintf(group, len, "%.*s", (int)(dot - name), name);
+	char path[4400];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (strcmp(ext, ".done") == 0) {
+		fn_done_expire(dir, name, now);
+		return access(path, F_OK) == 0;
+	}
+	if (kill((pid_t)pid, 0) == 0 || errno == EPERM)
+		return true;
+	fn_member_gone(path);
+	return n > 4 && strcmp(ext, ".mem") == 0;
+}
+
+/* A group with no member and no counts kept: its journal, counter and lock
+ * go once none has changed for FN_KEEP_S, under the group's lock so that
+ * no change is being written meanwhile. */
+static int gc_group(const char *dir, const char *group, time_t now)
+{
+	static const char *const ext[] = {"journal", "seq", "lock"};
+	char path[3][4400];
+	struct stat sb;
+	for (int i = 0; i < 3; i++) {
+		fn_group_file(path[i], sizeof(path[i]), dir, group, ext[i]);
+		if (lstat(path[i], &sb) == 0 && now - sb.st_mtim.tv_sec <= FN_KEEP_S)
+			return 0;
+	}
+	int fd = open(path[2], O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return 0;
+	}
+	int n = 0;
+	for (int i = 0; i < 3; i++)
+		n += unlink(path[i]) == 0;
+	if (fd >= 0)
+		close(fd);
+	return n;
+}
+
+/* gc: what faultctl's listings and every start do in part, for the whole
+ * run directory at once (a CI runner's last step, a test's teardown). */
+static int verb_gc(struct opts *o, int argc, char **argv)
+{
+	(void)o, (void)argv;
+	if (argc)
+		return fail_usage("gc takes no argument");
+	const char *dir = rundir();
+	time_t now = time(NULL);
+	char(*groups)[FN_NAME_MAX] = NULL, (*busy)[FN_NAME_MAX] = NULL;
+	int ng = 0, nb = 0, removed = 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char g[FN_NAME_MAX];
+		bool used = gc_entry(dir, e->d_name, now, g, sizeof(g));
+		char(**list)[FN_NAME_MAX] = used ? &busy : &groups;
+		int *count = used ? &nb : &ng;
+		void *grown = g[0] ? realloc(*list, (size_t)(*count + 1) * FN_NAME_MAX) : NULL;
+		if (grown) {
+			*list = grown;
+			snprintf((*list)[(*count)++], FN_NAME_MAX, "%s", g);
+		}
+	}
+	if (d)
+		closedir(d);
+	for (int i = 0; i < ng; i++) {
+		bool used = false;
+		for (int k = 0; k < nb && !used; k++)
+			used = strcmp(groups[i], busy[k]) == 0;
+		removed += used ? 0 : gc_group(dir, groups[i], now);
+	}
+	free(groups);
+	free(busy);
+	printf("faultctl gc: %s: %d file%s of groups gone for %d min removed\n", dir, removed,
+	       removed == 1 ? "" : "s", FN_KEEP_S / 60);
 	return 0;
 }
 

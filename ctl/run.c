@@ -58,6 +58,43 @@ static int set_preload(void)
 	return setenv("LD_PRELOAD", value, 1);
 }
 
+/* --strict: what the run must see happen, else it fails: each rule the
+ * policy switches on fires, no HTTP rule meets traffic it cannot read, some
+ * process joins. */
+struct strict {
+	bool on;
+	char (*rules)[FN_NAME_MAX];
+	int nrules;
+};
+
+static struct strict strict;
+
+static void strict_rules(const struct fn_policy *p)
+{
+	strict.rules = calloc(p->nrules + 1, sizeof(*strict.rules));
+	for (size_t i = 0; strict.rules && i < p->nrules; i++)
+		if (p->rules[i].enabled)
+			snprintf(strict.rules[strict.nrules++], FN_NAME_MAX, "%s",
+				 p->rules[i].name);
+}
+
+int run_warn_broad(const char *file, const struct fn_policy *p)
+{
+	int n = 0;
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct fn_rule *r = &p->rules[i];
+		if (r->nto || r->nports || r->from_zone >= 0 || r->to_zone >= 0 || r->host)
+			continue;
+		fprintf(stderr,
+			"faultctl: %s:%d: warning: rule '%s' has no match (to, port, zone or "
+			"host): it covers every %s\n",
+			file, r->line, r->name,
+			r->action == FN_ACT_DNS ? "lookup" : "connection of its protocols");
+		n++;
+	}
+	return n;
+}
+
 static int set_config(const char *file)
 {
 	char abs[PATH_MAX], err[1024];
@@ -71,6 +108,9 @@ static int set_config(const char *file)
 		fprintf(stderr, "faultctl: %s\n", err);
 		return -1;
 	}
+	if (strict.on)
+		strict_rules(p);
+	run_warn_broad(file, p);
 	fn_policy_free(p);
 	return setenv("FAULTNET_CONFIG", abs, 1);
 }
@@ -177,7 +217,50 @@ static void print_total(FILE *out, const struct total *t, bool json)
 	fputc('\n', out);
 }
 
-static void print_totals(const char *dir, bool json)
+static const struct total *total_of(const struct total *t, int n, const char *type, const char *key)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(t[i].type, type) == 0 && (!key || strcmp(t[i].key, key) == 0))
+			return &t[i];
+	return NULL;
+}
+
+/* --strict's judgement of the totals: each failure said on stderr; true
+ * when there was one. */
+static bool strict_failed(const struct total *t, int n, int procs)
+{
+	bool failed = false;
+	for (int i = 0; i < strict.nrules; i++) {
+		unsigned long long hits = 0;
+		for (int k = 0; k < n; k++)
+			if (strcmp(t[k].type, "rule") == 0 &&
+			    strcmp(t[k].key, strict.rules[i]) == 0)
+				hits += t[k].n[0] + t[k].n[3];
+		if (!hits) {
+			fprintf(stderr, "faultctl run --strict: rule %s was on and never fired\n",
+				strict.rules[i]);
+			failed = true;
+		}
+	}
+	const struct total *parser = total_of(t, n, "parser", NULL);
+	if (parser && parser->n[0]) {
+		fprintf(stderr,
+			"faultctl run --strict: HTTP rules met %llu connection%s they could not "
+			"read (not_http)\n",
+			parser->n[0], parser->n[0] == 1 ? "" : "s");
+		failed = true;
+	}
+	if (!procs) {
+		fprintf(stderr, "faultctl run --strict: no process joined (the command never ran "
+				"under the shim)\n");
+		failed = true;
+	}
+	return failed;
+}
+
+/* Sums the state files of dir (removed as they are read), prints them when
+ * print, and judges them under --strict: true when --strict fails. */
+static bool print_totals(const char *dir, bool print, bool json)
 {
 	struct total *t = NULL;
 	int n = 0, procs = 0;
@@ -205,20 +288,24 @@ static void print_totals(const char *dir, bool json)
 		closedir(d);
 	rmdir(dir);
 	FILE *out = stderr;
-	if (!json)
+	if (print && !json)
 		fprintf(out, "faultctl: stats of %d process%s:\n", procs, procs == 1 ? "" : "es");
-	for (int i = 0; i < n; i++)
+	for (int i = 0; print && i < n; i++)
 		print_total(out, &t[i], json);
+	bool failed = strict.on && strict_failed(t, n, procs);
 	free(t);
+	return failed;
 }
 
-static int wait_and_report(pid_t pid, const char *dir, bool json)
+/* CMD's status; under --strict 1 when it exited 0 but the run failed. */
+static int wait_and_report(pid_t pid, const char *dir, bool print, bool json)
 {
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	print_totals(dir, json);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	bool failed = print_totals(dir, print, json);
+	int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return failed && rc == 0 ? 1 : rc;
 }
 
 static int usage_error(const char *what)
@@ -226,7 +313,8 @@ static int usage_error(const char *what)
 	fprintf(
 	    stderr,
 	    "faultctl run: %s\nusage: faultctl run [--config FILE] [--zone ZONE] "
-	    "[-g GROUP] [--stats] [--allow-unreached] [--backend=shim|bpf|auto] -- CMD [ARG...]\n",
+	    "[-g GROUP] [--stats] [--strict] [--allow-unreached] [--backend=shim|bpf|auto] -- CMD "
+	    "[ARG...]\n",
 	    what);
 	return 2;
 }
@@ -274,6 +362,8 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 			group = argv[++i];
 		else if (strcmp(argv[i], "--stats") == 0)
 			stats = true;
+		else if (strcmp(argv[i], "--strict") == 0)
+			strict.on = true;
 		else if (strcmp(argv[i], "--json") == 0)
 			json = true;
 		else if (strcmp(argv[i], "--allow-unreached") == 0)
@@ -295,8 +385,11 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 	char why[PATH_MAX + 300];
 	bool unreached = fn_unreached(argv[i + 1], why, sizeof(why));
 	/* auto: the kernel for what the shim cannot reach, when we may. */
-	if (strcmp(backend, "bpf") == 0 ||
-	    (strcmp(backend, "auto") == 0 && unreached && geteuid() == 0 && !allow_unreached))
+	bool bpf = strcmp(backend, "bpf") == 0 || (strcmp(backend, "auto") == 0 && unreached &&
+						   geteuid() == 0 && !allow_unreached);
+	if (bpf && strict.on)
+		return usage_error("--strict: the kernel-side backend cannot say yet what fired");
+	if (bpf)
 		return run_bpf(config, group, argv + i + 1, stats, json);
 	if (unreached) {
 		fprintf(stderr, "faultctl run: %s\n", why);
@@ -311,13 +404,14 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 	if (set_preload() < 0)
 		return 1;
 	char dir[] = "/tmp/faultctl-stats-XXXXXX";
-	if (stats && (!mkdtemp(dir) || setenv("FAULTNET_STATS_DIR", dir, 1) < 0)) {
+	bool count = stats || strict.on;
+	if (count && (!mkdtemp(dir) || setenv("FAULTNET_STATS_DIR", dir, 1) < 0)) {
 		perror("faultctl run: stats directory");
 		return 1;
 	}
-	pid_t pid = stats ? fork() : 0;
+	pid_t pid = count ? fork() : 0;
 	if (pid > 0)
-		return wait_and_report(pid, dir, json);
+		return wait_and_report(pid, dir, stats, json);
 	execvp(argv[i + 1], argv + i + 1);
 	fprintf(stderr, "faultctl run: %s: %s\n", argv[i + 1], strerror(errno));
 	_exit(errno == ENOENT ? 127 : 126);

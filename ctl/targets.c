@@ -75,8 +75,8 @@ static int connect_to(const char *path)
 }
 
 /* A member's file whose process is gone, or is another process now (the
- * pid was reused), is removed; so is a socket nobody serves, whose process
- * is gone. */
+ * pid was reused), is kept as its .done (fn_member_gone); so is a socket nobody serves, whose
+ * process is gone. */
 static bool alive(struct target *t)
 {
 	if (t->seg) {
@@ -86,7 +86,7 @@ static bool alive(struct target *t)
 		bool same = s && s->h.pid == (int32_t)t->pid && t->start == fn_proc_start(t->pid);
 		free(s);
 		if ((s && !same) || (!s && kill(t->pid, 0) < 0 && errno == ESRCH))
-			unlink(t->path);
+			fn_member_gone(t->path); /* its counts kept as .done */
 		else if (!s)
 			fprintf(stderr, "faultctl: process %d: %s\n", (int)t->pid, err);
 		return same;
@@ -213,7 +213,7 @@ int targets_count(const char *dir, const struct selection *sel, int keep, struct
 		bool live_now = sel->quick ? exists(&t, &live, seen++) : alive(&t);
 		if (!live_now && sel->quick) {
 			set_path(&t, dir, dirlen, e->d_name, len);
-			unlink(t.path);
+			fn_member_gone(t.path);
 		}
 		if (!live_now)
 			continue;

@@ -22,6 +22,7 @@
 #include "preload/intercept/intercept.h"
 #include "preload/base/policy.h"
 #include "preload/base/say.h"
+#include "preload/fd/fdtab.h"
 #include "core/chance.h"
 #include "preload/relay/reinject.h"
 #include "preload/relay/relay.h"
@@ -92,12 +93,28 @@ static void load_policy(bool passthrough)
 	if (path[0] != '/')
 		path = absolute_config(path);
 	fn_cmd_set_base(path, zone);
-	fn_policy_publish(p); /* replaces NULL: nothing to retire */
+	fn_policy_replace(p); /* replaces NULL: nothing to free */
+}
+
+/* The change lock, then the fd limit lock: a child never starts with a
+ * change half made or its soft fd limit left raised by another thread. */
+static void before_fork(void)
+{
+	fn_groupseq_atfork_prepare();
+	fn_fd_atfork_prepare();
+}
+
+static void after_fork_parent(void)
+{
+	fn_fd_atfork_parent();
+	fn_groupseq_atfork_parent();
 }
 
 static void after_fork_child(void)
 {
+	fn_fd_atfork_child();
 	fn_groupseq_atfork_child();
+	fn_policy_atfork_child();
 	fn_owner_reset();
 	/* First: the parent's state is not the child's. Fresh memory holds no
 	 * slot a parent thread was claiming; the walk of the parent's copy
@@ -138,7 +155,7 @@ __attribute__((constructor)) static void fn_init(void)
 		return;
 	fn_owner_reset();
 	fn_names_init();
-	pthread_atfork(fn_groupseq_atfork_prepare, fn_groupseq_atfork_parent, after_fork_child);
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	bool passthrough = passthrough_on_error();
 	const char *why = fn_seed_init();
 	if (why) {

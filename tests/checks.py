@@ -16,6 +16,13 @@ def check(name, cond, detail=""):
     failed += not cond
 
 
+def skip():
+    """Counts a check left out (its reason printed by the caller) into
+    run.sh's "skipped"."""
+    with open(COUNTS, "a") as f:
+        f.write("skip\n")
+
+
 def node_bin(root):
     """Node.js 20 or later: Debian's if new enough, else the one make
     installs for the S3 SDK (tests/conformance/node20); None if neither."""

@@ -125,13 +125,37 @@ function findLibrary() {
   throw new FaultnetError('libfaultnet.so not found: set FAULTNET_LIBRARY or put faultctl on PATH');
 }
 
+// LD_PRELOAD with the shim first and what was there kept after it (an
+// app's jemalloc, another preload); a sanitizer runtime already first stays
+// first, as it must.
+function preloadWith(lib, old) {
+  const parts = (old || '').split(/[: ]/).filter((p) => p && p !== lib);
+  const first = parts.length && /^lib(a|t|ub|l|hwa)san[.]so/.test(path.basename(parts[0])) ? [parts[0]] : [];
+  return [...first, lib, ...parts.slice(first.length)].join(':');
+}
+
 // A child process under the shim, in the client's group.
 function spawnWithFaults(fn, cmd, args = [], { config, zone, library, ...options } = {}) {
-  const env = { ...(options.env || process.env), LD_PRELOAD: library || findLibrary(),
+  const base = options.env || process.env;
+  const env = { ...base, LD_PRELOAD: preloadWith(library || findLibrary(), base.LD_PRELOAD),
     FAULTNET_GROUP: fn.group, FAULTNET_RUNDIR: fn.dir };
   if (config) env.FAULTNET_CONFIG = path.resolve(config);
   if (zone) env.FAULTNET_ZONE = zone;
   return spawn(cmd, args, { ...options, env });
 }
 
-module.exports = { Faultnet, FaultnetError, spawnWithFaults, ruleText, rundir };
+// node:test's fixture, as the pytest plugin's: a client of a fresh group
+// for the test t, reset when the test ends, so that nothing a test changed
+// outlives it. The group's name is made here, never misspelt: a change may
+// come before the test's process has joined (ahead).
+let serial = 0;
+function faultnetFor(t, options = {}) {
+  serial += 1;
+  const fn = new Faultnet({ group: `nodetest-${process.pid}-${serial}`, ahead: true, ...options });
+  t.after(async () => {
+    try { await fn.reset(); } catch (e) { /* a group nothing changed */ }
+  });
+  return fn;
+}
+
+module.exports = { Faultnet, FaultnetError, spawnWithFaults, preloadWith, faultnetFor, ruleText, rundir };

@@ -11,11 +11,13 @@
 #include "core/config.h"
 #include "core/lcfg.h"
 #include "core/rules.h"
+#include "core/suggest.h"
 #include "ctl/scenario/scenario.h"
 
 struct pctx {
 	struct fn_lcfg lc;
 	struct scenario *s;
+	struct fn_policy *policy; /* the one the processes start with */
 	char *err;
 	size_t errlen;
 };
@@ -40,6 +42,18 @@ static bool fail(struct pctx *c, const config_setting_t *at, const char *fmt, ..
 	return false;
 }
 
+/* The same, at a line of the file (a step's or an expectation's). */
+static bool fail_at(struct pctx *c, int line, const char *fmt, ...)
+{
+	int n = snprintf(c->err, c->errlen, "%s:%d: ", c->s->file, line);
+	va_list ap;
+	va_start(ap, fmt);
+	if (n > 0 && (size_t)n < c->errlen)
+		vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
 static bool only(struct pctx *c, const config_setting_t *g, const char *where,
 		 const char *const *keys)
 {
@@ -48,8 +62,14 @@ static bool only(struct pctx *c, const config_setting_t *g, const char *where,
 		const char *const *k = keys;
 		while (*k && strcmp(*k, config_setting_name(m)))
 			k++;
-		if (!*k)
-			return fail(c, m, "%s: unknown key '%s'", where, config_setting_name(m));
+		if (*k)
+			continue;
+		size_t n = 0;
+		while (keys[n])
+			n++;
+		const char *near = fn_closest(config_setting_name(m), keys, n);
+		return fail(c, m, "%s: unknown key '%s'%s%s%s", where, config_setting_name(m),
+			    near ? ", did you mean '" : "", near ? near : "", near ? "'?" : "");
 	}
 	return true;
 }
@@ -193,6 +213,12 @@ static bool parse_step(struct pctx *c, const config_setting_t *g, struct sc_step
 		return fail(c, g, "%s: after_ms goes with after", where);
 	if (st->after_ms < 0)
 		st->after_ms = 0;
+	st->plan_ms = st->at_ms >= 0 ? st->at_ms : c->s->steps[st->after].plan_ms + st->after_ms;
+	if (st->plan_ms > c->s->duration_ms)
+		return fail(c, g,
+			    "%s: it would run at %lld ms, after the scenario's duration_ms (%lld): "
+			    "it would never run",
+			    where, (long long)st->plan_ms, (long long)c->s->duration_ms);
 	snprintf(st->group, SC_NAME, "%s", grp ? grp : "");
 	if (!step_pids(c, g, st, where))
 		return false;
@@ -278,24 +304,26 @@ static bool expect_bound(struct pctx *c, const config_setting_t *g, struct sc_ex
 			e->bound = v;
 		}
 	}
-	for (const char *const *k = counters; *k; k++) {
-		char key[32];
-		int64_t v;
-		snprintf(key, sizeof(key), "%s_max", *k);
-		if (!num(c, g, key, where, 0, &v))
-			return false;
-		if (v >= 0 && e->probe < 0) {
-			found++;
-			e->kind = EX_RULE_MAX;
-			e->bound = v;
-			snprintf(e->counter, sizeof(e->counter), "%s", *k);
+	for (const char *const *k = counters; *k; k++)
+		for (int m = 0; m < 2; m++) {
+			char key[32];
+			int64_t v;
+			snprintf(key, sizeof(key), "%s_%s", *k, m ? "min" : "max");
+			if (!num(c, g, key, where, 0, &v))
+				return false;
+			if (v >= 0 && e->probe < 0) {
+				found++;
+				e->kind = m ? EX_RULE_MIN : EX_RULE_MAX;
+				e->bound = v;
+				snprintf(e->counter, sizeof(e->counter), "%s", *k);
+			}
 		}
-	}
 	if (found != 1)
 		return fail(c, g,
 			    "%s: give one bound: healthy_within_ms, unhealthy_within_ms or "
-			    "max_failures for a probe; attempts_max, faults_max, requests_max, "
-			    "answered_max, slowed_max, aborted_max or forwarded_max for a rule",
+			    "max_failures for a probe; COUNTER_max or COUNTER_min for a rule, "
+			    "COUNTER one of attempts, faults, requests, answered, slowed, "
+			    "aborted, forwarded",
 			    where);
 	return true;
 }
@@ -316,6 +344,13 @@ static bool parse_expect(struct pctx *c, const config_setting_t *g, struct sc_ex
 					   "slowed_max",
 					   "aborted_max",
 					   "forwarded_max",
+					   "attempts_min",
+					   "faults_min",
+					   "requests_min",
+					   "answered_min",
+					   "slowed_min",
+					   "aborted_min",
+					   "forwarded_min",
 					   NULL};
 	e->line = config_setting_source_line(g);
 	char where[32];
@@ -438,8 +473,9 @@ static bool policy_of(struct pctx *c, config_t *cfg, const config_setting_t *roo
 		else
 			snprintf(c->s->policy, sizeof(c->s->policy), "%s", file);
 	} else {
-		static const char *const drop[] = {"policy", "group",  "duration_ms", "steps",
-						   "probes", "expect", "stop_if",     NULL};
+		static const char *const drop[] = {"policy",	  "group",   "duration_ms",
+						   "late_ms_max", "steps",   "probes",
+						   "expect",	  "stop_if", NULL};
 		for (const char *const *k = drop; *k; k++)
 			c->lc.remove(config_root_setting(cfg), *k);
 		snprintf(c->s->policy, sizeof(c->s->policy), "/tmp/faultctl-policy-%d.conf",
@@ -448,18 +484,122 @@ static bool policy_of(struct pctx *c, config_t *cfg, const config_setting_t *roo
 		if (!c->lc.write_file(cfg, c->s->policy))
 			return fail(c, NULL, "cannot write the inline policy to %s", c->s->policy);
 	}
-	struct fn_policy *p = fn_config_load_file(c->s->policy, NULL, err, sizeof(err));
-	if (!p)
+	c->policy = fn_config_load_file(c->s->policy, NULL, err, sizeof(err));
+	if (!c->policy)
 		return fail(c, NULL, "%s%s", file ? "policy: " : "inline policy: ", err);
-	fn_policy_free(p);
 	return true;
+}
+
+/* ---- names resolved against the policy ----------------------------------- */
+
+/* The rule and zone names a scenario may name: its policy's, the rules its
+ * add steps add and what its load steps load. */
+struct names {
+	const char **rules, **zones;
+	size_t nrules, nzones;
+};
+
+static bool name_add(const char ***v, size_t *n, const char *name)
+{
+	const char **w = realloc(*v, (*n + 1) * sizeof(*w));
+	if (!w)
+		return false;
+	*v = w;
+	w[(*n)++] = name;
+	return true;
+}
+
+static bool names_of(struct names *k, const struct fn_policy *p)
+{
+	for (size_t i = 0; i < p->nrules; i++)
+		if (!name_add(&k->rules, &k->nrules, p->rules[i].name))
+			return false;
+	for (size_t i = 0; i < p->nzones; i++)
+		if (!name_add(&k->zones, &k->nzones, p->zones[i].name))
+			return false;
+	return true;
+}
+
+static bool known(const char *const *v, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* "no rule 'x' in the policy (did you mean 'y'?)" */
+static bool unknown(struct pctx *c, int line, const char *where, const char *what, const char *name,
+		    const char *const *v, size_t n)
+{
+	const char *near = fn_closest(name, v, n);
+	return fail_at(c, line, "%s: no %s '%s' in the policy %s%s%s%s", where, what, name,
+		       c->s->policy, near ? " (did you mean '" : "", near ? near : "",
+		       near ? "'?)" : "");
+}
+
+/* A step to the scenario's own group names what its policy has. A step to
+ * another group or to pids is checked when it runs: faultctl refuses a
+ * group no process has joined. */
+static bool resolve_step(struct pctx *c, struct names *k, const struct sc_step *st)
+{
+	char where[SC_NAME + 16];
+	snprintf(where, sizeof(where), "step '%s'", st->name);
+	if (st->npids || (st->group[0] && strcmp(st->group, c->s->group) != 0))
+		return true;
+	if ((st->verb == SV_ENABLE || st->verb == SV_DISABLE || st->verb == SV_RM) &&
+	    !known(k->rules, k->nrules, st->arg))
+		return unknown(c, st->line, where, "rule", st->arg, k->rules, k->nrules);
+	if (st->verb == SV_ZONE && !known(k->zones, k->nzones, st->arg))
+		return unknown(c, st->line, where, "zone", st->arg, k->zones, k->nzones);
+	return true;
+}
+
+/* The loaded policies of load steps, freed by the caller. */
+static bool load_steps(struct pctx *c, struct names *k, struct fn_policy **loaded)
+{
+	for (int i = 0; i < c->s->nsteps; i++) {
+		const struct sc_step *st = &c->s->steps[i];
+		char err[1024];
+		if (st->verb == SV_ADD && !name_add(&k->rules, &k->nrules, st->rule))
+			return fail_at(c, st->line, "out of memory");
+		if (st->verb != SV_LOAD)
+			continue;
+		if (!(loaded[i] = fn_config_load_file(st->arg, NULL, err, sizeof(err))))
+			return fail_at(c, st->line, "step '%s': load: %s", st->name, err);
+		if (!names_of(k, loaded[i]))
+			return fail_at(c, st->line, "out of memory");
+	}
+	return true;
+}
+
+static bool resolve(struct pctx *c)
+{
+	struct names k = {0};
+	struct fn_policy **loaded = calloc((size_t)c->s->nsteps + 1, sizeof(*loaded));
+	bool ok = loaded && names_of(&k, c->policy) && load_steps(c, &k, loaded);
+	for (int i = 0; ok && i < c->s->nsteps; i++)
+		ok = resolve_step(c, &k, &c->s->steps[i]);
+	for (int i = 0; ok && i < c->s->nexpects; i++) {
+		const struct sc_expect *e = &c->s->expects[i];
+		char where[32];
+		snprintf(where, sizeof(where), "expect #%d", i + 1);
+		if (e->probe < 0 && !known(k.rules, k.nrules, e->rule))
+			ok = unknown(c, e->line, where, "rule", e->rule, k.rules, k.nrules);
+	}
+	for (int i = 0; loaded && i < c->s->nsteps; i++)
+		fn_policy_free(loaded[i]);
+	free(loaded);
+	free(k.rules);
+	free(k.zones);
+	return ok;
 }
 
 static bool parse_root(struct pctx *c, config_t *cfg)
 {
-	static const char *const keys[] = {"policy", "rules",	    "zones", "zone",
-					   "group",  "duration_ms", "steps", "probes",
-					   "expect", "stop_if",	    NULL};
+	static const char *const keys[] = {"policy", "rules",	    "zones",	   "zone",
+					   "group",  "duration_ms", "late_ms_max", "steps",
+					   "probes", "expect",	    "stop_if",	   NULL};
 	const config_setting_t *root = config_root_setting(cfg);
 	struct scenario *s = c->s;
 	const char *group;
@@ -468,6 +608,10 @@ static bool parse_root(struct pctx *c, config_t *cfg)
 		return false;
 	if (s->duration_ms < 0)
 		return fail(c, NULL, "duration_ms is required (how long the scenario runs)");
+	if (!num(c, root, "late_ms_max", "top level", 0, &s->late_ms_max))
+		return false;
+	if (s->late_ms_max < 0)
+		s->late_ms_max = SC_LATE_MS_MAX;
 	if (group && !fn_name_valid(group))
 		return fail(c, c->lc.member(root, "group"),
 			    "group '%s' must be 1 to 63 letters, "
@@ -483,7 +627,7 @@ static bool parse_root(struct pctx *c, config_t *cfg)
 			  sizeof(*s->expects), each_expect) &&
 	       parse_list(c, root, "stop_if", (void **)&s->stops, &s->nstops, sizeof(*s->stops),
 			  each_stop) &&
-	       policy_of(c, cfg, root);
+	       policy_of(c, cfg, root) && resolve(c);
 }
 
 struct scenario *sc_load(const char *path, char *err, size_t errlen)
@@ -513,6 +657,7 @@ struct scenario *sc_load(const char *path, char *err, size_t errlen)
 		ok = parse_root(&c, &cfg);
 	}
 	c.lc.destroy(&cfg);
+	fn_policy_free(c.policy);
 	fn_lcfg_close(&c.lc);
 	if (!ok) {
 		sc_free(c.s);

@@ -10,8 +10,8 @@
 
 #include "ctl/scenario/scenario.h"
 
-static const char *const kind_names[] = {"healthy_within_ms", "unhealthy_within_ms", "max_failures",
-					 "rule_max"};
+static const char *const kind_names[] = {"healthy_within_ms", "unhealthy_within_ms",
+					 "max_failures"};
 static const char *const total_names[8] = {"attempts", "faults", "bytes",   "requests",
 					   "answered", "slowed", "aborted", "forwarded"};
 
@@ -68,15 +68,17 @@ static void evaluate_one(struct scenario *s, struct sc_expect *e)
 	if (e->after >= 0)
 		snprintf(from, sizeof(from), "%s %s", s->steps[e->after].name,
 			 e->from_end ? "ended" : "began");
-	if (e->kind == EX_RULE_MAX) {
+	if (e->kind == EX_RULE_MAX || e->kind == EX_RULE_MIN) {
 		const struct sc_rate *rt = rate_of(s, e->rule);
 		int k = 0;
 		while (strcmp(total_names[k], e->counter))
 			k++;
+		bool max = e->kind == EX_RULE_MAX;
 		e->measured = rt ? (int64_t)rt->total[k] : 0;
-		e->held = e->measured <= e->bound;
-		snprintf(e->text, sizeof(e->text), "rule %s: %s %lld (at most %lld)", e->rule,
-			 e->counter, (long long)e->measured, (long long)e->bound);
+		e->held = max ? e->measured <= e->bound : e->measured >= e->bound;
+		snprintf(e->text, sizeof(e->text), "rule %s: %s %lld (at %s %lld)", e->rule,
+			 e->counter, (long long)e->measured, max ? "most" : "least",
+			 (long long)e->bound);
 		return;
 	}
 	const struct sc_probe *p = &s->probes[e->probe];
@@ -111,6 +113,70 @@ void sc_evaluate(struct scenario *s)
 {
 	for (int i = 0; i < s->nexpects; i++)
 		evaluate_one(s, &s->expects[i]);
+}
+
+/* ---- what fails a run besides the expectations ------------------------- */
+
+int sc_step_problem(const struct scenario *s, const struct sc_step *st, char *why, size_t len)
+{
+	why[0] = '\0';
+	if (st->actual_ms < 0)
+		return strncmp(s->end_reason, "ran its", 7) == 0
+			   ? snprintf(why, len, "step %s: never ran", st->name)
+			   : 0; /* a run ended early says why of its own */
+	if (st->rc != 0)
+		return snprintf(why, len, "step %s: %s %s failed (exit %d): %s", st->name,
+				sc_verb_name(st->verb), st->arg, st->rc, st->message);
+	if (st->actual_ms - st->planned_ms > s->late_ms_max)
+		return snprintf(why, len, "step %s: ran %lld ms late (late_ms_max %lld)", st->name,
+				(long long)(st->actual_ms - st->planned_ms),
+				(long long)s->late_ms_max);
+	if (st->undo_actual_ms >= 0 && st->undo_rc != 0)
+		return snprintf(why, len, "step %s: its undo failed (exit %d)", st->name,
+				st->undo_rc);
+	return 0;
+}
+
+/* A rule's totals: matched anything at all (connections or requests). */
+static bool fired(const struct scenario *s, const char *rule)
+{
+	const struct sc_rate *rt = rate_of(s, rule);
+	return rt && (rt->total[0] || rt->total[3]);
+}
+
+const char *sc_unfired(const struct scenario *s, int *i)
+{
+	for (; *i < s->nsteps; (*i)++) {
+		const struct sc_step *st = &s->steps[*i];
+		const char *rule = st->verb == SV_ADD ? st->rule : st->arg;
+		if (st->actual_ms < 0 || st->rc != 0 ||
+		    (st->verb != SV_ENABLE && st->verb != SV_ADD))
+			continue;
+		if (!fired(s, rule)) {
+			(*i)++;
+			return rule;
+		}
+	}
+	return NULL;
+}
+
+/* What --strict adds: the first of its failures in why ("" for none). */
+static bool strict_problem(const struct scenario *s, char *why, size_t len)
+{
+	int i = 0;
+	const char *rule = sc_unfired(s, &i);
+	why[0] = '\0';
+	if (!s->strict)
+		return false;
+	if (rule)
+		snprintf(why, len, "--strict: rule %s was switched on and never fired", rule);
+	else if (s->not_http)
+		snprintf(why, len,
+			 "--strict: HTTP rules met %llu connections they could not read (not_http)",
+			 (unsigned long long)s->not_http);
+	else if (!s->joined)
+		snprintf(why, len, "--strict: no process joined group %s", s->group);
+	return why[0] != '\0';
 }
 
 /* ---- report.json ------------------------------------------------------------ */
@@ -156,6 +222,10 @@ static void json_steps(FILE *f, const struct scenario *s)
 			(long long)(st->actual_ms >= 0 ? st->actual_ms - st->planned_ms : -1),
 			st->rc, (long long)st->undo_planned_ms, (long long)st->undo_actual_ms);
 		jstr(f, st->message);
+		char why[512];
+		sc_step_problem(s, st, why, sizeof(why));
+		fputs(",\"problem\":", f);
+		jstr(f, why);
 		fputc('}', f);
 	}
 	fputs("],\n", f);
@@ -204,12 +274,16 @@ static void json_rules(FILE *f, const struct scenario *s)
 	fputs("],\n", f);
 }
 
-static bool passed(const struct scenario *s)
+bool sc_passed(const struct scenario *s)
 {
+	char why[512];
 	for (int i = 0; i < s->nexpects; i++)
 		if (!s->expects[i].held)
 			return false;
-	return strncmp(s->end_reason, "ran its", 7) == 0;
+	for (int i = 0; i < s->nsteps; i++)
+		if (sc_step_problem(s, &s->steps[i], why, sizeof(why)))
+			return false;
+	return strncmp(s->end_reason, "ran its", 7) == 0 && !strict_problem(s, why, sizeof(why));
 }
 
 static void json_report(FILE *f, const struct scenario *s)
@@ -223,20 +297,35 @@ static void json_report(FILE *f, const struct scenario *s)
 	fprintf(f, ",\"duration_ms\":%lld,\"ended_ms\":%lld,\"end\":", (long long)s->duration_ms,
 		(long long)s->ended_ms);
 	jstr(f, s->end_reason);
-	fprintf(f, ",\"command_exit\":%d,\"passed\":%s,\n", s->cmd_status,
-		passed(s) ? "true" : "false");
+	fprintf(f, ",\"command_exit\":%d,\"passed\":%s,", s->cmd_status,
+		sc_passed(s) ? "true" : "false");
+	char why[512];
+	strict_problem(s, why, sizeof(why));
+	fprintf(f, "\"strict\":%s,\"strict_problem\":", s->strict ? "true" : "false");
+	jstr(f, why);
+	fprintf(f, ",\"joined\":%d,\"join_wait_ms\":%lld,\"not_http\":%llu,\"unfired\":[",
+		s->joined, (long long)s->join_wait_ms, (unsigned long long)s->not_http);
+	int k = 0, n = 0;
+	for (const char *r; (r = sc_unfired(s, &k)); n++) {
+		fputs(n ? "," : "", f);
+		jstr(f, r);
+	}
+	fputs("],\n", f);
 	json_steps(f, s);
 	json_probes(f, s);
 	json_rules(f, s);
 	fputs("\"expectations\":[", f);
 	for (int i = 0; i < s->nexpects; i++) {
 		const struct sc_expect *e = &s->expects[i];
+		char kind[32]; /* a rule's: its counter, COUNTER_min for a least */
+		snprintf(kind, sizeof(kind), "%s%s",
+			 e->kind >= EX_RULE_MAX ? e->counter : kind_names[e->kind],
+			 e->kind == EX_RULE_MIN ? "_min" : "");
 		fprintf(f,
 			"%s{\"line\":%d,\"kind\":\"%s\",\"bound\":%lld,\"measured\":%lld,"
 			"\"held\":%s,\"text\":",
-			i ? "," : "", e->line,
-			e->kind == EX_RULE_MAX ? e->counter : kind_names[e->kind],
-			(long long)e->bound, (long long)e->measured, e->held ? "true" : "false");
+			i ? "," : "", e->line, kind, (long long)e->bound, (long long)e->measured,
+			e->held ? "true" : "false");
 		jstr(f, e->text);
 		fputc('}', f);
 	}
@@ -261,15 +350,40 @@ static void xml(FILE *f, const char *v)
 	}
 }
 
-static void junit(FILE *f, const struct scenario *s)
+/* One case per step, named by the step alone: failed when it did not run,
+ * ran late or its change was refused. */
+static int junit_steps(FILE *f, const struct scenario *s, bool write)
 {
 	int failures = 0;
+	for (int i = 0; i < s->nsteps; i++) {
+		char why[512];
+		bool bad = sc_step_problem(s, &s->steps[i], why, sizeof(why)) > 0;
+		failures += bad;
+		if (!write)
+			continue;
+		fputs("  <testcase classname=\"faultnet.scenario\" name=\"step ", f);
+		xml(f, s->steps[i].name);
+		fputs("\">", f);
+		if (bad) {
+			fputs("<failure message=\"", f);
+			xml(f, why);
+			fputs("\"/>", f);
+		}
+		fputs("</testcase>\n", f);
+	}
+	return failures;
+}
+
+static void junit(FILE *f, const struct scenario *s)
+{
+	int failures = junit_steps(f, s, false);
 	for (int i = 0; i < s->nexpects; i++)
 		failures += !s->expects[i].held;
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"");
 	xml(f, s->file);
-	fprintf(f, "\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n", s->nexpects, failures,
-		(double)s->ended_ms / 1000);
+	fprintf(f, "\" tests=\"%d\" failures=\"%d\" time=\"%.3f\">\n", s->nsteps + s->nexpects,
+		failures, (double)s->ended_ms / 1000);
+	junit_steps(f, s, true);
 	for (int i = 0; i < s->nexpects; i++) {
 		const struct sc_expect *e = &s->expects[i];
 		fprintf(f,
@@ -288,6 +402,28 @@ static void junit(FILE *f, const struct scenario *s)
 }
 
 /* ---- the summary ---------------------------------------------------------------- */
+
+/* The group's joining, the steps that failed the run, the rules switched
+ * on that never fired and what --strict found. */
+static void summary_problems(const struct scenario *s, FILE *out)
+{
+	char why[512];
+	if (s->joined)
+		fprintf(out, "  group %s: %d process%s joined (the clock waited %lld ms)\n",
+			s->group, s->joined, s->joined == 1 ? "" : "es",
+			(long long)s->join_wait_ms);
+	else
+		fprintf(out, "  group %s: no process joined\n", s->group);
+	for (int i = 0; i < s->nsteps; i++)
+		if (sc_step_problem(s, &s->steps[i], why, sizeof(why)))
+			fprintf(out, "  FAIL %s\n", why);
+	int k = 0;
+	for (const char *r; (r = sc_unfired(s, &k));)
+		fprintf(out, "  %s rule %s was switched on by a step and never matched anything\n",
+			s->strict ? "FAIL" : "note", r);
+	if (strict_problem(s, why, sizeof(why)) && strstr(why, "never fired") == NULL)
+		fprintf(out, "  FAIL %s\n", why);
+}
 
 void sc_summary(const struct scenario *s, FILE *out)
 {
@@ -323,13 +459,14 @@ void sc_summary(const struct scenario *s, FILE *out)
 				(unsigned long long)rt->total[5], (unsigned long long)rt->total[6]);
 		fputc('\n', out);
 	}
+	summary_problems(s, out);
 	int held = 0;
 	for (int i = 0; i < s->nexpects; i++) {
 		held += s->expects[i].held;
 		fprintf(out, "  %s expect #%d: %s\n", s->expects[i].held ? "ok  " : "FAIL", i + 1,
 			s->expects[i].text);
 	}
-	fprintf(out, "result: %s, %d of %d expectations held\n", passed(s) ? "passed" : "failed",
+	fprintf(out, "result: %s, %d of %d expectations held\n", sc_passed(s) ? "passed" : "failed",
 		held, s->nexpects);
 }
 

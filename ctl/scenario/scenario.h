@@ -13,6 +13,10 @@
 #include <sys/types.h>
 
 #define SC_NAME 64
+/* A step later than this (ms) fails the scenario unless late_ms_max says. */
+#define SC_LATE_MS_MAX 500
+/* How long the clock waits for the command to join its group (ms). */
+#define SC_JOIN_WAIT_MS 10000
 
 enum sc_verb { SV_ENABLE, SV_DISABLE, SV_ADD, SV_RM, SV_LOAD, SV_ZONE, SV_COUNT };
 
@@ -27,6 +31,7 @@ struct sc_step {
 	int64_t at_ms;		  /* -1 when it follows another step */
 	int after;		  /* index of that step, -1 for none */
 	int64_t after_ms, for_ms; /* for_ms -1: never undone before the end */
+	int64_t plan_ms;	  /* its time if every step before it is on time */
 	int line;
 	/* What happened. */
 	int64_t planned_ms, actual_ms, undo_planned_ms, undo_actual_ms; /* -1 when not */
@@ -54,7 +59,13 @@ struct sc_probe {
 	int streak; /* failures in a row */
 };
 
-enum sc_expect_kind { EX_HEALTHY_WITHIN, EX_UNHEALTHY_WITHIN, EX_MAX_FAILURES, EX_RULE_MAX };
+enum sc_expect_kind {
+	EX_HEALTHY_WITHIN,
+	EX_UNHEALTHY_WITHIN,
+	EX_MAX_FAILURES,
+	EX_RULE_MAX,
+	EX_RULE_MIN
+};
 
 struct sc_expect {
 	enum sc_expect_kind kind;
@@ -89,6 +100,8 @@ struct scenario {
 	char policy[PATH_MAX]; /* the file the processes start with */
 	char group[SC_NAME];
 	int64_t duration_ms;
+	int64_t late_ms_max; /* a step later than this fails the scenario */
+	bool strict;	     /* --strict: a rule switched on that never fired fails */
 	struct sc_step *steps;
 	int nsteps;
 	struct sc_probe *probes;
@@ -104,7 +117,10 @@ struct scenario {
 	int nrates, seconds;
 	int cmd_status; /* -1 while running or without a command */
 	int64_t cmd_exit_ms;
-	bool policy_tmp; /* policy was written from inline rules: removed at the end */
+	int joined;	      /* processes of the group seen (their state files) */
+	int64_t join_wait_ms; /* how long the clock waited for CMD to join */
+	uint64_t not_http;    /* connections HTTP rules met but could not read */
+	bool policy_tmp;      /* policy was written from inline rules: removed at the end */
 };
 
 const char *sc_verb_name(enum sc_verb v);
@@ -124,5 +140,15 @@ int cmd_scenario(int argc, char **argv, const char *self);
 void sc_evaluate(struct scenario *s);
 bool sc_write_report(const struct scenario *s, const char *dir, char *err, size_t errlen);
 void sc_summary(const struct scenario *s, FILE *out);
+/* Whether the run passed: every step ran, on time (late_ms_max) and was
+ * taken, every expectation held, it ran its duration, and under --strict
+ * every rule a step switched on fired, no HTTP rule met traffic it could
+ * not read and some process joined. */
+bool sc_passed(const struct scenario *s);
+/* Why step st failed the run ("" when it did not); the length written. */
+int sc_step_problem(const struct scenario *s, const struct sc_step *st, char *why, size_t len);
+/* The rules a step switched on (enable, add) that never matched anything:
+ * each name in turn, i from 0; NULL at the end. */
+const char *sc_unfired(const struct scenario *s, int *i);
 
 #endif

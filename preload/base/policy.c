@@ -1,6 +1,94 @@
-/* policy.c - the one definition of the published policy pointer, so that
- * the hooks, the loader and the control commands share it without any of
- * them owning it. */
+/* policy.c - the published policy's slots, so that the hooks, the loader
+ * and the control commands share them without any of them owning them,
+ * and the reclamation of replaced policies: a replaced policy is freed by
+ * a later replacement once no section holds it, never after a time. */
 #include "preload/base/policy.h"
 
-struct fn_policy *fn_policy_now;
+struct fn_policy_slot fn_policy_slots[FN_POLICY_SLOTS] = {[0] = {.used = true}};
+unsigned fn_policy_cur;
+__thread struct fn_policy_mine fn_policy_mine __attribute__((tls_model("initial-exec")));
+uint64_t fn_policy_kept;
+
+static uint64_t serial;
+static void (*reclaim_free)(struct fn_policy *) = fn_policy_free;
+
+void fn_policy_reclaim_with(void (*free_fn)(struct fn_policy *))
+{
+	reclaim_free = free_fn ? free_fn : fn_policy_free;
+}
+
+static unsigned summary_of(const struct fn_policy *p)
+{
+	if (!p)
+		return 0;
+	return FN_PS_ANY | (p->active_protos & 3u) | (unsigned)(p->watch_protos & 3u) << 2 |
+	       (p->dns_rules ? FN_PS_DNS : 0) | (p->host_rules ? FN_PS_HOST : 0) |
+	       FN_PS_SEND(p->dns_rules ? FN_PROTO_ANY : p->watch_protos & 3u);
+}
+
+/* Frees the policy of every replaced slot no section holds. Sequentially
+ * consistent with the readers' adds: a reader whose add this load missed
+ * reads fn_policy_cur after it, and so finds another slot current and
+ * lets go of this one without reading its policy. */
+static void reclaim(unsigned cur)
+{
+	for (unsigned k = 0; k < FN_POLICY_SLOTS; k++) {
+		struct fn_policy_slot *s = &fn_policy_slots[k];
+		if (k == cur || !s->used || __atomic_load_n(&s->readers, __ATOMIC_SEQ_CST))
+			continue;
+		struct fn_policy *p = s->p;
+		__atomic_store_n(&s->p, NULL, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->summary, 0, __ATOMIC_RELAXED);
+		s->used = false;
+		if (p)
+			reclaim_free(p);
+	}
+}
+
+static int free_slot(void)
+{
+	for (unsigned k = 0; k < FN_POLICY_SLOTS; k++)
+		if (!fn_policy_slots[k].used)
+			return (int)k;
+	return -1;
+}
+
+void fn_policy_replace(struct fn_policy *p)
+{
+	unsigned cur = fn_policy_cur;
+	reclaim(cur);
+	int j = free_slot();
+	if (j < 0) {
+		/* Every other slot is held by a section: p takes the current
+		 * slot's place, and the policy it replaces, which sections may
+		 * hold, is never freed. */
+		struct fn_policy_slot *s = &fn_policy_slots[cur];
+		__atomic_store_n(&s->summary, summary_of(p), __ATOMIC_RELEASE);
+		__atomic_store_n(&s->serial, ++serial, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->p, p, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&fn_policy_kept, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	struct fn_policy_slot *s = &fn_policy_slots[j];
+	s->used = true;
+	__atomic_store_n(&s->summary, summary_of(p), __ATOMIC_RELAXED);
+	__atomic_store_n(&s->serial, ++serial, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->p, p, __ATOMIC_RELAXED);
+	/* Publishes the slot's fields with it (sequentially consistent: see
+	 * reclaim()); the replaced one goes at once if nobody holds it. */
+	__atomic_store_n(&fn_policy_cur, (unsigned)j, __ATOMIC_SEQ_CST);
+	reclaim((unsigned)j);
+}
+
+void fn_policy_atfork_child(void)
+{
+	for (unsigned k = 0; k < FN_POLICY_SLOTS; k++)
+		fn_policy_slots[k].readers = 0;
+	unsigned d = fn_policy_mine.depth;
+	for (unsigned i = 0; i < d && i < FN_POLICY_NEST; i++)
+		fn_policy_slots[fn_policy_mine.slot[i]].readers++;
+	/* Sections beyond the list: which slots they hold is not known, so
+	 * the child frees none of the policies it inherits. */
+	for (unsigned k = 0; d > FN_POLICY_NEST && k < FN_POLICY_SLOTS; k++)
+		fn_policy_slots[k].readers += fn_policy_slots[k].used;
+}

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -29,19 +28,6 @@ static char group[FN_NAME_MAX] = "default";
 static char journal[4096];
 static uint64_t applied_seq;
 
-#define GRACE_SECONDS 60
-
-/* Old policies may still be read by a thread that loaded the pointer just
- * before a swap; they are freed only after a long grace period. A list, so
- * that any number of changes a minute keeps them all reachable. */
-struct retired {
-	struct fn_policy *p;
-	time_t at;
-	struct retired *next;
-};
-static struct retired *retired; /* newest first */
-static bool alone;		/* replaying with no other thread: see fn_cmd_catch_up() */
-
 void fn_cmd_set_base(const char *config, const char *zone)
 {
 	base_config = config;
@@ -54,42 +40,17 @@ void fn_cmd_set_group(const char *g, const char *j)
 	snprintf(journal, sizeof(journal), "%s", j);
 }
 
-static void retire(struct fn_policy *old)
-{
-	time_t now = time(NULL);
-	struct retired *r = malloc(sizeof(*r)), **pp = &retired;
-	if (r) {
-		*r = (struct retired){old, now, retired};
-		retired = r;
-	}
-	/* Entries are newest first: everything after the first expired one
-	 * has expired too. */
-	while (*pp && now - (*pp)->at <= GRACE_SECONDS)
-		pp = &(*pp)->next;
-	for (struct retired *x = *pp, *next; x; x = next) {
-		next = x->next;
-		fn_policy_free(x->p);
-		free(x);
-	}
-	*pp = NULL;
-	/* Out of memory for the list entry: keeping the policy forever is
-	 * the safe choice. */
-}
-
 static void publish(struct fn_policy *p)
 {
 	fn_policy_finish(p);
 	fn_stats_list(p, false);
-	struct fn_policy *old = fn_policy_publish(p);
-	if (old && alone)
-		fn_policy_free(old);
-	else if (old)
-		retire(old);
+	/* The replaced policy is freed once no reader holds it (policy.c). */
+	fn_policy_replace(p);
 }
 
 static struct fn_policy *current_copy(void)
 {
-	const struct fn_policy *cur = fn_policy_current();
+	const struct fn_policy *cur = fn_policy_locked();
 	return cur ? fn_policy_clone(cur) : fn_edit_empty();
 }
 
@@ -127,7 +88,7 @@ static void run_change(char *line)
 	char reply[1200];
 	int i;
 	uint64_t at;
-	const struct fn_policy *cur = fn_policy_current();
+	const struct fn_policy *cur = fn_policy_locked();
 	struct fn_policy *p = fn_edit_line(cur, line, &i, &at, reply, sizeof(reply));
 	if (p && i >= 0 && p->rules[i].enabled && !cur->rules[i].enabled)
 		switched_on(&p->rules[i], at);
@@ -141,9 +102,7 @@ static void run_change(char *line)
  * rm) and published once, its index built then; a load or a reset
  * publishes what came before it first. Each add and rm had been a copy,
  * an index and a load of libconfig: a process joining a group after 1,000
- * adds and 1,000 rms took 0.5 s to start. While the process is alone (at
- * start, or in a fork child) a replaced policy is freed at once: no thread
- * can be reading it. */
+ * adds and 1,000 rms took 0.5 s to start. */
 static struct batch {
 	struct fn_policy *p;
 	int *slot; /* rule index + 1 by name hash; 0 when free */
@@ -285,14 +244,13 @@ const char *fn_cmd_base_zone(void)
 	return base_zone;
 }
 
-void fn_cmd_catch_up(bool only_thread)
+void fn_cmd_catch_up(void)
 {
 	if (!journal[0])
 		return;
 	FILE *f = fopen(journal, "re");
 	if (!f)
 		return;
-	alone = only_thread;
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -306,7 +264,6 @@ void fn_cmd_catch_up(bool only_thread)
 	if (parser_held)
 		fn_lcfg_close(&parser);
 	parser_held = false;
-	alone = false;
 	free(line);
 	fclose(f);
 }

@@ -18,7 +18,7 @@ void fn_cmd_set_group(const char *group, const char *journal);
 
 /* Applies journal entries not applied yet: at start, after fork, and when a
  * group's change counter has moved. */
-void fn_cmd_catch_up(bool only_thread);
+void fn_cmd_catch_up(void);
 
 /* The last journal entry applied; what the process started with. */
 uint64_t fn_cmd_applied(void);

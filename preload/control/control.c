@@ -70,7 +70,8 @@ static bool sweep_due(void)
 
 /* A process that ends with _exit (most fork children do), or is killed,
  * leaves its file behind. A process that starts (not a fork child, which
- * must stay cheap) removes those of processes that no longer exist, before
+ * must stay cheap) keeps those of processes that no longer exist as
+ * GROUP.PID.done (their counts) and removes those kept past FN_KEEP_S, before
  * main, when no other has done so lately (sweep_due): they never pile up,
  * and a start does not pay a kill() per member of the run directory.
  * faultctl removes them too whenever it lists a group. */
@@ -80,10 +81,16 @@ static void sweep_dead(void)
 		return;
 	DIR *d = opendir(rundir);
 	struct dirent *e;
+	time_t now = time(NULL);
 	while (d && (e = readdir(d))) {
 		long pid = pid_of(e->d_name);
-		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-			unlinkat(dirfd(d), e->d_name, 0);
+		char path[4400];
+		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+			snprintf(path, sizeof(path), "%s/%s", rundir, e->d_name);
+			fn_member_gone(path);
+		} else if (pid <= 0) {
+			fn_done_expire(rundir, e->d_name, now);
+		}
 	}
 	if (d)
 		closedir(d);
@@ -107,7 +114,7 @@ static bool child_pending;
  * counter moved (or the fork child's deferral: fn_groupseq_defer). */
 static void catch_up_live(void)
 {
-	fn_cmd_catch_up(false);
+	fn_cmd_catch_up();
 	if (child_pending) {
 		child_pending = false;
 		publish_state();
@@ -153,7 +160,7 @@ const char *fn_control_start(void)
 	publishing = !(ctl && strcmp(ctl, "off") == 0);
 	if (publishing)
 		sweep_dead();
-	fn_cmd_catch_up(true);
+	fn_cmd_catch_up();
 	if (publishing)
 		publish_state();
 	return NULL;
@@ -168,6 +175,6 @@ void fn_control_atfork_child(void)
 		fn_groupseq_defer();
 		return;
 	}
-	fn_cmd_catch_up(true);
+	fn_cmd_catch_up();
 	publish_state();
 }

@@ -3,7 +3,8 @@
  * the process's life, which faultctl reads without asking the process.
  * With FAULTNET_STATS_DIR (faultctl run --stats, scenarios) the file is
  * "PID.mem" there, and the run directory's name is a link to it, so that
- * the counts stay after the process has gone. A file appears whole: it is
+ * the counts stay after the process has gone. At exit the run directory's
+ * name becomes "GROUP.PID.done", kept FN_KEEP_S for faultctl stats. A file appears whole: it is
  * filled under a dot name and renamed into place, and never truncated
  * afterwards (a reader may be mapping it). */
 #include "preload/control/segfile.h"
@@ -133,7 +134,9 @@ const char *fn_segfile_create(const char *rundir, const char *group, const char 
 	__atomic_store_n(&fn_seg, s, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&fn_sockets_seen, __ATOMIC_SEQ_CST))
 		s->h.sockets_seen = 1;
-	fn_stats_list(fn_policy_current(), true);
+	struct fn_policy_hold h;
+	fn_stats_list(fn_policy_enter(&h), true);
+	fn_policy_exit(&h);
 	__atomic_store_n(&s->h.magic, FN_SEG_MAGIC, __ATOMIC_RELEASE);
 	bool placed = put_in_place(tmp, final);
 	int e = errno;
@@ -159,9 +162,10 @@ bool fn_segfile_atfork_child(void)
 
 __attribute__((destructor)) static void fn_segfile_remove(void)
 {
-	/* The run directory's name goes; a stats directory's file stays for
-	 * faultctl run --stats. A fork child that made no file of its own
-	 * must not remove its parent's. */
+	/* The run directory's name becomes GROUP.PID.done, which faultctl -g
+	 * GROUP stats still counts for FN_KEEP_S; a stats directory's file
+	 * stays for faultctl run --stats. A fork child that made no file of
+	 * its own must not touch its parent's. */
 	if (owner && owner == getpid())
-		unlink(run_path);
+		fn_member_gone(run_path);
 }

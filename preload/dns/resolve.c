@@ -45,35 +45,43 @@ static bool numeric(const char *name)
 }
 
 /* name when a rule may take it or its addresses are remembered: not an
- * address, under dns or host rules; else NULL. Asked once a lookup. */
-static const char *named(const struct fn_policy *p, const char *name)
+ * address, under dns or host rules (sum, the policy's summary, read once
+ * a lookup with its catch-up); else NULL. Asked once a lookup. */
+static const char *named(unsigned sum, const char *name)
 {
-	return p && (p->dns_rules || p->host_rules) && name && !numeric(name) ? name : NULL;
+	return (sum & (FN_PS_DNS | FN_PS_HOST)) && name && !numeric(name) ? name : NULL;
 }
 
-/* What the rules say of a lookup of name (from named()); r is the rule
- * (NULL: glibc's answer), after any wait the rule asks for. */
-static const struct fn_rule *decide(const struct fn_policy *p, const char *name)
+/* What the rules say of a lookup of name (from named()): the rule's part
+ * (NULL: glibc's answer), held for the caller (fn_dns_put), after any
+ * wait the rule asks for. The section on the policy ends before the
+ * wait, which may be long and is a cancellation point. */
+static struct fn_dns *decide(unsigned sum, const char *name)
 {
-	if (!name || !p->dns_rules)
+	if (!name || !(sum & FN_PS_DNS))
 		return NULL;
-	const struct fn_rule *seen, *r = fn_dns_decide(p, name, &seen);
+	struct fn_policy_hold h;
+	const struct fn_policy *p = fn_policy_enter(&h);
+	const struct fn_rule *seen, *r = p ? fn_dns_decide(p, name, &seen) : NULL;
 	if (!r) {
 		fn_stats_lookup(name, NULL, FN_LOOKUP_REAL);
+		fn_policy_exit(&h);
 		return NULL;
 	}
-	const struct fn_dns *d = r->dns;
+	struct fn_dns *d = r->dns;
 	int what = d->error ? (int)d->error : d->nanswer ? FN_LOOKUP_ANSWERED : FN_LOOKUP_DELAYED;
 	fn_stats_lookup(name, r, what);
 	int64_t wait = (int64_t)r->par.delay_ms;
 	if (r->par.jitter_ms)
 		wait +=
 		    (int64_t)((fn_random(fn_rule_key(r), fn_now_ns()) * 2 - 1) * r->par.jitter_ms);
+	fn_dns_get(d);
+	fn_policy_exit(&h);
 	if (d->error == FN_DNS_TIMEOUT)
 		wait += fn_resolver_timeout_ms("/etc/resolv.conf");
 	if (wait > 0)
 		sleep_ms((uint64_t)wait);
-	return r;
+	return d;
 }
 
 static void remember_ai(const char *name, const struct addrinfo *ai)
@@ -170,17 +178,17 @@ static int answer_ai(const struct fn_dns *d, const char *name, const char *servi
 int fn_getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
 		   struct addrinfo **res)
 {
-	const struct fn_policy *p = fn_policy_fresh();
-	const char *name = named(p, node);
-	const struct fn_rule *r = decide(p, name);
-	if (r && r->dns->error)
-		return ai_error(r->dns->error);
-	if (r && r->dns->nanswer) {
-		int rc = answer_ai(r->dns, node, service, hints, res);
+	unsigned sum = fn_policy_summary_fresh();
+	const char *name = named(sum, node);
+	struct fn_dns *d = decide(sum, name);
+	if (d && (d->error || d->nanswer)) {
+		int rc = d->error ? ai_error(d->error) : answer_ai(d, node, service, hints, res);
+		fn_dns_put(d);
 		if (rc == 0)
 			remember_ai(name, *res);
 		return rc;
 	}
+	fn_dns_put(d);
 	int rc = LIBC(getaddrinfo)(node, service, hints, res);
 	if (rc == 0)
 		remember_ai(name, *res);
@@ -240,30 +248,42 @@ static void remember_hostent(const char *name, const struct hostent *h)
 	}
 }
 
+/* A lookup of name the rule's part d answers (its error or its
+ * addresses); nm is name from named(). */
+static int ruled_hostent(const struct fn_dns *d, const char *nm, const char *name, int af,
+			 struct hostent *ret, char *buf, size_t buflen, struct hostent **result,
+			 int *h_errnop)
+{
+	if (d->error) {
+		*h_errnop = h_error(d->error);
+		return *h_errnop == TRY_AGAIN ? EAGAIN : 0;
+	}
+	int rc = answer_hostent(d, name, af, ret, buf, buflen);
+	if (rc == ENOENT) {
+		*h_errnop = NO_DATA;
+		return 0;
+	}
+	if (rc == 0) {
+		*result = ret;
+		*h_errnop = 0;
+		remember_hostent(nm, ret);
+	}
+	return rc;
+}
+
 int fn_gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf, size_t buflen,
 			struct hostent **result, int *h_errnop, bool has_af)
 {
-	const struct fn_policy *p = fn_policy_fresh();
-	const char *nm = named(p, name);
-	const struct fn_rule *r = decide(p, nm);
+	unsigned sum = fn_policy_summary_fresh();
+	const char *nm = named(sum, name);
+	struct fn_dns *d = decide(sum, nm);
 	*result = NULL;
-	if (r && r->dns->error) {
-		*h_errnop = h_error(r->dns->error);
-		return *h_errnop == TRY_AGAIN ? EAGAIN : 0;
-	}
-	if (r && r->dns->nanswer) {
-		int rc = answer_hostent(r->dns, name, af, ret, buf, buflen);
-		if (rc == ENOENT) {
-			*h_errnop = NO_DATA;
-			return 0;
-		}
-		if (rc == 0) {
-			*result = ret;
-			*h_errnop = 0;
-			remember_hostent(nm, ret);
-		}
+	if (d && (d->error || d->nanswer)) {
+		int rc = ruled_hostent(d, nm, name, af, ret, buf, buflen, result, h_errnop);
+		fn_dns_put(d);
 		return rc;
 	}
+	fn_dns_put(d);
 	int rc = has_af ? LIBC(gethostbyname2_r)(name, af, ret, buf, buflen, result, h_errnop)
 			: LIBC(gethostbyname_r)(name, ret, buf, buflen, result, h_errnop);
 	if (rc == 0 && *result)
@@ -273,8 +293,7 @@ int fn_gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf
 
 struct hostent *fn_gethostbyname2(const char *name, int af, bool has_af)
 {
-	const struct fn_policy *p = fn_policy_fresh();
-	if (!p || (!p->dns_rules && !p->host_rules))
+	if (!(fn_policy_summary_fresh() & (FN_PS_DNS | FN_PS_HOST)))
 		return has_af ? LIBC(gethostbyname2)(name, af) : LIBC(gethostbyname)(name);
 	/* glibc's own are not thread-safe either: one static result. */
 	static struct hostent he;

@@ -232,11 +232,14 @@ static int run_nowait(struct call *c, const struct sigevent *sevp)
 
 int fn_getaddrinfo_a(int mode, struct gaicb *list[], int n, struct sigevent *sevp)
 {
-	const struct fn_policy *p = fn_policy_fresh();
-	struct call *c =
-	    p && p->dns_rules && list && n > 0 && (mode == GAI_WAIT || mode == GAI_NOWAIT)
-		? split(p, list, n)
-		: NULL;
+	struct call *c = NULL;
+	if ((fn_policy_summary_fresh() & FN_PS_DNS) && list && n > 0 &&
+	    (mode == GAI_WAIT || mode == GAI_NOWAIT)) {
+		struct fn_policy_hold h;
+		const struct fn_policy *p = fn_policy_enter(&h);
+		c = p ? split(p, list, n) : NULL;
+		fn_policy_exit(&h);
+	}
 	if (!c || !c->nmine || !claim(c->mine, c->nmine)) {
 		if (c)
 			free(c->mine);

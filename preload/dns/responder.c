@@ -96,8 +96,19 @@ static bool start(void)
 		int w[2];
 		if (pipe2(w, O_CLOEXEC | O_NONBLOCK) < 0)
 			return false;
-		fn_ownfd_set(&wake_r, fn_fd_move_high(w[0], FN_RANGE_SINK));
-		fn_ownfd_set(&wake_w, fn_fd_move_high(w[1], FN_RANGE_SINK));
+		int r = fn_fd_move_high(w[0], FN_RANGE_SINK),
+		    wr = fn_fd_move_high(w[1], FN_RANGE_SINK);
+		if (r < 0 || wr < 0) { /* no number of the shim's free */
+			int ends[2] = {r, wr};
+			for (int i = 0; i < 2; i++)
+				if (ends[i] >= 0) {
+					fn_fd_set(ends[i], 0);
+					LIBC(close)(ends[i]);
+				}
+			return false;
+		}
+		fn_ownfd_set(&wake_r, r);
+		fn_ownfd_set(&wake_w, wr);
 	}
 	int e = fn_thread_start(serve, NULL);
 	if (e)

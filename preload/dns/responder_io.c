@@ -162,8 +162,11 @@ static bool upstream_open(struct fn_dns_server *s)
 	int big = 1 << 21; /* the answers to a burst of queries (own_socket) */
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	fd = fn_fd_move_high(fd, FN_RANGE_SINK);
-	if (LIBC(connect)(fd, (struct sockaddr *)&ss, len) < 0) {
-		LIBC(close)(fd);
+	if (fd < 0 || LIBC(connect)(fd, (struct sockaddr *)&ss, len) < 0) {
+		if (fd >= 0) {
+			fn_fd_set(fd, 0);
+			LIBC(close)(fd);
+		}
 		return false;
 	}
 	fn_ownfd_set(&s->up, fd);
@@ -231,25 +234,15 @@ static int lookup_kind(const struct fn_dns *d)
 	return d->error ? (int)d->error : d->nanswer ? FN_LOOKUP_ANSWERED : FN_LOOKUP_DELAYED;
 }
 
-/* One query: what the dns rules say of its name, as a nameserver says it. */
-static void query(const struct dest *d, const uint8_t *m, size_t n)
+/* What rule r (a dns rule the caller holds a section on) says of a query:
+ * forwarded, after a delay or not, answered, or left to time out. */
+static void query_ruled(const struct dest *d, const uint8_t *m, size_t n, const struct fn_dnsq *q,
+			const struct fn_rule *r)
 {
 	static const int rcode[] = {[FN_DNS_NXDOMAIN] = FN_RCODE_NXDOMAIN,
 				    [FN_DNS_SERVFAIL] = FN_RCODE_SERVFAIL,
 				    [FN_DNS_NODATA] = FN_RCODE_NOERROR,
 				    [FN_DNS_REFUSED] = FN_RCODE_REFUSED};
-	struct fn_dnsq q;
-	if (!fn_dnswire_query(m, n, &q)) { /* the nameserver's to judge */
-		forward(d, m, n, 0);
-		return;
-	}
-	const struct fn_policy *p = fn_policy_fresh();
-	const struct fn_rule *seen, *r = p && p->dns_rules ? fn_dns_decide(p, q.name, &seen) : NULL;
-	fn_stats_lookup(q.name, r, r ? lookup_kind(r->dns) : FN_LOOKUP_REAL);
-	if (!r) {
-		forward(d, m, n, 0);
-		return;
-	}
 	const struct fn_dns *dns = r->dns;
 	uint64_t delay = rule_delay(r);
 	if (dns->error == FN_DNS_TIMEOUT) /* silence: the client's own timeout */
@@ -259,10 +252,29 @@ static void query(const struct dest *d, const uint8_t *m, size_t n)
 		return;
 	}
 	uint8_t out[1024];
-	size_t len = fn_dnswire_answer(m, &q, rcode[dns->error], dns->answer,
+	size_t len = fn_dnswire_answer(m, q, rcode[dns->error], dns->answer,
 				       dns->error ? 0 : dns->nanswer, 60, out, sizeof(out));
 	if (len)
 		reply(d, out, len, delay);
+}
+
+/* One query: what the dns rules say of its name, as a nameserver says it. */
+static void query(const struct dest *d, const uint8_t *m, size_t n)
+{
+	struct fn_dnsq q;
+	if (!fn_dnswire_query(m, n, &q)) { /* the nameserver's to judge */
+		forward(d, m, n, 0);
+		return;
+	}
+	struct fn_policy_hold h;
+	const struct fn_policy *p = fn_policy_fresh(&h);
+	const struct fn_rule *seen, *r = p && p->dns_rules ? fn_dns_decide(p, q.name, &seen) : NULL;
+	fn_stats_lookup(q.name, r, r ? lookup_kind(r->dns) : FN_LOOKUP_REAL);
+	if (r)
+		query_ruled(d, m, n, &q, r);
+	fn_policy_exit(&h);
+	if (!r)
+		forward(d, m, n, 0);
 }
 
 static void from_udp(int server)
@@ -305,7 +317,8 @@ static void accept_one(int server)
 		LIBC(close)(fd); /* another process's */
 		return;
 	}
-	fd = fn_fd_move_high(fd, FN_RANGE_SINK);
+	if ((fd = fn_fd_move_high(fd, FN_RANGE_SINK)) < 0)
+		return;
 	for (int i = 0; i < CONNS; i++)
 		if (!conns[i].used && (conns[i].buf = malloc(2 + MSG_MAX))) {
 			conns[i] = (struct conn){true, {-1, 0, 0}, ++gens, 0, conns[i].buf, server};

@@ -3,6 +3,9 @@
  * can never touch freed memory. */
 #include "preload/fd/fdtab.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -12,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "preload/base/libc.h"
+#include "preload/base/signals.h"
 
 #define CHUNK 256
 
@@ -100,21 +104,87 @@ void fn_fd_copy(int oldfd, int newfd)
 	fn_fd_set(newfd, f);
 }
 
-int fn_fd_move_high(int fd, enum fn_fd_range range)
+/* Serializes the shim's own raises of the soft limit: a second mover that
+ * read a raised limit would take it for the app's and keep it. */
+static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* fd moved to the lowest free number from base on, while the soft limit
+ * is raised to up for the one fcntl; then the app's soft limit again. If
+ * the app changed its limit meanwhile (another of its threads), that
+ * value stays. -1 when the kernel refused. Lock held. */
+static int dup_raised(int fd, int base, struct rlimit app, rlim_t up)
+{
+	struct rlimit raised = {up, app.rlim_max}, seen;
+	if (setrlimit(RLIMIT_NOFILE, &raised) != 0)
+		return -1;
+	int hi = LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, base);
+	if (prlimit(0, RLIMIT_NOFILE, &app, &seen) == 0 && seen.rlim_cur != up)
+		setrlimit(RLIMIT_NOFILE, &seen);
+	return hi;
+}
+
+/* Where the hard limit leaves room, above the app's soft limit; where it
+ * does not, in the top quarter of a limit of 1,024 or more (the app meets
+ * those numbers only with over 768 fds open); else nowhere: -1. */
+static int place(int fd, int off)
 {
 	struct rlimit rl;
-	int base = 1000;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1200)
-		base = (int)rl.rlim_cur * 3 / 4;
-	if (range == FN_RANGE_CONTROL)
-		base += 64;
-	int hi = LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, base);
-	if (hi >= 0) {
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return -1;
+	rlim_t up = rl.rlim_max < FN_FD_MAX ? rl.rlim_max : FN_FD_MAX;
+	if (up > rl.rlim_cur + (rlim_t)off)
+		return dup_raised(fd, (int)rl.rlim_cur + off, rl, up);
+	if (rl.rlim_cur >= 1024)
+		return LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, (int)(rl.rlim_cur * 3 / 4) + off);
+	return -1;
+}
+
+int fn_fd_move_high(int fd, enum fn_fd_range range)
+{
+	if (fd < 0)
+		return -1;
+	int e = errno;
+	sigset_t old;
+	fn_signals_block(&old);
+	pthread_mutex_lock(&limit_lock);
+	int hi = place(fd, range == FN_RANGE_CONTROL ? 64 : 0);
+	pthread_mutex_unlock(&limit_lock);
+	fn_signals_restore(&old);
+	if (hi < 0 && range == FN_RANGE_CONTROL) {
+		hi = fd; /* the events file, opened before main: kept where it is */
+	} else {
 		LIBC(close)(fd);
-		fd = hi;
+		if (hi < 0) {
+			errno = EMFILE;
+			return -1;
+		}
 	}
-	fn_fd_mark(fd, FDF_INTERNAL);
-	return fd;
+	fn_fd_mark(hi, FDF_INTERNAL);
+	errno = e;
+	return hi;
+}
+
+static sigset_t fork_mask; /* the forking thread's, while it holds the lock */
+
+void fn_fd_atfork_prepare(void)
+{
+	sigset_t old;
+	fn_signals_block(&old);
+	pthread_mutex_lock(&limit_lock);
+	fork_mask = old;
+}
+
+void fn_fd_atfork_parent(void)
+{
+	sigset_t old = fork_mask;
+	pthread_mutex_unlock(&limit_lock);
+	fn_signals_restore(&old);
+}
+
+void fn_fd_atfork_child(void)
+{
+	pthread_mutex_init(&limit_lock, NULL);
+	fn_signals_restore(&fork_mask);
 }
 
 bool fn_fd_same_file(int fd, dev_t dev, ino_t ino)

@@ -90,12 +90,23 @@ void fn_fd_copy(int oldfd, int newfd);
 /* A creating call returned fd: whatever was recorded for it is stale. */
 void fn_fd_mark(int fd, unsigned flags);
 
-/* Moves one of the shim's fds far above the app's usual range, close-on-
- * exec, and marks it internal. Sinks and the control socket use disjoint
- * ranges, so that when the app closes everything and the shim rebuilds,
- * one never inherits the other's old number. */
+/* Moves one of the shim's fds out of the app's range, close-on-exec, and
+ * marks it internal: above the app's soft RLIMIT_NOFILE where the hard
+ * limit leaves room (the soft limit raised for the one dup, under a lock,
+ * then restored), else in the top quarter of a limit of 1,024 or more.
+ * Where neither can be, the fd is closed and -1 returned with EMFILE: the
+ * shim takes no number the app would get (but the events file, opened
+ * before main, which stays where it is). Sinks and the control range start
+ * 64 apart, so that when the app closes everything and the shim rebuilds,
+ * one rarely inherits the other's old number. fd < 0 gives -1. */
 enum fn_fd_range { FN_RANGE_SINK, FN_RANGE_CONTROL };
 int fn_fd_move_high(int fd, enum fn_fd_range range);
+
+/* Fork: the limit lock is held across it, so that no other thread's raise
+ * is left in force in the child; free again on both sides. */
+void fn_fd_atfork_prepare(void);
+void fn_fd_atfork_parent(void);
+void fn_fd_atfork_child(void);
 
 /* True if fd is still the file whose identity was taken as dev and ino:
  * the app may have closed it and reused the number. */

@@ -47,12 +47,13 @@ static int connect_again(int fd, const struct sockaddr *sa, socklen_t len)
 }
 
 /* A connect some rule covers but none faults: counted, then passed on.
- * Counted first: the policy the verdict points into may be retired while a
- * blocking connect waits. */
+ * Counted first: the section on the policy the verdict points into ends
+ * before the connect, which may block. */
 static int counted_connect(int fd, const struct sockaddr *sa, socklen_t len,
 			   const struct fn_verdict *v)
 {
 	fn_stats_attempt(fd, NULL, v->seen, &v->ep, v->proto, "passed", 0);
+	fn_fault_done(v);
 	return LIBC(connect)(fd, sa, len);
 }
 
@@ -61,8 +62,7 @@ int fn_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	if (__builtin_expect(fn_fd_get(fd) & FDF_FAULT, 0))
 		return connect_again(fd, sa, len);
 	struct fn_verdict v;
-	const struct fn_policy *p = fn_policy_fresh();
-	if (p && (p->dns_rules || p->host_rules))
+	if (fn_policy_summary_fresh() & (FN_PS_DNS | FN_PS_HOST))
 		fn_names_connect(sa, len); /* "connects" per name, for stats */
 	if (!fn_fault_match(fd, sa, len, &v))
 		return LIBC(connect)(fd, sa, len);
@@ -70,7 +70,9 @@ int fn_connect(int fd, const struct sockaddr *sa, socklen_t len)
 		return counted_connect(fd, sa, len, &v);
 	struct sockaddr_storage target;
 	socklen_t tlen;
-	if (!fn_fault_target(fd, sa, len, &v, 0, true, &target, &tlen))
+	bool ok = fn_fault_target(fd, sa, len, &v, 0, true, &target, &tlen);
+	fn_fault_done(&v);
+	if (!ok)
 		return -1;
 	/* A UDP delay rule delays each datagram, not the connect: the socket
 	 * connects to the real peer (tlen is 0: no sink). */

@@ -47,6 +47,32 @@ static uint64_t datagram_delay(const struct fn_rule *r)
  * target (filled; *tlen 0 means "queue it for *delay ns instead"). Sets
  * *fail when the fault cannot be set up. n is the length sent, or, when msg
  * is given, its iovecs' (added up only once a rule matched). */
+static const struct sockaddr *redirect_matched(int fd, const struct sockaddr *sa, socklen_t len,
+					       int flags, size_t n, const struct msghdr *msg,
+					       const struct fn_verdict *v,
+					       struct sockaddr_storage *target, socklen_t *tlen,
+					       bool *fail, uint64_t *delay)
+{
+	/* A TCP socket ignores the address unless it is a Fast Open connect. */
+	if (v->proto == FN_PROTO_TCP && !(flags & MSG_FASTOPEN))
+		return NULL;
+	if (!v->rule) {
+		fn_stats_attempt(fd, NULL, v->seen, &v->ep, v->proto, "sent", 0);
+		return NULL;
+	}
+	/* A datagram to a cut peer changes nothing about the socket; a Fast
+	 * Open send connects it, like connect. */
+	bool udp = v->proto == FN_PROTO_UDP;
+	uint64_t bytes = udp ? (msg ? iov_bytes(msg) : n) : 0;
+	if (fn_fault_target(fd, sa, len, v, bytes, !udp, target, tlen)) {
+		if (!*tlen)
+			*delay = datagram_delay(v->rule);
+		return (const struct sockaddr *)target;
+	}
+	*fail = true;
+	return NULL;
+}
+
 static const struct sockaddr *redirect(int fd, const struct sockaddr *sa, socklen_t len, int flags,
 				       size_t n, const struct msghdr *msg,
 				       struct sockaddr_storage *target, socklen_t *tlen, bool *fail,
@@ -56,24 +82,10 @@ static const struct sockaddr *redirect(int fd, const struct sockaddr *sa, sockle
 	*fail = false;
 	if (!sa || !fn_fault_match(fd, sa, len, &v))
 		return NULL;
-	/* A TCP socket ignores the address unless it is a Fast Open connect. */
-	if (v.proto == FN_PROTO_TCP && !(flags & MSG_FASTOPEN))
-		return NULL;
-	if (!v.rule) {
-		fn_stats_attempt(fd, NULL, v.seen, &v.ep, v.proto, "sent", 0);
-		return NULL;
-	}
-	/* A datagram to a cut peer changes nothing about the socket; a Fast
-	 * Open send connects it, like connect. */
-	bool udp = v.proto == FN_PROTO_UDP;
-	uint64_t bytes = udp ? (msg ? iov_bytes(msg) : n) : 0;
-	if (fn_fault_target(fd, sa, len, &v, bytes, !udp, target, tlen)) {
-		if (!*tlen)
-			*delay = datagram_delay(v.rule);
-		return (const struct sockaddr *)target;
-	}
-	*fail = true;
-	return NULL;
+	const struct sockaddr *to =
+	    redirect_matched(fd, sa, len, flags, n, msg, &v, target, tlen, fail, delay);
+	fn_fault_done(&v); /* before the send: it may block */
+	return to;
 }
 
 /* The slow paths below are kept out of line (noinline): inlined into the
@@ -196,8 +208,9 @@ static bool any_named(const struct mmsghdr *vec, unsigned vlen)
 
 int fn_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 {
-	const struct fn_policy *p = fn_policy_fresh();
-	if (!p || !(p->watch_protos || p->dns_rules) || !vec || !any_named(vec, vlen))
+	unsigned sum = fn_policy_summary_fresh();
+	if (!(sum & (FN_PS_WATCH_TCP | FN_PS_WATCH_UDP | FN_PS_DNS)) || !vec ||
+	    !any_named(vec, vlen))
 		return LIBC(sendmmsg)(fd, vec, vlen, flags);
 	int total = 0;
 	while (vlen > 0) {
@@ -222,15 +235,19 @@ static enum inbound inbound_verdict(int fd, const struct sockaddr *sa, socklen_t
 				    uint64_t *delay)
 {
 	struct fn_verdict v;
-	if (!fn_fault_match(fd, sa, len, &v) || !v.rule || v.proto != FN_PROTO_UDP ||
-	    v.rule->action == FN_ACT_DNS)
+	if (!fn_fault_match(fd, sa, len, &v))
 		return IN_PASS;
-	bool later = v.rule->action == FN_ACT_DELAY;
-	fn_stats_attempt(fd, v.rule, v.seen, &v.ep, v.proto, later ? "delayed-in" : "dropped-in",
-			 (uint64_t)n);
-	if (later)
-		*delay = datagram_delay(v.rule);
-	return later ? IN_DELAY : IN_DROP;
+	enum inbound what = IN_PASS;
+	if (v.rule && v.proto == FN_PROTO_UDP && v.rule->action != FN_ACT_DNS) {
+		bool later = v.rule->action == FN_ACT_DELAY;
+		fn_stats_attempt(fd, v.rule, v.seen, &v.ep, v.proto,
+				 later ? "delayed-in" : "dropped-in", (uint64_t)n);
+		if (later)
+			*delay = datagram_delay(v.rule);
+		what = later ? IN_DELAY : IN_DROP;
+	}
+	fn_fault_done(&v);
+	return what;
 }
 
 /* Takes a received datagram (n bytes in m's buffers) to be delivered again
@@ -328,8 +345,8 @@ static inline bool udp_filter_on(int fd)
 	 * then it read another fd's, and fd itself has no flags. */
 	if ((unsigned)fd >= FN_FD_MAX)
 		return false;
-	const struct fn_policy *p = fn_policy_fresh();
-	return p && ((p->active_protos & FN_PROTO_UDP) || fn_dns_responder_active());
+	unsigned sum = fn_policy_summary_fresh();
+	return sum && ((sum & FN_PS_UDP) || fn_dns_responder_active());
 }
 
 static bool needs_filter(int fd)

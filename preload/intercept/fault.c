@@ -117,18 +117,24 @@ static bool address_match(int fd, const struct fn_policy *p, const struct sockad
 
 bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_verdict *v)
 {
-	const struct fn_policy *p = fn_policy_fresh();
-	if (!p)
+	if (!fn_policy_summary_fresh())
 		return false;
-	bool hit = address_match(fd, p, sa, len, v);
-	if (__builtin_expect(p->dns_rules, 0) && (!hit || !v->rule)) {
+	struct fn_policy_hold h;
+	const struct fn_policy *p = fn_policy_enter(&h);
+	bool hit = p && address_match(fd, p, sa, len, v);
+	if (p && __builtin_expect(p->dns_rules, 0) && (!hit || !v->rule)) {
 		struct fn_verdict dns;
 		if (nameserver_match(fd, p, sa, len, &dns)) {
 			*v = dns;
-			return true;
+			hit = true;
 		}
 	}
-	return hit;
+	if (!hit) {
+		fn_policy_exit(&h);
+		return false;
+	}
+	v->hold = h;
+	return true;
 }
 
 static enum fn_sink_kind sink_for(const struct fn_rule *r, uint8_t proto)
@@ -244,19 +250,31 @@ bool fn_fault_target(int fd, const struct sockaddr *sa, socklen_t len, const str
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	bool ok = prepare(fd, sa, len, v, target, tlen);
 	int err = errno;
+	/* A relayed stream fault with no fd number of the shim's free (a
+	 * tight RLIMIT_NOFILE, preload/fd/fdtab.h): the connection goes on
+	 * unfaulted, never on one of the app's numbers, and the event says so.
+	 * A connect-time fault still fails the call (fault-failed). */
+	bool nofd = !ok && err == EMFILE && v->proto == FN_PROTO_TCP && fn_rule_relayed(v->rule) &&
+		    len <= sizeof(*target);
+	if (nofd) {
+		memcpy(target, sa, len);
+		*tlen = len;
+		ok = true;
+	}
 	bool refused = !ok && v->rule->action == FN_ACT_UNREACHABLE;
 	/* An HTTP rule counts the connection's requests, not the connect; a
 	 * dns rule the queries (the responder counts them). */
 	bool http = fn_rule_http(v->rule) || v->rule->action == FN_ACT_DNS;
 	/* A connection relayed for an established rule that is off passes. */
 	bool open = v->rule->established && !v->rule->enabled;
-	int dest = fn_stats_attempt(fd, http || open ? NULL : v->rule, http ? NULL : v->seen,
-				    &v->ep, v->proto,
-				    open && ok	    ? "passed"
+	int dest = fn_stats_attempt(fd, http || open || nofd ? NULL : v->rule,
+				    http ? NULL : v->seen, &v->ep, v->proto,
+				    nofd	    ? "unfaulted-no-fd"
+				    : open && ok    ? "passed"
 				    : ok || refused ? fault_outcome(v)
 						    : "fault-failed",
 				    bytes);
-	if (ok && connecting && !record(fd, sa, len, v, target, *tlen, dest)) {
+	if (ok && connecting && !nofd && !record(fd, sa, len, v, target, *tlen, dest)) {
 		ok = false;
 		err = ENOBUFS;
 	}

@@ -17,6 +17,7 @@ struct fn_verdict {
 	const struct fn_rule *seen; /* the rule it is counted against */
 	struct fn_endpoint ep;
 	uint8_t proto;
+	struct fn_policy_hold hold; /* the section rule and seen point into */
 };
 
 /* False when no rule can cover anything fd sends: no policy, or fd's
@@ -35,17 +36,24 @@ static inline bool fn_fault_possible(int fd)
 	if (w && __atomic_load_n(w, __ATOMIC_ACQUIRE) !=
 		     __atomic_load_n(&fn_groupseq_seen, __ATOMIC_RELAXED))
 		return true;
-	const struct fn_policy *p = fn_policy_current();
-	if (!p)
-		return false;
+	/* The summary's send bits (no section: nothing of the policy is
+	 * read), 0 without a policy. */
 	unsigned known = fn_fd_get(fd) & (FDF_TCP | FDF_UDP);
-	return (p->send_protos & (known ? known : FN_PROTO_ANY)) != 0;
+	return (fn_policy_summary() & FN_PS_SEND(known ? known : FN_PROTO_ANY)) != 0;
 }
 _Static_assert((int)FDF_TCP == (int)FN_PROTO_TCP && (int)FDF_UDP == (int)FN_PROTO_UDP,
 	       "fn_fault_possible reads fd marks as protocols");
 
-/* False when no rule covers the peer (the common case: nothing to do). */
+/* False when no rule covers the peer (the common case: nothing to do).
+ * True with a policy section open (v->hold), which the caller closes with
+ * fn_fault_done() once it no longer reads v->rule or v->seen, before any
+ * call that may block or be a cancellation point. */
 bool fn_fault_match(int fd, const struct sockaddr *sa, socklen_t len, struct fn_verdict *v);
+
+static inline void fn_fault_done(const struct fn_verdict *v)
+{
+	fn_policy_exit(&v->hold);
+}
 
 /* Where a faulted socket must connect or send instead; records the fault
  * on the fd and counts the attempt. False with errno when the fault cannot

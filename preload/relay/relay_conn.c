@@ -20,7 +20,6 @@
 #include "core/clock.h"
 #include "preload/fd/fdtab.h"
 #include "preload/base/libc.h"
-#include "preload/base/policy.h"
 #include "preload/relay/relay_http.h"
 
 #define BUF_START (64 * 1024)
@@ -60,7 +59,6 @@ struct fn_conn *fn_conn_new(int appfd, const struct fn_rule *r, const struct soc
 	if ((c->follows = r->established)) {
 		/* Off for now: carried as it is until the rule is enabled. */
 		c->follow.on = r->enabled;
-		c->follow.policy = fn_policy_current();
 		if (r->enabled)
 			strcpy(c->follow.rule, r->name);
 		fn_endpoint_from_sockaddr(&c->follow.peer, dest, destlen);
@@ -200,9 +198,11 @@ int fn_conn_dial(struct fn_conn *c)
 		return 0;
 	c->up = fn_conn_socket(c->dest.ss_family);
 	if (c->up < 0) {
+		/* No fd of the shim's (EMFILE): met at once, so that the
+		 * connection goes on unfaulted (fn_fault_target). */
 		c->up_error = errno;
 		errno = e;
-		return 0;
+		return c->up_error;
 	}
 	small_window(c, c->up, 1);
 	copy_connect_timeouts(c);

@@ -78,7 +78,7 @@ struct fn_follow {
 	bool on;		 /* a rule was in force at the last look */
 	char rule[FN_NAME_MAX];	 /* which one, by name: policies are swapped */
 	struct fn_endpoint peer; /* the destination the rules are matched on */
-	const void *policy;	 /* the policy of the last look */
+	uint64_t serial;	 /* the policy of the last look (0: none yet) */
 	bool dark;		 /* blackholed by go_dark, which may be undone */
 	int rcvbuf;		 /* the app end's receive buffer before it */
 };

@@ -86,14 +86,9 @@ static void undo(struct fn_conn *c)
 	}
 }
 
-void fn_conn_follow(struct fn_conn *c, uint64_t now)
+/* A look at p, which the caller holds a section on. */
+static void look(struct fn_conn *c, const struct fn_policy *p, uint64_t now)
 {
-	const struct fn_policy *p = fn_policy_fresh();
-	if (c->follow.on)
-		fn_shape_wake(c, now + 100 * MS);
-	if ((const void *)p == c->follow.policy || c->reset_pending)
-		return;
-	c->follow.policy = p;
 	const struct fn_rule *r = in_force(p, c);
 	if (strcmp(r ? r->name : "", c->follow.rule) == 0)
 		return;
@@ -105,4 +100,17 @@ void fn_conn_follow(struct fn_conn *c, uint64_t now)
 		apply(c, r, now);
 		fn_shape_wake(c, now + 100 * MS);
 	}
+}
+
+void fn_conn_follow(struct fn_conn *c, uint64_t now)
+{
+	struct fn_policy_hold h;
+	const struct fn_policy *p = fn_policy_fresh(&h);
+	if (c->follow.on)
+		fn_shape_wake(c, now + 100 * MS);
+	if (h.serial != c->follow.serial && !c->reset_pending) {
+		c->follow.serial = h.serial;
+		look(c, p, now);
+	}
+	fn_policy_exit(&h);
 }

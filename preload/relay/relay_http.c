@@ -38,6 +38,7 @@ struct hreq {
 	bool expect;	/* answered here, and the app waits for 100 Continue */
 	bool started;	/* forward: the server's answer has begun */
 	bool resp_done; /* forward: the server's final answer was parsed whole */
+	bool resp_last; /* forward: and the server closes after it */
 	uint64_t done_ns, first_ns, delay_ns;
 	int mode;	     /* abort: FN_ABORT_*, also after after_bytes */
 	int64_t after_bytes; /* forward: cut the answer after this many bytes */
@@ -77,13 +78,16 @@ struct fn_hconn {
 	bool passthrough; /* requests go on as bytes, untouched */
 	bool down_raw;	  /* the server's bytes go on as bytes, untouched */
 	bool fin_wanted;  /* FIN to the app once toapp is written */
-	bool app_fin;	  /* FIN sent: what the app sends now is dropped */
+	bool app_fin;	  /* FIN sent: what the app sends now is dropped, */
+	bool up_fin;	  /* unless the FIN was the server's: then it goes on */
 	bool app_dropped; /* a request taken here went wrong: ditto */
 	bool rules_off;	  /* the server's answers are unframeable: no rule */
 	struct obuf held; /* app bytes behind a gate: [held_out, held_in) */
 	uint64_t held_in, held_out;
 	int gates; /* requests with gate set */
 	bool up_started, up_ok, up_failed, up_shut;
+	bool up_reset; /* the server reset the connection: read to its end */
+	bool up_last;  /* the server's last answer is out: it closes next */
 	int up_err;
 };
 
@@ -226,10 +230,12 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 		*colon = '\0';
 	struct fn_http_req rq = {method, h->path, host};
 	const struct fn_rule *seen = NULL, *r = NULL;
+	struct fn_policy_hold hold; /* r and seen point into it: to the end */
+	const struct fn_policy *pol = fn_policy_fresh(&hold);
 	if (p->upgrade || p->method == HTTP_CONNECT)
 		h->upgrading = true; /* after it, bytes go through untouched */
 	else if (!h->rules_off)	     /* see unframed */
-		r = fn_http_decide(fn_policy_fresh(), &h->ep, &rq, &seen);
+		r = fn_http_decide(pol, &h->ep, &rq, &seen);
 	enum fn_req_fate fate = FN_REQ_FORWARDED;
 	if (r && r->action == FN_ACT_RESPOND) {
 		e->kind = HK_ANSWER;
@@ -238,6 +244,7 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 		e->close_after = r->http->close;
 		fate = FN_REQ_ANSWERED;
 		if (!e->answer) {
+			fn_policy_exit(&hold);
 			free(e);
 			return NULL;
 		}
@@ -257,6 +264,7 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 	}
 	e->expect = e->kind != HK_FORWARD && strcasecmp(h->expect, "100-continue") == 0;
 	fn_stats_request(seen, r, &h->ep, method, h->host, h->path, fate);
+	fn_policy_exit(&hold);
 	(void)now;
 	return e;
 }
@@ -365,7 +373,8 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 {
 	struct fn_hconn *h = c->http;
 	struct fn_dir *dr = &c->dir[0];
-	while (!h->passthrough && !h->app_fin && !h->app_dropped && dr->lo + h->uparsed < dr->hi) {
+	bool ended = (h->app_fin && !h->up_fin) || h->app_dropped;
+	while (!h->passthrough && !ended && dr->lo + h->uparsed < dr->hi) {
 		size_t n = h->lib->execute(&h->req, &req_settings, dr->buf + dr->lo + h->uparsed,
 					   dr->hi - dr->lo - h->uparsed);
 		h->uparsed += n;
@@ -388,7 +397,14 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 			break;
 		}
 	}
-	bool drop = h->app_fin || h->app_dropped;
+	if (dr->eof && !h->parsing && !h->passthrough && dr->lo < dr->hi) {
+		/* The app ended inside a request's head: whether a rule takes
+		 * it is never known, so it goes nowhere, and the server gets
+		 * the app's FIN after the requests before (half_closes). */
+		dr->lo = dr->hi = 0;
+		h->uparsed = 0;
+	}
+	bool drop = ended;
 	if ((h->passthrough || drop) && dr->lo < dr->hi) {
 		h->parsing = NULL;
 		if (!drop)
@@ -426,7 +442,10 @@ static int on_res_headers(http_parser *p)
 {
 	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
 	struct hreq *e = awaiting(h);
-	return e && e->head ? 1 : 0; /* 1: this answer has no body */
+	/* 1: this answer has no body, whatever its Content-Length says: the
+	 * answer to a HEAD, a 204 or a 304 (RFC 9112 6.3). */
+	bool bodyless = p->status_code == 204 || p->status_code == 304;
+	return e && (e->head || bodyless) ? 1 : 0;
 }
 
 static int on_res_complete(http_parser *p)
@@ -446,6 +465,9 @@ static void answer_parsed(struct fn_hconn *h)
 	if (!e || (status / 100 == 1 && status != 101))
 		return; /* an interim answer (100 Continue): the final one follows */
 	e->resp_done = true;
+	/* Connection: close, HTTP/1.0 without keep-alive, or a body that
+	 * runs to the server's close: nothing the server sends follows. */
+	e->resp_last = !h->lib->keep_alive(&h->res);
 	e->resp_end = h->rabs;
 	h->answering = NULL;
 }
@@ -496,8 +518,9 @@ static void parse_answers(struct fn_conn *c)
 			break;
 		}
 	}
-	if (dr->eof && !h->down_raw) {
-		/* An answer that runs to the server's close ends here. */
+	if (dr->eof && !h->down_raw && !h->up_reset) {
+		/* An answer that runs to the server's close ends here (not
+		 * at a reset, which cuts it). */
 		h->lib->execute(&h->res, &res_settings, NULL, 0);
 		if (HTTP_PARSER_ERRNO(&h->res) == HPE_PAUSED) {
 			answer_parsed(h);
@@ -545,14 +568,29 @@ static void cut(struct fn_conn *c, int mode)
 	}
 }
 
+/* The server is gone and the app has all it sent: the app's side ends
+ * too, once the bytes before are out, as the server ended it (a FIN, or a
+ * reset), and nothing queued after is answered. */
+static void server_gone(struct fn_conn *c)
+{
+	if (c->http->up_reset) {
+		c->reset_pending = true;
+	} else {
+		/* A server that only half-closed still reads: what the app
+		 * sends after goes on to it, as it would directly. */
+		c->http->fin_wanted = true;
+		c->http->up_fin = true;
+	}
+}
+
 /* Whether the server closed and the app has all it sent: then the app's
- * side ends too (a FIN once the bytes before are out), and nothing queued
- * after is answered, as nothing would be by the server itself. */
+ * side ends too (see server_gone), as nothing queued after would be
+ * answered by the server itself. */
 static bool server_closed(struct fn_conn *c, const struct fn_dir *dr)
 {
 	if (!dr->eof || dr->out != dr->in)
 		return false;
-	c->http->fin_wanted = true;
+	server_gone(c);
 	return true;
 }
 
@@ -595,8 +633,13 @@ static bool release_forward(struct fn_conn *c, struct hreq *e, uint64_t now)
 		cut(c, e->mode);
 		return true;
 	}
-	if (e->resp_done && dr->out == e->resp_end)
+	if (e->resp_done && dr->out == e->resp_end) {
+		/* The server said it closes after this answer: nothing
+		 * after it is answered, and the app's side ends as the
+		 * server's does (release). */
+		c->http->up_last = e->resp_last;
 		return true;
+	}
 	/* The server closed inside the answer (a body cut short, or one
 	 * the parser could not frame): its bytes, then EOF. */
 	return server_closed(c, dr);
@@ -616,6 +659,17 @@ static void open_gate(struct fn_hconn *h, struct hreq *e)
 	unhold(h, (next ? next->hold_from : h->held_in) - h->held_out, true);
 }
 
+/* The server answers nothing more (it said so, or closed): the requests
+ * held behind a gate never will be answered, and the bytes after them go
+ * on to the server as they would directly, so that the app's FIN reaches
+ * it too (half_closes waits for no gate). */
+static void open_gates(struct fn_hconn *h)
+{
+	for (struct hreq *e = h->head; e && h->gates; e = e->next)
+		if (e->gate)
+			open_gate(h, e);
+}
+
 /* The app closed its side and every byte it sent was parsed. */
 static bool app_stream_over(const struct fn_conn *c)
 {
@@ -627,7 +681,7 @@ static void release(struct fn_conn *c, uint64_t now)
 	struct fn_hconn *h = c->http;
 	struct hreq *e;
 	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-	while ((e = h->head) && !h->fin_wanted && !c->reset_pending &&
+	while ((e = h->head) && !h->fin_wanted && !c->reset_pending && !h->up_last &&
 	       obuf_pending(&h->toapp) < OUT_MAX) {
 		if (e->gate)
 			open_gate(h, e);
@@ -640,9 +694,12 @@ static void release(struct fn_conn *c, uint64_t now)
 				break;
 			/* Answered before its body was all read (an early 401
 			 * or 413): the rest of the body is still its own and
-			 * goes on to the server; done with once read. */
-			if (e == h->parsing && !h->fin_wanted)
+			 * goes on to the server; done with once read, or once
+			 * the server closed (the app ended inside that body). */
+			if (e == h->parsing && !h->fin_wanted) {
+				server_closed(c, &c->dir[1]);
 				break;
+			}
 			pop(h);
 			continue;
 		}
@@ -687,8 +744,10 @@ static void release(struct fn_conn *c, uint64_t now)
 	if (dr->lo == dr->hi)
 		dr->lo = dr->hi = 0;
 	/* The server closed and every answer is out: so does the app's side. */
-	if (!h->head && dr->eof && dr->out == dr->in && h->up_ok)
-		h->fin_wanted = true;
+	if ((!h->head || h->up_last) && dr->eof && dr->out == dr->in && h->up_ok)
+		server_gone(c);
+	if (h->gates && (h->up_last || (dr->eof && dr->out == dr->in)))
+		open_gates(h);
 }
 
 /* ---- sockets ---------------------------------------------------------------- */
@@ -748,6 +807,13 @@ static bool fill(struct fn_conn *c, int d, int fd)
 			dr->eof = true;
 			return true;
 		}
+		if (n < 0 && d == 1 && errno == ECONNRESET) {
+			/* The server's reset: every byte it sent before is
+			 * in; the app gets them, then the reset (server_gone). */
+			dr->eof = true;
+			c->http->up_reset = true;
+			return true;
+		}
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR;
 		dr->hi += (size_t)n;
@@ -800,6 +866,7 @@ static bool finished(const struct fn_conn *c)
 {
 	const struct fn_hconn *h = c->http;
 	return c->dir[0].eof && !obuf_pending(&h->toapp) &&
+	       (!h->up_fin || h->up_shut || c->up < 0) &&
 	       (h->app_fin || (!h->head && (c->up < 0 || c->dir[1].eof || h->up_failed)));
 }
 

@@ -46,6 +46,10 @@ static bool make(void)
 		return false;
 	ends[0] = fn_fd_move_high(p[0], FN_RANGE_SINK);
 	ends[1] = fn_fd_move_high(p[1], FN_RANGE_SINK);
+	if (ends[0] < 0 || ends[1] < 0) { /* no number of the shim's free */
+		drop();
+		return false;
+	}
 	/* Larger than a message of 64 KiB, so that such a message does not
 	 * fill it and look like a bulk transfer (see pipe_ok() in
 	 * relay_pump.c); at most a 256th of the pages the kernel lets one

@@ -187,9 +187,8 @@ static int64_t usec(clockid_t c)
  * around the write, and taken back unless one was already pending. A line
  * the reader has no room for is dropped and counted (the fd is
  * non-blocking); lines are shorter than PIPE_BUF, so never torn. */
-static void events_write(const char *line, size_t n)
+static void events_write_fd(int fd, const char *line, size_t n)
 {
-	int fd = __atomic_load_n(&events_fd, __ATOMIC_RELAXED);
 	if (!events_pipe) {
 		ssize_t w = write(fd, line, n);
 		(void)w;
@@ -208,6 +207,17 @@ static void events_write(const char *line, size_t n)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (w != (ssize_t)n)
 		__atomic_add_fetch(&fn_seg->h.events_dropped, 1, __ATOMIC_RELAXED);
+}
+
+/* With cancellation off: write is a cancellation point, and the caller may
+ * hold a section on the policy (preload/base/policy.h), which a cancelled
+ * thread would never close. */
+static void events_write(const char *line, size_t n)
+{
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	events_write_fd(__atomic_load_n(&events_fd, __ATOMIC_RELAXED), line, n);
+	pthread_setcancelstate(cancel, NULL);
 }
 
 static void json_event(const struct fn_seg_event *e)

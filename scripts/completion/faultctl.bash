@@ -42,8 +42,8 @@ _faultctl()
 	case "$verb" in
 	enable | disable | rm) COMPREPLY=($(compgen -W "$(_faultctl_rules)" -- "$cur")) ;;
 	check) COMPREPLY=($(compgen -f -X '!*.@(conf|scenario)' -- "$cur") $(compgen -d -- "$cur")) ;;
-	scenario) COMPREPLY=($(compgen -W "--report --" -- "$cur") $(compgen -f -X '!*.scenario' -- "$cur")) ;;
-	run) COMPREPLY=($(compgen -W "--config --zone -g --stats --allow-unreached --backend=shim --backend=bpf --backend=auto --" -- "$cur")) ;;
+	scenario) COMPREPLY=($(compgen -W "--report --strict --" -- "$cur") $(compgen -f -X '!*.scenario' -- "$cur")) ;;
+	run) COMPREPLY=($(compgen -W "--config --zone -g --stats --strict --allow-unreached --backend=shim --backend=bpf --backend=auto --" -- "$cur")) ;;
 	events) COMPREPLY=($(compgen -W "--follow" -- "$cur")) ;;
 	add) COMPREPLY=($(compgen -W "--first" -- "$cur")) ;;
 	esac

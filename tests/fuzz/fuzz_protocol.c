@@ -27,7 +27,7 @@ static void as_journal(const uint8_t *data, size_t n)
 	close(fd);
 	if (w == (ssize_t)n) {
 		fn_cmd_set_group("fuzz", path);
-		fn_cmd_catch_up(true);
+		fn_cmd_catch_up();
 	}
 	unlink(path);
 }

@@ -6,7 +6,10 @@
 #include "../cunit_run.h"
 #include "../integration/testutil.h"
 
+#include <arpa/inet.h>
 #include <linux/audit.h>
+#include <netdb.h>
+#include <time.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <netinet/tcp.h>
@@ -405,7 +408,7 @@ static int fds_of(const char *kind, int *out, int max)
 {
 	int n = 0;
 	char path[64], link[128];
-	for (int fd = 3; fd < 4096 && n < max; fd++) {
+	for (int fd = 3, end = fd_bound(); fd < end && n < max; fd++) {
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		ssize_t len = readlink(path, link, sizeof(link) - 1);
 		if (len > 0 && (link[len] = '\0', strstr(link, kind)))
@@ -454,7 +457,7 @@ static int child_sweep(void)
 	if (npipe == 0)
 		return 6;
 	nev += npipe;
-	for (int fd = 3; fd < 4096; fd++)
+	for (int fd = 3, end = fd_bound(); fd < end; fd++)
 		if (fd != ls)
 			close(fd);
 	char path[] = "/tmp/fn-sweep-XXXXXX";
@@ -647,6 +650,192 @@ static void test_5_cancelled_connect(void)
 	child_passes("cancel");
 }
 
+/* i38.11: sockets the app opens and connects under RLIMIT_NOFILE 32 (hard
+ * limit hard), each to a peer a latency rule covers; the count is the exit
+ * status. The shim's own fds took the app's numbers once the top quarter
+ * of its range was full: 8 relayed sockets against 25 without the shim. */
+static int child_nofile(rlim_t hard)
+{
+	struct rlimit rl = {.rlim_cur = 32, .rlim_max = hard};
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 250;
+	int n = 0, fds[32];
+	for (; n < 32; n++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(7341)};
+		to.sin_addr.s_addr = inet_addr("127.73.13.1");
+		if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof(to)) != 0) {
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		fds[n] = fd;
+	}
+	/* Given back: LeakSanitizer needs fds of its own at exit. */
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	return n;
+}
+
+/* How many the child opens without the shim, then with it. */
+static void nofile_counts(const char *mode, int *plain, int *shimmed)
+{
+	char *pre = strdup(getenv("LD_PRELOAD"));
+	unsetenv("LD_PRELOAD");
+	*plain = run_child(mode, 20);
+	setenv("LD_PRELOAD", pre, 1);
+	free(pre);
+	*shimmed = run_child(mode, 20);
+}
+
+static void test_i38_11_nofile(void)
+{
+	int ls = bound_socket(SOCK_STREAM, "127.73.13.1", 7341);
+	CU_ASSERT_EQUAL(listen(ls, 256), 0);
+	int plain, shimmed;
+	nofile_counts("nofile-room", &plain, &shimmed);
+	CU_ASSERT_TRUE(plain > 20 && plain < 32);
+	CU_ASSERT_EQUAL(shimmed, plain);
+	if (shimmed != plain)
+		fprintf(stderr, "  hard limit above 32: %d sockets, %d without the shim\n", shimmed,
+			plain);
+	/* No room above the soft limit: the connection goes unfaulted, and an
+	 * event says why. */
+	char path[] = "/tmp/fn-nofile-XXXXXX";
+	int fd = mkstemp(path);
+	setenv("FAULTNET_EVENTS", path, 1);
+	nofile_counts("nofile-tight", &plain, &shimmed);
+	unsetenv("FAULTNET_EVENTS");
+	CU_ASSERT_EQUAL(shimmed, plain);
+	if (shimmed != plain)
+		fprintf(stderr, "  hard limit 32: %d sockets, %d without the shim\n", shimmed,
+			plain);
+	char buf[8192] = "";
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"outcome\":\"unfaulted-no-fd\""));
+	close(fd);
+	unlink(path);
+	close(ls);
+}
+
+/* i38.19: the time the shim's policy swaps read. The old code freed a
+ * replaced policy once time() said 60 s had passed; this program's own
+ * time() (exported: tests/README.md) moves it on without the wait. */
+static time_t clock_ahead;
+
+time_t time(time_t *t)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	time_t v = ts.tv_sec + __atomic_load_n(&clock_ahead, __ATOMIC_RELAXED);
+	if (t)
+		*t = v;
+	return v;
+}
+
+/* faultctl -g GROUP VERB RULE, run without the shim; its exit status. */
+static int faultctl_group(const char *group, const char *verb, const char *rule)
+{
+	char ctl[4200];
+	if (!realpath("/proc/self/exe", ctl))
+		return 126;
+	for (int i = 0; i < 2; i++) {
+		char *slash = strrchr(ctl, '/');
+		if (slash)
+			*slash = '\0';
+	}
+	strcat(ctl, "/faultctl");
+	pid_t pid = fork();
+	if (pid == 0) {
+		unsetenv("LD_PRELOAD");
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		execl(ctl, "faultctl", "-g", group, verb, rule, (char *)NULL);
+		_exit(127);
+	}
+	int st = -1;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void *paused_lookup(void *arg)
+{
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
+	int rc = getaddrinfo("paused.faultnet.test", "80", &hints, &res);
+	bool ok = rc == 0 && res &&
+		  ((struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr == inet_addr("127.73.20.1");
+	if (res)
+		freeaddrinfo(res);
+	*(bool *)arg = ok;
+	return NULL;
+}
+
+/* A covered call, which applies the group's changes in this process. */
+static void covered_call(void)
+{
+	int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(9)};
+	to.sin_addr.s_addr = inet_addr("127.0.0.1");
+	connect(u, (struct sockaddr *)&to, sizeof(to));
+	close(u);
+}
+
+/* A thread waits 3 s inside a lookup a dns rule delays; meanwhile the
+ * policy is replaced twice, 61 s apart by time(). The old code freed the
+ * policy the thread was reading at the second replacement: the thread
+ * then read its rule from freed memory (perturbed by malloc: a crash). */
+static int child_paused_lookup(void)
+{
+	const char *group = getenv("FAULTNET_GROUP");
+	bool ok = false;
+	pthread_t th;
+	pthread_create(&th, NULL, paused_lookup, &ok);
+	usleep(300000);
+	int rc1 = faultctl_group(group, "disable", "flip");
+	covered_call();
+	__atomic_store_n(&clock_ahead, 61, __ATOMIC_RELAXED);
+	int rc2 = faultctl_group(group, "enable", "flip");
+	covered_call();
+	pthread_join(th, NULL);
+	if (rc1 || rc2) {
+		fprintf(stderr, "  faultctl: %d %d\n", rc1, rc2);
+		return 3;
+	}
+	return ok ? 0 : 4;
+}
+
+static void test_i38_19_paused_lookup(void)
+{
+	char conf[] = "/tmp/fn-paused-XXXXXX", group[64];
+	int fd = mkstemp(conf);
+	const char *rules = "rules = (\n"
+			    "  { name = \"paused\"; action = \"dns\"; answer = [ \"127.73.20.1\" "
+			    "]; delay_ms = 3000;"
+			    " match = { host = \"paused.faultnet.test\"; }; },\n"
+			    "  { name = \"flip\"; action = \"drop\"; match = { to = "
+			    "\"127.73.20.2/32\"; proto = \"udp\";"
+			    " }; }\n);\n";
+	CU_ASSERT_EQUAL(write(fd, rules, strlen(rules)), (ssize_t)strlen(rules));
+	close(fd);
+	snprintf(group, sizeof(group), "i38-19-%d", (int)getpid());
+	char *old = getenv("FAULTNET_CONFIG") ? strdup(getenv("FAULTNET_CONFIG")) : NULL;
+	setenv("FAULTNET_CONFIG", conf, 1);
+	setenv("FAULTNET_GROUP", group, 1);
+	/* Freed memory overwritten, so that a read of it shows. */
+	setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0:glibc.malloc.perturb=85", 1);
+	int rc = run_child("paused-lookup", 20);
+	unsetenv("GLIBC_TUNABLES");
+	unsetenv("FAULTNET_GROUP");
+	if (old)
+		setenv("FAULTNET_CONFIG", old, 1);
+	free(old);
+	unlink(conf);
+	CU_ASSERT_EQUAL(rc, 0);
+	if (rc)
+		fprintf(stderr, "  the child %s (%d)\n", rc < 0 ? "hung" : "failed", rc);
+}
+
 int main(int argc, char **argv)
 {
 	remember_self(argv[0]);
@@ -663,6 +852,12 @@ int main(int argc, char **argv)
 			return child_fork_relay();
 		if (strcmp(argv[2], "write-exit") == 0)
 			return child_write_exit();
+		if (strcmp(argv[2], "paused-lookup") == 0)
+			return child_paused_lookup();
+		if (strcmp(argv[2], "nofile-room") == 0)
+			return child_nofile(4096);
+		if (strcmp(argv[2], "nofile-tight") == 0)
+			return child_nofile(32);
 		return strcmp(argv[2], "cancel") == 0 ? child_cancel() : 98;
 	}
 	if (!getenv("FAULTNET_CONFIG")) {
@@ -702,5 +897,11 @@ int main(int argc, char **argv)
 		    test_28_fork_child_own_pipe);
 	CU_add_test(s, "29: the relay carries bytes where a seccomp filter refuses splice",
 		    test_29_relay_without_splice);
+	CU_add_test(s, "i38.19: a lookup paused past the old 60 s grace reads no freed policy",
+		    test_i38_19_paused_lookup);
+	CU_add_test(s,
+		    "i38.11: under RLIMIT_NOFILE 32 the app opens as many relayed sockets as "
+		    "without the shim",
+		    test_i38_11_nofile);
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }

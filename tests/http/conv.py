@@ -16,18 +16,26 @@ import errno
 import hashlib
 import importlib
 import json
+import os
 import socket
 import sys
 import threading
 import time
 
 INJ = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 8\r\n\r\ninjected"
+INJ_HEAD = INJ[:-len(b"injected")]  # the rule's answer to a HEAD
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 END_WAIT = 3.0  # how long a side waits for the other's close
 
 
+def no_hook(*_):
+    """An on_head that does nothing (see Srv.request)."""
+
+
 def shown(b):
-    """Small byte strings as text, large ones by size and digest."""
-    if len(b) <= 600:
+    """Small byte strings as text, large ones by size and digest (up to
+    $CONV_SHOW bytes as text, to look into a conversation that differs)."""
+    if len(b) <= int(os.environ.get("CONV_SHOW", 600)):
         return b.decode("latin-1")
     return "%d bytes sha256 %s" % (len(b), hashlib.sha256(b).hexdigest()[:16])
 
@@ -38,7 +46,7 @@ class Srv:
 
     def __init__(self, sock):
         self.s = sock
-        self.buf = b""
+        self.buf = bytearray()
         self.got = bytearray()
         self.end = None
 
@@ -63,7 +71,8 @@ class Srv:
         while len(self.buf) < n:
             if not self.fill():
                 return None
-        out, self.buf = self.buf[:n], self.buf[n:]
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
         return out
 
     def line(self, sep=b"\r\n"):
@@ -71,38 +80,45 @@ class Srv:
             if not self.fill():
                 return None
         i = self.buf.index(sep) + len(sep)
-        out, self.buf = self.buf[:i], self.buf[i:]
+        out = bytes(self.buf[:i])
+        del self.buf[:i]
         return out
 
-    def request(self, answer_injected=True):
+    def request(self, answer_injected=True, on_head=None):
         """(method, path, raw bytes) of the next request, None at the end.
-        Requests for /inj are answered here as the rule answers them."""
+        Requests for /inj are answered here as the rule answers them;
+        on_head(method, path, headers) is called for the others once their
+        head is read, before their body (for 1xx and early answers)."""
         while True:
             start = len(self.got) - len(self.buf)
+            if answer_injected and not on_head:
+                on_head = no_hook  # /inj requests still get their 100 Continue
             try:
-                got = self.one_request()
+                got = self.one_request(on_head)
             except ValueError:
                 # A body that cannot be read: a server ends the connection
                 # there, and one for /inj never reached the server.
                 if self.request_path(start).startswith("/inj") and answer_injected:
                     del self.got[start:]
-                self.buf = b""
+                self.buf = bytearray()
                 self.s.shutdown(socket.SHUT_WR)
                 return None
             if got is None or got[2] is None:
-                if got and got[1].startswith("/inj") and answer_injected:
-                    del self.got[start:]  # the client ended inside it
+                if got is None or got[1].startswith("/inj") and answer_injected:
+                    # The client ended inside it: the engine passes on no
+                    # head it never saw whole, nor any of a rule's request.
+                    del self.got[start:]
                 return None
             if not got[1].startswith("/inj") or not answer_injected:
                 return got
             del self.got[start:len(self.got) - len(self.buf)]
-            self.s.sendall(INJ)
+            self.s.sendall(INJ_HEAD if got[0] == "HEAD" else INJ)
 
     def request_path(self, start):
         line = bytes(self.got[start:start + 300]).split(b"\r\n")[0].split(b" ")
         return line[1].decode("latin-1") if len(line) > 1 else ""
 
-    def one_request(self):
+    def one_request(self, on_head=None):
         """(method, path, raw) of the next request; raw None when the
         client ended inside it, None when it ended before one."""
         head = self.line(b"\r\n\r\n")
@@ -115,7 +131,11 @@ class Srv:
             if ":" in h:
                 k, v = h.split(":", 1)
                 hdrs[k.strip().lower()] = v.strip()
-        raw = head
+        if on_head and not path.startswith("/inj"):
+            on_head(method, path, hdrs)
+        elif on_head and hdrs.get("expect", "").lower() == "100-continue":
+            self.s.sendall(CONTINUE)  # as the rule does for an /inj request
+        raw = bytearray(head)  # grows by many chunks: not copied each time
         if hdrs.get("transfer-encoding", "").lower() == "chunked":
             while True:
                 sz = self.line()
@@ -123,7 +143,7 @@ class Srv:
                     return method, path, None
                 raw += sz
                 n = int(sz.split(b";")[0], 16)
-                part = self.take(n + 2) if n else self.line(b"\r\n")
+                part = self.take(n + 2) if n else self.trailers()
                 if part is None:
                     return method, path, None
                 raw += part
@@ -135,6 +155,17 @@ class Srv:
                 return method, path, None
             raw += body
         return method, path, raw
+
+    def trailers(self):
+        """The trailer lines after a last chunk, up to the empty line."""
+        out = b""
+        while True:
+            ln = self.line()
+            if ln is None:
+                return None
+            out += ln
+            if ln == b"\r\n":
+                return out
 
     def send(self, b):
         self.s.sendall(b)
@@ -148,9 +179,11 @@ class Srv:
             try:
                 got = self.one_request()
             except (ValueError, IndexError):
-                got = None  # not a request: kept as it came
+                got = False  # not a request: kept as it came
             if got and got[1].startswith("/inj"):
                 del self.got[start:len(self.got) - len(self.buf) if got[2] is not None else None]
+            elif got is None:
+                del self.got[start:]  # the client ended inside a head
         while self.end is None:
             self.fill()
 

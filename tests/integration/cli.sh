@@ -116,6 +116,79 @@ table=$(echo "$out" | cut -d: -f1 | tr '\n' ' ')
 check "faultctl --help lists the verbs of help --verbs, in order" holds '[ -n "$table" ] && [ "$listed" = "$table" ]'
 run "$ctl" nosuchverb
 check "faultctl: an unknown verb exits 2 and names it" holds '[ "$rc" = 2 ] && contains "$err" "unknown verb '"'"'nosuchverb'"'"'"'
+# A rule with no match covers every connection: check and run warn of it,
+# with file and line, and go on (exit 0).
+printf 'rules = (\n  { name = "m"; action = "drop"; match = { to = "127.88.0.9/32"; }; },\n  { name = "all"; action = "drop"; enabled = false; }\n);\n' >"$tmp/broad.conf"
+run "$ctl" check "$tmp/broad.conf"
+check "faultctl check warns of a rule with no match (file:line), exit 0" holds '[ "$rc" = 0 ] && contains "$err" "broad.conf:3: warning: rule '"'"'all'"'"' has no match" && ! contains "$err" "'"'"'m'"'"'"'
+run "$ctl" run --config "$tmp/broad.conf" -- /bin/true
+check "faultctl run warns of a rule with no match" holds '[ "$rc" = 0 ] && contains "$err" "warning: rule '"'"'all'"'"' has no match"'
+# run --strict (issue 41): a run fails when a rule it switched on never
+# fired, when an HTTP rule met traffic it could not read, or when no process
+# joined; without --strict the same runs pass.
+printf 'rules = ( { name = "never"; action = "refuse"; match = { to = "127.88.0.9/32"; port = 9; }; } );\n' >"$tmp/strict.conf"
+run "$ctl" run --config "$tmp/strict.conf" -- /bin/true
+check "faultctl run: a rule that never fired passes without --strict" [ "$rc" = 0 ]
+run "$ctl" run --strict --config "$tmp/strict.conf" -- /bin/true
+check "faultctl run --strict: a rule that never fired fails it (exit 1, named)" holds '[ "$rc" = 1 ] && contains "$err" "rule never was on and never fired"'
+run "$ctl" run --strict --config "$tmp/strict.conf" -- /usr/bin/python3 -c 'import socket
+try: socket.create_connection(("127.88.0.9", 9), timeout=2)
+except OSError: pass'
+check "faultctl run --strict: passes when its rule fired" holds '[ "$rc" = 0 ] && [ -z "$err" ]'
+run "$ctl" run --strict --config "$tmp/strict.conf" -- sh -c 'exit 5'
+check "faultctl run --strict: the command's own failure keeps its status" [ "$rc" = 5 ]
+printf 'rules = ( { name = "h"; action = "respond"; status = 503; match = { to = "127.88.0.10/32"; port = 8099; }; } );\n' >"$tmp/nothttp.conf"
+/usr/bin/python3 -c 'import socket,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.88.0.10", 8099)); s.listen(4)
+c,_=s.accept(); c.recv(100); time.sleep(1)' &
+spid=$!
+sleep 0.3
+run "$ctl" run --strict --config "$tmp/nothttp.conf" -- /usr/bin/python3 -c 'import socket
+c=socket.create_connection(("127.88.0.10", 8099), timeout=2)
+c.sendall(b"\x16\x03\x01 not http at all\r\n\r\n")
+try: c.recv(100)
+except OSError: pass'
+check "faultctl run --strict: an HTTP rule that met traffic it could not read fails it (not_http)" holds '[ "$rc" = 1 ] && contains "$err" "could not read (not_http)"'
+kill $spid 2>/dev/null
+wait $spid 2>/dev/null
+run "$ctl" run --help
+check "faultctl run --help names --strict" contains "$out" "--strict"
+# docs/ci.md's job that fails when its fault never fired, run as written
+# (faultctl on PATH, the checkout's policies/, the job's ./run-my-tests):
+# a test run that never met the fault fails it; one that did passes.
+job=$(sed -n 's/^\(faultctl run --strict .*\)$/\1/p' "$root/docs/ci.md")
+mkdir "$tmp/job"
+ln -s "$root/policies" "$tmp/job/policies"
+printf '#!/bin/sh\nexit 0\n' >"$tmp/job/run-my-tests"
+chmod +x "$tmp/job/run-my-tests"
+run sh -c "cd '$tmp/job' && PATH='$build':\$PATH $job"
+check "docs/ci.md's --strict job fails when its fault never fired ($job)" holds '[ -n "$job" ] && [ "$rc" = 1 ] && contains "$err" "rule nat-lost was on and never fired"'
+printf '#!/usr/bin/python3\nimport socket\ntry: socket.create_connection(("127.66.0.1", 443), timeout=0.3)\nexcept OSError: pass\n' >"$tmp/job/run-my-tests"
+run sh -c "cd '$tmp/job' && PATH='$build':\$PATH $job"
+check "docs/ci.md's --strict job passes when its fault fired" holds '[ "$rc" = 0 ] && [ -z "$err" ]'
+# Counts outlive the process (GROUP.PID.done, kept an hour), and faultctl gc
+# removes what is older: a finished process's counts, then its group's
+# journal, counter and lock; never a live group's files.
+gcdir="$tmp/gcdir"
+mkdir -m 0700 "$gcdir"
+run env FAULTNET_RUNDIR="$gcdir" "$ctl" run -g gone --config "$tmp/strict.conf" -- /usr/bin/python3 -c 'import socket
+try: socket.create_connection(("127.88.0.9", 9), timeout=2)
+except OSError: pass'
+run env FAULTNET_RUNDIR="$gcdir" "$ctl" -g gone --json stats
+check "faultctl -g G stats counts a process that has exited" holds 'contains "$out" "\"name\":\"never\"" && contains "$out" "\"attempts\":1" && contains "$err" "counting 1 process of group '"'"'gone'"'"' that has exited (kept 60 min)"'
+env FAULTNET_RUNDIR="$gcdir" "$ctl" -g gone --ahead enable never >/dev/null 2>&1
+env FAULTNET_RUNDIR="$gcdir" "$ctl" run -g live --config "$tmp/strict.conf" -- sleep 30 &
+livepid=$!
+sleep 0.5
+env FAULTNET_RUNDIR="$gcdir" "$ctl" -g live enable never >/dev/null 2>&1
+run env FAULTNET_RUNDIR="$gcdir" "$ctl" gc
+check "faultctl gc keeps what is within the kept hour" holds '[ "$rc" = 0 ] && ls "$gcdir"/gone.*.done >/dev/null 2>&1 && [ -e "$gcdir/gone.journal" ]'
+touch -h -d '2 hours ago' "$gcdir"/gone.* "$gcdir"/live.journal "$gcdir"/live.seq "$gcdir"/live.lock
+run env FAULTNET_RUNDIR="$gcdir" "$ctl" gc
+check "faultctl gc removes a finished group's files past the kept hour, not a live group's" holds '[ "$rc" = 0 ] && ! ls "$gcdir"/gone.* >/dev/null 2>&1 && [ -e "$gcdir/live.journal" ] && ls "$gcdir"/live.*.mem >/dev/null 2>&1'
+kill "$livepid" 2>/dev/null
+wait "$livepid" 2>/dev/null
 run "$ctl" run --bogus -- true
 ok=false
 [ "$rc" = 2 ] && contains "$err" "unknown option '--bogus'" && ok=true

@@ -635,7 +635,7 @@ static int child_main(const char *mode)
 		/* Whatever ran the tests may pass its own fds down; sockets,
 		 * though, could only be the shim's or the test's. */
 		int extra = 0;
-		for (int fd = 3; fd < 4096; fd++) {
+		for (int fd = 3, end = fd_bound(); fd < end; fd++) {
 			struct stat sb;
 			struct sockaddr_storage ss;
 			socklen_t len = sizeof(ss);

@@ -226,6 +226,21 @@ static inline long rss_kib(void)
 	return v;
 }
 
+/* One past the highest fd this process holds: the shim's own fds sit
+ * above the soft RLIMIT_NOFILE where the hard limit leaves room, so a loop
+ * over fd numbers must reach them. */
+static inline int fd_bound(void)
+{
+	int hi = 2;
+	DIR *d = opendir("/proc/self/fd");
+	for (struct dirent *e; d && (e = readdir(d));)
+		if (atoi(e->d_name) > hi)
+			hi = atoi(e->d_name);
+	if (d)
+		closedir(d);
+	return hi + 1;
+}
+
 /* This program's own path, for re-executing itself: argv[0] made absolute
  * (under valgrind /proc/self/exe would name valgrind's tool instead). */
 static char self_path[4096] = "/proc/self/exe";

@@ -46,8 +46,10 @@ ROOMS = [
      "rules (http.c: match, per-request decision, answers), the HTTP/1.x "
      "parser's binding (hparse.c: libhttp-parser, dlmopen'd once, kept), dns "
      "rules and host patterns (dns.c; hostidx.c: their index of exact names and "
-     "*.suffix patterns hashed from the name's end, built per policy) and DNS messages read and answers built "
-     "(dnswire.c, used by preload/dns). Built once into build/libfaultnet-core.a."),
+     "*.suffix patterns hashed from the name's end, built per policy), DNS "
+     "messages read and answers built (dnswire.c, used by preload/dns) and the "
+     "closest name to a misspelt one (suggest.c: did you mean). Built once into "
+     "build/libfaultnet-core.a."),
     ("preload", {"preload/intercept", "preload/control", "preload/relay", "preload/sink",
                  "preload/stats", "preload/dns", "preload/fd", "preload/base", "core"},
      "the library's entry points: hooks.c (every exported symbol, one line each, "
@@ -106,7 +108,8 @@ ROOMS = [
      "identity (dev, ino) (fdtab.c), TCP acked bytes (tcpbytes.c)."),
     ("preload/base", {"core"},
      "what every part of the shim stands on: the trampolines (libc.c, LIBC(), "
-     "their fields from hooks.list), the published policy pointer (policy.c), "
+     "their fields from hooks.list), the published policy and when a replaced one "
+     "is freed (policy.c), "
      "the group's change counter and change lock (groupseq.c), the owning pid "
      "(owner.c: vfork detection), signals blocked and the shim's threads "
      "started (signals.c), the end of a process only the shim's threads are "
@@ -115,15 +118,18 @@ ROOMS = [
      "faultctl (faultctl.c: options, and the verb table that drives the "
      "dispatch, the usage text and help --verbs): check, run (run.c; reach.c: "
      "the programs the shim cannot reach), ps, rules, stats, events (the live "
-     "members found and asked by targets.c) and every change verb (change.c: "
+     "members found and asked by targets.c; stats also sums the kept counts of "
+     "members gone), gc (faultctl.c) and every change verb (change.c: "
      "journaled, checked by faultctl itself against a member's policy, "
      "check.c, and put in force by the group's counter; journal.c writes the "
      "group's journal and counter)."),
     ("ctl/scenario", {"ctl/state", "core"},
      "faultctl scenario: the file parsed and checked (parse.c), run (run.c), "
      "reported as report.json and junit.xml (report.c) and report.svg "
-     "(svg.c). One thread, no locks; it forks the scenario's command, each "
-     "step (faultctl itself, as `faultctl -g GROUP --ahead VERB ARG`) and each "
+     "(svg.c). One thread, no locks; it forks the scenario's command (and "
+     "starts its clock once that has joined the group), each step (faultctl "
+     "itself, as `faultctl -g GROUP [--ahead] VERB ARG`, --ahead for its own "
+     "group only) and each "
      "probe run (in its own process group, killed at its timeout), reads the "
      "group's counters from the files of FAULTNET_STATS_DIR, and blocks SIGINT "
      "and SIGTERM only while it undoes."),

@@ -26,7 +26,7 @@ want=$(faultctl help --verbs | cut -d: -f1 | tr '\n' ' ')
 grep -q "faultctl help --verbs" "$root/scripts/completion/_faultctl" && got=$(zsh -c 'verbs=(${(f)"$(faultctl help --verbs 2>/dev/null)"}); print -l $verbs' | cut -d: -f1 | tr '\n' ' ')
 [ "$got" = "$want" ] && ok "zsh: the verbs come from faultctl's table" || bad "zsh verbs: got '$got'"
 got=$(complete_line faultctl run --s)
-[ "$got" = "--stats" ] && ok "run's options: '--s' offers --stats" || bad "run options: got '$got'"
+[ "$got" = "--stats --strict" ] && ok "run's options: '--s' offers --stats and --strict" || bad "run options: got '$got'"
 got=$(complete_line faultctl run --backend=b)
 [ "$got" = "--backend=bpf" ] && ok "run's options: '--backend=b' offers --backend=bpf" || bad "backend: got '$got'"
 

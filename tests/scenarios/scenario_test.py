@@ -127,9 +127,11 @@ def test_drill():
     check("region drill: the step ran on time (%s ms late; under 10 ms)" % late,
           late is not None and 0 <= late < 10, steps)
     cases = ET.parse(os.path.join(out, "junit.xml")).getroot()
-    check("region drill: junit.xml has one case per expectation, none failed",
-          cases.get("tests") == "4" and cases.get("failures") == "0" and
-          len(cases.findall("testcase")) == 4, ET.tostring(cases)[:300])
+    names = [c.get("name") for c in cases.findall("testcase")]
+    check("region drill: junit.xml has one case per step (named by the step) and per "
+          "expectation, none failed",
+          cases.get("tests") == "5" and cases.get("failures") == "0" and len(names) == 5 and
+          names[0] == "step deny-a", ET.tostring(cases)[:300])
     check_svg(out, "region drill")
 
 
@@ -203,6 +205,126 @@ def test_bad_files():
         p = subprocess.run([CTL, "check", path], env=env(), capture_output=True, text=True)
         check("a bad scenario is refused with file and line: %s" % want,
               p.returncode == 1 and want in p.stderr, p.stderr)
+
+
+# ---- nothing silent (issue 41 item 1) ---------------------------------------------
+
+SILENT_POLICY = """rules = (
+  { name = "deny-a"; action = "refuse"; enabled = false; match = { to = "127.88.0.1/32"; port = 9; }; },
+  { name = "idle"; action = "blackhole"; enabled = false; match = { to = "127.88.0.2/32"; }; }
+);
+zones = ( { name = "z1"; cidrs = [ "127.88.1.0/24" ]; } );
+"""
+# The command: joins the group, connects once to deny-a's address, waits.
+CONNECT = [PY, "-c", "import socket,time\ntry: socket.create_connection(('127.88.0.1', 9), timeout=1)\n"
+           "except OSError: pass\ntime.sleep(30)"]
+
+
+def silent(name, body, cmd=(), args=()):
+    """Writes a scenario over SILENT_POLICY and runs it; (process, report)."""
+    with open(os.path.join(TMP, "silent.conf"), "w") as f:
+        f.write(SILENT_POLICY)
+    path = os.path.join(TMP, name + ".scenario")
+    with open(path, "w") as f:
+        f.write('policy = "silent.conf";\n' + body)
+    report = os.path.join(TMP, "r-" + name)
+    p = subprocess.run([CTL, "scenario", path, "--report", report] + list(args) +
+                       (["--"] + list(cmd) if cmd else []), env=env(), capture_output=True,
+                       text=True, timeout=120)
+    try:
+        rep = json.load(open(os.path.join(report, "report.json")))
+    except (OSError, ValueError):
+        rep = {}
+    return p, rep, path
+
+
+def check_refused(title, body, want):
+    _, _, path = silent("refused", body)
+    p = subprocess.run([CTL, "check", path], env=env(), capture_output=True, text=True)
+    r = subprocess.run([CTL, "scenario", path], env=env(), capture_output=True, text=True,
+                       timeout=60)
+    check("faultctl check refuses %s: %s" % (title, want),
+          p.returncode == 1 and want in p.stderr and r.returncode == 78 and want in r.stderr,
+          (p.returncode, p.stderr, r.returncode, r.stderr))
+
+
+def test_names_resolved():
+    check_refused("a misspelt rule, with the closest name", 'duration_ms = 1000;\n'
+                  'steps = ( { name = "on"; at_ms = 10; enable = "deny-A"; } );\n',
+                  ":3: step 'on': no rule 'deny-A' in the policy")
+    check_refused("a misspelt rule (suggestion)", 'duration_ms = 1000;\n'
+                  'steps = ( { name = "on"; at_ms = 10; enable = "deny-A"; } );\n',
+                  "(did you mean 'deny-a'?)")
+    check_refused("a zone the policy lacks", 'duration_ms = 1000;\n'
+                  'steps = ( { name = "z"; at_ms = 10; zone = "z2"; } );\n',
+                  ":3: step 'z': no zone 'z2' in the policy")
+    check_refused("an expectation on a rule the policy lacks", 'duration_ms = 1000;\n'
+                  'expect = ( { rule = "denya"; faults_min = 1; } );\n',
+                  ":3: expect #1: no rule 'denya' in the policy")
+    check_refused("a step after duration_ms", 'duration_ms = 1000;\n'
+                  'steps = ( { name = "late"; at_ms = 1500; enable = "deny-a"; } );\n',
+                  ":3: step 'late': it would run at 1500 ms, after the scenario's duration_ms")
+    check_refused("a step after duration_ms through after", 'duration_ms = 1000;\n'
+                  'steps = ( { name = "a"; at_ms = 600; enable = "deny-a"; },\n'
+                  '  { name = "b"; after = "a"; after_ms = 600; disable = "deny-a"; } );\n',
+                  ":4: step 'b': it would run at 1200 ms")
+    check_refused("a misspelt key, with the closest", 'duration_ms = 1000;\n'
+                  'steps = ( { name = "a"; at_ms = 10; enabel = "deny-a"; } );\n',
+                  "unknown key 'enabel', did you mean 'enable'?")
+    _, _, path = silent("added", 'duration_ms = 1000;\nsteps = ( { name = "a"; at_ms = 10; add = '
+                        '"{ name = \\"new\\"; action = \\"drop\\"; match = { to = \\"127.88.0.3/32\\"; }; }"; },\n'
+                        '  { name = "b"; at_ms = 20; disable = "new"; } );\n')
+    p = subprocess.run([CTL, "check", path], env=env(), capture_output=True, text=True)
+    check("faultctl check knows a rule an add step adds", p.returncode == 0, p.stderr)
+
+
+def test_step_failures():
+    # A step to a group no process has joined (a typo): refused, the run fails.
+    p, rep, _ = silent("typo-group", 'duration_ms = 600;\nsteps = ( { name = "other"; at_ms = 100; '
+                       'group = "no-such-group-%d"; enable = "deny-a"; } );\n' % os.getpid())
+    steps = rep.get("steps", [{}])
+    junit = ET.parse(os.path.join(TMP, "r-typo-group", "junit.xml")).getroot()
+    check("a step whose change is refused fails the scenario: exit 1, the step named",
+          p.returncode == 1 and "FAIL step other: enable deny-a failed" in p.stdout and
+          "result: failed" in p.stdout and rep.get("passed") is False and
+          steps[0].get("problem", "").startswith("step other") and junit.get("failures") == "1",
+          (p.returncode, p.stdout, steps))
+    # 300 steps due at once cannot all run within 50 ms of their time.
+    many = ",\n".join('{ name = "s%d"; at_ms = 0; %s = "deny-a"; }' % (i, ("enable", "disable")[i % 2])
+                      for i in range(300))
+    p, rep, _ = silent("late", "duration_ms = 3000;\nlate_ms_max = 50;\nsteps = (\n%s\n);\n" % many)
+    late = [s for s in rep.get("steps", []) if "ms late" in s.get("problem", "")]
+    check("steps later than late_ms_max fail the scenario (%d of 300 late)" % len(late),
+          p.returncode == 1 and late and "ms late (late_ms_max 50)" in p.stdout, p.stdout[-800:])
+
+
+def test_min_and_unfired():
+    body = ('duration_ms = 1200;\nsteps = ( { name = "on"; at_ms = 0; enable = "deny-a"; },\n'
+            '  { name = "idle-on"; at_ms = 100; enable = "idle"; } );\n')
+    p, rep, _ = silent("joined", body, cmd=CONNECT)
+    steps = rep.get("steps", [{}])
+    check("the clock starts once the command has joined: the step at 0 ms met it (%s)"
+          % steps[0].get("message"), "(1 process)" in steps[0].get("message", "") and
+          rep.get("joined", 0) >= 1, (p.stdout, steps[:1]))
+    p, rep, _ = silent("min-held", body + 'expect = ( { rule = "deny-a"; faults_min = 1; } );\n',
+                       cmd=CONNECT)
+    check("faults_min held when the rule fired; the rule switched on that never fired is "
+          "reported (summary and report.json) but passes without --strict",
+          p.returncode == 0 and rep.get("unfired") == ["idle"] and
+          "rule idle was switched on by a step and never matched anything" in p.stdout and
+          expectation(rep, 0).get("kind") == "faults_min", (p.returncode, p.stdout))
+    p, rep, _ = silent("strict", body, cmd=CONNECT, args=["--strict"])
+    check("--strict: a rule a step switched on that never fired fails the scenario",
+          p.returncode == 1 and "FAIL rule idle was switched on" in p.stdout and
+          rep.get("strict_problem", "").startswith("--strict: rule idle"), p.stdout)
+    p, rep, _ = silent("min-failed", body + 'expect = ( { rule = "idle"; attempts_min = 1; } );\n',
+                       cmd=CONNECT)
+    check("attempts_min fails when the rule never fired: exit 1",
+          p.returncode == 1 and "FAIL expect #1: rule idle: attempts 0 (at least 1)" in p.stdout,
+          p.stdout)
+    p, rep, _ = silent("nobody", 'duration_ms = 300;\n', args=["--strict"])
+    check("--strict: a scenario no process joined fails", p.returncode == 1 and
+          "no process joined" in rep.get("strict_problem", ""), (p.stdout, rep.get("strict_problem")))
 
 
 # ---- SIGINT ----------------------------------------------------------------------------
@@ -281,8 +403,8 @@ def main():
     servers = [origin.Origin(8080, h).start() for h in
                ("127.86.1.1", "127.86.2.1", "127.85.0.4", "127.86.3.1", "127.66.0.1")]
     os.makedirs(OUT, exist_ok=True)
-    for t in (test_bad_files, test_drill, test_storm, test_egress, test_failing_expectation,
-              test_sigint):
+    for t in (test_bad_files, test_names_resolved, test_step_failures, test_min_and_unfired,
+              test_drill, test_storm, test_egress, test_failing_expectation, test_sigint):
         t()
     for s in servers:
         s.shutdown()

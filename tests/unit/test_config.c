@@ -22,21 +22,60 @@ static const char *error_of(const char *text, const char *zone)
 
 static void test_syntax(void)
 {
-	EXPECT("rules = (\n { name = \"a\"; action = = \"drop\"; }\n);", "t.conf:2: syntax error");
-	EXPECT("zone = \"1a\";\n\nrules = (", "t.conf:3: syntax error");
-	EXPECT("zone = 1a;", "t.conf:1: syntax error");
+#define GENERIC ": expected KEY = VALUE; and lists as ( { ... }, { ... } ), ',' between entries"
+	EXPECT("rules = (\n { name = \"a\"; action = = \"drop\"; }\n);",
+	       "t.conf:2: syntax error" GENERIC);
+	EXPECT("zone = \"1a\";\n\nrules = (", "t.conf:3: syntax error" GENERIC);
+	EXPECT("zone = 1a;",
+	       "t.conf:1: syntax error: a text value goes in double quotes (\"...\")");
+	/* The two slips most met, named from the lines around the error. */
+	EXPECT("rules = (\n { name = \"a\"; action = \"drop\"; },\n # the last\n\n);",
+	       "t.conf:5: syntax error: a ',' after the last entry of a list (remove it)");
+	EXPECT("zones = ( { name = \"z\"; cidrs = [ \"127.0.0.0/8\", ]; } );",
+	       "t.conf:1: syntax error: a ',' after the last entry of a list (remove it)");
+	EXPECT("rules = (\n { name = \"a\"; action = \"drop\"; }\n { name = \"b\"; action = "
+	       "\"drop\"; }\n);",
+	       "t.conf:3: syntax error: a ',' missing between two entries of a list (after the '}' "
+	       "above)");
+#undef GENERIC
+}
+
+/* Every rule is read: the file's errors are said at once, each with its
+ * line, up to 20, then how many more. */
+static void test_every_error(void)
+{
+	EXPECT("rules = (\n { name = \"a\"; action = \"drop\"; enable = false; },\n"
+	       " { name = \"b\"; action = \"drop\"; match = { to = \"127.0.0.1/32\"; }; },\n"
+	       " { name = \"c\"; action = \"drop\"; latency = 5; }\n);",
+	       "t.conf:2: rule 'a': unknown key 'enable', did you mean 'enabled'?\n"
+	       "t.conf:4: rule 'c': unknown key 'latency', did you mean 'latency_ms'?");
+	char text[4096] = "rules = (\n", big[8192];
+	for (int i = 0; i < 25; i++)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text),
+			 " { name = \"r%d\"; action = \"drop\"; x = 1; }%s\n", i,
+			 i < 24 ? "," : "");
+	strcat(text, ");");
+	struct fn_policy *p = fn_config_load_string(text, "t.conf", NULL, big, sizeof(big));
+	CU_ASSERT_PTR_NULL(p);
+	int lines = 1;
+	for (const char *q = big; *q; q++)
+		lines += *q == '\n';
+	CU_ASSERT_EQUAL(lines, 21);
+	CU_ASSERT_PTR_NOT_NULL(
+	    strstr(big, "t.conf:21: rule 'r19': unknown key 'x'\n(and 5 more errors)"));
 }
 
 static void test_unknown_keys(void)
 {
-	EXPECT("zone = \"1a\";\nzonez = ();", "t.conf:2: top level: unknown key 'zonez'");
+	EXPECT("zone = \"1a\";\nzonez = ();",
+	       "t.conf:2: top level: unknown key 'zonez', did you mean 'zone'?");
 	EXPECT("rules = (\n { name = \"a\"; action = \"drop\";\n   enable = false; }\n);",
-	       "t.conf:3: rule 'a': unknown key 'enable'");
+	       "t.conf:3: rule 'a': unknown key 'enable', did you mean 'enabled'?");
 	EXPECT("rules = ( { name = \"a\"; action = \"drop\";\n match = { dest = \"127.0.0.1\"; }; "
 	       "} );",
 	       "t.conf:2: rule 'a': match: unknown key 'dest'");
 	EXPECT("zones = ( { name = \"1a\"; cidrs = \"127.10.1.0/24\";\n cidr = \"x\"; } );",
-	       "t.conf:2: zone '1a': unknown key 'cidr'");
+	       "t.conf:2: zone '1a': unknown key 'cidr', did you mean 'cidrs'?");
 }
 
 static void test_bad_values(void)
@@ -169,6 +208,7 @@ void add_config_tests(void)
 	CU_pSuite s = CU_add_suite("config", NULL, NULL);
 	CU_add_test(s, "syntax errors", test_syntax);
 	CU_add_test(s, "unknown keys", test_unknown_keys);
+	CU_add_test(s, "every error of a file", test_every_error);
 	CU_add_test(s, "bad values", test_bad_values);
 	CU_add_test(s, "actions and names", test_actions_and_names);
 	CU_add_test(s, "zones", test_zones);

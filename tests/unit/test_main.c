@@ -17,6 +17,8 @@ void add_segment_tests(void);
 void add_slices_tests(void);
 void add_bigalloc_tests(void);
 void add_hostidx_tests(void);
+void add_suggest_tests(void);
+void add_reclaim_tests(void);
 
 int main(int argc, char **argv)
 {
@@ -37,5 +39,7 @@ int main(int argc, char **argv)
 	add_slices_tests();
 	add_bigalloc_tests();
 	add_hostidx_tests();
+	add_suggest_tests();
+	add_reclaim_tests();
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }

@@ -7,7 +7,7 @@ const assert = require('node:assert');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { Faultnet, FaultnetError, spawnWithFaults, ruleText } = require('..');
+const { Faultnet, FaultnetError, spawnWithFaults, preloadWith, faultnetFor, ruleText } = require('..');
 
 const POLICY = `rules = (
   { name = "nat-lost"; action = "blackhole"; enabled = false; match = { to = "127.89.1.1/32"; }; },
@@ -102,4 +102,66 @@ test('pid targets, and errors carry the reason', async () => {
 test('ruleText writes the policy syntax', () => {
   assert.strictEqual(ruleText('respond', { name: 'r', status: 503, host: '*.x.test' }).text,
     '{ name = "r"; action = "respond"; status = 503; match = { host = "*.x.test"; }; }');
+});
+
+// ---- issue 41: counts after exit, LD_PRELOAD kept, the node:test fixture ----
+
+function exited(p) {
+  return new Promise((resolve) => p.on('exit', (code) => resolve(code)));
+}
+
+const CONNECT3 = `
+const net = require('net');
+let left = 3;
+const one = () => {
+  const s = net.connect({ host: '127.89.1.2', port: 9 });
+  s.on('error', () => { if (--left > 0) one(); else console.log(process.env.LD_PRELOAD); });
+};
+one();
+`;
+
+function libm() {
+  for (const d of ['/lib/x86_64-linux-gnu', '/usr/lib/x86_64-linux-gnu', '/lib/aarch64-linux-gnu', '/lib64'])
+    if (fs.existsSync(path.join(d, 'libm.so.6'))) return path.join(d, 'libm.so.6');
+  throw new Error('no libm.so.6 to preload');
+}
+
+test('spawnWithFaults keeps LD_PRELOAD; attempts() counts a process that has exited', async (t) => {
+  const fn = faultnetFor(t);
+  const other = libm();
+  const p = spawnWithFaults(fn, process.execPath, ['-e', CONNECT3],
+    { config, env: { ...process.env, LD_PRELOAD: other }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  p.stdout.on('data', (d) => { out += d; });
+  assert.strictEqual(await exited(p), 0);
+  const listed = out.trim().split(':');
+  assert.strictEqual(path.basename(listed[0]), 'libfaultnet.so');
+  assert.deepStrictEqual(listed.slice(1), [other]);
+  assert.strictEqual(await fn.attempts('refused'), 3);
+});
+
+test('preloadWith: the shim first, what was there kept, a sanitizer runtime first', () => {
+  assert.strictEqual(preloadWith('/x/libfaultnet.so', undefined), '/x/libfaultnet.so');
+  assert.strictEqual(preloadWith('/x/libfaultnet.so', '/y/libjemalloc.so.2'), '/x/libfaultnet.so:/y/libjemalloc.so.2');
+  assert.strictEqual(preloadWith('/x/libfaultnet.so', '/z/libasan.so.8 /x/libfaultnet.so:/y/a.so'),
+    '/z/libasan.so.8:/x/libfaultnet.so:/y/a.so');
+});
+
+test('faultnetFor: a fresh group per test, reset when the test ends', async (t) => {
+  let fn;
+  let a;
+  try {
+    await t.test('inner', async (t2) => {
+      fn = faultnetFor(t2);
+      assert.match(fn.group, new RegExp(`^nodetest-${process.pid}-`));
+      await fn.enable('nat-lost'); // before any process has joined: ahead
+      a = agent(fn, config);
+      await a.ready();
+      assert.strictEqual(await a.connect('127.89.1.1'), 'timeout');
+    });
+    assert.notStrictEqual(faultnetFor(t).group, fn.group);
+    assert.strictEqual(await a.connect('127.89.1.1'), 'ECONNREFUSED');
+  } finally {
+    if (a) a.close();
+  }
 });

@@ -14,6 +14,7 @@ checks; one implementation of that protocol, not two. Errors raise
 FaultnetError with the reason faultctl gave."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -261,7 +262,7 @@ class Faultnet:
     def spawn(self, argv, config=None, zone=None, library=None, **popen):
         """A subprocess.Popen of argv under the shim, in this client's group."""
         env = dict(popen.pop("env", None) or os.environ)
-        env["LD_PRELOAD"] = library or find_library()
+        env["LD_PRELOAD"] = preload_with(library or find_library(), env.get("LD_PRELOAD"))
         env["FAULTNET_GROUP"] = self.group
         env["FAULTNET_RUNDIR"] = self.dir
         if config:
@@ -269,6 +270,15 @@ class Faultnet:
         if zone:
             env["FAULTNET_ZONE"] = zone
         return subprocess.Popen(argv, env=env, **popen)
+
+
+def preload_with(lib, old):
+    """LD_PRELOAD with the shim first and what was there kept after it (an
+    app's jemalloc, another preload); a sanitizer runtime already first
+    stays first, as it must."""
+    parts = [p for p in (old or "").replace(" ", ":").split(":") if p and p != lib]
+    first = parts[:1] if parts and re.match(r"lib(a|t|ub|l|hwa)san[.]so", os.path.basename(parts[0])) else []
+    return ":".join(first + [lib] + parts[len(first):])
 
 
 def find_library():

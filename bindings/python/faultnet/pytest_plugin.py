@@ -23,7 +23,9 @@ def faultnet():
     if _under_shim():
         fn = Faultnet(pids=[os.getpid()])
     else:
-        fn = Faultnet(group="pytest-%d-%d" % (os.getpid(), next(_serial)))
+        # The group is fresh and its name made here, never misspelt: a
+        # change may come before the test's process has joined (ahead).
+        fn = Faultnet(group="pytest-%d-%d" % (os.getpid(), next(_serial)), ahead=True)
     try:
         yield fn
     finally:

@@ -3,8 +3,10 @@ processes under the shim: changes to a group (journaled, so a process that
 joins later applies them), typed stats and rules, the context managers,
 spawn, errors with faultctl's reasons, and the fixture's own group.
 Loopback only (127.89.0.0/16 stands for remote services)."""
+import glob
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -12,7 +14,10 @@ import time
 
 import pytest
 
-from faultnet import Faultnet, FaultnetError, rule_text
+from faultnet import Faultnet, FaultnetError, preload_with, rule_text
+
+DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs",
+                    "faultctl.md")
 
 CLIENT = r"""
 import json, socket, sys, time
@@ -109,16 +114,19 @@ def test_fault_context_manager_removes_on_error(faultnet, policy):
 def test_a_process_joining_later_applies_the_change(faultnet, policy):
     # No process has joined yet: without ahead the change is refused (a
     # misspelt group would otherwise swallow it); with ahead the journal
-    # keeps it for the process that joins.
+    # keeps it for the process that joins. (The fixture's own group is
+    # fresh and says ahead: a client of another group is made here.)
+    fn = Faultnet(group=faultnet.group + "-late")
     with pytest.raises(FaultnetError, match="no process has joined"):
-        faultnet.enable("nat-lost")
-    faultnet.ahead = True
-    faultnet.enable("nat-lost")
-    a = Agent(faultnet, policy)
+        fn.enable("nat-lost")
+    fn.ahead = True
+    fn.enable("nat-lost")
+    a = Agent(fn, policy)
     try:
         assert a.connect("127.89.0.1") == "timeout"
     finally:
         a.close()
+        fn.reset()
 
 
 def test_errors_carry_the_reason(faultnet, policy):
@@ -152,3 +160,86 @@ def test_rule_text():
 
 def test_fixture_gives_each_test_its_own_group(faultnet):
     assert faultnet.group.startswith("pytest-%d-" % os.getpid())
+
+
+# ---- counts that outlive the process, LD_PRELOAD kept (issue 41) ------------------------
+
+CONNECT3 = """import socket
+for _ in range(3):
+    try:
+        socket.create_connection(("127.89.0.2", 9), timeout=1)
+    except OSError:
+        pass
+"""
+
+
+def test_assert_attempts_after_wait(faultnet, policy):
+    # The process has exited: its counters are kept (GROUP.PID.done).
+    p = faultnet.spawn([sys.executable, "-c", CONNECT3], config=policy)
+    assert p.wait(timeout=30) == 0
+    assert faultnet.assert_attempts(rule="refused", equals=3) == 3
+
+
+def test_counts_of_a_killed_process(faultnet, policy):
+    p = faultnet.spawn([sys.executable, "-c", CONNECT3 + "import time; print('done', flush=True); "
+                        "time.sleep(60)"], config=policy, stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "done"
+    p.kill()
+    p.wait()
+    assert faultnet.assert_attempts(rule="refused", equals=3) == 3
+
+
+RETRY_CLIENT = """import socket, sys
+n = int(sys.argv[sys.argv.index("--retries") + 1])
+for _ in range(n):
+    try:
+        socket.create_connection(("127.89.0.1", 9), timeout=0.3)
+        sys.exit(0)
+    except OSError:
+        pass
+sys.exit(1)
+"""
+
+
+def test_the_docs_pytest_example_runs_as_written(faultnet, tmp_path, monkeypatch):
+    text = open(DOCS).read()
+    block = re.search(r"```python\n(def test_retries\(faultnet, tmp_path\):\n.*?)```", text, re.S)
+    assert block, "docs/faultctl.md has no test_retries example"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "policy.conf").write_text(POLICY)
+    client = tmp_path / "client"
+    client.write_text("#!%s\n%s" % (sys.executable, RETRY_CLIENT))
+    client.chmod(0o755)
+    ns = {}
+    exec(compile(block.group(1), DOCS, "exec"), ns)
+    ns["test_retries"](faultnet, tmp_path)
+
+
+def _a_library():
+    """A real shared library to preload besides the shim (libm: harmless)."""
+    for pattern in ("/lib/*-linux-gnu/libm.so.6", "/usr/lib/*-linux-gnu/libm.so.6", "/lib64/libm.so.6"):
+        found = glob.glob(pattern)
+        if found:
+            return found[0]
+    pytest.fail("no libm.so.6 to preload")
+
+
+def test_spawn_keeps_ld_preload(faultnet, policy):
+    other = _a_library()
+    env = dict(os.environ, LD_PRELOAD=other)
+    p = faultnet.spawn([sys.executable, "-c", CONNECT3 + "import os\nprint(os.environ['LD_PRELOAD'])\n"
+                        "print(open('/proc/self/maps').read())"], config=policy, env=env,
+                       stdout=subprocess.PIPE, text=True)
+    out = p.communicate(timeout=30)[0]
+    listed = out.splitlines()[0].split(":")
+    assert os.path.basename(listed[0]) == "libfaultnet.so" and listed[1:] == [other], listed
+    assert "libfaultnet.so" in out and os.path.basename(other) in out
+    assert faultnet.assert_attempts(rule="refused", equals=3) == 3
+
+
+def test_preload_with():
+    assert preload_with("/x/libfaultnet.so", None) == "/x/libfaultnet.so"
+    assert preload_with("/x/libfaultnet.so", "/y/libjemalloc.so.2") == "/x/libfaultnet.so:/y/libjemalloc.so.2"
+    # A sanitizer runtime must stay first; the shim is not listed twice.
+    assert preload_with("/x/libfaultnet.so", "/z/libasan.so.8 /x/libfaultnet.so:/y/a.so") == \
+        "/z/libasan.so.8:/x/libfaultnet.so:/y/a.so"
