@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "ctl/state/render.h"
 #include "ctl/scenario/scenario.h"
 #include "ctl/state/segread.h"
@@ -39,16 +40,9 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int64_t now_ms(const struct run *r)
 {
-	return (mono_ns() - r->t0_ns) / 1000000;
+	return ((int64_t)fn_now_ns() - r->t0_ns) / 1000000;
 }
 
 static const char *group_of(const struct run *r, const struct sc_step *st)
@@ -523,7 +517,7 @@ int cmd_scenario(int argc, char **argv, const char *self)
 		sc_free(s);
 		return 1;
 	}
-	r.t0_ns = mono_ns();
+	r.t0_ns = (int64_t)fn_now_ns();
 	start_cmd(&r);
 	loop(&r);
 	cleanup(&r);
