@@ -6,7 +6,8 @@
 # room's list, ARCHITECTURE.md's rooms and calls blocks are what the check
 # prints and its locks table names every lock of the code, the library
 # exports what preload/hooks.list declares (and the man page lists it), and
-# every source file opens with a comment saying what it is for.
+# every source file opens with a comment saying what it is for, and every
+# unit test is named after the source it tests.
 # usage: layout.sh BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,4 +37,15 @@ for f in "$root"/core/*.[ch] "$root"/preload/*.c "$root"/preload/*/*.[ch] "$root
 	head -c 2 "$f" | grep -q '^/\*' || missing="$missing ${f#"$root"/}"
 done
 check "every source opens with a comment saying what it is for${missing:+ (not:$missing)}" [ -z "$missing" ]
+# A unit test is named after the source it tests: tests/unit/test_X.c for
+# a source X.c of the tree (test_main.c, the runner, aside).
+unnamed=""
+for t in "$root"/tests/unit/test_*.c; do
+	x=$(basename "$t" .c)
+	x=${x#test_}
+	[ "$x" = main ] && continue
+	[ -n "$(find "$root/core" "$root/bpf" "$root/preload" "$root/ctl" -name "$x.c" -print -quit)" ] ||
+		unnamed="$unnamed ${t#"$root"/}"
+done
+check "every unit test is named after the source it tests (tests/unit/test_X.c for X.c)${unnamed:+ (not:$unnamed)}" [ -z "$unnamed" ]
 [ "$failed" = 0 ]
