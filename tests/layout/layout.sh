@@ -6,8 +6,9 @@
 # room's list, ARCHITECTURE.md's rooms and calls blocks are what the check
 # prints and its locks table names every lock of the code, the library
 # exports what preload/hooks.list declares (and the man page lists it), and
-# every source file opens with a comment saying what it is for, and every
-# unit test is named after the source it tests.
+# every source file opens with a comment saying what it is for, every
+# unit test is named after the source it tests, and the Python test scripts
+# share tests/checks.py's check() and its choice of tests by name.
 # usage: layout.sh BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,4 +49,16 @@ for t in "$root"/tests/unit/test_*.c; do
 		unnamed="$unnamed ${t#"$root"/}"
 done
 check "every unit test is named after the source it tests (tests/unit/test_X.c for X.c)${unnamed:+ (not:$unnamed)}" [ -z "$unnamed" ]
+# One check() for the Python test scripts (tests/checks.py): a script that
+# counts checks uses that one, never one of its own, and picks its tests
+# through it (checks.selected or chosen), so FN_CHECK runs one by name.
+own="" nopick=""
+for f in $(cd "$root" && git ls-files 'tests/*.py' 'tests/**/*.py'); do
+	[ "$f" = tests/checks.py ] && continue
+	grep -q '^ *def check(' "$root/$f" && own="$own $f"
+	grep -q 'from checks import check' "$root/$f" && ! grep -q -e 'checks\.selected(' -e 'checks\.chosen(' -e 'checks")\.chosen(' "$root/$f" &&
+		nopick="$nopick $f"
+done
+check "no Python test script has a check() of its own${own:+ (own:$own)}" [ -z "$own" ]
+check "every Python test script picks its tests by name through checks.py${nopick:+ (not:$nopick)}" [ -z "$nopick" ]
 [ "$failed" = 0 ]
