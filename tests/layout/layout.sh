@@ -49,6 +49,22 @@ for t in "$root"/tests/unit/test_*.c; do
 		unnamed="$unnamed ${t#"$root"/}"
 done
 check "every unit test is named after the source it tests (tests/unit/test_X.c for X.c)${unnamed:+ (not:$unnamed)}" [ -z "$unnamed" ]
+# A folder per section: tests/NAME holds the programs of section NAME, and
+# every folder is a section's. Not folders of their own: asan, tsan and
+# valgrind run other sections' programs against other builds, http_sdk
+# shares tests/http's origin and clients, helpers are bindings/*/tests.
+nofolder="" nosection=""
+sections=$("$root/tests/run.sh" --list)
+for s in $sections; do
+	case $s in asan | tsan | valgrind | http_sdk | helpers) continue ;; esac
+	[ -d "$root/tests/$s" ] || nofolder="$nofolder $s"
+done
+for d in $(cd "$root" && git ls-files 'tests/*/*' | cut -d/ -f2 | sort -u); do
+	case " $sections " in *" $d "*) ;; *) nosection="$nosection $d" ;; esac
+done
+check "every section has its folder in tests/${nofolder:+ (none for:$nofolder)}" [ -z "$nofolder" ]
+check "every folder of tests/ is a section's${nosection:+ (not:$nosection)}" [ -z "$nosection" ]
+
 # One check() for the Python test scripts (tests/checks.py): a script that
 # counts checks uses that one, never one of its own, and picks its tests
 # through it (checks.selected or chosen), so FN_CHECK runs one by name.

@@ -18,7 +18,7 @@ import checks  # noqa: E402
 from checks import check  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CONF = os.path.join(os.path.dirname(HERE), "integration", "hardening.conf")
+CONF = os.path.join(HERE, "hardening.conf")
 IP, PORT = "127.82.0.1", 7600   # refused by the rule; a real server listens
 
 
