@@ -270,7 +270,7 @@ s_helpers() {
 	cp -r bindings/python "$venv/src"
 	if ! /usr/bin/python3 -m venv --system-site-packages "$venv/v" ||
 		! "$venv/v/bin/pip" install -q --no-index --no-build-isolation "$venv/src"; then
-		echo "  FAIL - pip install ./clients/python"
+		echo "  FAIL - pip install ./bindings/python"
 		echo fail >>"$FN_COUNTS"
 		return
 	fi
