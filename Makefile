@@ -164,21 +164,25 @@ $(BUILD)/tests/tls_tool: tests/tls/tls_tool.c $(TLS_LINK) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(TLS_LINK) -ldl -lresolv -lpthread
 
-$(BUILD)/tests/hammer: tests/stress/hammer.c tests/integration/testutil.h
+$(BUILD)/tests/hammer: tests/hardening/hammer.c tests/faults/testutil.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lpthread
 
-$(BUILD)/tests/%: tests/integration/%.c tests/integration/*.h
+$(BUILD)/tests/%: tests/faults/%.c tests/faults/*.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
+
+$(BUILD)/tests/%: tests/hardening/%.c tests/faults/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
 
 # it_hostile_app's own time() stands in for libc's in the shim (i38.19).
 $(BUILD)/tests/it_hostile_app: CFLAGS += -Wl,--export-dynamic-symbol=time
-$(BUILD)/tests/%: tests/hostile/%.c tests/integration/*.h
+$(BUILD)/tests/%: tests/hostile/%.c tests/faults/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
 
-IT_NAMES := $(basename $(notdir $(wildcard tests/integration/it_*.c tests/hostile/it_*.c)))
+IT_NAMES := $(basename $(notdir $(wildcard tests/faults/it_*.c tests/hardening/it_*.c tests/hostile/it_*.c)))
 IT_PROGS := $(IT_NAMES:%=$(BUILD)/tests/%) $(BUILD)/tests/hammer
 test-progs: all $(BUILD)/tests/unit $(BUILD)/tests/tls_tool $(IT_PROGS) $(if $(SAN),,$(FUZZERS) man)
 
@@ -244,7 +248,7 @@ conformance: all $(CONF_STAMP)
 STRESS_SECONDS ?= 600
 stress: test-deps
 	@$(MAKE) --no-print-directory test-progs
-	tests/stress/stress.sh build $(STRESS_SECONDS) 100000 10
+	tests/hardening/stress.sh build $(STRESS_SECONDS) 100000 10
 
 # ---- benchmarks ----------------------------------------------------------
 # make bench writes BENCHMARKS.md from one run (under 10 minutes); make test

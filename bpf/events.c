@@ -1,8 +1,8 @@
 /* events.c - a kernel-side run's events (see events.h), in the shim's
- * formats: "event seq=... wall_us=... mono_us=... pid=... fd=-1 proto=...
- * rule=... action=... dest=... outcome=..." for faultctl, a JSON line for
- * FAULTNET_EVENTS. The fd is -1: the programs see a socket, not the app's
- * descriptor for it. Only the control thread calls these. */
+ * formats, written by the shim's own formatter (core/segment.c): the "event"
+ * record for faultctl, a JSON line for FAULTNET_EVENTS. The fd is -1: the
+ * programs see a socket, not the app's descriptor for it. Only the control
+ * thread calls these. */
 #include "bpf/events.h"
 
 #include <errno.h>
@@ -21,17 +21,16 @@
 #include "bpf/slots.h"
 #include "core/addr.h"
 #include "core/rules.h"
+#include "core/segment.h"
 #include "core/wire.h"
 
 #define KEPT 4096
 
+/* A kept event: the shim's record of it (fd -1) and the process it
+ * happened in, formatted by core/segment.c as the shim's are. */
 struct fnb_event_line {
-	int64_t wall_us, mono_us;
+	struct fn_seg_event ev;
 	int pid;
-	uint8_t proto;
-	int action; /* enum fn_action */
-	char rule[FN_NAME_MAX], dest[64];
-	const char *outcome;
 };
 
 static const char *outcome_of(uint8_t fnb_action, uint8_t proto)
@@ -56,28 +55,15 @@ static int64_t wall_of(uint64_t mono_ns)
 static void format(const struct fnb_events *e, uint64_t seq, struct fn_buf *b)
 {
 	const struct fnb_event_line *l = &e->ring[seq % KEPT];
-	fn_buf_printf(b, "event seq=%llu wall_us=%lld mono_us=%lld pid=%d fd=-1 proto=%s",
-		      (unsigned long long)seq, (long long)l->wall_us, (long long)l->mono_us, l->pid,
-		      l->proto == FNB_UDP ? "udp" : "tcp");
-	fn_buf_field(b, "rule", l->rule);
-	fn_buf_printf(b, " action=%s", fn_action_name((enum fn_action)l->action));
-	fn_buf_field(b, "dest", l->dest);
-	fn_buf_field(b, "outcome", l->outcome);
-	fn_buf_add(b, "\n", 1);
+	fn_seg_event_record(b, &l->ev, l->pid, seq);
 }
 
 static void json(const struct fnb_events *e, const struct fnb_event_line *l)
 {
 	char line[512];
-	/* Rule names need no JSON escaping: letters, digits and _.:- only. */
-	int n = snprintf(line, sizeof(line),
-			 "{\"wall_us\":%lld,\"mono_us\":%lld,\"pid\":%d,\"fd\":-1,\"proto\":\"%s\","
-			 "\"rule\":\"%s\",\"action\":\"%s\",\"dest\":\"%s\",\"outcome\":\"%s\"}\n",
-			 (long long)l->wall_us, (long long)l->mono_us, l->pid,
-			 l->proto == FNB_UDP ? "udp" : "tcp", l->rule,
-			 fn_action_name((enum fn_action)l->action), l->dest, l->outcome);
-	if (n > 0 && (size_t)n < sizeof(line))
-		(void)!write(e->json_fd, line, (size_t)n);
+	size_t n = fn_seg_event_json(&l->ev, l->pid, line, sizeof(line));
+	if (n)
+		(void)!write(e->json_fd, line, n);
 }
 
 static void tell_followers(struct fnb_events *e, uint64_t seq)
@@ -102,13 +88,17 @@ static int take(void *ctx, void *data, size_t size)
 	struct fnb_event_line *l = &e->ring[e->head % KEPT];
 	struct fn_endpoint ep = {.v4 = !ev->v6, .port = ntohs(ev->port)};
 	memcpy(ep.ip, ev->addr, ev->v6 ? 16 : 4);
-	l->mono_us = (int64_t)(ev->mono_ns / 1000);
-	l->wall_us = wall_of(ev->mono_ns);
+	int action;
+	memset(l, 0, sizeof(*l));
+	l->ev.mono_us = (int64_t)(ev->mono_ns / 1000);
+	l->ev.wall_us = wall_of(ev->mono_ns);
+	l->ev.fd = -1;
+	l->ev.proto = ev->proto == FNB_UDP ? FN_PROTO_UDP : FN_PROTO_TCP;
+	l->ev.ep = ep;
+	snprintf(l->ev.outcome, sizeof(l->ev.outcome), "%s", outcome_of(ev->action, ev->proto));
+	fnb_slots_describe(e->slots, ev->slot, l->ev.rule, sizeof(l->ev.rule), &action);
+	l->ev.action = (int8_t)action;
 	l->pid = (int)ev->pid;
-	l->proto = ev->proto;
-	l->outcome = outcome_of(ev->action, ev->proto);
-	fnb_slots_describe(e->slots, ev->slot, l->rule, sizeof(l->rule), &l->action);
-	fn_endpoint_format(&ep, l->dest, sizeof(l->dest));
 	if (e->json_fd >= 0)
 		json(e, l);
 	tell_followers(e, e->head);

@@ -5,8 +5,8 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/dns.h"
 #include "core/hostidx.h"
 #include "core/http.h"
@@ -14,11 +14,8 @@
 
 void fn_rulestat_restart(struct fn_rulestat *s)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	__atomic_store_n(&s->matches, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->enabled_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
-			 __ATOMIC_RELEASE);
+	__atomic_store_n(&s->enabled_ns, fn_now_ns(), __ATOMIC_RELEASE);
 }
 
 bool fn_name_valid(const char *s)

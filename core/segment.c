@@ -23,13 +23,13 @@ struct fn_seg_rule *fn_seg_rule_slot(struct fn_seg *s, const char *name, bool cl
 	uint64_t h = fn_hash_str(name);
 	for (unsigned i = 0; i < PROBES; i++) {
 		struct fn_seg_rule *r = &s->rules[(h + i) % FN_SEG_RULES];
-		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != 2) {
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != FN_SLOT_READY) {
 			if (!claim)
 				return NULL;
 			memset(r, 0, sizeof(*r));
 			snprintf(r->name, sizeof(r->name), "%s", name);
 			r->order = -1;
-			__atomic_store_n(&r->state, 2, __ATOMIC_RELEASE);
+			__atomic_store_n(&r->state, FN_SLOT_READY, __ATOMIC_RELEASE);
 			return r;
 		}
 		if (strcmp(r->name, name) == 0)
@@ -92,7 +92,7 @@ static const struct fn_seg_rule **in_order(const struct fn_seg *s)
 	const struct fn_seg_rule **v = calloc(FN_SEG_RULES + 1, sizeof(*v));
 	for (int i = 0; v && i < FN_SEG_RULES; i++) {
 		int32_t o = s->rules[i].order;
-		if (s->rules[i].state == 2 && o >= 0 && o < FN_SEG_RULES && !v[o])
+		if (s->rules[i].state == FN_SLOT_READY && o >= 0 && o < FN_SEG_RULES && !v[o])
 			v[o] = &s->rules[i];
 	}
 	/* Close the gaps a change in progress may have left. */
@@ -211,7 +211,7 @@ static void dests(const struct fn_seg *s, struct fn_buf *b)
 	char name[64];
 	for (int i = 0; i < FN_SEG_DESTS; i++) {
 		const struct fn_seg_dest *d = &s->dests[i];
-		if (d->state != 2 || !LOAD(d->attempts))
+		if (d->state != FN_SLOT_READY || !LOAD(d->attempts))
 			continue;
 		fn_endpoint_format(&d->ep, name, sizeof(name));
 		dest_record(b, s, d, name);
@@ -243,7 +243,7 @@ static void requests(const struct fn_seg *s, struct fn_buf *b)
 			      (int)s->h.pid, (unsigned long long)u[0], (unsigned long long)u[1],
 			      (unsigned long long)u[2]);
 	for (int i = 0; i < FN_SEG_KEYS; i++)
-		if (s->keys[i].state == 2)
+		if (s->keys[i].state == FN_SLOT_READY)
 			key_record(b, s, &s->keys[i], s->keys[i].prefix);
 	const uint64_t *o = s->keys[FN_SEG_KEYS].n;
 	if (o[0] + o[1] + o[2] + o[3])
@@ -266,7 +266,7 @@ static void name_record(struct fn_buf *b, const struct fn_seg *s, const struct f
 static void names(const struct fn_seg *s, struct fn_buf *b)
 {
 	for (int i = 0; i < FN_SEG_NAMES; i++)
-		if (s->names[i].state == 2)
+		if (s->names[i].state == FN_SLOT_READY)
 			name_record(b, s, &s->names[i], s->names[i].name);
 	const struct fn_seg_name *o = &s->names[FN_SEG_NAMES];
 	if (o->n[FN_LK_LOOKUPS] || o->n[FN_LK_CONNECTS])
@@ -281,7 +281,7 @@ void fn_seg_stats(const struct fn_seg *s, struct fn_buf *b)
 	free(v);
 	/* Rules no longer in the policy keep their counts. */
 	for (int i = 0; i < FN_SEG_RULES; i++)
-		if (s->rules[i].state == 2 && s->rules[i].order < 0)
+		if (s->rules[i].state == FN_SLOT_READY && s->rules[i].order < 0)
 			rule_counts(b, s, &s->rules[i], false);
 	unlisted_note(s, b);
 	dests(s, b);
@@ -289,22 +289,40 @@ void fn_seg_stats(const struct fn_seg *s, struct fn_buf *b)
 	names(s, b);
 }
 
-static void event_record(struct fn_buf *b, const struct fn_seg *s, const struct fn_seg_event *e,
-			 uint64_t seq)
+static const char *event_action(const struct fn_seg_event *e)
+{
+	return e->action < 0 || e->action >= FN_ACT_COUNT
+		   ? "none"
+		   : fn_action_name((enum fn_action)e->action);
+}
+
+void fn_seg_event_record(struct fn_buf *b, const struct fn_seg_event *e, int pid, uint64_t seq)
 {
 	char dst[64];
 	fn_endpoint_format(&e->ep, dst, sizeof(dst));
 	fn_buf_printf(b, "event seq=%llu wall_us=%lld mono_us=%lld pid=%d fd=%d proto=%s",
-		      (unsigned long long)seq, (long long)e->wall_us, (long long)e->mono_us,
-		      (int)s->h.pid, e->fd, e->proto == FN_PROTO_UDP ? "udp" : "tcp");
+		      (unsigned long long)seq, (long long)e->wall_us, (long long)e->mono_us, pid,
+		      e->fd, e->proto == FN_PROTO_UDP ? "udp" : "tcp");
 	fn_buf_field(b, "rule", e->rule);
-	fn_buf_printf(b, " action=%s",
-		      e->action < 0 || e->action >= FN_ACT_COUNT
-			  ? "none"
-			  : fn_action_name((enum fn_action)e->action));
+	fn_buf_printf(b, " action=%s", event_action(e));
 	fn_buf_field(b, "dest", dst);
 	fn_buf_field(b, "outcome", e->outcome);
 	fn_buf_add(b, "\n", 1);
+}
+
+size_t fn_seg_event_json(const struct fn_seg_event *e, int pid, char *line, size_t size)
+{
+	char dst[64];
+	fn_endpoint_format(&e->ep, dst, sizeof(dst));
+	/* Rule names and errno names need no JSON escaping: their
+	 * characters are restricted to letters, digits and _.:- */
+	int n = snprintf(line, size,
+			 "{\"wall_us\":%lld,\"mono_us\":%lld,\"pid\":%d,\"fd\":%d,\"proto\":\"%s\","
+			 "\"rule\":\"%s\",\"action\":\"%s\",\"dest\":\"%s\",\"outcome\":\"%s\"}\n",
+			 (long long)e->wall_us, (long long)e->mono_us, pid, e->fd,
+			 e->proto == FN_PROTO_UDP ? "udp" : "tcp", e->rule, event_action(e), dst,
+			 e->outcome);
+	return n > 0 && (size_t)n < size ? (size_t)n : 0;
 }
 
 void fn_seg_events(const struct fn_seg *s, struct fn_buf *b, uint64_t *since)
@@ -321,7 +339,7 @@ void fn_seg_events(const struct fn_seg *s, struct fn_buf *b, uint64_t *since)
 			break; /* still being written: next time */
 		copy.rule[sizeof(copy.rule) - 1] = copy.outcome[sizeof(copy.outcome) - 1] = '\0';
 		fix_bool(&copy.ep.v4);
-		event_record(b, s, &copy, seq);
+		fn_seg_event_record(b, &copy, (int)s->h.pid, seq);
 		*since = seq + 1;
 	}
 }

@@ -24,6 +24,35 @@
 #define FN_SEG_NAMES 256 /* names looked up */
 #define FN_SEG_PARAMS 256
 
+/* A table slot's state (rules, destinations, HTTP keys, names): free, being
+ * claimed by the thread that won the compare-and-swap, or ready to be read.
+ * A slot is claimed once and never given back. */
+enum { FN_SLOT_FREE = 0, FN_SLOT_CLAIMING = 1, FN_SLOT_READY = 2 };
+
+/* Claims slot state for the calling thread: true when it won (it fills the
+ * slot's key, then publishes it with fn_slot_ready); false when another
+ * thread holds it, once that one has published its key, so that the caller
+ * can compare it. */
+static inline bool fn_slot_claim(int *state)
+{
+	int st = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+	if (st == FN_SLOT_FREE) {
+		int was = FN_SLOT_FREE;
+		if (__atomic_compare_exchange_n(state, &was, FN_SLOT_CLAIMING, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return true;
+		st = was;
+	}
+	while (st == FN_SLOT_CLAIMING)
+		st = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+	return false;
+}
+
+static inline void fn_slot_ready(int *state)
+{
+	__atomic_store_n(state, FN_SLOT_READY, __ATOMIC_RELEASE);
+}
+
 struct fn_seg_head {
 	uint64_t magic; /* FN_SEG_MAGIC once the file is complete */
 	uint64_t size;	/* sizeof(struct fn_seg) */
@@ -47,7 +76,7 @@ struct fn_seg_head {
 	uint64_t events_dropped; /* FAULTNET_EVENTS lines its full FIFO had no room for */
 };
 
-/* A rule name's slot: claimed once (state 2), never given back, so that
+/* A rule name's slot: claimed once (FN_SLOT_READY), never given back, so that
  * counts are per name for the process's life, whatever load, rm and add do. */
 struct fn_seg_rule {
 	uint32_t state;
@@ -61,7 +90,7 @@ struct fn_seg_rule {
 };
 
 struct fn_seg_dest {
-	int state; /* 0 free, 1 being claimed, 2 ready */
+	int state; /* FN_SLOT_* */
 	struct fn_endpoint ep;
 	uint8_t proto;
 	uint64_t attempts, faults, bytes, by_action[FN_ACT_COUNT];
@@ -79,7 +108,7 @@ struct fn_seg_event {
 };
 
 struct fn_seg_key {
-	int state; /* 0 free, 2 ready (one writer: no claiming step) */
+	int state; /* FN_SLOT_FREE or _READY (one writer: no claiming step) */
 	char method[16], host[64], prefix[64];
 	uint64_t n[4]; /* by fate: forwarded, answered, slowed, aborted */
 };
@@ -98,7 +127,7 @@ enum {
 };
 
 struct fn_seg_name {
-	int state; /* 0 free, 1 being claimed, 2 ready */
+	int state; /* FN_SLOT_* */
 	char name[128];
 	uint64_t n[FN_LK_N];
 };
@@ -139,5 +168,12 @@ void fn_seg_rules(const struct fn_seg *s, struct fn_buf *b);
 void fn_seg_rules_of(const struct fn_seg *s, const struct fn_policy *p, struct fn_buf *b);
 void fn_seg_stats(const struct fn_seg *s, struct fn_buf *b);
 void fn_seg_events(const struct fn_seg *s, struct fn_buf *b, uint64_t *since);
+
+/* Event e of process pid as both backends (the shim and the kernel-side
+ * one) give it: the "event" record numbered seq for faultctl, appended to
+ * b, and the JSON line of FAULTNET_EVENTS into line (its length, or 0 when
+ * it does not fit). One writer of each, so the two backends cannot drift. */
+void fn_seg_event_record(struct fn_buf *b, const struct fn_seg_event *e, int pid, uint64_t seq);
+size_t fn_seg_event_json(const struct fn_seg_event *e, int pid, char *line, size_t size);
 
 #endif

@@ -1,8 +1,12 @@
 """checks.py - what the Python test scripts share: one "ok"/"FAIL" line per
-check, counted into $FN_COUNTS for tests/run.sh's closing line. Imported
-by the scripts of tests/hostile/ (which put tests/ on sys.path)."""
+check, counted into $FN_COUNTS for tests/run.sh's closing line, and the
+choice of which tests a script runs: FN_CHECK=NAME[,NAME...] runs only the
+tests whose name starts with one of them (test_ may be left out);
+FN_CHECK=list prints the names. Imported by every Python test script (each
+puts tests/ on sys.path)."""
 import os
 import subprocess
+import sys
 
 COUNTS = os.environ.get("FN_COUNTS", os.devnull)
 failed = 0
@@ -21,6 +25,41 @@ def skip():
     run.sh's "skipped"."""
     with open(COUNTS, "a") as f:
         f.write("skip\n")
+
+
+def name_of(test):
+    """A test's name: its function's, or for a lambda wrapping one (a test
+    given its servers), the function it calls."""
+    if test.__name__ != "<lambda>":
+        return test.__name__
+    return test.__code__.co_names[0]
+
+
+def selected(tests):
+    """The tests of this run, in their order: all of them, or those FN_CHECK
+    names. A name that matches no test is an error (exit 2) naming them all,
+    so that a typo never passes as a run of nothing."""
+    names = chosen([name_of(t) for t in tests])
+    return [t for t in tests if name_of(t) in names]
+
+
+def chosen(names):
+    """The same choice among names (a script whose tests are not functions:
+    the modules of CPython's suite)."""
+    want = os.environ.get("FN_CHECK", "")
+    if want == "list":
+        print("\n".join(names))
+        sys.exit(0)
+    if not want:
+        return list(names)
+    picks = [w.strip() for w in want.split(",") if w.strip()]
+    short = lambda n: n[5:] if n.startswith("test_") else n  # noqa: E731
+    got = [n for n in names if any(n.startswith(w) or short(n).startswith(w) for w in picks)]
+    if not got:
+        print("FN_CHECK=%s names no test of %s; its tests: %s"
+              % (want, os.path.basename(sys.argv[0]), " ".join(names)), file=sys.stderr)
+        sys.exit(2)
+    return got
 
 
 def node_bin(root):

@@ -40,10 +40,10 @@ cunit() {
 }
 
 # Runs an integration program under the shim with its policy (a path
-# relative to tests/integration).
+# relative to tests/).
 under() {
 	local build=$1 first=$2 conf=$3 prog=$4
-	cunit env FAULTNET_CONFIG="$root/tests/integration/$conf" \
+	cunit env FAULTNET_CONFIG="$root/tests/$conf" \
 		LD_PRELOAD="${first:+$first:}$root/$build/libfaultnet.so" "$build/tests/$prog"
 }
 
@@ -70,16 +70,16 @@ s_unit() {
 
 s_faults() {
 	echo "=== $1: connection faults under the shim"
-	under "$1" "$2" it.conf it_faults
+	under "$1" "$2" faults/it.conf it_faults
 	for fam in $CATALOGUE; do
 		echo "=== $1: the fault catalogue under the shim: $fam"
-		under "$1" "$2" catalogue.conf "it_catalogue_$fam"
+		under "$1" "$2" faults/catalogue.conf "it_catalogue_$fam"
 	done
 	# strace times the normal build only: the sanitizers' own calls would
 	# blur the count.
 	if [ "$1" = build ]; then
 		echo "=== $1: the relay's system calls per round trip (strace)"
-		pyscript tests/integration/relay_calls.py "$1"
+		pyscript tests/faults/relay_calls.py "$1"
 	fi
 }
 
@@ -87,7 +87,7 @@ s_faults() {
 # account or bad input does (tests/hostile/).
 s_hostile() {
 	echo "=== $1: hostile app"
-	under "$1" "$2" ../hostile/hostile.conf it_hostile_app
+	under "$1" "$2" hostile/hostile.conf it_hostile_app
 	ASAN_OPTIONS=detect_leaks=0 pyscript tests/hostile/hostile_app.py "$1" "$2"
 	if [ -z "$2" ]; then
 		# Run from behind a directory other accounts cannot enter, as a
@@ -105,21 +105,21 @@ s_hostile() {
 
 s_cli() {
 	echo "=== $1: start-up and faultctl"
-	tests/integration/cli.sh "$1" $2
+	tests/cli/cli.sh "$1" $2
 }
 
 # Interpreters (the Python agents, the real clients) leak at exit by
 # design; leaks are checked on the project's own programs.
 s_control() {
 	echo "=== $1: faultctl and live control"
-	ASAN_OPTIONS=detect_leaks=0 pyscript tests/integration/control_test.py "$1" "$2"
+	ASAN_OPTIONS=detect_leaks=0 pyscript tests/control/control_test.py "$1" "$2"
 }
 
 s_hardening() {
 	echo "=== $1: the shim never harms its host"
-	under "$1" "$2" hardening.conf it_hardening
-	tests/stress/stress.sh "$1" 20 1000 0 $2
-	ASAN_OPTIONS=detect_leaks=0 pyscript tests/stress/procs.py "$1" "$2"
+	under "$1" "$2" hardening/hardening.conf it_hardening
+	tests/hardening/stress.sh "$1" 20 1000 0 $2
+	ASAN_OPTIONS=detect_leaks=0 pyscript tests/hardening/procs.py "$1" "$2"
 }
 
 s_policies() {
@@ -177,11 +177,11 @@ s_tsan() {
 	# die_after_fork=0: the shim starts a forked child's control thread at
 	# once, which TSan would otherwise refuse in a child of a threaded process.
 	TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0 exitcode=66 die_after_fork=0 suppressions=$root/tests/tsan.supp" \
-		IT_QUICK=1 under build/tsan "$tsan" catalogue.conf it_catalogue_stream
+		IT_QUICK=1 under build/tsan "$tsan" faults/catalogue.conf it_catalogue_stream
 	TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0 exitcode=66 die_after_fork=0 suppressions=$root/tests/tsan.supp" \
-		under build/tsan "$tsan" catalogue.conf it_catalogue_udp
+		under build/tsan "$tsan" faults/catalogue.conf it_catalogue_udp
 	TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0 exitcode=66 die_after_fork=0 suppressions=$root/tests/tsan.supp" \
-		tests/stress/stress.sh build/tsan 15 300 0 "$tsan"
+		tests/hardening/stress.sh build/tsan 15 300 0 "$tsan"
 }
 
 s_valgrind() {
@@ -191,7 +191,7 @@ s_valgrind() {
 	for prog in it_faults $(printf 'it_catalogue_%s ' $CATALOGUE); do
 		local conf=catalogue.conf
 		[ "$prog" = it_faults ] && conf=it.conf
-		cunit env FAULTNET_CONFIG="$root/tests/integration/$conf" LD_PRELOAD="$root/build/libfaultnet.so" \
+		cunit env FAULTNET_CONFIG="$root/tests/faults/$conf" LD_PRELOAD="$root/build/libfaultnet.so" \
 			valgrind --log-file="$vglog/$prog.%p" build/tests/$prog
 	done
 	# Forked children that exec leave logs without a summary; any error
@@ -270,7 +270,7 @@ s_helpers() {
 	cp -r bindings/python "$venv/src"
 	if ! /usr/bin/python3 -m venv --system-site-packages "$venv/v" ||
 		! "$venv/v/bin/pip" install -q --no-index --no-build-isolation "$venv/src"; then
-		echo "  FAIL - pip install ./clients/python"
+		echo "  FAIL - pip install ./bindings/python"
 		echo fail >>"$FN_COUNTS"
 		return
 	fi
@@ -306,7 +306,7 @@ s_deb() {
 
 s_style() {
 	echo "=== source checks"
-	tests/style.sh
+	tests/style/style.sh
 }
 
 s_docs() {

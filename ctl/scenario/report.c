@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "ctl/scenario/scenario.h"
+#include "ctl/state/render.h"
 
 static const char *const kind_names[] = {"healthy_within_ms", "unhealthy_within_ms",
 					 "max_failures"};
@@ -181,18 +182,10 @@ static bool strict_problem(const struct scenario *s, char *why, size_t len)
 
 /* ---- report.json ------------------------------------------------------------ */
 
+/* A JSON string: ctl/state's escaper, the one of faultctl's JSON output. */
 static void jstr(FILE *f, const char *v)
 {
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)(v ? v : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
+	render_json_string(f, v ? v : "");
 }
 
 static void jseries(FILE *f, const uint64_t *v, int n)

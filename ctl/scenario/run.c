@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "ctl/state/render.h"
 #include "ctl/scenario/scenario.h"
 #include "ctl/state/segread.h"
@@ -39,16 +40,9 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int64_t now_ms(const struct run *r)
 {
-	return (mono_ns() - r->t0_ns) / 1000000;
+	return ((int64_t)fn_now_ns() - r->t0_ns) / 1000000;
 }
 
 static const char *group_of(const struct run *r, const struct sc_step *st)
@@ -183,9 +177,9 @@ static bool cmd_joined(const struct run *r)
  * ends or a signal comes (then the run goes on and says so). */
 static void wait_join(struct run *r)
 {
-	int64_t t = mono_ns();
+	int64_t t = (int64_t)fn_now_ns();
 	while (r->argv && r->cmd > 0 && !stop_signal && !cmd_joined(r) &&
-	       mono_ns() - t < SC_JOIN_WAIT_MS * 1000000ll) {
+	       (int64_t)fn_now_ns() - t < SC_JOIN_WAIT_MS * 1000000ll) {
 		int st;
 		if (waitpid(r->cmd, &st, WNOHANG) == r->cmd) {
 			r->s->cmd_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -194,7 +188,7 @@ static void wait_join(struct run *r)
 		struct timespec ts = {0, 2000000};
 		nanosleep(&ts, NULL);
 	}
-	r->s->join_wait_ms = (mono_ns() - t) / 1000000;
+	r->s->join_wait_ms = ((int64_t)fn_now_ns() - t) / 1000000;
 }
 
 /* ---- steps ---------------------------------------------------------------- */
@@ -579,7 +573,7 @@ int cmd_scenario(int argc, char **argv, const char *self)
 	}
 	start_cmd(&r);
 	wait_join(&r);
-	r.t0_ns = mono_ns();
+	r.t0_ns = (int64_t)fn_now_ns();
 	loop(&r);
 	cleanup(&r);
 	sc_evaluate(s);

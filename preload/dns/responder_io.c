@@ -72,25 +72,6 @@ static uint32_t gens;
 static uint16_t next_id;
 static uint8_t buf[MSG_MAX];
 
-void fn_ownfd_set(struct fn_ownfd *o, int fd)
-{
-	o->fd = fd;
-	if (fd >= 0)
-		fn_fd_identify(fd, &o->dev, &o->ino);
-}
-
-bool fn_ownfd_ok(const struct fn_ownfd *o)
-{
-	return o->fd >= 0 && fn_fd_same_file(o->fd, o->dev, o->ino);
-}
-
-void fn_ownfd_close(struct fn_ownfd *o)
-{
-	if (fn_ownfd_ok(o))
-		LIBC(close)(o->fd);
-	o->fd = -1;
-}
-
 static void deliver(const struct dest *d, const uint8_t *m, size_t n)
 {
 	if (d->conn < 0) {

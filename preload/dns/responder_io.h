@@ -8,21 +8,9 @@
 #include <sys/socket.h>
 
 #include "core/addr.h"
+#include "preload/fd/fdtab.h"
 
 #define FN_DNS_SERVERS 8
-
-/* One of the responder's fds with the identity it had when made: the app
- * may close the number and reuse it, and the responder must then never
- * read, write or close it (fn_dns_responder_lost). */
-struct fn_ownfd {
-	int fd; /* -1 for none */
-	dev_t dev;
-	ino_t ino;
-};
-
-void fn_ownfd_set(struct fn_ownfd *o, int fd);
-bool fn_ownfd_ok(const struct fn_ownfd *o);
-void fn_ownfd_close(struct fn_ownfd *o);
 
 struct fn_dns_server {
 	struct fn_endpoint real;  /* the nameserver the app asked for */

@@ -85,8 +85,7 @@ struct fn_fdstate *fn_fdstate(int fd, bool create)
 
 bool fn_fdstate_current(int fd, const struct fn_fdstate *st)
 {
-	struct stat sb;
-	return fstat(fd, &sb) == 0 && sb.st_dev == st->dev && sb.st_ino == st->ino;
+	return fn_fd_same_file(fd, st->dev, st->ino);
 }
 
 void fn_fd_copy(int oldfd, int newfd)
@@ -193,13 +192,33 @@ bool fn_fd_same_file(int fd, dev_t dev, ino_t ino)
 	return fd >= 0 && fstat(fd, &sb) == 0 && sb.st_dev == dev && sb.st_ino == ino;
 }
 
-void fn_fd_identify(int fd, dev_t *dev, ino_t *ino)
+bool fn_fd_identify(int fd, dev_t *dev, ino_t *ino)
 {
 	struct stat sb;
-	if (fstat(fd, &sb) == 0) {
-		*dev = sb.st_dev;
-		*ino = sb.st_ino;
-	}
+	if (fd < 0 || fstat(fd, &sb) < 0)
+		return false;
+	*dev = sb.st_dev;
+	*ino = sb.st_ino;
+	return true;
+}
+
+void fn_ownfd_set(struct fn_ownfd *o, int fd)
+{
+	o->fd = fd;
+	if (fd >= 0)
+		fn_fd_identify(fd, &o->dev, &o->ino);
+}
+
+bool fn_ownfd_ok(const struct fn_ownfd *o)
+{
+	return o->fd >= 0 && fn_fd_same_file(o->fd, o->dev, o->ino);
+}
+
+void fn_ownfd_close(struct fn_ownfd *o)
+{
+	if (fn_ownfd_ok(o))
+		LIBC(close)(o->fd);
+	o->fd = -1;
 }
 
 unsigned fn_fd_kind_of(int fd)

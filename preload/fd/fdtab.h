@@ -112,8 +112,24 @@ void fn_fd_atfork_child(void);
  * the app may have closed it and reused the number. */
 bool fn_fd_same_file(int fd, dev_t dev, ino_t ino);
 
-/* Takes fd's identity; leaves dev and ino alone if fstat fails. */
-void fn_fd_identify(int fd, dev_t *dev, ino_t *ino);
+/* Takes fd's identity; false, leaving dev and ino alone, if fstat fails.
+ * These two are the one way the shim asks "is this fd still the one I
+ * took?"; fn_ownfd below keeps an fd with its identity. */
+bool fn_fd_identify(int fd, dev_t *dev, ino_t *ino);
+
+/* One of the shim's own fds with the identity it had when made: the app
+ * may close the number and reuse it, and the shim must then never read,
+ * write or close it. */
+struct fn_ownfd {
+	int fd; /* -1 for none */
+	dev_t dev;
+	ino_t ino;
+};
+
+void fn_ownfd_set(struct fn_ownfd *o, int fd);
+bool fn_ownfd_ok(const struct fn_ownfd *o);
+/* Closes the fd if it is still the shim's; o holds none after. */
+void fn_ownfd_close(struct fn_ownfd *o);
 
 /* FDF_TCP or FDF_UDP for an IPv4/IPv6 socket of that kind, else 0:
  * from the domain, type and protocol socket() was given, or asked of the

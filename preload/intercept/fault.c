@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <netinet/in.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -209,8 +208,9 @@ static bool record(int fd, const struct sockaddr *sa, socklen_t len, const struc
 		   const struct sockaddr_storage *target, socklen_t tlen, int dest)
 {
 	struct fn_fdstate *st = fn_fdstate(fd, true);
-	struct stat sb;
-	if (!st || fstat(fd, &sb) < 0)
+	dev_t dev;
+	ino_t ino;
+	if (!st || !fn_fd_identify(fd, &dev, &ino))
 		return false;
 	/* Keep what the kernel would report: the family's own size, no
 	 * trailing bytes the app happened to pass. */
@@ -222,8 +222,8 @@ static bool record(int fd, const struct sockaddr *sa, socklen_t len, const struc
 		memset(((struct sockaddr_in *)&st->peer)->sin_zero, 0, 8);
 	memcpy(&st->target, target, tlen);
 	st->targetlen = tlen;
-	st->dev = sb.st_dev;
-	st->ino = sb.st_ino;
+	st->dev = dev;
+	st->ino = ino;
 	st->proto = v->proto;
 	st->action = v->rule->action;
 	st->dest = dest;

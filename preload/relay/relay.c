@@ -17,7 +17,6 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -207,14 +206,11 @@ static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
  * app's fds). Lock held. */
 static int sending_fd(struct fn_dgram *d, int app_fd)
 {
-	struct stat sb;
-	if (fstat(app_fd, &sb) < 0)
+	if (!fn_fd_identify(app_fd, &d->sock_dev, &d->sock_ino))
 		return -1;
-	d->sock_dev = sb.st_dev;
-	d->sock_ino = sb.st_ino;
 	for (const struct fn_dgram *x = dgrams; x; x = x->next)
-		if (!x->inbound && x->fd >= 0 && x->sock_dev == sb.st_dev &&
-		    x->sock_ino == sb.st_ino)
+		if (!x->inbound && x->fd >= 0 && x->sock_dev == d->sock_dev &&
+		    x->sock_ino == d->sock_ino)
 			return x->fd;
 	return own_fd(LIBC(fcntl)(app_fd, F_DUPFD_CLOEXEC, 0));
 }

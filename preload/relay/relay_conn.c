@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
 
@@ -39,12 +38,8 @@ struct fn_conn *fn_conn_new(int appfd, const struct fn_rule *r, const struct soc
 	c->par = r->par;
 	c->key = fn_rule_key(r) ^ __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED) << 32;
 	c->app = c->up = c->opener = -1;
-	struct stat sb;
 	c->appfd = appfd;
-	if (fstat(appfd, &sb) == 0) {
-		c->app_dev = sb.st_dev;
-		c->app_ino = sb.st_ino;
-	}
+	fn_fd_identify(appfd, &c->app_dev, &c->app_ino);
 	c->watching[0] = c->watching[1] = FN_WATCH_NONE;
 	memcpy(&c->dest, dest, destlen);
 	c->destlen = destlen;
@@ -254,10 +249,9 @@ static bool learn_port(struct fn_conn *c)
  * 0 if not yet, -1 if the app's fd is gone (closed or reused). */
 static int app_connecting(struct fn_conn *c)
 {
-	struct stat sb;
 	struct tcp_info ti;
 	socklen_t len = sizeof(ti);
-	if (fstat(c->appfd, &sb) < 0 || sb.st_dev != c->app_dev || sb.st_ino != c->app_ino ||
+	if (!fn_fd_same_file(c->appfd, c->app_dev, c->app_ino) ||
 	    getsockopt(c->appfd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
 		return -1;
 	if (ti.tcpi_state == TCP_SYN_SENT)
@@ -267,8 +261,7 @@ static int app_connecting(struct fn_conn *c)
 
 bool fn_conn_app_unread(const struct fn_conn *c, int *unread)
 {
-	struct stat sb;
-	return fstat(c->appfd, &sb) == 0 && sb.st_dev == c->app_dev && sb.st_ino == c->app_ino &&
+	return fn_fd_same_file(c->appfd, c->app_dev, c->app_ino) &&
 	       ioctl(c->appfd, SIOCINQ, unread) == 0;
 }
 

@@ -143,16 +143,10 @@ static bool build(struct sink *s, enum fn_sink_kind kind, int family, uint16_t p
 		errno = e;
 		return false;
 	}
-	struct stat sb;
-	fstat(s->fd, &sb);
-	s->dev = sb.st_dev;
-	s->ino = sb.st_ino;
+	fn_fd_identify(s->fd, &s->dev, &s->ino);
 	fn_fd_mark(s->fd, FDF_INTERNAL);
-	if (s->park >= 0 && fstat(s->park, &sb) == 0) {
-		s->park_dev = sb.st_dev;
-		s->park_ino = sb.st_ino;
+	if (s->park >= 0 && fn_fd_identify(s->park, &s->park_dev, &s->park_ino))
 		fn_fd_mark(s->park, FDF_INTERNAL);
-	}
 	return true;
 }
 

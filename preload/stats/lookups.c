@@ -21,19 +21,11 @@ static struct fn_seg_name *slot_for(const char *name)
 	for (int i = 0; i < 32; i++) {
 		struct fn_seg_name *s = &fn_seg->names[(h + (uint64_t)i) % FN_SEG_NAMES];
 		fn_seg_touch(s, sizeof(*s));
-		int st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-		if (st == 0) {
-			int zero = 0;
-			if (__atomic_compare_exchange_n(&s->state, &zero, 1, false,
-							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-				snprintf(s->name, sizeof(s->name), "%s", name);
-				__atomic_store_n(&s->state, 2, __ATOMIC_RELEASE);
-				return s;
-			}
-			st = zero;
+		if (fn_slot_claim(&s->state)) {
+			snprintf(s->name, sizeof(s->name), "%s", name);
+			fn_slot_ready(&s->state);
+			return s;
 		}
-		while (st == 1)
-			st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 		if (strncasecmp(s->name, name, sizeof(s->name) - 1) == 0)
 			return s;
 	}

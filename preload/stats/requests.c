@@ -23,11 +23,11 @@ static struct fn_seg_key *key_for(const char *method, const char *host, const ch
 	for (int i = 0; i < FN_SEG_KEYS; i++) {
 		struct fn_seg_key *k = &keys[i];
 		fn_seg_touch(k, sizeof(*k));
-		if (__atomic_load_n(&k->state, __ATOMIC_ACQUIRE) == 0) {
+		if (__atomic_load_n(&k->state, __ATOMIC_ACQUIRE) == FN_SLOT_FREE) {
 			snprintf(k->method, sizeof(k->method), "%s", method);
 			snprintf(k->host, sizeof(k->host), "%s", host);
 			snprintf(k->prefix, sizeof(k->prefix), "%s", prefix);
-			__atomic_store_n(&k->state, 2, __ATOMIC_RELEASE);
+			fn_slot_ready(&k->state);
 			return k;
 		}
 		if (strncmp(k->method, method, sizeof(k->method) - 1) == 0 &&

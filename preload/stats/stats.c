@@ -147,20 +147,12 @@ static struct fn_seg_dest *dest_for(const struct fn_endpoint *ep, uint8_t proto)
 	for (int i = 0; i < 64; i++) {
 		struct fn_seg_dest *d = &fn_seg->dests[(h + (uint64_t)i) % FN_SEG_DESTS];
 		fn_seg_touch(d, sizeof(*d));
-		int st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
-		if (st == 0) {
-			int zero = 0;
-			if (__atomic_compare_exchange_n(&d->state, &zero, 1, false,
-							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-				d->ep = key;
-				d->proto = proto;
-				__atomic_store_n(&d->state, 2, __ATOMIC_RELEASE);
-				return d;
-			}
-			st = zero;
+		if (fn_slot_claim(&d->state)) {
+			d->ep = key;
+			d->proto = proto;
+			fn_slot_ready(&d->state);
+			return d;
 		}
-		while (st == 1)
-			st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
 		if (d->proto == proto && memcmp(&d->ep, &key, sizeof(key)) == 0)
 			return d;
 	}
@@ -222,19 +214,10 @@ static void events_write(const char *line, size_t n)
 
 static void json_event(const struct fn_seg_event *e)
 {
-	char dst[64], line[512];
-	fn_endpoint_format(&e->ep, dst, sizeof(dst));
-	int n = snprintf(line, sizeof(line),
-			 "{\"wall_us\":%lld,\"mono_us\":%lld,\"pid\":%d,\"fd\":%d,\"proto\":\"%s\","
-			 "\"rule\":\"%s\",\"action\":\"%s\",\"dest\":\"%s\",\"outcome\":\"%s\"}\n",
-			 (long long)e->wall_us, (long long)e->mono_us, (int)getpid(), e->fd,
-			 e->proto == FN_PROTO_UDP ? "udp" : "tcp", e->rule,
-			 e->action < 0 ? "none" : fn_action_name((enum fn_action)e->action), dst,
-			 e->outcome);
-	/* Rule names and errno names need no JSON escaping: their
-	 * characters are restricted to letters, digits and _.:- */
-	if (n > 0 && (size_t)n < sizeof(line))
-		events_write(line, (size_t)n);
+	char line[512];
+	size_t n = fn_seg_event_json(e, (int)getpid(), line, sizeof(line));
+	if (n)
+		events_write(line, n);
 }
 
 static void record_event(int fd, const struct fn_rule *r, const struct fn_rule *seen,
@@ -308,8 +291,8 @@ void fn_stats_fd_lost(int fd)
 void fn_stats_atfork_child(void)
 {
 	for (int i = 0; i < FN_SEG_DESTS; i++)
-		if (fn_seg->dests[i].state == 1)
-			fn_seg->dests[i].state = 0;
+		if (fn_seg->dests[i].state == FN_SLOT_CLAIMING)
+			fn_seg->dests[i].state = FN_SLOT_FREE;
 }
 
 const char *fn_events_open(void)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/hash.h"
 #include "preload/tls/ca.h"
 #include "preload/tls/cert.h"
 
@@ -81,14 +82,6 @@ bool fn_leaf_name(const char *sni, const struct sockaddr *dst, char out[256], bo
 	if (IN6_IS_ADDR_V4MAPPED(a))
 		return inet_ntop(AF_INET, &a->s6_addr[12], out, 256);
 	return inet_ntop(AF_INET6, a, out, 256);
-}
-
-static uint64_t fnv(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
-	return h;
 }
 
 /* The leaf for name: SAN DNS:name or IP:addr, serverAuth, the CA's issuer
@@ -171,7 +164,7 @@ static SSL_CTX *server_ctx(const struct fn_ossl *o, X509 *leaf)
  * Called under the lock. */
 static SSL_CTX *lookup(const struct fn_ossl *o, const struct fn_ca *ca, const char *name, bool ip)
 {
-	uint64_t h = fnv(name);
+	uint64_t h = fn_hash_str(name);
 	time_t now = time(NULL);
 	struct entry *e = NULL;
 	for (unsigned i = 0; i < FN_LEAF_CACHE && !e; i++) {

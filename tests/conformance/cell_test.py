@@ -6,26 +6,17 @@ import os
 import shutil
 import sys
 
-COUNTS = os.environ.get("FN_COUNTS", os.devnull)
 sys.argv = [sys.argv[0], sys.argv[1], os.devnull]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
 import conformance as cf  # noqa: E402
 
 said = []
 cf.check = lambda name, cond, detail="": said.append(name)  # not printed, not counted
 shutil.rmtree(cf.JAVA_DIR, ignore_errors=True)
 shutil.rmtree(cf.RUNDIR, ignore_errors=True)
-failed = 0
-
-
-def check(name, cond):
-    global failed
-    with open(COUNTS, "a") as f:
-        f.write("pass\n" if cond else "fail\n")
-    print(("  ok   - " if cond else "  FAIL - ") + name)
-    failed += not cond
-
-
 def scripted(results):
     """measure() that hands out results (same outcome, passes) in turn and
     counts its calls."""
@@ -45,17 +36,36 @@ def run(results, fault="refuse", want_att=1):
     return row, len(calls)
 
 
+def test_off_once():
+    row, n = run([(True, False), (True, True)])
+    check("time off once, then right: passes, measured twice (%d), and says so: %s" % (n, said[-1]),
+          row["ok"] and n == 2 and row["measured"] == 2 and said[-1].endswith("(measured twice)"))
+
+
+def test_right_first():
+    row, n = run([(True, True)])
+    check("right the first time: measured once (%d)" % n,
+          row["ok"] and n == 1 and row["measured"] == 1)
+
+
+def test_off_twice():
+    row, n = run([(True, False), (True, False)])
+    check("time off twice: fails after two measurements (%d)" % n, not row["ok"] and n == 2)
+
+
+def test_wrong_outcome():
+    row, n = run([(False, False), (True, True)])
+    check("wrong outcome: fails, never measured again (%d)" % n, not row["ok"] and n == 1)
+
+
+def test_wrong_attempts():
+    row, n = run([(True, False), (True, True)], fault="blackhole", want_att=2)
+    check("attempts wrong (1 counted, 2 implied): fails, never measured again (%d)" % n,
+          not row["ok"] and n == 1)
+
+
 print("=== conformance cells: one more measurement for a time that was off, and only for that")
-row, n = run([(True, False), (True, True)])
-check("time off once, then right: passes, measured twice (%d), and says so: %s" % (n, said[-1]),
-      row["ok"] and n == 2 and row["measured"] == 2 and said[-1].endswith("(measured twice)"))
-row, n = run([(True, True)])
-check("right the first time: measured once (%d)" % n, row["ok"] and n == 1 and row["measured"] == 1)
-row, n = run([(True, False), (True, False)])
-check("time off twice: fails after two measurements (%d)" % n, not row["ok"] and n == 2)
-row, n = run([(False, False), (True, True)])
-check("wrong outcome: fails, never measured again (%d)" % n, not row["ok"] and n == 1)
-row, n = run([(True, False), (True, True)], fault="blackhole", want_att=2)
-check("attempts wrong (1 counted, 2 implied): fails, never measured again (%d)" % n,
-      not row["ok"] and n == 1)
-sys.exit(1 if failed else 0)
+for t in checks.selected([test_off_once, test_right_first, test_off_twice, test_wrong_outcome,
+                          test_wrong_attempts]):
+    t()
+sys.exit(1 if checks.failed else 0)

@@ -110,8 +110,10 @@ def main():
     if args[:1] == ["--root"]:
         root, args = args[1], args[2:]
     only = args[0] if args else ""
-    for name, fn in (("lines", check_lines), ("links", check_links), ("figures", check_figures)):
-        if name.startswith(only) or only.startswith(name):
+    tests = (("lines", check_lines), ("links", check_links), ("figures", check_figures))
+    chosen = __import__("checks").chosen([name for name, _ in tests])  # or FN_CHECK's
+    for name, fn in tests:
+        if name in chosen and (name.startswith(only) or only.startswith(name)):
             fn(os.path.abspath(root))
 
 

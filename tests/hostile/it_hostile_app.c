@@ -4,7 +4,7 @@
  * the code before that fix. Runs under the shim with
  * FAULTNET_CONFIG=tests/hostile/hostile.conf. */
 #include "../cunit_run.h"
-#include "../integration/testutil.h"
+#include "../faults/testutil.h"
 
 #include <arpa/inet.h>
 #include <linux/audit.h>

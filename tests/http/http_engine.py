@@ -161,6 +161,10 @@ def main():
     p.add_argument("--seconds", type=int, default=300)
     p.add_argument("--generated-only", action="store_true")
     a = p.parse_args()
+    if not a.names and os.environ.get("FN_CHECK"):  # the conversations' and seeds' names
+        sys.path.insert(0, HERE)
+        a.names = checks.chosen([c[0] for c in __import__("conv_cases").cases()] +
+                                ["seed-%d" % s for s in sorted(NAMED_SEEDS.values())])
     if a.first and not os.path.exists(a.first):
         a.names.insert(0, a.first)  # a name, not a runtime to preload
         a.first = ""

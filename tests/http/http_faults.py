@@ -298,8 +298,9 @@ def test_live():
 
 
 def main():
-    for t in (test_counts, test_live, test_keepalive, test_pipelined, test_head_and_expect, test_close_cases,
-              test_no_server, test_slow, test_abort, test_window, test_not_http):
+    for t in checks.selected([test_counts, test_live, test_keepalive, test_pipelined,
+                              test_head_and_expect, test_close_cases, test_no_server, test_slow,
+                              test_abort, test_window, test_not_http]):
         t()
     subprocess.run(["rm", "-rf", TMP])
     sys.exit(1 if checks.failed else 0)

@@ -6,7 +6,9 @@
 # room's list, ARCHITECTURE.md's rooms and calls blocks are what the check
 # prints and its locks table names every lock of the code, the library
 # exports what preload/hooks.list declares (and the man page lists it), and
-# every source file opens with a comment saying what it is for.
+# every source file opens with a comment saying what it is for, every
+# unit test is named after the source it tests, and the Python test scripts
+# share tests/checks.py's check() and its choice of tests by name.
 # usage: layout.sh BUILD_DIR
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,4 +38,43 @@ for f in "$root"/core/*.[ch] "$root"/preload/*.c "$root"/preload/*/*.[ch] "$root
 	head -c 2 "$f" | grep -q '^/\*' || missing="$missing ${f#"$root"/}"
 done
 check "every source opens with a comment saying what it is for${missing:+ (not:$missing)}" [ -z "$missing" ]
+# A unit test is named after the source it tests: tests/unit/test_X.c for
+# a source X.c of the tree (test_main.c, the runner, aside).
+unnamed=""
+for t in "$root"/tests/unit/test_*.c; do
+	x=$(basename "$t" .c)
+	x=${x#test_}
+	[ "$x" = main ] && continue
+	[ -n "$(find "$root/core" "$root/bpf" "$root/preload" "$root/ctl" -name "$x.c" -print -quit)" ] ||
+		unnamed="$unnamed ${t#"$root"/}"
+done
+check "every unit test is named after the source it tests (tests/unit/test_X.c for X.c)${unnamed:+ (not:$unnamed)}" [ -z "$unnamed" ]
+# A folder per section: tests/NAME holds the programs of section NAME, and
+# every folder is a section's. Not folders of their own: asan, tsan and
+# valgrind run other sections' programs against other builds, http_sdk
+# shares tests/http's origin and clients, helpers are bindings/*/tests.
+nofolder="" nosection=""
+sections=$("$root/tests/run.sh" --list)
+for s in $sections; do
+	case $s in asan | tsan | valgrind | http_sdk | helpers) continue ;; esac
+	[ -d "$root/tests/$s" ] || nofolder="$nofolder $s"
+done
+for d in $(cd "$root" && git ls-files 'tests/*/*' | cut -d/ -f2 | sort -u); do
+	case " $sections " in *" $d "*) ;; *) nosection="$nosection $d" ;; esac
+done
+check "every section has its folder in tests/${nofolder:+ (none for:$nofolder)}" [ -z "$nofolder" ]
+check "every folder of tests/ is a section's${nosection:+ (not:$nosection)}" [ -z "$nosection" ]
+
+# One check() for the Python test scripts (tests/checks.py): a script that
+# counts checks uses that one, never one of its own, and picks its tests
+# through it (checks.selected or chosen), so FN_CHECK runs one by name.
+own="" nopick=""
+for f in $(cd "$root" && git ls-files 'tests/*.py' 'tests/**/*.py'); do
+	[ "$f" = tests/checks.py ] && continue
+	grep -q '^ *def check(' "$root/$f" && own="$own $f"
+	grep -q 'from checks import check' "$root/$f" && ! grep -q -e 'checks\.selected(' -e 'checks\.chosen(' -e 'checks")\.chosen(' "$root/$f" &&
+		nopick="$nopick $f"
+done
+check "no Python test script has a check() of its own${own:+ (own:$own)}" [ -z "$own" ]
+check "every Python test script picks its tests by name through checks.py${nopick:+ (not:$nopick)}" [ -z "$nopick" ]
 [ "$failed" = 0 ]

@@ -15,6 +15,10 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PY = "/usr/bin/python3"
@@ -157,16 +161,7 @@ def main():
     build = os.path.abspath(sys.argv[1])
     first = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else None
     ctl = os.path.join(build, "faultctl")
-    counts = os.environ.get("FN_COUNTS", os.devnull)
     rundir = tempfile.mkdtemp(prefix="fn-pol-")
-    failed = [0]
-
-    def check(name, cond, detail=""):
-        with open(counts, "a") as f:
-            f.write("pass\n" if cond else "fail\n")
-        print(("  ok   - " if cond else "  FAIL - ") + name + ("" if cond else " " + detail))
-        failed[0] += not cond
-
     def env(extra=None):
         e = dict(os.environ, FAULTNET_RUNDIR=rundir)
         if first:
@@ -190,53 +185,76 @@ def main():
         serve(ip, port)
 
     print("policies/ under faultctl run (%s)" % build)
-    r = run("egress-blackhole.conf", "connect", "127.66.0.1", "8080", "1")
-    check("egress-blackhole: the connect times out", r == "timeout", r)
-    r = run("silent-peer.conf", "fetch", "127.67.0.1", "9000", "100", "1")
-    check("silent-peer: connects, then nothing until the read timeout",
-          r.startswith("0 timeout"), r)
-    r = run("partial-response.conf", "fetch", "127.73.0.1", "8080", "100000", "1")
-    check("partial-response: 4096 bytes, then silence", r.startswith("4096 timeout"), r)
-    r = run("deny-region.conf", "connect", "127.74.0.1", "8080", "1")
-    check("deny-region: TCP connects time out", r == "timeout", r)
-    r = run("deny-region.conf", "udp", "127.0.0.1", "127.74.0.9", "7300")
-    check("deny-region: datagrams lost both ways", r == "out-lost in-lost", r)
-    r = run("flaky-link.conf", "many", "127.75.0.1", "8080", "200",
-            extra={"FAULTNET_SEED": "5"})
-    r2 = run("flaky-link.conf", "many", "127.75.0.1", "8080", "200",
-             extra={"FAULTNET_SEED": "5"})
-    check("flaky-link: about 5%% of 200 connections reset (%s)" % r,
-          r.isdigit() and 2 <= int(r) <= 25, r)
-    check("flaky-link: the same seed resets as many", r == r2, "%s vs %s" % (r, r2))
-    r = run("slow-link.conf", "rtt", "127.76.0.1", "8080")
-    check("slow-link: a round trip takes 160 ms or more (%s s)" % r,
-          r.replace(".", "").isdigit() and 0.155 <= float(r) < 2, r)
-    r = run("slow-link.conf", "fetch", "127.76.0.1", "8080", "131072", "10")
-    parts = r.split()
-    check("slow-link: 128 KiB at 128 KiB/s takes about a second (%s)" % r,
-          len(parts) == 3 and parts[:2] == ["131072", "all"] and 0.7 <= float(parts[2]) < 5, r)
-    r = run("handshake-storm.conf", "parallel", "127.77.0.1", "8080", "6")
-    times = [float(t) for t in r.split()] if r.replace(".", "").replace(" ", "").isdigit() else []
-    check("handshake-storm: 6 connects each take 0.4 to 2.7 s (%s)" % r,
-          len(times) == 6 and all(0.4 <= t <= 2.7 for t in times), r)
-    check("handshake-storm: jitter spreads them", len(times) == 6 and max(times) - min(times) > 0.1,
-          r)
-    r = run("az-1a-down.conf", "connect", "127.66.0.1", "8080", "1", zone="1c")
-    check("az-1a-down: zone 1c still connects", r == "ok", r)
-    r = run("az-1a-down.conf", "connect", "127.66.0.1", "8080", "1", zone="1a")
-    check("az-1a-down: zone 1a times out", r == "timeout", r)
-    # Flipped live: a zone-1a client retrying every 0.5 s gets through once
-    # the rule is disabled (connects already waiting keep their fate).
-    p = run("az-1a-down.conf", "retry", "127.66.0.1", "8080", zone="1a", popen=True)
-    time.sleep(1.6)
-    d = subprocess.run([ctl, "disable", "-g", "pol", "az-1a"], env=env(), capture_output=True,
-                       text=True, timeout=30)
-    out = p.communicate(timeout=30)[0].strip()
-    check("az-1a-down: flipped live with faultctl disable, the retrying client gets through"
-          " (attempt %s)" % out, d.returncode == 0 and out.isdigit() and 3 <= int(out) < 40,
-          "%s / %s" % (d.stdout + d.stderr, out))
-    subprocess.run([ctl, "reset", "-g", "pol"], env=env(), capture_output=True, timeout=30)
-    return 1 if failed[0] else 0
+
+    def test_egress_blackhole():
+        r = run("egress-blackhole.conf", "connect", "127.66.0.1", "8080", "1")
+        check("egress-blackhole: the connect times out", r == "timeout", r)
+
+    def test_silent_peer():
+        r = run("silent-peer.conf", "fetch", "127.67.0.1", "9000", "100", "1")
+        check("silent-peer: connects, then nothing until the read timeout",
+              r.startswith("0 timeout"), r)
+
+    def test_partial_response():
+        r = run("partial-response.conf", "fetch", "127.73.0.1", "8080", "100000", "1")
+        check("partial-response: 4096 bytes, then silence", r.startswith("4096 timeout"), r)
+
+    def test_deny_region():
+        r = run("deny-region.conf", "connect", "127.74.0.1", "8080", "1")
+        check("deny-region: TCP connects time out", r == "timeout", r)
+        r = run("deny-region.conf", "udp", "127.0.0.1", "127.74.0.9", "7300")
+        check("deny-region: datagrams lost both ways", r == "out-lost in-lost", r)
+
+    def test_flaky_link():
+        r = run("flaky-link.conf", "many", "127.75.0.1", "8080", "200",
+                extra={"FAULTNET_SEED": "5"})
+        r2 = run("flaky-link.conf", "many", "127.75.0.1", "8080", "200",
+                 extra={"FAULTNET_SEED": "5"})
+        check("flaky-link: about 5%% of 200 connections reset (%s)" % r,
+              r.isdigit() and 2 <= int(r) <= 25, r)
+        check("flaky-link: the same seed resets as many", r == r2, "%s vs %s" % (r, r2))
+
+    def test_slow_link():
+        r = run("slow-link.conf", "rtt", "127.76.0.1", "8080")
+        check("slow-link: a round trip takes 160 ms or more (%s s)" % r,
+              r.replace(".", "").isdigit() and 0.155 <= float(r) < 2, r)
+        r = run("slow-link.conf", "fetch", "127.76.0.1", "8080", "131072", "10")
+        parts = r.split()
+        check("slow-link: 128 KiB at 128 KiB/s takes about a second (%s)" % r,
+              len(parts) == 3 and parts[:2] == ["131072", "all"] and 0.7 <= float(parts[2]) < 5,
+              r)
+
+    def test_handshake_storm():
+        r = run("handshake-storm.conf", "parallel", "127.77.0.1", "8080", "6")
+        digits = r.replace(".", "").replace(" ", "").isdigit()
+        times = [float(t) for t in r.split()] if digits else []
+        check("handshake-storm: 6 connects each take 0.4 to 2.7 s (%s)" % r,
+              len(times) == 6 and all(0.4 <= t <= 2.7 for t in times), r)
+        check("handshake-storm: jitter spreads them",
+              len(times) == 6 and max(times) - min(times) > 0.1, r)
+
+    def test_az_1a_down():
+        r = run("az-1a-down.conf", "connect", "127.66.0.1", "8080", "1", zone="1c")
+        check("az-1a-down: zone 1c still connects", r == "ok", r)
+        r = run("az-1a-down.conf", "connect", "127.66.0.1", "8080", "1", zone="1a")
+        check("az-1a-down: zone 1a times out", r == "timeout", r)
+        # Flipped live: a zone-1a client retrying every 0.5 s gets through once
+        # the rule is disabled (connects already waiting keep their fate).
+        p = run("az-1a-down.conf", "retry", "127.66.0.1", "8080", zone="1a", popen=True)
+        time.sleep(1.6)
+        d = subprocess.run([ctl, "disable", "-g", "pol", "az-1a"], env=env(), capture_output=True,
+                           text=True, timeout=30)
+        out = p.communicate(timeout=30)[0].strip()
+        check("az-1a-down: flipped live with faultctl disable, the retrying client gets through"
+              " (attempt %s)" % out, d.returncode == 0 and out.isdigit() and 3 <= int(out) < 40,
+              "%s / %s" % (d.stdout + d.stderr, out))
+        subprocess.run([ctl, "reset", "-g", "pol"], env=env(), capture_output=True, timeout=30)
+
+    for t in checks.selected([test_egress_blackhole, test_silent_peer, test_partial_response,
+                              test_deny_region, test_flaky_link, test_slow_link,
+                              test_handshake_storm, test_az_1a_down]):
+        t()
+    return 1 if checks.failed else 0
 
 
 if __name__ == "__main__":

@@ -403,8 +403,9 @@ def main():
     servers = [origin.Origin(8080, h).start() for h in
                ("127.86.1.1", "127.86.2.1", "127.85.0.4", "127.86.3.1", "127.66.0.1")]
     os.makedirs(OUT, exist_ok=True)
-    for t in (test_bad_files, test_names_resolved, test_step_failures, test_min_and_unfired,
-              test_drill, test_storm, test_egress, test_failing_expectation, test_sigint):
+    for t in checks.selected([test_bad_files, test_names_resolved, test_step_failures,
+                              test_min_and_unfired, test_drill, test_storm, test_egress,
+                              test_failing_expectation, test_sigint]):
         t()
     for s in servers:
         s.shutdown()

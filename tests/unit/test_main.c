@@ -3,14 +3,14 @@
 #include "../cunit_run.h"
 
 void add_addr_tests(void);
-void add_match_tests(void);
+void add_rules_tests(void);
 void add_config_tests(void);
 void add_action_tests(void);
 void add_http_tests(void);
 void add_lpm_tests(void);
 void add_dnswire_tests(void);
 void add_rundir_tests(void);
-void add_bpfplan_tests(void);
+void add_compile_tests(void);
 void add_edit_tests(void);
 void add_pace_tests(void);
 void add_segment_tests(void);
@@ -25,14 +25,14 @@ int main(int argc, char **argv)
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
 	add_addr_tests();
-	add_match_tests();
+	add_rules_tests();
 	add_config_tests();
 	add_action_tests();
 	add_http_tests();
 	add_lpm_tests();
 	add_dnswire_tests();
 	add_rundir_tests();
-	add_bpfplan_tests();
+	add_compile_tests();
 	add_edit_tests();
 	add_pace_tests();
 	add_segment_tests();

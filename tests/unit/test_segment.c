@@ -48,7 +48,7 @@ static void test_records(void)
 	strcpy(b->params, "after=2");
 	s->h.nrules = 2;
 	s->h.enabled = 1;
-	s->dests[3].state = 2;
+	s->dests[3].state = FN_SLOT_READY;
 	s->dests[3].ep = (struct fn_endpoint){.v4 = true, .ip = {127, 66, 0, 1}, .port = 443};
 	s->dests[3].attempts = 5;
 	s->ring[0] = (struct fn_seg_event){.seq = 1, .fd = 7, .action = FN_ACT_BLACKHOLE};
@@ -79,6 +79,55 @@ static void test_records(void)
 	free(s);
 }
 
+/* One formatter for both backends (the shim's stats room and the kernel-side
+ * backend's events): the record and the JSON line of an event say the same,
+ * and an action that is none, or out of range, is "none" in both. */
+static void test_event_formats(void)
+{
+	struct fn_seg_event e = {.wall_us = 1700000000000001,
+				 .mono_us = 42,
+				 .fd = -1,
+				 .proto = FN_PROTO_UDP,
+				 .action = FN_ACT_DROP,
+				 .ep = {.v4 = true, .ip = {127, 66, 0, 1}, .port = 53}};
+	strcpy(e.rule, "lossy");
+	strcpy(e.outcome, "dropped");
+	struct fn_buf b = {0};
+	fn_seg_event_record(&b, &e, 77, 9);
+	CU_ASSERT_STRING_EQUAL(b.s, "event seq=9 wall_us=1700000000000001 mono_us=42 pid=77 fd=-1 "
+				    "proto=udp rule=lossy action=drop dest=127.66.0.1:53 "
+				    "outcome=dropped\n");
+	fn_buf_free(&b);
+	char line[512];
+	size_t n = fn_seg_event_json(&e, 77, line, sizeof(line));
+	CU_ASSERT_STRING_EQUAL(line,
+			       "{\"wall_us\":1700000000000001,\"mono_us\":42,\"pid\":77,"
+			       "\"fd\":-1,\"proto\":\"udp\",\"rule\":\"lossy\",\"action\":"
+			       "\"drop\",\"dest\":\"127.66.0.1:53\",\"outcome\":\"dropped\"}\n");
+	CU_ASSERT_EQUAL(n, strlen(line));
+	CU_ASSERT_EQUAL(fn_seg_event_json(&e, 77, line, 40), 0); /* does not fit: nothing */
+	for (int bad = 0; bad < 2; bad++) {
+		e.action = bad ? (int8_t)FN_ACT_COUNT : -1;
+		fn_seg_event_record(&b, &e, 77, 9);
+		CU_ASSERT_PTR_NOT_NULL(strstr(b.s, " action=none "));
+		fn_buf_free(&b);
+		fn_seg_event_json(&e, 77, line, sizeof(line));
+		CU_ASSERT_PTR_NOT_NULL(strstr(line, "\"action\":\"none\""));
+	}
+}
+
+/* A slot is claimed by one thread; the others see it taken. */
+static void test_slot_claim(void)
+{
+	int state = FN_SLOT_FREE;
+	CU_ASSERT_TRUE(fn_slot_claim(&state));
+	CU_ASSERT_EQUAL(state, FN_SLOT_CLAIMING);
+	fn_slot_ready(&state);
+	CU_ASSERT_EQUAL(state, FN_SLOT_READY);
+	CU_ASSERT_FALSE(fn_slot_claim(&state));
+	CU_ASSERT_EQUAL(state, FN_SLOT_READY);
+}
+
 static void test_hostile(void)
 {
 	struct fn_seg *s = malloc(sizeof(*s));
@@ -105,5 +154,7 @@ void add_segment_tests(void)
 	CU_pSuite s = CU_add_suite("segment", NULL, NULL);
 	CU_add_test(s, "rule name slots: found, claimed, a full table", test_slots);
 	CU_add_test(s, "records: rules in order, kept counts, dests, events", test_records);
+	CU_add_test(s, "an event's record and JSON line, for both backends", test_event_formats);
+	CU_add_test(s, "a slot is claimed once", test_slot_claim);
 	CU_add_test(s, "a hostile state file is read without harm", test_hostile);
 }

@@ -13,8 +13,12 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-CONF = os.path.join(os.path.dirname(HERE), "integration", "hardening.conf")
+CONF = os.path.join(HERE, "hardening.conf")
 IP, PORT = "127.82.0.1", 7600   # refused by the rule; a real server listens
 
 
@@ -43,16 +47,7 @@ def worker_main(n):
 def main():
     build = os.path.abspath(sys.argv[1])
     first = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else None
-    counts = os.environ.get("FN_COUNTS", os.devnull)
     rundir = tempfile.mkdtemp(prefix="fn-procs-")
-    failed = 0
-
-    def check(name, cond, detail=""):
-        nonlocal failed
-        with open(counts, "a") as f:
-            f.write("pass\n" if cond else "fail\n")
-        print(("  ok   - " if cond else "  FAIL - ") + name + ("" if cond else " " + detail))
-        failed += not cond
 
     env = dict(os.environ, FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=rundir, FAULTNET_GROUP="mp",
                LD_PRELOAD=(first + ":" if first else "") + os.path.join(build, "libfaultnet.so"))
@@ -61,10 +56,22 @@ def main():
     ls.bind((IP, PORT))
     ls.listen(64)
     print("process storms under the shim (%s)" % build)
-    r = subprocess.run(["bash", "-c", "for i in $(seq 200); do echo x | cat | wc -l; done | "
-                        "sort | uniq -c"], env=env, capture_output=True, text=True, timeout=120)
-    check("a shell pipeline loop, 200 rounds of 3 processes", r.stdout.split() == ["200", "1"],
-          r.stdout + r.stderr)
+
+    def test_pipeline():
+        r = subprocess.run(["bash", "-c", "for i in $(seq 200); do echo x | cat | wc -l; done | "
+                            "sort | uniq -c"], env=env, capture_output=True, text=True,
+                           timeout=120)
+        check("a shell pipeline loop, 200 rounds of 3 processes", r.stdout.split() == ["200", "1"],
+              r.stdout + r.stderr)
+
+    for t in checks.selected([test_pipeline, lambda: test_multiprocessing(build, first, env,
+                                                                           rundir)]):
+        t()
+    ls.close()
+    return 1 if checks.failed else 0
+
+
+def test_multiprocessing(build, first, env, rundir):
     p = subprocess.Popen(["/usr/bin/python3", os.path.abspath(__file__), "--worker", "40"],
                          env=env, stdout=subprocess.PIPE, text=True)
     time.sleep(1.0)
@@ -79,8 +86,6 @@ def main():
     rows = [l for l in ps.stdout.splitlines()[1:] if l.strip()]
     check("multiprocessing: the parent and its 4 workers answer faultctl ps (%d)" % len(rows),
           len(rows) >= 5, ps.stdout + ps.stderr)
-    ls.close()
-    return 1 if failed else 0
 
 
 if __name__ == "__main__":

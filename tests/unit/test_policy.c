@@ -1,4 +1,4 @@
-/* test_reclaim.c - the reclamation of replaced policies (preload/base/
+/* test_policy.c - the reclamation of replaced policies (preload/base/
  * policy.c): a policy a section holds is never freed, however many
  * replacements pass meanwhile; one nobody holds is freed at the next
  * replacement; nested sections, a fork child and a full slot table keep

@@ -1,6 +1,6 @@
 /* it_catalogue_conditions.c - the conditions (first, every, after, probability with
  * FAULTNET_SEED, start_ms and for_ms), each deciding per connect.
- * Runs under the shim with FAULTNET_CONFIG=tests/integration/catalogue.conf. */
+ * Runs under the shim with FAULTNET_CONFIG=tests/faults/catalogue.conf. */
 #include "catalogue.h"
 
 /* ---- conditions --------------------------------------------------------- */

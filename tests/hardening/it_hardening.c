@@ -3,7 +3,7 @@
  * call instead of letting it through), 10,000 sockets at once and what the
  * shim keeps for them, forks while another thread is inside the shim,
  * posix_spawn and vfork storms, and exec chains. Run under the shim with
- * FAULTNET_CONFIG=tests/integration/hardening.conf; `--child MODE` is the
+ * FAULTNET_CONFIG=tests/hardening/hardening.conf; `--child MODE` is the
  * program re-executed. */
 #include <CUnit/Basic.h>
 #include <dirent.h>
@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 
 #include "../cunit_run.h"
-#include "testutil.h"
+#include "../faults/testutil.h"
 
 extern char **environ;
 

@@ -34,7 +34,7 @@ ok=false
 [ "$rc" = 78 ] && contains "$err" "FAULTNET_ON_ERROR: 'ignore' is not one of exit, passthrough" && ok=true
 check "bad FAULTNET_ON_ERROR: exit 78, names the variable" $ok
 
-run env FAULTNET_CONFIG="$root/tests/integration/it.conf" FAULTNET_ZONE=9z LD_PRELOAD="$preload" /bin/echo main-ran
+run env FAULTNET_CONFIG="$root/tests/faults/it.conf" FAULTNET_ZONE=9z LD_PRELOAD="$preload" /bin/echo main-ran
 ok=false
 [ "$rc" = 78 ] && contains "$err" "FAULTNET_ZONE: zone '9z' is not defined in zones" && ok=true
 check "undefined FAULTNET_ZONE: exit 78, names the variable" $ok
@@ -61,28 +61,28 @@ check "no config: the app runs untouched" holds '[ "$rc" = 0 ] && [ "$out" = mai
 
 # The run directory: anything but a 0700 directory of ours is refused.
 mkdir -m 755 "$tmp/open"
-run env FAULTNET_RUNDIR="$tmp/open" FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" /bin/echo main-ran
+run env FAULTNET_RUNDIR="$tmp/open" FAULTNET_CONFIG="$root/tests/faults/it.conf" LD_PRELOAD="$preload" /bin/echo main-ran
 check "run directory open to others: control refused, app runs" holds '[ "$out" = main-ran ] && contains "$err" "control disabled: run directory $tmp/open is open to other users"'
 mkdir -m 700 "$tmp/real"
 ln -s "$tmp/real" "$tmp/link"
-run env FAULTNET_RUNDIR="$tmp/link" FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" /bin/echo main-ran
+run env FAULTNET_RUNDIR="$tmp/link" FAULTNET_CONFIG="$root/tests/faults/it.conf" LD_PRELOAD="$preload" /bin/echo main-ran
 check "run directory behind a symlink: refused" holds '[ "$out" = main-ran ] && contains "$err" "is a symbolic link"'
 if [ "$(id -u)" = 0 ]; then
 	mkdir -m 700 "$tmp/theirs"
 	chown 65534 "$tmp/theirs"
-	run env FAULTNET_RUNDIR="$tmp/theirs" FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" /bin/echo main-ran
+	run env FAULTNET_RUNDIR="$tmp/theirs" FAULTNET_CONFIG="$root/tests/faults/it.conf" LD_PRELOAD="$preload" /bin/echo main-ran
 	check "run directory owned by another user: refused" holds '[ "$out" = main-ran ] && contains "$err" "is owned by another user"'
 fi
 run env FAULTNET_RUNDIR="$tmp/real" FAULTNET_GROUP="bad group" LD_PRELOAD="$preload" /bin/echo main-ran
 check "bad FAULTNET_GROUP: exit 78, names the variable" holds '[ "$rc" = 78 ] && contains "$err" "FAULTNET_GROUP:"'
-run env FAULTNET_RUNDIR="$tmp/real" FAULTNET_CONFIG="$root/tests/integration/it.conf" FAULTNET_CONTROL=maybe LD_PRELOAD="$preload" /bin/echo main-ran
+run env FAULTNET_RUNDIR="$tmp/real" FAULTNET_CONFIG="$root/tests/faults/it.conf" FAULTNET_CONTROL=maybe LD_PRELOAD="$preload" /bin/echo main-ran
 check "bad FAULTNET_CONTROL: exit 78, names the variable" holds '[ "$rc" = 78 ] && contains "$err" "FAULTNET_CONTROL: must be on or off"'
-env FAULTNET_RUNDIR="$tmp/real" FAULTNET_CONFIG="$root/tests/integration/it.conf" FAULTNET_CONTROL=off LD_PRELOAD="$preload" sleep 2 &
+env FAULTNET_RUNDIR="$tmp/real" FAULTNET_CONFIG="$root/tests/faults/it.conf" FAULTNET_CONTROL=off LD_PRELOAD="$preload" sleep 2 &
 off=$!
 sleep 0.5
 check "FAULTNET_CONTROL=off: no state file, no thread" holds '[ ! -e "$tmp/real/default.$off.mem" ] && [ "$(ls /proc/$off/task | wc -l)" = 1 ]'
 wait $off
-env FAULTNET_RUNDIR="$tmp/real" FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" sleep 3 &
+env FAULTNET_RUNDIR="$tmp/real" FAULTNET_CONFIG="$root/tests/faults/it.conf" LD_PRELOAD="$preload" sleep 3 &
 sl=$!
 sleep 0.5
 mode=$(stat -c %a "$tmp/real/default.$sl.mem" 2>/dev/null)
@@ -97,7 +97,7 @@ for f in "$root"/policies/*.conf "$root"/tests/*/*.conf; do
 	check "faultctl check $(basename "$f")" [ "$rc" = 0 ]
 done
 
-run "$ctl" run --config "$root/tests/integration/it.conf" -- sh -c 'exit 7'
+run "$ctl" run --config "$root/tests/faults/it.conf" -- sh -c 'exit 7'
 check "faultctl run: exits with the command's status" [ "$rc" = 7 ]
 run "$ctl" run -- /nonexistent/cmd
 check "faultctl run: 127 for a missing command" [ "$rc" = 127 ]
@@ -202,9 +202,9 @@ s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.69.0.1", 8081)); s.listen(16); time.sleep(30)' &
 	lpid=$!
 	sleep 0.5
-	run "$ctl" run --config "$root/tests/integration/it.conf" --zone 1c -- "$it" --child reach-az
+	run "$ctl" run --config "$root/tests/faults/it.conf" --zone 1c -- "$it" --child reach-az
 	check "faultctl run --zone 1c: zone 1a's drop does not apply" [ "$rc" = 0 ]
-	run "$ctl" run --config "$root/tests/integration/it.conf" --zone 1a -- "$it" --child reach-az
+	run "$ctl" run --config "$root/tests/faults/it.conf" --zone 1a -- "$it" --child reach-az
 	check "faultctl run --zone 1a: zone 1a's drop applies" [ "$rc" = 1 ]
 	kill $lpid
 
@@ -218,7 +218,7 @@ check "libconfig is not linked into the app's namespace" sh -c "! readelf -d '$b
 
 # A relative FAULTNET_CONFIG is made absolute once, so that children which
 # change directory before they exec still find it.
-cp "$root/tests/integration/it.conf" "$tmp/rel.conf"
+cp "$root/tests/faults/it.conf" "$tmp/rel.conf"
 run sh -c "cd '$tmp' && FAULTNET_CONFIG=rel.conf LD_PRELOAD='$preload' bash -c 'cd / && ls >/dev/null && printenv FAULTNET_CONFIG'"
 check "relative FAULTNET_CONFIG: a child that changes directory runs" [ "$rc" = 0 ]
 check "relative FAULTNET_CONFIG: children get the absolute path" [ "$out" = "$tmp/rel.conf" ]
@@ -226,10 +226,10 @@ check "relative FAULTNET_CONFIG: children get the absolute path" [ "$out" = "$tm
 # A faultctl started from inside a shimmed process (LD_PRELOAD inherited)
 # neither joins the group nor targets itself.
 g=cli-idle-$$
-FAULTNET_CONFIG="$root/tests/integration/it.conf" FAULTNET_GROUP=$g LD_PRELOAD="$preload" sleep 20 &
+FAULTNET_CONFIG="$root/tests/faults/it.conf" FAULTNET_GROUP=$g LD_PRELOAD="$preload" sleep 20 &
 spid=$!
 for _ in $(seq 50); do "$ctl" -g $g ps 2>/dev/null | grep -q " $spid\b\|^$spid\b" && break; sleep 0.1; done
-shimmed() { FAULTNET_CONFIG="$root/tests/integration/it.conf" FAULTNET_GROUP=$g LD_PRELOAD="$preload" "$@"; }
+shimmed() { FAULTNET_CONFIG="$root/tests/faults/it.conf" FAULTNET_GROUP=$g LD_PRELOAD="$preload" "$@"; }
 run shimmed "$ctl" -g $g --json ps
 check "faultctl under the shim: ps lists the one member, not itself" \
 	[ "$(echo "$out" | grep -o '"pid": *[0-9]*' | grep -o '[0-9]*$' | tr '\n' ' ')" = "$spid " ]
@@ -254,7 +254,7 @@ if [ -z "${2:-}" ]; then
 	env -u LD_PRELOAD gcc -shared -fPIC -o "$tmp/failrealloc.so" "$tmp/failrealloc.c" -ldl
 	mkdir -m 700 "$tmp/oomrun"
 	g=cli-oom-$$
-	FAULTNET_RUNDIR="$tmp/oomrun" FAULTNET_CONFIG="$root/tests/integration/it.conf" FAULTNET_GROUP=$g \
+	FAULTNET_RUNDIR="$tmp/oomrun" FAULTNET_CONFIG="$root/tests/faults/it.conf" FAULTNET_GROUP=$g \
 		LD_PRELOAD="$preload" sleep 20 &
 	spid=$!
 	for _ in $(seq 50); do [ -e "$tmp/oomrun/$g.$spid.mem" ] && break; sleep 0.1; done
@@ -273,7 +273,7 @@ fi
 # process that joins then applies it.
 g="$tmp/groups"
 mkdir -m 700 "$g"
-env FAULTNET_RUNDIR="$g" FAULTNET_GROUP=live FAULTNET_CONFIG="$root/tests/integration/it.conf" \
+env FAULTNET_RUNDIR="$g" FAULTNET_GROUP=live FAULTNET_CONFIG="$root/tests/faults/it.conf" \
 	LD_PRELOAD="$preload" /bin/true
 run env FAULTNET_RUNDIR="$g" "$ctl" -g livee enable bh
 check "a change to a group no process has joined: exit 1, names the groups joined" \
@@ -317,7 +317,7 @@ if command -v strace >/dev/null; then
 	sw="$tmp/sweep"
 	mkdir -m 700 "$sw"
 	calls() {
-		strace -f -qq -o "$tmp/strace.out" env FAULTNET_RUNDIR="$sw" FAULTNET_CONFIG="$root/tests/integration/it.conf" \
+		strace -f -qq -o "$tmp/strace.out" env FAULTNET_RUNDIR="$sw" FAULTNET_CONFIG="$root/tests/faults/it.conf" \
 			LD_PRELOAD="$preload" /bin/true
 		wc -l <"$tmp/strace.out"
 	}
@@ -331,10 +331,10 @@ if command -v strace >/dev/null; then
 	check "a start makes as many system calls with 2,000 members as with 10 ($few, $many; under 50 more)" \
 		holds '[ "$many" -le $((few + 50)) ]'
 	: >"$sw/d.999999999.mem"
-	env FAULTNET_RUNDIR="$sw" FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" /bin/true
+	env FAULTNET_RUNDIR="$sw" FAULTNET_CONFIG="$root/tests/faults/it.conf" LD_PRELOAD="$preload" /bin/true
 	check "a start within 10 s of the last sweep leaves a dead process's file" [ -e "$sw/d.999999999.mem" ]
 	touch -d '-11 seconds' "$sw/.sweep"
-	env FAULTNET_RUNDIR="$sw" FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" /bin/true
+	env FAULTNET_RUNDIR="$sw" FAULTNET_CONFIG="$root/tests/faults/it.conf" LD_PRELOAD="$preload" /bin/true
 	check "a start 10 s after the last sweep removes it, and keeps the live members' ($(ls "$sw" | grep -c '^m'))" \
 		holds '[ ! -e "$sw/d.999999999.mem" ] && [ "$(ls "$sw" | grep -c "^m")" = 2000 ]'
 else
@@ -351,7 +351,7 @@ env -u LD_PRELOAD gcc -shared -fPIC -o "$tmp/plug/libfnplug.so" "$tmp/plug/p.c" 
 # (Normal build only: with libasan first, ASan's own dlopen interceptor is
 # the caller libc sees, whatever the shim does.)
 if [ -z "${2:-}" ]; then
-	run env FAULTNET_CONFIG="$root/tests/integration/it.conf" LD_PRELOAD="$preload" "$tmp/dlmain"
+	run env FAULTNET_CONFIG="$root/tests/faults/it.conf" LD_PRELOAD="$preload" "$tmp/dlmain"
 	check "dlopen under the shim: a bare name is found through the app's RUNPATH" holds '[ "$rc" = 0 ] && [ "$out" = 42 ]'
 fi
 

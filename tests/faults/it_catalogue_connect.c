@@ -1,6 +1,6 @@
 /* it_catalogue_connect.c - the connect-time actions (refuse, unreachable, reset at accept,
  * delay) against blocking, poll and epoll clients.
- * Runs under the shim with FAULTNET_CONFIG=tests/integration/catalogue.conf. */
+ * Runs under the shim with FAULTNET_CONFIG=tests/faults/catalogue.conf. */
 #include "catalogue.h"
 
 /* ---- connect-time actions ---------------------------------------------- */

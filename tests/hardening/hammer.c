@@ -9,7 +9,7 @@
  * `sample` seconds it prints its resident memory.
  *
  *   hammer THREADS SECONDS SAMPLE_SECONDS
- * (under LD_PRELOAD=libfaultnet.so FAULTNET_CONFIG=tests/stress/stress.conf)
+ * (under LD_PRELOAD=libfaultnet.so FAULTNET_CONFIG=tests/hardening/stress.conf)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include <stdatomic.h>
 #include <sys/time.h>
 
-#include "../integration/testutil.h"
+#include "../faults/testutil.h"
 
 #define PORT 7500
 static const char *const targets[3] = {"127.81.0.1", "127.81.0.2", "127.81.0.3"};

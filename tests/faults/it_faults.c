@@ -1,5 +1,5 @@
 /* it_faults.c - integration tests run as a real process under the shim
- * (LD_PRELOAD=libfaultnet.so FAULTNET_CONFIG=tests/integration/it.conf).
+ * (LD_PRELOAD=libfaultnet.so FAULTNET_CONFIG=tests/faults/it.conf).
  * Each test asserts what the app sees: errno, readiness, peer names and
  * timing, with generous tolerances. `it_faults --child MODE` is the same
  * program re-executed to test exec and zones. */

@@ -1,4 +1,4 @@
-/* test_bpfplan.c - the kernel-side backend's map contents (bpf/compile.c)
+/* test_compile.c - the kernel-side backend's map contents (bpf/compile.c)
  * against the shim's own matcher: for random policies of the actions the
  * backend carries out and random destinations, the longest prefix entry's
  * first enabled candidate whose protocol and ports match (what the BPF
@@ -253,7 +253,7 @@ static void test_conditions(void)
 	fn_policy_free(p);
 }
 
-void add_bpfplan_tests(void)
+void add_compile_tests(void)
 {
 	CU_pSuite s = CU_add_suite("bpfplan", NULL, NULL);
 	CU_add_test(s, "the backend's maps decide as the shim's matcher", test_same_as_matcher);

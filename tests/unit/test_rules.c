@@ -1,4 +1,4 @@
-/* test_match.c - rule matching: ports, protocols, zones, order, enabled. */
+/* test_rules.c - rule matching (core/rules.c): ports, protocols, zones, order, enabled. */
 #include <CUnit/CUnit.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -116,7 +116,7 @@ static void test_empty_policy(void)
 	fn_policy_free(p);
 }
 
-void add_match_tests(void)
+void add_rules_tests(void)
 {
 	CU_pSuite s = CU_add_suite("match", NULL, NULL);
 	CU_add_test(s, "first match wins; ports; IPv4-mapped", test_order_and_ports);

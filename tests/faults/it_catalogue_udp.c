@@ -1,6 +1,6 @@
 /* it_catalogue_udp.c - the datagram faults: delay on sending and on receiving
  * (blocking and poll), and drop with a probability.
- * Runs under the shim with FAULTNET_CONFIG=tests/integration/catalogue.conf. */
+ * Runs under the shim with FAULTNET_CONFIG=tests/faults/catalogue.conf. */
 #include "catalogue.h"
 
 /* ---- UDP ---------------------------------------------------------------- */

@@ -18,16 +18,18 @@ import tempfile
 import time
 import traceback
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.abspath(sys.argv[1])
 FIRST = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else None
 LIB = os.path.join(BUILD, "libfaultnet.so")
 CTL = os.path.join(BUILD, "faultctl")
 PY = "/usr/bin/python3"
-COUNTS = os.environ.get("FN_COUNTS", os.devnull)
 RUNDIR = tempfile.mkdtemp(prefix="fn-ctl-")
 WORK = tempfile.mkdtemp(prefix="fn-agents-")
-failed = 0
 
 CONF = os.path.join(WORK, "ctl.conf")
 with open(CONF, "w") as f:
@@ -41,17 +43,6 @@ rules = (
   { name = "az-1a"; action = "drop"; match = { from_zone = "1a"; to = "127.69.0.0/16"; }; enabled = false; }
 );
 """)
-
-
-def check(name, cond, detail=""):
-    global failed
-    with open(COUNTS, "a") as f:
-        f.write("pass\n" if cond else "fail\n")
-    if cond:
-        print("  ok   - " + name)
-    else:
-        failed += 1
-        print("  FAIL - %s %s" % (name, detail))
 
 
 def env(group="g", zone=None, extra=None):
@@ -770,14 +761,13 @@ def main():
              test_stopped_and_threadless, test_refused_then_next, test_long_journal,
              test_large_group_liveness, test_timing_32, test_udp_rule_added_live]
     try:
-        for t in tests:
+        for t in checks.selected(tests):
             # A test that raises is one failure; the agents it left are
             # ended, and the next test still runs.
             try:
                 t()
             except Exception:
-                name = t.__name__ if t.__name__ != "<lambda>" else t.__code__.co_names[0]
-                check("%s ran to its end" % name, False,
+                check("%s ran to its end" % checks.name_of(t), False,
                       traceback.format_exc())
             finally:
                 Agent.end_all()
@@ -785,7 +775,7 @@ def main():
         echo.kill()
         shutil.rmtree(WORK, ignore_errors=True)
         shutil.rmtree(RUNDIR, ignore_errors=True)
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if checks.failed else 0)
 
 
 main()

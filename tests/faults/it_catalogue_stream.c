@@ -2,7 +2,7 @@
  * bandwidth, drip, stall/reset/close after bytes or time, blackhole on an open
  * connection), sha256 integrity of 64 MiB each way, and the relay across
  * fork and threads.
- * Runs under the shim with FAULTNET_CONFIG=tests/integration/catalogue.conf. */
+ * Runs under the shim with FAULTNET_CONFIG=tests/faults/catalogue.conf. */
 #include "catalogue.h"
 
 #include <sys/ioctl.h>

@@ -2,7 +2,7 @@
 # style.sh - the code builds with clang as well as gcc, and follows
 # .clang-format.
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/tests/lib.sh"
 cd "$root" || exit 1
 

@@ -20,6 +20,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+import checks  # noqa: E402
 from checks import check  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
@@ -85,6 +86,12 @@ def main():
         f.write(POLICY % port)
     env = dict(os.environ, LD_PRELOAD=os.path.join(BUILD, "libfaultnet.so"),
                FAULTNET_CONFIG=conf)
+    for t in checks.selected([lambda: round_trips(env, port), lambda: slow_reader(env),
+                              lambda: bulk(env)]):
+        t()
+
+
+def round_trips(env, port):
     for size, n in TRIPS.items():
         log = os.path.join(TMP, "strace.%d" % size)
         r, text = traced([PY, "-c", CLIENT, str(port), str(size), str(n)], env,
@@ -111,9 +118,6 @@ def main():
               copied == 0 and sum(spliced["in"]) == 2 * n * size and
               len(spliced["out"]) >= 2 * n - 2,
               text[-2000:])
-
-    slow_reader(env)
-    bulk(env)
 
 
 def traced(cmd, env, calls, log):
