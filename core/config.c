@@ -617,8 +617,9 @@ static bool inherit_zones(struct ctx *c)
 		c->p->zones[i].cidrs = malloc(b->zones[i].ncidrs * sizeof(struct fn_cidr) + 1);
 		if (!c->p->zones[i].cidrs)
 			return cfg_fail(c, NULL, "out of memory");
-		memcpy(c->p->zones[i].cidrs, b->zones[i].cidrs,
-		       b->zones[i].ncidrs * sizeof(struct fn_cidr));
+		if (b->zones[i].ncidrs) /* a zone of none may have no array */
+			memcpy(c->p->zones[i].cidrs, b->zones[i].cidrs,
+			       b->zones[i].ncidrs * sizeof(struct fn_cidr));
 	}
 	return true;
 }
