@@ -1,0 +1,295 @@
+"""https.py - TLS termination in the relay, end to end: real HTTPS servers
+on loopback whose certificates come from a test CA the clients trust as a
+public CA is trusted (the system store, replaced by a bind mount inside a
+private mount namespace), and clients under the shim with no CA variable
+and no -k: curl, Python's urllib and requests. Under a rule that answers,
+they get faultnet's answer (the relay presents a leaf of the run's CA, and
+the trust hook puts that CA in the app's store); under a rule that
+forwards, the server's bodies arrive byte for byte on one kept-alive
+connection; a server from a CA the client does not trust still fails for
+the client under the rule; a connection no rule covers is never
+terminated (the client sees the server's own issuer). Runs itself in a new
+mount and network namespace (loopback only). Root.
+
+usage: https.py BUILD_DIR"""
+import hashlib
+import http.server
+import json
+import os
+import random
+import shutil
+import socketserver
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+LIB = os.path.join(BUILD, "libfaultnet.so")
+PY = "/usr/bin/python3"
+BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+PORT, ROGUE, FAKE = 18443, 18444, 18445
+CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+           "AWS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
+
+
+def reexec():
+    """Into a private mount and network namespace, once."""
+    if os.environ.get("FN_HTTPS_NS") == "1":
+        return
+    env = dict(os.environ, FN_HTTPS_NS="1")
+    cmd = ["unshare", "-m", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "-",
+           PY, "-u"] + sys.argv
+    sys.exit(subprocess.run(cmd, env=env).returncode)
+
+
+def openssl(*args):
+    subprocess.run(["openssl"] + list(args), check=True, capture_output=True)
+
+
+def make_ca(d, name, cn):
+    key, pem = os.path.join(d, name + ".key"), os.path.join(d, name + ".pem")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", pem, "-days", "2", "-subj", "/CN=" + cn,
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign")
+    return key, pem
+
+
+def make_leaf(d, name, ca):
+    key, csr, pem = (os.path.join(d, name + s) for s in (".key", ".csr", ".pem"))
+    ext = os.path.join(d, name + ".ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=DNS:api.test,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", csr, "-subj", "/CN=api.test")
+    openssl("x509", "-req", "-in", csr, "-CA", ca[1], "-CAkey", ca[0], "-CAcreateserial",
+            "-out", pem, "-days", "2", "-extfile", ext)
+    return pem, key
+
+
+def body(n):
+    return random.Random(n).randbytes(n)
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def setup(self):
+        super().setup()
+        self.server.conns += 1
+
+    def do_GET(self):
+        self.server.requests += 1
+        b = body(int(self.path.strip("/") or "10"))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+
+    def log_message(self, *a):
+        pass
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+    def __init__(self, port, cert):
+        super().__init__(("127.0.0.1", port), Handler)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(*cert)
+        self.ctx = ctx
+        self.conns = self.requests = 0
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def handle_error(self, request, client_address):
+        pass  # a client that refused the handshake: what some checks want
+
+    def get_request(self):
+        s, a = self.socket.accept()
+        return self.ctx.wrap_socket(s, server_side=True, do_handshake_on_connect=False), a
+
+
+def policy(d, name, rules):
+    path = os.path.join(d, name + ".conf")
+    with open(path, "w") as f:
+        f.write("rules = (\n%s\n);\n" % ",\n".join(rules))
+    return path
+
+
+def rule(name, port, extra="", action='action = "respond"; status = 503; body = "injected";'):
+    return ('{ name = "%s"; %s match = { to = "127.0.0.1/32"; port = %d; %s }; }'
+            % (name, action, port, extra))
+
+
+def env(d, conf):
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith("FAULTNET_") and k not in CA_VARS}
+    e.update(FAULTNET_CONFIG=conf, FAULTNET_RUNDIR=os.path.join(d, "run"), LD_PRELOAD=LIB,
+             ASAN_OPTIONS="detect_leaks=0")
+    return e
+
+
+def client(d, conf, *args):
+    p = subprocess.run([PY, os.path.join(HERE, "https_client.py")] + list(args),
+                       env=env(d, conf), capture_output=True, text=True, timeout=120)
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return {"error": "no result: " + p.stderr[-600:]}
+
+
+def curl(d, conf, url, *opts):
+    p = subprocess.run(["curl", "-sS", "--max-time", "20", "-w", " %{http_code}", url] +
+                       list(opts), env=env(d, conf), capture_output=True, timeout=60)
+    return (p.returncode, p.stdout.decode(errors="replace").strip(),
+            p.stderr.decode(errors="replace").strip())
+
+
+def answered(d, srv):
+    conf = policy(d, "answer", [rule("r503", PORT)])
+    before = srv.requests
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % PORT)
+    check("curl (no -k, no CA variable) under respond 503 gets faultnet's answer: %r" % out,
+          rc == 0 and out == "injected 503", err)
+    rc, out, err = curl(d, conf, "https://127.0.0.1:%d/10" % PORT)
+    check("curl to the address (no SNI: a leaf for the IP) gets it too: %r" % out,
+          rc == 0 and out == "injected 503", err)
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % PORT, "--http2")
+    check("curl --http2 (offers h2 and http/1.1) is given http/1.1 and gets it: %r" % out,
+          rc == 0 and out == "injected 503", err)
+    r = client(d, conf, "urllib", "https://api.test:%d/10" % PORT)
+    check("Python urllib gets 503 'injected'", r.get("status") == 503 and r.get("body") == "injected", r)
+    r = client(d, conf, "requests", "https://api.test:%d/10" % PORT)
+    check("Python requests gets 503 'injected'", r.get("status") == 503 and r.get("body") == "injected", r)
+    r = client(d, conf, "issuer", "api.test", str(PORT))
+    check("the client was shown a leaf of the run's CA: %s" % r.get("issuer"),
+          r.get("issuer", "").startswith("faultnet run CA"), r)
+    check("every request was answered by the rule: the server saw none (%d)"
+          % (srv.requests - before), srv.requests == before)
+
+
+def forwarded(d, srv):
+    conf = policy(d, "forward", [rule("never", PORT, 'path = "/never*";')])
+    conns, sizes = srv.conns, [1024, 8 << 20, 1024]
+    r = client(d, conf, "keepalive", "api.test", str(PORT), *["/%d" % n for n in sizes])
+    want = [[200, n, hashlib.sha256(body(n)).hexdigest()] for n in sizes]
+    check("a rule that does not take them: 1 KiB, 8 MiB, 1 KiB arrive byte-exact (sha256)",
+          r.get("results") == want, r)
+    check("on one kept-alive connection to the server (%d)" % (srv.conns - conns),
+          srv.conns - conns == 1)
+    rc, out, err = curl(d, conf, "https://api.test:%d/1024" % PORT, "-o", os.devnull)
+    check("curl through the same rule gets the server's 200: %r" % out, rc == 0 and out == "200", err)
+
+
+def slowed_and_cut(d):
+    """slow and abort act on the decrypted requests as on plain ones."""
+    conf = policy(d, "slow", [rule("slow", PORT, action='action = "slow"; delay_ms = 600;')])
+    t = time.monotonic()
+    rc, out, err = curl(d, conf, "https://api.test:%d/64" % PORT, "-o", os.devnull)
+    took = time.monotonic() - t
+    check("slow delay_ms = 600: curl gets the server's 200 after %.2f s" % took,
+          rc == 0 and out == "200" and took >= 0.6, err)
+    conf = policy(d, "cut", [rule("cut", PORT, action='action = "abort"; mode = "close"; '
+                                                     'after_bytes = 1000;')])
+    p = subprocess.run(["curl", "-sS", "--max-time", "20", "https://api.test:%d/100000" % PORT],
+                       env=env(d, conf), capture_output=True, timeout=60)
+    check("abort after_bytes = 1000: curl gets the answer's first 1000 bytes (head and part of "
+          "the body), then the end "
+          "(exit %d, %d bytes)" % (p.returncode, len(p.stdout)),
+          p.returncode == 18 and 0 < len(p.stdout) < 1000 and
+          body(100000).startswith(p.stdout), p.stderr[-200:])
+
+
+def untrusted(d, rogue):
+    conf = policy(d, "rogue", [rule("r503", ROGUE)])
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % ROGUE)
+    check("a server from a CA the client does not trust still fails for curl under the rule "
+          "(exit %d: %s)" % (rc, err.splitlines()[0][:90] if err else ""),
+          rc != 0 and "injected" not in out)
+    r = client(d, conf, "urllib", "https://api.test:%d/10" % ROGUE)
+    check("and for urllib (%s)" % r.get("error", "")[:80],
+          "error" in r and "status" not in r, r)
+    r = client(d, conf, "requests", "https://api.test:%d/10" % ROGUE)
+    check("and for requests", "error" in r and "status" not in r, r)
+
+
+def run_ca_server(d):
+    """The relay's own verification never trusts the run's CA: a server
+    whose certificate the run's CA signed (as an attacker holding ca.key
+    could) fails under the rule, though the app trusts that CA."""
+    run = os.path.join(d, "run")
+    made = os.path.exists(os.path.join(run, "ca.pem"))
+    check("the terminating processes made the run's CA in the run directory", made)
+    if not made:
+        return
+    fake = Server(FAKE, make_leaf(d, "fake", (os.path.join(run, "ca.key"),
+                                              os.path.join(run, "ca.pem"))))
+    conf = policy(d, "fake", [rule("r503", FAKE)])
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % FAKE)
+    check("a server signed by the run's CA is not trusted by the relay: curl fails "
+          "(exit %d)" % rc, rc != 0 and "injected" not in out, out)
+    other = policy(d, "elsewhere", [rule("elsewhere", FAKE + 100)])
+    rc, out, err = curl(d, other, "https://api.test:%d/10" % FAKE)
+    check("nor by an app that terminates nothing (the hook adds the CA only where the "
+          "relay made a leaf): curl fails (exit %d)" % rc, rc == 60, out)
+    fake.shutdown()
+
+
+def uncovered(d, srv):
+    conf = policy(d, "other", [rule("elsewhere", PORT + 100)])
+    r = client(d, conf, "issuer", "api.test", str(PORT))
+    check("a connection no rule covers is not terminated: the server's own issuer (%s)"
+          % r.get("issuer"), r.get("issuer") == "https test CA", r)
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % PORT, "-o", os.devnull)
+    check("curl there gets the server's 200", rc == 0 and out == "200", err)
+
+
+def main():
+    reexec()
+    d = tempfile.mkdtemp(prefix="fn-https-")
+    try:
+        os.mkdir(os.path.join(d, "run"), 0o700)
+        ca = make_ca(d, "ca", "https test CA")
+        rogue_ca = make_ca(d, "rogue", "a CA nobody trusts")
+        good = make_leaf(d, "good", ca)
+        bad = make_leaf(d, "bad", rogue_ca)
+        with open(BUNDLE, "rb") as f, open(os.path.join(d, "bundle"), "wb") as g:
+            g.write(f.read())
+            with open(ca[1], "rb") as c:
+                g.write(c.read())
+        with open(os.path.join(d, "hosts"), "w") as f:
+            f.write("127.0.0.1 localhost api.test\n")
+        subprocess.run(["mount", "--bind", os.path.join(d, "bundle"), BUNDLE], check=True)
+        subprocess.run(["mount", "--bind", os.path.join(d, "hosts"), "/etc/hosts"], check=True)
+        srv, rogue = Server(PORT, good), Server(ROGUE, bad)
+        print("--- a rule that answers")
+        answered(d, srv)
+        print("--- a rule that forwards")
+        forwarded(d, srv)
+        print("--- slow and abort")
+        slowed_and_cut(d)
+        print("--- a server the client does not trust")
+        untrusted(d, rogue)
+        run_ca_server(d)
+        print("--- a connection no rule covers")
+        uncovered(d, srv)
+        with open(BUNDLE) as f:
+            text = f.read()
+        ca_pem = os.path.join(d, "run", "ca.pem")
+        run_ca = open(ca_pem).read().strip() if os.path.exists(ca_pem) else "(none made)"
+        check("the run's CA is in no system store (the bundle lacks it)", run_ca not in text)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    sys.exit(1 if checks.failed else 0)
+
+
+if __name__ == "__main__":
+    main()

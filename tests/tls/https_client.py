@@ -1,0 +1,77 @@
+"""https_client.py - the app side of https.py, run under the shim with no
+CA variable: Python's own clients with their default trust (the system
+store), printing one JSON line of what they got.
+
+usage: https_client.py urllib|requests URL
+       https_client.py keepalive HOST PORT PATH...   (one connection)
+       https_client.py issuer HOST PORT              (the peer's certificate)"""
+import hashlib
+import http.client
+import json
+import socket
+import ssl
+import sys
+import urllib.error
+import urllib.request
+
+
+def out(v):
+    print(json.dumps(v), flush=True)
+
+
+def fetch_urllib(url):
+    try:
+        with urllib.request.urlopen(url, timeout=20) as r:
+            out({"status": r.status, "body": r.read().decode(errors="replace")})
+    except urllib.error.HTTPError as e:
+        out({"status": e.code, "body": e.read().decode(errors="replace")})
+    except Exception as e:  # noqa: BLE001 - the error is the result
+        out({"error": "%s: %s" % (type(e).__name__, e)})
+
+
+def fetch_requests(url):
+    import requests
+    try:
+        r = requests.get(url, timeout=20)
+        out({"status": r.status_code, "body": r.text})
+    except Exception as e:  # noqa: BLE001
+        out({"error": "%s: %s" % (type(e).__name__, e)})
+
+
+def keepalive(host, port, paths):
+    c = http.client.HTTPSConnection(host, int(port), timeout=60,
+                                    context=ssl.create_default_context())
+    res = []
+    try:
+        for p in paths:
+            c.request("GET", p)
+            r = c.getresponse()
+            body = r.read()
+            res.append([r.status, len(body), hashlib.sha256(body).hexdigest()])
+        out({"results": res})
+    except Exception as e:  # noqa: BLE001
+        out({"results": res, "error": "%s: %s" % (type(e).__name__, e)})
+
+
+def issuer(host, port):
+    ctx = ssl.create_default_context()
+    try:
+        with socket.create_connection((host, int(port)), timeout=20) as s:
+            with ctx.wrap_socket(s, server_hostname=host) as t:
+                cert = t.getpeercert()
+                names = [v for rdn in cert["issuer"] for k, v in rdn if k == "commonName"]
+                out({"issuer": names[0] if names else ""})
+    except Exception as e:  # noqa: BLE001
+        out({"error": "%s: %s" % (type(e).__name__, e)})
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "urllib":
+        fetch_urllib(sys.argv[2])
+    elif mode == "requests":
+        fetch_requests(sys.argv[2])
+    elif mode == "keepalive":
+        keepalive(sys.argv[2], sys.argv[3], sys.argv[4:])
+    else:
+        issuer(sys.argv[2], sys.argv[3])
