@@ -327,6 +327,16 @@ static int cmd_query(struct opts *o, const char *verb)
 		if (has_records(lines, nlines, "parser") && !o->json)
 			fputc('\n', stdout);
 		print_records(o, lines, nlines, "parser", ustats, 4);
+		static const char *const tstats[] = {"pid",
+						     "terminated",
+						     "passed_h2_only",
+						     "passed_unavailable",
+						     "refused_by_app",
+						     "server_unverified",
+						     "alpn_downgraded"};
+		if (has_records(lines, nlines, "tls") && !o->json)
+			fputc('\n', stdout);
+		print_records(o, lines, nlines, "tls", tstats, 7);
 	}
 	for (int i = 0; i < n; i++)
 		fn_buf_free(&replies[i]);

@@ -874,12 +874,11 @@ static bool finished(const struct fn_conn *c)
 /* The server failed verification: the app meets a failed handshake (a
  * fatal handshake_failure alert, then the end of the connection), never
  * an answer it would trust. */
-static void refuse(struct fn_conn *c, const char *why)
+static void refuse(struct fn_conn *c)
 {
 	static const char alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28};
 	LIBC(sendto)(c->app, alert, sizeof(alert), MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
-	fn_stats_event(NULL, NULL, &c->http->ep, "tls-server-unverified");
-	(void)why;
+	fn_stats_tls(&c->http->ep, FN_TLS_SERVER_UNVERIFIED);
 	fn_conn_finish(c, false);
 }
 
@@ -896,7 +895,7 @@ static bool tls_handshakes(struct fn_conn *c)
 		enum fn_tls_hs r =
 		    fn_tls_handshake(h->tls, 1, c->up, &unverified, why, sizeof(why));
 		if (r == FN_TLS_HS_FAILED && unverified) {
-			refuse(c, why);
+			refuse(c);
 			return false;
 		}
 		if (r == FN_TLS_HS_FAILED) {
@@ -910,13 +909,15 @@ static bool tls_handshakes(struct fn_conn *c)
 	enum fn_tls_hs r = fn_tls_handshake(h->tls, 0, c->app, &unverified, why, sizeof(why));
 	if (r == FN_TLS_HS_FAILED) {
 		/* The app refused the leaf (or went away): its own choice. */
-		fn_stats_event(NULL, NULL, &h->ep, "tls-refused-by-app");
+		fn_stats_tls(&h->ep, FN_TLS_REFUSED_BY_APP);
 		fn_conn_finish(c, false);
 		return false;
 	}
 	h->app_hs = r == FN_TLS_HS_DONE;
+	if (h->app_hs)
+		fn_stats_tls(&h->ep, FN_TLS_TERMINATED);
 	if (h->app_hs && fn_tls_downgraded(h->tls))
-		fn_stats_event(NULL, NULL, &h->ep, "tls-alpn-downgraded");
+		fn_stats_tls(&h->ep, FN_TLS_ALPN_DOWNGRADED);
 	return true;
 }
 
@@ -938,9 +939,10 @@ static bool sniff(struct fn_conn *c)
 	if (r == FN_TLS_TERMINATE) {
 		dr->lo = dr->hi = 0;
 		ensure_upstream(c);
-	} else if (why) {
-		/* Passed through: the engine counts it as not HTTP. */
-		fn_stats_event(NULL, NULL, &h->ep, "tls-passed-through");
+	} else if (r == FN_TLS_H2_ONLY || why) {
+		/* Passed through: the engine counts it as not HTTP too. */
+		fn_stats_tls(&h->ep, r == FN_TLS_H2_ONLY ? FN_TLS_PASSED_H2_ONLY
+							 : FN_TLS_PASSED_UNAVAILABLE);
 	}
 	return true;
 }

@@ -122,10 +122,8 @@ enum fn_tls_first fn_tls_first(const char *p, size_t n, const struct sockaddr *d
 	enum fn_hello_result r = fn_hello_parse((const unsigned char *)p, n, &h);
 	if (r != FN_HELLO_OK)
 		return r == FN_HELLO_MORE ? FN_TLS_WAIT : FN_TLS_NOT;
-	if (h.alpn_len && !alpn_has(h.alpn, h.alpn_len, "http/1.1")) {
-		*why = "alpn-without-http1"; /* h2 only: not parsed yet */
-		return FN_TLS_NOT;
-	}
+	if (h.alpn_len && !alpn_has(h.alpn, h.alpn_len, "http/1.1"))
+		return FN_TLS_H2_ONLY; /* HTTP/2 is not parsed yet */
 	const struct fn_ossl *o = fn_ossl_get(why);
 	SSL *app = o ? fn_leaf_ssl(h.sni, dst, HTTP11, sizeof(HTTP11) - 1, why) : NULL;
 	if (!app)

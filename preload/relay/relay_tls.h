@@ -19,6 +19,7 @@ enum fn_tls_side { FN_TLS_APP, FN_TLS_UP };
 
 enum fn_tls_first {
 	FN_TLS_NOT,	  /* not a ClientHello, or one not terminated: bytes go on */
+	FN_TLS_H2_ONLY,	  /* a ClientHello whose ALPN lacks http/1.1: bytes go on */
 	FN_TLS_WAIT,	  /* a ClientHello's start: read more, then ask again */
 	FN_TLS_TERMINATE, /* *out is ready: the handshakes are the caller's to drive */
 };
@@ -29,8 +30,8 @@ struct fn_tls;
 
 /* Reads the app's first bytes (p, n) to dst. FN_TLS_NOT with *why set when
  * it is a ClientHello that is passed through all the same (no OpenSSL, no
- * CA, an app that offered only h2), with *why NULL when it is no
- * ClientHello. On FN_TLS_TERMINATE the bytes are the TLS state's own. */
+ * CA, no memory), with *why NULL when it is no ClientHello. On
+ * FN_TLS_TERMINATE the bytes are the TLS state's own. */
 enum fn_tls_first fn_tls_first(const char *p, size_t n, const struct sockaddr *dst,
 			       struct fn_tls **out, const char **why);
 void fn_tls_free(struct fn_tls *t);

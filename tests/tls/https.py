@@ -252,6 +252,54 @@ def uncovered(d, srv):
     check("curl there gets the server's 200", rc == 0 and out == "200", err)
 
 
+def node_static():
+    """A Node.js that carries its own OpenSSL (no libssl in its ldd): the trust
+    hook cannot reach it yet, so it refuses the leaf inside the handshake."""
+    node = shutil.which("node")
+    if not node:
+        return None, "no node on PATH"
+    ldd = subprocess.run(["ldd", node], capture_output=True, text=True).stdout
+    return (None, "%s links the system's libssl (the hook reaches it)" % node) \
+        if "libssl" in ldd else (node, "")
+
+
+def counted(d):
+    """faultctl run --stats: the tls record of the processes it ran."""
+    node, why = node_static()
+    conf = policy(d, "counted", [rule("r503", PORT), rule("rogue", ROGUE)])
+    js = ("require('https').get('https://api.test:%d/10', r => console.log('node', r.statusCode))"
+          ".on('error', e => console.log('node', e.code))" % PORT)
+    script = ("curl -sS https://api.test:%d/10; %s %s issuer api.test %d h2; "
+              "curl -sS https://api.test:%d/10; %s true"
+              % (PORT, PY, os.path.join(HERE, "https_client.py"), PORT, ROGUE,
+                 "%s -e \"%s\";" % (node, js) if node else ""))
+    e = env(d, conf)
+    del e["LD_PRELOAD"], e["FAULTNET_CONFIG"]
+    p = subprocess.run([os.path.join(BUILD, "faultctl"), "run", "--config", conf, "--stats",
+                        "--", "sh", "-c", script], env=e, capture_output=True, text=True,
+                       timeout=120)
+    out = p.stdout + p.stderr
+    check("an h2-only client is passed through: it sees the server's own issuer",
+          '"issuer": "https test CA"' in out, out[-600:])
+    line = [ln for ln in out.splitlines() if ln.strip().startswith("tls ")]
+    n = dict(kv.split("=") for kv in line[0].split()[1:]) if line else {}
+    want = {"terminated": "1", "passed_h2_only": "1", "passed_unavailable": "0",
+            "refused_by_app": "1" if node else "0", "server_unverified": "1",
+            "alpn_downgraded": "1"}
+    check("run --stats: the tls record counts curl's termination (its h2 offer downgraded), "
+          "the h2-only client passed through, the untrusted server%s: %s"
+          % (", a static Node.js refusing the leaf" if node else "",
+             line[0].strip() if line else "no tls record"), n == want, out[-800:])
+    if node:
+        check("that Node.js met a certificate error, never an answer",
+              "node UNABLE_TO_VERIFY_LEAF_SIGNATURE" in out or
+              "node UNABLE_TO_GET_ISSUER_CERT_LOCALLY" in out, out[-400:])
+    else:
+        print("  skip - a client the hook cannot reach refusing the leaf: %s" % why)
+        with open(checks.COUNTS, "a") as f:
+            f.write("skip\n")
+
+
 def main():
     reexec()
     d = tempfile.mkdtemp(prefix="fn-https-")
@@ -279,6 +327,8 @@ def main():
         print("--- a server the client does not trust")
         untrusted(d, rogue)
         run_ca_server(d)
+        print("--- counted")
+        counted(d)
         print("--- a connection no rule covers")
         uncovered(d, srv)
         with open(BUNDLE) as f:

@@ -4,7 +4,7 @@ store), printing one JSON line of what they got.
 
 usage: https_client.py urllib|requests URL
        https_client.py keepalive HOST PORT PATH...   (one connection)
-       https_client.py issuer HOST PORT              (the peer's certificate)"""
+       https_client.py issuer HOST PORT [ALPN,...]   (the peer's certificate)"""
 import hashlib
 import http.client
 import json
@@ -53,8 +53,10 @@ def keepalive(host, port, paths):
         out({"results": res, "error": "%s: %s" % (type(e).__name__, e)})
 
 
-def issuer(host, port):
+def issuer(host, port, alpn=None):
     ctx = ssl.create_default_context()
+    if alpn:
+        ctx.set_alpn_protocols(alpn.split(","))
     try:
         with socket.create_connection((host, int(port)), timeout=20) as s:
             with ctx.wrap_socket(s, server_hostname=host) as t:
@@ -74,4 +76,4 @@ if __name__ == "__main__":
     elif mode == "keepalive":
         keepalive(sys.argv[2], sys.argv[3], sys.argv[4:])
     else:
-        issuer(sys.argv[2], sys.argv[3])
+        issuer(*sys.argv[2:5])
