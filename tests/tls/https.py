@@ -94,6 +94,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(b)
 
+    def do_POST(self):
+        """Answers the sha256 of the body it read (Content-Length or chunked)."""
+        self.server.requests += 1
+        h = hashlib.sha256()
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                n = int(self.rfile.readline().split(b";")[0], 16)
+                h.update(self.rfile.read(n))
+                self.rfile.readline()
+                if n == 0:
+                    break
+        else:
+            left = int(self.headers.get("Content-Length", "0"))
+            while left:
+                got = self.rfile.read(min(left, 1 << 20))
+                h.update(got)
+                left -= len(got)
+        b = h.hexdigest().encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+
     def log_message(self, *a):
         pass
 
@@ -187,6 +210,10 @@ def forwarded(d, srv):
           srv.conns - conns == 1)
     rc, out, err = curl(d, conf, "https://api.test:%d/1024" % PORT, "-o", os.devnull)
     check("curl through the same rule gets the server's 200: %r" % out, rc == 0 and out == "200", err)
+    r = client(d, conf, "post", "api.test", str(PORT), "1024", str(8 << 20), str(8 << 20) + "c",
+               "1000c")
+    check("request bodies reach the server byte-exact: 1 KiB, 8 MiB, 8 MiB chunked, 1000 "
+          "bytes chunked, on one connection", r.get("results") == [[200, True]] * 4, r)
 
 
 def slowed_and_cut(d):

@@ -4,6 +4,8 @@ store), printing one JSON line of what they got.
 
 usage: https_client.py urllib|requests URL
        https_client.py keepalive HOST PORT PATH...   (one connection)
+       https_client.py post HOST PORT SIZE...        (bodies posted, one connection;
+                                                     a size with a c: chunked)
        https_client.py issuer HOST PORT [ALPN,...]   (the peer's certificate)"""
 import hashlib
 import http.client
@@ -53,6 +55,27 @@ def keepalive(host, port, paths):
         out({"results": res, "error": "%s: %s" % (type(e).__name__, e)})
 
 
+def post(host, port, sizes):
+    """Each body's sha256 as sent and as the server says it received it."""
+    c = http.client.HTTPSConnection(host, int(port), timeout=60,
+                                    context=ssl.create_default_context())
+    res = []
+    try:
+        for s in sizes:
+            n = int(s.rstrip("c"))
+            b = bytes(range(256)) * (n // 256) + bytes(n % 256)
+            if s.endswith("c"):
+                c.request("POST", "/", body=iter([b[i:i + 65536] for i in range(0, n, 65536)]),
+                          encode_chunked=True)
+            else:
+                c.request("POST", "/", body=b)
+            r = c.getresponse()
+            res.append([r.status, r.read().decode() == hashlib.sha256(b).hexdigest()])
+        out({"results": res})
+    except Exception as e:  # noqa: BLE001
+        out({"results": res, "error": "%s: %s" % (type(e).__name__, e)})
+
+
 def issuer(host, port, alpn=None):
     ctx = ssl.create_default_context()
     if alpn:
@@ -73,6 +96,8 @@ if __name__ == "__main__":
         fetch_urllib(sys.argv[2])
     elif mode == "requests":
         fetch_requests(sys.argv[2])
+    elif mode == "post":
+        post(sys.argv[2], sys.argv[3], sys.argv[4:])
     elif mode == "keepalive":
         keepalive(sys.argv[2], sys.argv[3], sys.argv[4:])
     else:
