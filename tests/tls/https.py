@@ -35,7 +35,7 @@ BUILD = os.path.abspath(sys.argv[1])
 LIB = os.path.join(BUILD, "libfaultnet.so")
 PY = "/usr/bin/python3"
 BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
-PORT, ROGUE, FAKE = 18443, 18444, 18445
+PORT, ROGUE, FAKE, NONE = 18443, 18444, 18445, 18446
 CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
            "AWS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
 
@@ -199,6 +199,17 @@ def answered(d, srv):
           % (srv.requests - before), srv.requests == before)
 
 
+def no_server(d):
+    """As for plain HTTP: no server is needed where the rules answer."""
+    conf = policy(d, "none", [rule("r503", NONE, 'path = "/503*";')])
+    rc, out, err = curl(d, conf, "https://api.test:%d/503" % NONE)
+    check("no server at the destination: a request the rule answers gets 503 (%r)" % out,
+          rc == 0 and out == "injected 503", err)
+    rc, out, err = curl(d, conf, "https://api.test:%d/other" % NONE)
+    check("...and one to forward meets a reset after the handshake (curl exit %d: 56 wanted)" % rc,
+          rc == 56 and "injected" not in out, err)
+
+
 def forwarded(d, srv):
     conf = policy(d, "forward", [rule("never", PORT, 'path = "/never*";')])
     conns, sizes = srv.conns, [1024, 8 << 20, 1024]
@@ -347,6 +358,7 @@ def main():
         srv, rogue = Server(PORT, good), Server(ROGUE, bad)
         print("--- a rule that answers")
         answered(d, srv)
+        no_server(d)
         print("--- a rule that forwards")
         forwarded(d, srv)
         print("--- slow and abort")
