@@ -716,6 +716,14 @@ static void release(struct fn_conn *c, uint64_t now)
 	}
 	if (dr->lo == dr->hi)
 		dr->lo = dr->hi = 0;
+	/* Bytes passed through (not HTTP, TLS not terminated) to a server out
+	 * of reach: the app meets a reset, as it would talking to it, rather
+	 * than waiting for ever. */
+	if (h->passthrough && h->up_failed && !h->head && !c->reset_pending) {
+		c->reset_pending = true;
+		if (h->up_err)
+			fn_stats_event(NULL, NULL, &h->ep, fn_errname(h->up_err));
+	}
 	/* The server closed and every answer is out: so does the app's side. */
 	if (!h->head && dr->eof && dr->out == dr->in && h->up_ok)
 		h->fin_wanted = true;

@@ -208,6 +208,12 @@ def no_server(d):
     rc, out, err = curl(d, conf, "https://api.test:%d/other" % NONE)
     check("...and one to forward meets a reset after the handshake (curl exit %d: 56 wanted)" % rc,
           rc == 56 and "injected" not in out, err)
+    t = time.monotonic()
+    r = client(d, conf, "issuer", "api.test", str(NONE), "h2")
+    took = time.monotonic() - t
+    check("an h2-only client there (passed through) meets a reset at once, not a wait for "
+          "ever (%.1f s: %s)" % (took, r.get("error", "")[:60]),
+          "reset" in r.get("error", "").lower() and took < 10, r)
 
 
 def forwarded(d, srv):
