@@ -1047,6 +1047,12 @@ bool fn_http_conn_init(struct fn_conn *c)
 	return true;
 }
 
+void fn_http_atfork_forget(struct fn_conn *c)
+{
+	if (c->http)
+		c->http->tls = NULL;
+}
+
 void fn_http_conn_free(struct fn_conn *c)
 {
 	struct fn_hconn *h = c->http;

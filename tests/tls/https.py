@@ -192,6 +192,10 @@ def answered(d, srv):
     check("Python urllib gets 503 'injected'", r.get("status") == 503 and r.get("body") == "injected", r)
     r = client(d, conf, "requests", "https://api.test:%d/10" % PORT)
     check("Python requests gets 503 'injected'", r.get("status") == 503 and r.get("body") == "injected", r)
+    r = client(d, conf, "fork", "api.test", str(PORT))
+    check("across a fork: the parent's terminated connection goes on (503, then 503), the "
+          "child terminates one of its own (503)",
+          r.get("results") == [[503, "injected"], [503, "injected"], 0], r)
     r = client(d, conf, "issuer", "api.test", str(PORT))
     check("the client was shown a leaf of the run's CA: %s" % r.get("issuer"),
           r.get("issuer", "").startswith("faultnet run CA"), r)

@@ -6,6 +6,8 @@ usage: https_client.py urllib|requests URL
        https_client.py keepalive HOST PORT PATH...   (one connection)
        https_client.py post HOST PORT SIZE...        (bodies posted, one connection;
                                                      a size with a c: chunked)
+       https_client.py fork HOST PORT               (a request before, in and
+                                                     after a fork child)
        https_client.py issuer HOST PORT [ALPN,...]   (the peer's certificate)"""
 import hashlib
 import http.client
@@ -76,6 +78,32 @@ def post(host, port, sizes):
         out({"results": res, "error": "%s: %s" % (type(e).__name__, e)})
 
 
+def forked(host, port):
+    """One connection kept across a fork; the child makes its own."""
+    import os
+    ctx = ssl.create_default_context()
+    c = http.client.HTTPSConnection(host, int(port), timeout=20, context=ctx)
+
+    def get(conn):
+        conn.request("GET", "/10")
+        r = conn.getresponse()
+        return [r.status, r.read().decode(errors="replace")]
+    try:
+        res = [get(c)]
+        pid = os.fork()
+        if pid == 0:
+            try:
+                k = http.client.HTTPSConnection(host, int(port), timeout=20, context=ctx)
+                os._exit(0 if get(k) == [503, "injected"] else 3)
+            except Exception:  # noqa: BLE001
+                os._exit(4)
+        res.append(get(c))
+        res.append(os.waitpid(pid, 0)[1] >> 8)
+        out({"results": res})
+    except Exception as e:  # noqa: BLE001
+        out({"error": "%s: %s" % (type(e).__name__, e)})
+
+
 def issuer(host, port, alpn=None):
     ctx = ssl.create_default_context()
     if alpn:
@@ -98,6 +126,8 @@ if __name__ == "__main__":
         fetch_requests(sys.argv[2])
     elif mode == "post":
         post(sys.argv[2], sys.argv[3], sys.argv[4:])
+    elif mode == "fork":
+        forked(sys.argv[2], sys.argv[3])
     elif mode == "keepalive":
         keepalive(sys.argv[2], sys.argv[3], sys.argv[4:])
     else:
