@@ -35,21 +35,6 @@ static struct lib libs[LIBS];
 static unsigned nlibs;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The library a call came from, opened without loading anything: the
- * caller's own file, else (the program itself) libcrypto by its soname. */
-static void *caller_handle(const void *caller, const void **base)
-{
-	Dl_info di;
-	void *h = NULL;
-	*base = NULL;
-	if (dladdr(caller, &di)) {
-		*base = di.dli_fbase;
-		if (di.dli_fname && di.dli_fname[0] == '/')
-			h = LIBC(dlopen)(di.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
-	}
-	return h ? h : LIBC(dlopen)("libcrypto.so.3", RTLD_NOLOAD | RTLD_LAZY);
-}
-
 /* Looks up e's functions in h, OpenSSL 3's by version, else the name's
  * default version (another OpenSSL: forwarded, nothing added). */
 static void bind_lib(struct lib *e, void *h, const void *self)
@@ -69,20 +54,37 @@ static void bind_lib(struct lib *e, void *h, const void *self)
 	e->v3 = e->bio_new_mem_buf && e->pem_read_bio_x509 && e->store_add_cert && e->bio_free;
 }
 
-/* The caller's library's entry (made on its first call); under the lock. */
+/* Binds e to what handle h finds, and lets h go (RTLD_NOLOAD took a
+ * reference: the library stays). False when h finds no X509_STORE_CTX_init. */
+static bool bind_from(struct lib *e, void *h, const void *self)
+{
+	if (!h)
+		return false;
+	bind_lib(e, h, self);
+	dlclose(h);
+	return e->init != NULL;
+}
+
+/* The caller's library's entry (made on its first call); under the lock.
+ * The real function is looked for from the caller's own library (its
+ * dependencies), else from libcrypto.so.3 by its soname (a caller that
+ * reaches libcrypto through the global scope, a program called through
+ * ctypes), else as the next definition: nothing added then. */
 static struct lib *lib_for(const void *caller, const void *self)
 {
-	const void *base;
 	Dl_info di;
-	if (dladdr(caller, &di))
-		for (unsigned i = 0; i < nlibs; i++)
-			if (libs[i].base == di.dli_fbase)
-				return &libs[i];
-	void *h = caller_handle(caller, &base);
+	const void *base = dladdr(caller, &di) ? di.dli_fbase : NULL;
+	for (unsigned i = 0; base && i < nlibs; i++)
+		if (libs[i].base == base)
+			return &libs[i];
 	struct lib fresh = {.base = base};
-	if (h) {
-		bind_lib(&fresh, h, self);
-		dlclose(h); /* RTLD_NOLOAD took a reference: the library stays */
+	const char *file = base && di.dli_fname && di.dli_fname[0] == '/' ? di.dli_fname : NULL;
+	if (!bind_from(&fresh, file ? LIBC(dlopen)(file, RTLD_NOLOAD | RTLD_LAZY) : NULL, self) &&
+	    !bind_from(&fresh, LIBC(dlopen)("libcrypto.so.3", RTLD_NOLOAD | RTLD_LAZY), self)) {
+		fresh.v3 = false;
+		*(void **)&fresh.init = dlvsym(RTLD_NEXT, "X509_STORE_CTX_init", V3);
+		if (!fresh.init)
+			*(void **)&fresh.init = dlsym(RTLD_NEXT, "X509_STORE_CTX_init");
 	}
 	struct lib *e = &libs[nlibs < LIBS ? nlibs++ : LIBS - 1];
 	*e = fresh;

@@ -196,6 +196,9 @@ def answered(d, srv):
     check("across a fork: the parent's terminated connection goes on (503, then 503), the "
           "child terminates one of its own (503)",
           r.get("results") == [[503, "injected"], [503, "injected"], 0], r)
+    r = client(d, conf, "ctypes")
+    check("the hook called through ctypes (from libffi, libcrypto loaded locally) reaches the "
+          "real X509_STORE_CTX_init: it returns 1", r.get("returned") == 1, r)
     r = client(d, conf, "issuer", "api.test", str(PORT))
     check("the client was shown a leaf of the run's CA: %s" % r.get("issuer"),
           r.get("issuer", "").startswith("faultnet run CA"), r)

@@ -8,6 +8,7 @@ usage: https_client.py urllib|requests URL
                                                      a size with a c: chunked)
        https_client.py fork HOST PORT               (a request before, in and
                                                      after a fork child)
+       https_client.py ctypes                        (the hook called through ctypes)
        https_client.py issuer HOST PORT [ALPN,...]   (the peer's certificate)"""
 import hashlib
 import http.client
@@ -104,6 +105,24 @@ def forked(host, port):
         out({"error": "%s: %s" % (type(e).__name__, e)})
 
 
+def through_ctypes():
+    """X509_STORE_CTX_init found in the global scope (the shim's hook:
+    libcrypto itself was loaded locally, by _ssl) and called from libffi,
+    which does not depend on libcrypto: it must still reach the real one."""
+    import ctypes
+    crypto = ctypes.CDLL("libcrypto.so.3")
+    for f in (crypto.X509_STORE_CTX_new, crypto.X509_STORE_new):
+        f.restype = ctypes.c_void_p
+    ctx, store = crypto.X509_STORE_CTX_new(), crypto.X509_STORE_new()
+    try:
+        init = ctypes.CDLL(None).X509_STORE_CTX_init
+    except AttributeError:
+        out({"error": "no X509_STORE_CTX_init in the global scope"})
+        return
+    init.argtypes = [ctypes.c_void_p] * 4
+    out({"returned": init(ctx, store, None, None)})
+
+
 def issuer(host, port, alpn=None):
     ctx = ssl.create_default_context()
     if alpn:
@@ -128,6 +147,8 @@ if __name__ == "__main__":
         post(sys.argv[2], sys.argv[3], sys.argv[4:])
     elif mode == "fork":
         forked(sys.argv[2], sys.argv[3])
+    elif mode == "ctypes":
+        through_ctypes()
     elif mode == "keepalive":
         keepalive(sys.argv[2], sys.argv[3], sys.argv[4:])
     else:
