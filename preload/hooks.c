@@ -196,8 +196,8 @@ FN_HOOK(__recvfrom_chk)
 	return fn_recvfrom(fd, buf, n, flags, sa, len);
 }
 
-/* The run's CA in the store of a verification the app's OpenSSL starts,
- * in a process that terminates a connection (preload/tls/trust.c). */
+/* The run's CA trusted by one verification the app's OpenSSL starts, for
+ * a relay's leaf whose server passes the app's store (preload/tls/trust.c). */
 FN_HOOK(X509_STORE_CTX_init)
 {
 	return fn_trust_ctx_init(ctx, store, x509, chain, __builtin_return_address(0),

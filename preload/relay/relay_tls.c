@@ -16,6 +16,7 @@
 #include "preload/tls/hello.h"
 #include "preload/tls/leaf.h"
 #include "preload/tls/ossl.h"
+#include "preload/tls/trust.h"
 
 #define CHUNK 16384 /* one TLS record's plaintext at most */
 
@@ -36,6 +37,9 @@ struct fn_tls {
 	const struct fn_ossl *o;
 	struct tside s[2];
 	bool h2_offered, downgraded;
+	bool recorded;	/* the trust hook was told what is behind the leaf */
+	char name[256]; /* the leaf's name: the SNI, else the address */
+	bool ip;
 };
 
 /* Whether the wire-format ALPN list holds proto. */
@@ -90,13 +94,15 @@ static bool attach(const struct fn_ossl *o, struct tside *s, SSL *ssl, bool serv
 
 /* The client end towards the server: SNI as the app sent it, the name (or
  * the address, with no SNI) checked, http/1.1 offered if the app used ALPN. */
-static SSL *server_end(const struct fn_ossl *o, const struct fn_hello *h,
+static SSL *server_end(const struct fn_ossl *o, struct fn_tls *t, const struct fn_hello *h,
 		       const struct sockaddr *dst)
 {
-	char name[256];
+	char name[256] = "";
 	bool ip = false;
 	SSL_CTX *x = client_ctx(o);
 	SSL *s = x && fn_leaf_name(h->sni, dst, name, &ip) ? o->SSL_new(x) : NULL;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->ip = ip;
 	if (!s)
 		return NULL;
 	bool ok = o->SSL_set1_host(s, name) == 1;
@@ -129,7 +135,7 @@ enum fn_tls_first fn_tls_first(const char *p, size_t n, const struct sockaddr *d
 	if (!app)
 		return FN_TLS_NOT;
 	struct fn_tls *t = calloc(1, sizeof(*t));
-	SSL *up = t ? server_end(o, &h, dst) : NULL;
+	SSL *up = t ? server_end(o, t, &h, dst) : NULL;
 	if (t)
 		t->o = o;
 	bool ok = up && attach(o, &t->s[FN_TLS_APP], app, true) &&
@@ -222,6 +228,47 @@ static int pull(struct fn_tls *t, struct tside *s, int fd)
 	return (int)n;
 }
 
+/* The certificates of sk (leaf first) as DER, one after another, in a
+ * buffer of ours (malloc'd); NULL when there are none or memory is short. */
+static unsigned char *ders(const struct fn_ossl *o, const OPENSSL_STACK *sk, size_t *len)
+{
+	int n = sk ? o->OPENSSL_sk_num(sk) : 0;
+	size_t total = 0;
+	for (int i = 0; i < n; i++) {
+		int k = o->i2d_X509(o->OPENSSL_sk_value(sk, i), NULL);
+		if (k <= 0)
+			return NULL;
+		total += (size_t)k;
+	}
+	unsigned char *buf = total ? malloc(total) : NULL, *p = buf;
+	for (int i = 0; buf && i < n; i++)
+		o->i2d_X509(o->OPENSSL_sk_value(sk, i), &p); /* sized above */
+	*len = total;
+	return buf;
+}
+
+/* Tells the trust hook (preload/tls/trust.h), before the app's handshake
+ * is answered, which server is behind the leaf: the chain the server
+ * showed (its handshake done: it passed the system's roots), else none. */
+static void record_trust(struct fn_tls *t)
+{
+	const struct fn_ossl *o = t->o;
+	t->recorded = true;
+	X509 *leaf = o->SSL_get_certificate(t->s[FN_TLS_APP].ssl);
+	int n = leaf ? o->i2d_X509(leaf, NULL) : 0;
+	unsigned char *der = n > 0 ? malloc((size_t)n) : NULL, *p = der;
+	if (der)
+		o->i2d_X509(leaf, &p);
+	SSL *up = t->s[FN_TLS_UP].ssl;
+	bool reached = o->SSL_is_init_finished(up);
+	size_t clen = 0;
+	unsigned char *chain =
+	    reached ? ders(o, (const OPENSSL_STACK *)o->SSL_get_peer_cert_chain(up), &clen) : NULL;
+	/* No leaf (memory): every entry dropped; no chain of a server met:
+	 * an entry that trusts nothing. Never a stale entry left to trust. */
+	fn_trust_record(der, (size_t)n, chain, clen, reached, t->name, t->ip);
+}
+
 /* Why side's handshake failed, into why. */
 static void failure(struct fn_tls *t, enum fn_tls_side side, bool *unverified, char *why,
 		    size_t len)
@@ -245,6 +292,8 @@ enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd,
 	const struct fn_ossl *o = t->o;
 	struct tside *s = &t->s[side];
 	*unverified = false;
+	if (side == FN_TLS_APP && !t->recorded)
+		record_trust(t);
 	for (;;) {
 		o->ERR_clear_error();
 		int r = o->SSL_do_handshake(s->ssl);

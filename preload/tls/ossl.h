@@ -70,6 +70,9 @@
 	X(crypto, X509_get_ext_by_NID)           \
 	X(crypto, X509_get_extension_flags)      \
 	X(crypto, CRYPTO_get_ex_new_index)       \
+	X(crypto, i2d_X509)                      \
+	X(crypto, OPENSSL_sk_num)                \
+	X(crypto, OPENSSL_sk_value)              \
 	X(ssl, OPENSSL_init_ssl)                 \
 	X(ssl, TLS_server_method)                \
 	X(ssl, SSL_CTX_new)                      \
@@ -104,7 +107,9 @@
 	X(ssl, SSL_set1_host)                    \
 	X(ssl, SSL_set_alpn_protos)              \
 	X(ssl, SSL_get0_alpn_selected)           \
-	X(ssl, SSL_get_verify_result)
+	X(ssl, SSL_get_verify_result)            \
+	X(ssl, SSL_get_certificate)              \
+	X(ssl, SSL_get_peer_cert_chain)
 
 #define FN_OSSL_FIELD(lib, name) __typeof__(name) *name;
 struct fn_ossl {

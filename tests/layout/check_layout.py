@@ -95,8 +95,8 @@ ROOMS = [
      "only (ca.c), what the CA and the leaves share (cert.c), a leaf and its "
      "server context per name, cached (leaf.c), and a ClientHello's SNI name "
      "and ALPN list (hello.c); the trust hook's work (trust.c: the run's CA "
-     "added to the store the app's own OpenSSL 3 verifies with, in a process "
-     "that terminates a connection)."),
+     "trusted by one verification of the app's own OpenSSL 3, when the "
+     "server behind the relay's leaf passes the app's own store)."),
     ("preload/sink", {"preload/fd", "preload/base", "core"},
      "the loopback endpoints that make faults out of kernel behaviour (sink.c): "
      "blackhole, stall, hold, refuse, UDP sink."),

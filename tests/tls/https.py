@@ -35,7 +35,7 @@ BUILD = os.path.abspath(sys.argv[1])
 LIB = os.path.join(BUILD, "libfaultnet.so")
 PY = "/usr/bin/python3"
 BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
-PORT, ROGUE, FAKE, NONE = 18443, 18444, 18445, 18446
+PORT, ROGUE, FAKE, NONE, PRIV = 18443, 18444, 18445, 18446, 18447
 CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
            "AWS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
 
@@ -272,6 +272,29 @@ def untrusted(d, rogue):
     check("and for requests", "error" in r and "status" not in r, r)
 
 
+def app_trust(d, private):
+    """The app's own trust decides, not the system's: an app that trusts a
+    private CA alone is not made to trust a server from another CA, though
+    the system (and so the relay) trusts it; one verification that trusted
+    the run's CA leaves the app's store as it was."""
+    conf = policy(d, "private", [rule("r503", PORT), rule("p503", PRIV)])
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % PORT, "--cacert", private)
+    check("curl --cacert PRIVATE to a server from the system-trusted test CA fails under the "
+          "rule (exit %d: 60 or 35 wanted)" % rc, rc in (60, 35) and "injected" not in out, out)
+    r = client(d, conf, "requests", "https://api.test:%d/10" % PORT, private)
+    check("requests with verify=PRIVATE fails there too (%s)" % r.get("error", "")[:80],
+          "SSLError" in r.get("error", "") and "status" not in r, r)
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % PRIV, "--cacert", private)
+    check("curl --cacert PRIVATE to a server from PRIVATE gets the rule's answer: %r" % out,
+          rc == 0 and out == "injected 503", err)
+    r = client(d, conf, "private", private, "api.test", str(PRIV), str(PORT), str(PRIV))
+    res = r.get("results", [])
+    check("one Python context trusting PRIVATE alone: its server 503, then the test CA's "
+          "server fails (the first verification left the store as it was), then 503 again: %s"
+          % res, len(res) == 3 and res[0] == res[2] == [503, "injected"]
+          and isinstance(res[1], str) and "CERTIFICATE_VERIFY_FAILED" in res[1], r)
+
+
 def run_ca_server(d):
     """The relay's own verification never trusts the run's CA: a server
     whose certificate the run's CA signed (as an attacker holding ca.key
@@ -358,17 +381,20 @@ def main():
         os.mkdir(os.path.join(d, "run"), 0o700)
         ca = make_ca(d, "ca", "https test CA")
         rogue_ca = make_ca(d, "rogue", "a CA nobody trusts")
+        priv_ca = make_ca(d, "private", "a CA one app trusts alone")
         good = make_leaf(d, "good", ca)
         bad = make_leaf(d, "bad", rogue_ca)
         with open(BUNDLE, "rb") as f, open(os.path.join(d, "bundle"), "wb") as g:
             g.write(f.read())
-            with open(ca[1], "rb") as c:
-                g.write(c.read())
+            for pem in (ca[1], priv_ca[1]):
+                with open(pem, "rb") as c:
+                    g.write(c.read())
         with open(os.path.join(d, "hosts"), "w") as f:
             f.write("127.0.0.1 localhost api.test\n")
         subprocess.run(["mount", "--bind", os.path.join(d, "bundle"), BUNDLE], check=True)
         subprocess.run(["mount", "--bind", os.path.join(d, "hosts"), "/etc/hosts"], check=True)
         srv, rogue = Server(PORT, good), Server(ROGUE, bad)
+        Server(PRIV, make_leaf(d, "priv", priv_ca))
         print("--- a rule that answers")
         answered(d, srv)
         no_server(d)
@@ -379,6 +405,8 @@ def main():
         print("--- a server the client does not trust")
         untrusted(d, rogue)
         run_ca_server(d)
+        print("--- the app's own trust")
+        app_trust(d, priv_ca[1])
         print("--- counted")
         counted(d)
         print("--- a connection no rule covers")

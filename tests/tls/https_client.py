@@ -2,7 +2,9 @@
 CA variable: Python's own clients with their default trust (the system
 store), printing one JSON line of what they got.
 
-usage: https_client.py urllib|requests URL
+usage: https_client.py urllib|requests URL [CAFILE]  (requests: verify=CAFILE)
+       https_client.py private CAFILE HOST PORT...   (one context trusting CAFILE
+                                                     alone, a request to each port)
        https_client.py keepalive HOST PORT PATH...   (one connection)
        https_client.py post HOST PORT SIZE...        (bodies posted, one connection;
                                                      a size with a c: chunked)
@@ -34,10 +36,10 @@ def fetch_urllib(url):
         out({"error": "%s: %s" % (type(e).__name__, e)})
 
 
-def fetch_requests(url):
+def fetch_requests(url, cafile=None):
     import requests
     try:
-        r = requests.get(url, timeout=20)
+        r = requests.get(url, timeout=20, verify=cafile or True)
         out({"status": r.status_code, "body": r.text})
     except Exception as e:  # noqa: BLE001
         out({"error": "%s: %s" % (type(e).__name__, e)})
@@ -77,6 +79,24 @@ def post(host, port, sizes):
         out({"results": res})
     except Exception as e:  # noqa: BLE001
         out({"results": res, "error": "%s: %s" % (type(e).__name__, e)})
+
+
+def private(cafile, host, ports):
+    """One SSL context (one X509_STORE) trusting cafile alone, used for a
+    request to each port in turn: what each got, or its error."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(cafile)
+    res = []
+    for p in ports:
+        c = http.client.HTTPSConnection(host, int(p), timeout=20, context=ctx)
+        try:
+            c.request("GET", "/10")
+            r = c.getresponse()
+            res.append([r.status, r.read().decode(errors="replace")])
+        except Exception as e:  # noqa: BLE001
+            res.append("%s: %s" % (type(e).__name__, e))
+        c.close()
+    out({"results": res})
 
 
 def forked(host, port):
@@ -142,7 +162,9 @@ if __name__ == "__main__":
     if mode == "urllib":
         fetch_urllib(sys.argv[2])
     elif mode == "requests":
-        fetch_requests(sys.argv[2])
+        fetch_requests(*sys.argv[2:4])
+    elif mode == "private":
+        private(sys.argv[2], sys.argv[3], sys.argv[4:])
     elif mode == "post":
         post(sys.argv[2], sys.argv[3], sys.argv[4:])
     elif mode == "fork":
