@@ -4,10 +4,11 @@ public CA is trusted (the system store, replaced by a bind mount inside a
 private mount namespace), and clients under the shim with no CA variable
 and no -k: curl, Python's urllib and requests. Under a rule that answers,
 they get faultnet's answer (the relay presents a leaf of the run's CA, and
-the trust hook puts that CA in the app's store); under a rule that
-forwards, the server's bodies arrive byte for byte on one kept-alive
-connection; a server from a CA the client does not trust still fails for
-the client under the rule; a connection no rule covers is never
+the trust hook lets the app's verification trust that CA when the server
+passes the app's own store); under a rule that forwards, the server's
+bodies arrive byte for byte on one kept-alive connection; a server from a
+CA the client does not trust still fails for the client under the rule,
+also when the system trusts it but the app trusts a private CA alone; a connection no rule covers is never
 terminated (the client sees the server's own issuer). Runs itself in a new
 mount and network namespace (loopback only). Root.
 
@@ -312,7 +313,7 @@ def run_ca_server(d):
           "(exit %d)" % rc, rc != 0 and "injected" not in out, out)
     other = policy(d, "elsewhere", [rule("elsewhere", FAKE + 100)])
     rc, out, err = curl(d, other, "https://api.test:%d/10" % FAKE)
-    check("nor by an app that terminates nothing (the hook adds the CA only where the "
+    check("nor by an app that terminates nothing (the hook trusts the CA only where the "
           "relay made a leaf): curl fails (exit %d)" % rc, rc == 60, out)
     fake.shutdown()
 
