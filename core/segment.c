@@ -235,9 +235,28 @@ static void key_record(struct fn_buf *b, const struct fn_seg *s, const struct fn
 		      (unsigned long long)n[1], (unsigned long long)n[2], (unsigned long long)n[3]);
 }
 
+/* The record's field names, in enum fn_seg_tls's order. */
+const char *const fn_seg_tls_names[FN_SEG_TLS] = {"terminated",		"passed_h2_only",
+						  "passed_unavailable", "refused_by_app",
+						  "server_unverified",	"alpn_downgraded"};
+
+static void tls_record(const struct fn_seg *s, struct fn_buf *b)
+{
+	uint64_t n[FN_SEG_TLS], any = 0;
+	for (int i = 0; i < FN_SEG_TLS; i++)
+		any |= n[i] = LOAD(s->h.tls[i]);
+	if (!any)
+		return;
+	fn_buf_printf(b, "tls pid=%d", (int)s->h.pid);
+	for (int i = 0; i < FN_SEG_TLS; i++)
+		fn_buf_printf(b, " %s=%llu", fn_seg_tls_names[i], (unsigned long long)n[i]);
+	fn_buf_add(b, "\n", 1);
+}
+
 static void requests(const struct fn_seg *s, struct fn_buf *b)
 {
 	const uint64_t *u = s->h.unparsed;
+	tls_record(s, b);
 	if (u[0] || u[1] || u[2])
 		fn_buf_printf(b, "parser pid=%d not_http=%llu bad_request=%llu bad_response=%llu\n",
 			      (int)s->h.pid, (unsigned long long)u[0], (unsigned long long)u[1],

@@ -53,6 +53,20 @@ static inline void fn_slot_ready(int *state)
 	__atomic_store_n(state, FN_SLOT_READY, __ATOMIC_RELEASE);
 }
 
+/* The "tls" record's counts: connections the relay terminated, passed
+ * through (the app offered only h2; OpenSSL or the CA could not be had),
+ * the app refused (its handshake with the leaf failed), ended because the
+ * server failed verification, and whose ALPN was downgraded to http/1.1. */
+enum fn_seg_tls {
+	FN_TLS_TERMINATED,
+	FN_TLS_PASSED_H2_ONLY,
+	FN_TLS_PASSED_UNAVAILABLE,
+	FN_TLS_REFUSED_BY_APP,
+	FN_TLS_SERVER_UNVERIFIED,
+	FN_TLS_ALPN_DOWNGRADED,
+	FN_SEG_TLS
+};
+
 struct fn_seg_head {
 	uint64_t magic; /* FN_SEG_MAGIC once the file is complete */
 	uint64_t size;	/* sizeof(struct fn_seg) */
@@ -73,7 +87,8 @@ struct fn_seg_head {
 	uint64_t ring_head; /* events written so far */
 	uint64_t requests;  /* HTTP requests counted */
 	uint64_t unparsed[3];
-	uint64_t events_dropped; /* FAULTNET_EVENTS lines its full FIFO had no room for */
+	uint64_t tls[FN_SEG_TLS]; /* enum fn_seg_tls */
+	uint64_t events_dropped;  /* FAULTNET_EVENTS lines its full FIFO had no room for */
 };
 
 /* A rule name's slot: claimed once (FN_SLOT_READY), never given back, so that
@@ -159,7 +174,7 @@ void fn_seg_terminate(struct fn_seg *s, bool whole);
 
 /* The control protocol's records (core/wire.h) made from a segment, for
  * faultctl: "process" (ps), "rule" (rules), the stats records ("rule",
- * "dest", "parser", "http", "name"; no "end"), and "event" records after
+ * "dest", "tls", "parser", "http", "name"; no "end"), and "event" records after
  * *since (updated). */
 void fn_seg_info(const struct fn_seg *s, struct fn_buf *b);
 void fn_seg_rules(const struct fn_seg *s, struct fn_buf *b);
@@ -167,6 +182,8 @@ void fn_seg_rules(const struct fn_seg *s, struct fn_buf *b);
  * with changes it has not applied yet) with the member's counters. */
 void fn_seg_rules_of(const struct fn_seg *s, const struct fn_policy *p, struct fn_buf *b);
 void fn_seg_stats(const struct fn_seg *s, struct fn_buf *b);
+/* The "tls" record's field names, in enum fn_seg_tls's order. */
+extern const char *const fn_seg_tls_names[FN_SEG_TLS];
 void fn_seg_events(const struct fn_seg *s, struct fn_buf *b, uint64_t *since);
 
 /* Event e of process pid as both backends (the shim and the kernel-side

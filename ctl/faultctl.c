@@ -300,6 +300,16 @@ static void print_stats(const struct opts *o, char **lines, int nlines)
 	if (has_records(lines, nlines, "parser") && !o->json)
 		fputc('\n', stdout);
 	print_records(o, lines, nlines, "parser", ustats, 4);
+	static const char *const tstats[] = {"pid",
+					     "terminated",
+					     "passed_h2_only",
+					     "passed_unavailable",
+					     "refused_by_app",
+					     "server_unverified",
+					     "alpn_downgraded"};
+	if (has_records(lines, nlines, "tls") && !o->json)
+		fputc('\n', stdout);
+	print_records(o, lines, nlines, "tls", tstats, 7);
 }
 
 /* stats of a group also counts its members that have gone: their files

@@ -128,10 +128,22 @@ static const char *const looked[NCOUNTS] = {"lookups", "nxdomain", "servfail", "
 static const char *const unparsed[NCOUNTS] = {
     "not_http", "bad_request", "bad_response", "-", "-", "-", "-", "-", "-"};
 
+/* "tls": connections the relay terminated, passed through or ended. */
+static const char *const tlsed[NCOUNTS] = {"terminated",
+					   "passed_h2_only",
+					   "passed_unavailable",
+					   "refused_by_app",
+					   "server_unverified",
+					   "alpn_downgraded",
+					   "-",
+					   "-",
+					   "-"};
+
 static const char *const *fields_of(const char *type)
 {
 	return strcmp(type, "name") == 0     ? looked
 	       : strcmp(type, "parser") == 0 ? unparsed
+	       : strcmp(type, "tls") == 0    ? tlsed
 					     : counted;
 }
 
@@ -158,7 +170,7 @@ static void add_record(struct total **t, int *n, const char *line)
 	char type[8] = "", key[400], action[16], proto[8], v[32];
 	sscanf(line, "%7s", type);
 	if (strcmp(type, "rule") && strcmp(type, "dest") && strcmp(type, "http") &&
-	    strcmp(type, "name") && strcmp(type, "parser"))
+	    strcmp(type, "name") && strcmp(type, "parser") && strcmp(type, "tls"))
 		return;
 	record_key(line, type, key, sizeof(key));
 	record_get(line, "action", action, sizeof(action));
@@ -185,8 +197,9 @@ static void add_record(struct total **t, int *n, const char *line)
 static void print_total(FILE *out, const struct total *t, bool json)
 {
 	bool http = strcmp(t->type, "http") == 0, name = strcmp(t->type, "name") == 0;
-	bool conn = strcmp(t->type, "parser") == 0;
-	int from = http ? 3 : 0, to = name ? NCOUNTS : t->http ? NCOUNTS - 1 : 3;
+	bool tls = strcmp(t->type, "tls") == 0;
+	bool conn = tls || strcmp(t->type, "parser") == 0;
+	int from = http ? 3 : 0, to = name ? NCOUNTS : t->http ? NCOUNTS - 1 : tls ? FN_SEG_TLS : 3;
 	name |= conn; /* no proto or action to print */
 	const char *const *f = fields_of(t->type);
 	if (json) {

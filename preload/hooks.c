@@ -10,6 +10,7 @@
 #include "preload/base/libc.h"
 #include "preload/dns/resolve.h"
 #include "preload/intercept/intercept.h"
+#include "preload/tls/trust.h"
 
 FN_HOOK(socket)
 {
@@ -193,4 +194,12 @@ FN_HOOK(__recvfrom_chk)
 	if (n > buflen)
 		return LIBC(recvfrom_chk)(fd, buf, n, buflen, flags, sa, len);
 	return fn_recvfrom(fd, buf, n, flags, sa, len);
+}
+
+/* The run's CA trusted by one verification the app's OpenSSL starts, for
+ * a relay's leaf whose server passes the app's store (preload/tls/trust.c). */
+FN_HOOK(X509_STORE_CTX_init)
+{
+	return fn_trust_ctx_init(ctx, store, x509, chain, __builtin_return_address(0),
+				 (const void *)X509_STORE_CTX_init);
 }

@@ -28,6 +28,8 @@
 #include "preload/relay/relay.h"
 #include "preload/sink/sink.h"
 #include "preload/stats/stats.h"
+#include "preload/tls/leaf.h"
+#include "preload/tls/trust.h"
 
 /* FAULTNET_ON_ERROR: "exit" (the default) or "passthrough". */
 static bool passthrough_on_error(void)
@@ -128,6 +130,8 @@ static void after_fork_child(void)
 	fn_resolve_async_atfork_child();
 	fn_names_atfork_child();
 	fn_control_atfork_child();
+	fn_leaf_atfork_child();
+	fn_trust_atfork_child();
 }
 
 static bool set(const char *var)

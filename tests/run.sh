@@ -322,6 +322,8 @@ s_tls() {
 		echo "  FAIL - tests/tls/tls.sh ended without a failed check"
 		echo fail >>"$FN_COUNTS"
 	fi
+	echo "=== TLS termination in the relay: HTTPS clients under HTTP rules"
+	pyscript tests/tls/https.py build
 }
 
 s_layout() {

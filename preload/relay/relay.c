@@ -29,6 +29,7 @@
 #include "preload/base/signals.h"
 #include "preload/relay/reinject.h"
 #include "preload/relay/relay_conn.h"
+#include "preload/relay/relay_http.h"
 #include "preload/relay/splice.h"
 #include "preload/sink/sink.h"
 
@@ -487,6 +488,7 @@ void fn_relay_atfork_child(void)
 				fn_fd_set(fds[i], 0);
 				LIBC(close)(fds[i]);
 			}
+		fn_http_atfork_forget(c);
 		fn_conn_free(c);
 	}
 	while (dgrams) {

@@ -21,6 +21,7 @@
 #include "core/http.h"
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
+#include "preload/relay/relay_tls.h"
 #include "preload/relay/shape.h"
 #include "preload/stats/stats.h"
 
@@ -88,7 +89,13 @@ struct fn_hconn {
 	bool up_started, up_ok, up_failed, up_shut;
 	bool up_reset; /* the server reset the connection: read to its end */
 	bool up_last;  /* the server's last answer is out: it closes next */
+	bool up_tcp; /* the server's connect succeeded (up_ok: and its TLS) */
 	int up_err;
+	/* TLS (relay_tls.h): the first bytes were looked at; tls is set when
+	 * they were a ClientHello the relay terminates, whose two handshakes
+	 * are done once app_hs and up_hs are. */
+	bool sniffed, app_hs, up_hs;
+	struct fn_tls *tls;
 };
 
 static http_parser_settings req_settings, res_settings;
@@ -124,13 +131,35 @@ static size_t obuf_pending(const struct obuf *b)
 	return b->len - b->lo;
 }
 
+/* The app's (0) or the server's (1) socket, read and written as recv and
+ * send do: through the TLS ends when the relay terminates the connection. */
+static ssize_t io_recv(struct fn_conn *c, int side, int fd, void *buf, size_t n)
+{
+	struct fn_tls *t = c->http->tls;
+	return t ? fn_tls_recv(t, side, fd, buf, n) : LIBC(recv)(fd, buf, n, MSG_DONTWAIT);
+}
+
+static ssize_t io_send(struct fn_conn *c, int side, int fd, const void *buf, size_t n)
+{
+	struct fn_tls *t = c->http->tls;
+	return t ? fn_tls_send(t, side, fd, buf, n)
+		 : LIBC(sendto)(fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+}
+
+/* TLS records of side's still wait for room in its socket. */
+static bool records_wait(const struct fn_conn *c, int side)
+{
+	return c->http->tls && fn_tls_waiting(c->http->tls, side);
+}
+
 /* Writes what the socket takes. False on a fatal error. */
-static bool obuf_flush(struct obuf *b, int fd, bool *blocked)
+static bool obuf_flush(struct fn_conn *c, int side, struct obuf *b, int fd, bool *blocked)
 {
 	*blocked = false;
-	while (obuf_pending(b)) {
-		ssize_t w = LIBC(sendto)(fd, b->s + b->lo, obuf_pending(b),
-					 MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+	if (c->http->tls && !fn_tls_flush(c->http->tls, side, fd, blocked))
+		return false;
+	while (!*blocked && obuf_pending(b)) {
+		ssize_t w = io_send(c, side, fd, b->s + b->lo, obuf_pending(b));
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EINTR) {
 				*blocked = true;
@@ -140,6 +169,7 @@ static bool obuf_flush(struct obuf *b, int fd, bool *blocked)
 		}
 		b->lo += (size_t)w;
 	}
+	*blocked = *blocked || records_wait(c, side);
 	return true;
 }
 
@@ -743,6 +773,14 @@ static void release(struct fn_conn *c, uint64_t now)
 	}
 	if (dr->lo == dr->hi)
 		dr->lo = dr->hi = 0;
+	/* Bytes passed through (not HTTP, TLS not terminated) to a server out
+	 * of reach: the app meets a reset, as it would talking to it, rather
+	 * than waiting for ever. */
+	if (h->passthrough && h->up_failed && !h->head && !c->reset_pending) {
+		c->reset_pending = true;
+		if (h->up_err)
+			fn_stats_event(NULL, NULL, &h->ep, fn_errname(h->up_err));
+	}
 	/* The server closed and every answer is out: so does the app's side. */
 	if ((!h->head || h->up_last) && dr->eof && dr->out == dr->in && h->up_ok)
 		server_gone(c);
@@ -772,7 +810,7 @@ static void ensure_upstream(struct fn_conn *c)
 static void upstream_progress(struct fn_conn *c)
 {
 	struct fn_hconn *h = c->http;
-	if (c->up < 0 || h->up_ok || h->up_failed)
+	if (c->up < 0 || h->up_tcp || h->up_failed)
 		return;
 	int err = 0;
 	socklen_t len = sizeof(err);
@@ -781,7 +819,8 @@ static void upstream_progress(struct fn_conn *c)
 	if (getsockopt(c->up, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 		err = errno;
 	if (!err && LIBC(getpeername)(c->up, (struct sockaddr *)&peer, &plen) == 0) {
-		h->up_ok = true;
+		h->up_tcp = true;
+		h->up_ok = !h->tls; /* with TLS: once its handshake is done */
 		return;
 	}
 	if (err) {
@@ -802,7 +841,7 @@ static bool fill(struct fn_conn *c, int d, int fd)
 		dr->lo = 0;
 	}
 	for (int i = 0; i < 16 && dr->hi < dr->cap; i++) {
-		ssize_t n = LIBC(recv)(fd, dr->buf + dr->hi, dr->cap - dr->hi, MSG_DONTWAIT);
+		ssize_t n = io_recv(c, d, fd, dr->buf + dr->hi, dr->cap - dr->hi);
 		if (n == 0) {
 			dr->eof = true;
 			return true;
@@ -822,61 +861,187 @@ static bool fill(struct fn_conn *c, int d, int fd)
 	return true;
 }
 
+/* A FIN on side's socket, after a close_notify when it speaks TLS; false
+ * while that close_notify waits for room. */
+static bool fin(struct fn_conn *c, int side, int fd)
+{
+	struct fn_tls *t = c->http->tls;
+	bool waiting = false;
+	if (t) {
+		fn_tls_close_notify(t, side);
+		if (fn_tls_flush(t, side, fd, &waiting) && waiting)
+			return false;
+	}
+	shutdown(fd, SHUT_WR);
+	return true;
+}
+
 /* FINs: to the app once its answers are out and the rules or the server
  * said so; to the server once the app has sent everything. */
 static void half_closes(struct fn_conn *c)
 {
 	struct fn_hconn *h = c->http;
-	if (h->fin_wanted && !h->app_fin && !obuf_pending(&h->toapp)) {
-		shutdown(c->app, SHUT_WR);
-		h->app_fin = true;
-	}
+	if (h->fin_wanted && !h->app_fin && !obuf_pending(&h->toapp))
+		h->app_fin = fin(c, 0, c->app);
 	if (c->dir[0].eof && h->up_ok && !h->up_shut && !obuf_pending(&h->toup) && !h->gates &&
-	    c->dir[0].lo == c->dir[0].hi) {
-		shutdown(c->up, SHUT_WR);
-		h->up_shut = true;
-	}
+	    c->dir[0].lo == c->dir[0].hi)
+		h->up_shut = fin(c, 1, c->up);
 }
 
-static void watch(struct fn_conn *c, bool app_blocked, bool up_blocked)
+/* Whether the app's handshake may go on: the server's, if it is being
+ * reached, is over (see tls_handshakes). */
+static bool up_settled(const struct fn_hconn *h)
+{
+	return !h->up_started || h->up_failed || h->up_hs;
+}
+
+/* TLS ends hold bytes already read from a socket that epoll will not
+ * report: the connection is stepped again at once for them. */
+static void tls_wake(struct fn_conn *c, bool app_reads, bool up_reads, uint64_t now)
+{
+	struct fn_hconn *h = c->http;
+	if ((app_reads && h->app_hs && fn_tls_buffered(h->tls, 0)) ||
+	    (up_reads && h->up_hs && fn_tls_buffered(h->tls, 1)))
+		fn_shape_wake(c, now);
+}
+
+static void watch(struct fn_conn *c, bool app_blocked, bool up_blocked, uint64_t now)
 {
 	struct fn_hconn *h = c->http;
 	uint32_t app = 0, up = 0;
 	struct fn_dir *in = &c->dir[0], *down = &c->dir[1];
 	bool in_room = in->hi < in->cap || in->lo > 0;
-	if (!in->eof && in_room && obuf_pending(&h->toup) + obuf_pending(&h->held) < OUT_MAX)
+	bool app_reads = !in->eof && in_room &&
+			 obuf_pending(&h->toup) + obuf_pending(&h->held) < OUT_MAX &&
+			 (!h->tls || h->app_hs || up_settled(h));
+	bool up_reads = false;
+	if (app_reads)
 		app |= EPOLLIN | EPOLLRDHUP;
-	if (app_blocked)
+	if (app_blocked || records_wait(c, 0))
 		app |= EPOLLOUT;
 	if (c->up >= 0) {
 		bool down_room = down->hi < down->cap || down->lo > 0;
-		if (!h->up_ok && !h->up_failed)
+		up_reads = h->up_ok && !down->eof && down_room;
+		if (!h->up_tcp && !h->up_failed)
 			up |= EPOLLOUT;
-		else if (h->up_ok && !down->eof && down_room)
+		else if (up_reads || (h->tls && !h->up_hs && !h->up_failed))
 			up |= EPOLLIN | EPOLLRDHUP;
-		if (up_blocked)
+		if (up_blocked || records_wait(c, 1))
 			up |= EPOLLOUT;
 		fn_relay_watch(c, 1, up);
 	}
 	fn_relay_watch(c, 0, app);
+	if (h->tls)
+		tls_wake(c, app_reads, up_reads, now);
 }
 
 /* Done: the app has closed its side and has everything it is owed. */
 static bool finished(const struct fn_conn *c)
 {
 	const struct fn_hconn *h = c->http;
-	return c->dir[0].eof && !obuf_pending(&h->toapp) &&
+	return c->dir[0].eof && !obuf_pending(&h->toapp) && !records_wait(c, 0) &&
 	       (!h->up_fin || h->up_shut || c->up < 0) &&
 	       (h->app_fin || (!h->head && (c->up < 0 || c->dir[1].eof || h->up_failed)));
+}
+
+/* ---- TLS ------------------------------------------------------------------ */
+
+/* The server failed verification: the app meets a failed handshake (a
+ * fatal handshake_failure alert, then the end of the connection), never
+ * an answer it would trust. */
+static void refuse(struct fn_conn *c)
+{
+	static const char alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28};
+	LIBC(sendto)(c->app, alert, sizeof(alert), MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+	fn_stats_tls(&c->http->ep, FN_TLS_SERVER_UNVERIFIED);
+	fn_conn_finish(c, false);
+}
+
+/* Drives the two handshakes: the server's first, when it is being reached,
+ * so that a server that fails verification fails the app's handshake too;
+ * then the app's (also when the server is out of reach: requests the rules
+ * answer need none). False once c is finished. */
+static bool tls_handshakes(struct fn_conn *c)
+{
+	struct fn_hconn *h = c->http;
+	char why[300];
+	bool unverified = false;
+	if (h->up_tcp && !h->up_hs && !h->up_failed) {
+		enum fn_tls_hs r =
+		    fn_tls_handshake(h->tls, 1, c->up, &unverified, why, sizeof(why));
+		if (r == FN_TLS_HS_FAILED && unverified) {
+			refuse(c);
+			return false;
+		}
+		if (r == FN_TLS_HS_FAILED) {
+			h->up_failed = true; /* forwarded requests meet a reset */
+			h->up_err = ECONNRESET;
+		}
+		h->up_hs = h->up_ok = r == FN_TLS_HS_DONE;
+	}
+	if (h->app_hs || !up_settled(h))
+		return true;
+	enum fn_tls_hs r = fn_tls_handshake(h->tls, 0, c->app, &unverified, why, sizeof(why));
+	if (r == FN_TLS_HS_FAILED) {
+		/* The app refused the leaf (or went away): its own choice. */
+		fn_stats_tls(&h->ep, FN_TLS_REFUSED_BY_APP);
+		fn_conn_finish(c, false);
+		return false;
+	}
+	h->app_hs = r == FN_TLS_HS_DONE;
+	if (h->app_hs)
+		fn_stats_tls(&h->ep, FN_TLS_TERMINATED);
+	if (h->app_hs && fn_tls_downgraded(h->tls))
+		fn_stats_tls(&h->ep, FN_TLS_ALPN_DOWNGRADED);
+	return true;
+}
+
+/* The app's first bytes: a ClientHello the relay terminates starts the
+ * TLS ends, and the server is reached at once, to be verified before the
+ * app's handshake is answered. False while more bytes are needed. */
+static bool sniff(struct fn_conn *c)
+{
+	struct fn_hconn *h = c->http;
+	struct fn_dir *dr = &c->dir[0];
+	if (dr->lo == dr->hi && !dr->eof)
+		return false;
+	const char *why = NULL;
+	enum fn_tls_first r = fn_tls_first(dr->buf + dr->lo, dr->hi - dr->lo,
+					   (const struct sockaddr *)&c->dest, &h->tls, &why);
+	if (r == FN_TLS_WAIT && !dr->eof && dr->hi < dr->cap)
+		return false;
+	h->sniffed = true;
+	if (r == FN_TLS_TERMINATE) {
+		dr->lo = dr->hi = 0;
+		ensure_upstream(c);
+	} else if (r == FN_TLS_H2_ONLY || why) {
+		/* Passed through: the engine counts it as not HTTP too. */
+		fn_stats_tls(&h->ep, r == FN_TLS_H2_ONLY ? FN_TLS_PASSED_H2_ONLY
+							 : FN_TLS_PASSED_UNAVAILABLE);
+	}
+	return true;
 }
 
 void fn_http_pump(struct fn_conn *c, uint64_t now)
 {
 	struct fn_hconn *h = c->http;
 	upstream_progress(c);
-	if (!fill(c, 0, c->app) || !fill(c, 1, h->up_ok ? c->up : -1)) {
+	if (h->tls && !tls_handshakes(c))
+		return;
+	int app = h->tls && !h->app_hs ? -1 : c->app;
+	if (!fill(c, 0, app) || !fill(c, 1, h->up_ok ? c->up : -1)) {
 		fn_conn_finish(c, true); /* a reset is passed on as a reset */
 		return;
+	}
+	if (!h->sniffed) {
+		if (!sniff(c)) {
+			watch(c, false, false, now);
+			return;
+		}
+		if (h->tls) { /* the handshakes start */
+			fn_http_pump(c, now);
+			return;
+		}
 	}
 	parse_requests(c, now);
 	parse_answers(c);
@@ -888,19 +1053,19 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 		uint64_t out = c->dir[1].out;
 		release(c, now);
 		bool more = c->dir[1].out != out || obuf_pending(&h->toapp);
-		if (!obuf_flush(&h->toapp, c->app, &app_blocked)) {
+		if (!obuf_flush(c, 0, &h->toapp, c->app, &app_blocked)) {
 			fn_conn_finish(c, true);
 			return;
 		}
 		if (app_blocked || !more)
 			break;
 	}
-	if (h->up_ok && !obuf_flush(&h->toup, c->up, &up_blocked)) {
+	if (h->up_ok && !obuf_flush(c, 1, &h->toup, c->up, &up_blocked)) {
 		fn_conn_finish(c, true);
 		return;
 	}
 	half_closes(c);
-	if (c->reset_pending && !obuf_pending(&h->toapp)) {
+	if (c->reset_pending && !obuf_pending(&h->toapp) && !records_wait(c, 0)) {
 		fn_conn_reset_when_sent(c, now);
 		return;
 	}
@@ -908,7 +1073,7 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 		fn_conn_finish(c, false);
 		return;
 	}
-	watch(c, app_blocked, up_blocked);
+	watch(c, app_blocked, up_blocked, now);
 }
 
 /* ---- set-up ----------------------------------------------------------------- */
@@ -949,6 +1114,12 @@ bool fn_http_conn_init(struct fn_conn *c)
 	return true;
 }
 
+void fn_http_atfork_forget(struct fn_conn *c)
+{
+	if (c->http)
+		c->http->tls = NULL;
+}
+
 void fn_http_conn_free(struct fn_conn *c)
 {
 	struct fn_hconn *h = c->http;
@@ -959,6 +1130,7 @@ void fn_http_conn_free(struct fn_conn *c)
 	free(h->toup.s);
 	free(h->held.s);
 	free(h->toapp.s);
+	fn_tls_free(h->tls);
 	free(h);
 	c->http = NULL;
 }

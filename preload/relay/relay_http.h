@@ -19,5 +19,9 @@ bool fn_http_conn_init(struct fn_conn *c);
 /* Carries c's requests and answers as far as its sockets and timers allow. */
 void fn_http_pump(struct fn_conn *c, uint64_t now);
 void fn_http_conn_free(struct fn_conn *c);
+/* In a fork child, before c is freed: its TLS ends are left as they are,
+ * never freed: the parent's relay thread may have been inside OpenSSL (and
+ * its namespace's own malloc, which fork does not make safe) at the fork. */
+void fn_http_atfork_forget(struct fn_conn *c);
 
 #endif

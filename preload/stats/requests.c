@@ -16,6 +16,18 @@ void fn_stats_unparsed(const struct fn_endpoint *ep, enum fn_unparsed what)
 	__atomic_add_fetch(&fn_seg->h.unparsed[what], 1, __ATOMIC_RELAXED);
 	fn_stats_event(NULL, NULL, ep, names[what]);
 }
+void fn_stats_tls(const struct fn_endpoint *ep, enum fn_seg_tls what)
+{
+	__atomic_add_fetch(&fn_seg->h.tls[what], 1, __ATOMIC_RELAXED);
+	if (what == FN_TLS_TERMINATED)
+		return;
+	char outcome[24];
+	snprintf(outcome, sizeof(outcome), "tls-%s", fn_seg_tls_names[what]);
+	for (char *p = outcome; *p; p++)
+		*p = *p == '_' ? '-' : *p;
+	fn_stats_event(NULL, NULL, ep, outcome);
+}
+
 /* Beyond FN_SEG_KEYS keys, counts go to the last slot, "other". */
 static struct fn_seg_key *key_for(const char *method, const char *host, const char *prefix)
 {

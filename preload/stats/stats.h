@@ -94,6 +94,10 @@ void fn_stats_request(const struct fn_rule *seen, const struct fn_rule *r,
  * there): counted, and an event ("not-http", "bad-request", "bad-response"). */
 enum fn_unparsed { FN_UNPARSED_NOT_HTTP, FN_UNPARSED_REQUEST, FN_UNPARSED_RESPONSE };
 void fn_stats_unparsed(const struct fn_endpoint *ep, enum fn_unparsed what);
+/* A TLS connection the relay terminated, passed through, or ended
+ * (enum fn_seg_tls): counted in the "tls" record; all but terminated are
+ * also events ("tls-" and the count's name). */
+void fn_stats_tls(const struct fn_endpoint *ep, enum fn_seg_tls what);
 
 /* lookups.c: one name lookup by the resolver hooks; r is the dns rule that
  * faulted it (NULL when resolved as usual); what is one of the below.

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +239,31 @@ static const char *the_failure;
 static char the_reason[512];
 static pthread_once_t the_once = PTHREAD_ONCE_INIT;
 
+/* The process's CA as PEM text, for the trust hook (trust.c), which reads
+ * it with the app's own OpenSSL: set once the CA is loaded, never before. */
+static char the_pem[PEM_MAX];
+static _Atomic(const char *) pem_published;
+
+static void publish_pem(const struct fn_ossl *o)
+{
+	BIO *b = o->BIO_new(o->BIO_s_mem());
+	char *data = NULL;
+	long n = b && o->PEM_write_bio_X509(b, the_ca.cert) == 1
+		     ? o->BIO_ctrl(b, BIO_CTRL_INFO, 0, &data)
+		     : 0;
+	if (n > 0 && (size_t)n < sizeof(the_pem)) {
+		memcpy(the_pem, data, (size_t)n);
+		the_pem[n] = '\0';
+		atomic_store_explicit(&pem_published, the_pem, memory_order_release);
+	}
+	o->BIO_free(b);
+}
+
+const char *fn_ca_pem(void)
+{
+	return atomic_load_explicit(&pem_published, memory_order_acquire);
+}
+
 static void get_once(void)
 {
 	const struct fn_ossl *o = fn_ossl_get(&the_failure);
@@ -252,6 +278,8 @@ static void get_once(void)
 		return;
 	}
 	the_failure = fn_ca_open(o, dir, &the_ca, the_reason, sizeof(the_reason));
+	if (!the_failure)
+		publish_pem(o);
 }
 
 const struct fn_ca *fn_ca_get(const char **why)

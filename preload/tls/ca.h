@@ -28,4 +28,8 @@ const char *fn_ca_open(const struct fn_ossl *o, const char *dir, struct fn_ca *c
  * the refusal is kept (a later call gives it again). Thread-safe. */
 const struct fn_ca *fn_ca_get(const char **why);
 
+/* The process's CA as PEM text once fn_ca_get has loaded it, else NULL:
+ * only a process that terminates a connection has one. Never loads it. */
+const char *fn_ca_pem(void);
+
 #endif

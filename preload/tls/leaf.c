@@ -257,6 +257,16 @@ SSL *fn_leaf_ssl(const char *sni, const struct sockaddr *dst, const unsigned cha
 	return NULL;
 }
 
+void fn_leaf_atfork_child(void)
+{
+	/* Held at fork (the relay thread signing): a slot may be half
+	 * written, so the cache starts empty (the parent's contexts are let
+	 * go, as the parent's connections are). */
+	if (pthread_mutex_trylock(&lock) != 0 && cache)
+		memset(cache, 0, FN_LEAF_CACHE * sizeof(*cache));
+	pthread_mutex_init(&lock, NULL);
+}
+
 unsigned long fn_leaf_signatures(void)
 {
 	pthread_mutex_lock(&lock);

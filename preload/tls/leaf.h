@@ -29,6 +29,9 @@ bool fn_leaf_name(const char *sni, const struct sockaddr *dst, char out[256], bo
 SSL *fn_leaf_ssl(const char *sni, const struct sockaddr *dst, const unsigned char *alpn,
 		 size_t alpn_len, const char **why);
 
+/* In a fork child: the cache's lock made free again. */
+void fn_leaf_atfork_child(void);
+
 /* Signatures made by this process for leaves so far. */
 unsigned long fn_leaf_signatures(void);
 

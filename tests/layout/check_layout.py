@@ -51,7 +51,8 @@ ROOMS = [
      "closest name to a misspelt one (suggest.c: did you mean). Built once into "
      "build/libfaultnet-core.a."),
     ("preload", {"preload/intercept", "preload/control", "preload/relay", "preload/sink",
-                 "preload/stats", "preload/dns", "preload/fd", "preload/base", "core"},
+                 "preload/stats", "preload/dns", "preload/fd", "preload/tls", "preload/base",
+                 "core"},
      "the library's entry points: hooks.c (every exported symbol, one line each, "
      "declared in hooks.list) and init.c (the constructor, fork handler)."),
     ("preload/intercept", {"preload/relay", "preload/sink", "preload/stats", "preload/dns",
@@ -65,13 +66,16 @@ ROOMS = [
      "journal replayed, stale files swept at most every 10 s), the member's published state as a "
      "file (segfile.c) and the changes the journal holds (commands.c: enable, "
      "disable, add, rm, load, zone, reset). No thread."),
-    ("preload/relay", {"preload/sink", "preload/stats", "preload/fd", "preload/base", "core"},
+    ("preload/relay", {"preload/sink", "preload/stats", "preload/fd", "preload/tls",
+                       "preload/base", "core"},
      "the relay thread: its epoll loop (relay.c), one relayed connection's setup "
      "(relay_conn.c) and byte pump (relay_pump.c), the pipe a message untouched "
      "by the rule is spliced through (splice.c), the shaping of a direction's "
      "buffer on core/pace.c (shape.c, pure), delayed inbound datagrams (reinject.c), per-request HTTP "
      "faults (relay_http.c: a connection's requests and answers parsed, each "
-     "request answered, forwarded or cut; the server connected to lazily) and "
+     "request answered, forwarded or cut; the server connected to lazily), the "
+     "TLS ends of a connection it terminates (relay_tls.c: the app's handshake "
+     "answered with a leaf, the server's verified, records through memory BIOs) and "
      "the connections an established rule covers (relay_follow.c: the rule in "
      "force applied or undone when the policy changes). HTTP is a mode of the "
      "relay, not a room of its own: it runs on the relay's thread, epoll loop "
@@ -88,12 +92,14 @@ ROOMS = [
      "of rules with match.host, through core's fn_host_resolved: the sanctioned "
      "upcall below)."),
     ("preload/tls", {"preload/base", "core"},
-     "the TLS termination's ground, not yet used by the relay: OpenSSL 3 "
+     "the TLS termination's ground, used by relay_tls.c: OpenSSL 3 "
      "bound once in a namespace of its own, loaded only when a connection "
      "needs it (ossl.c), the run's CA made once per run directory, owner "
      "only (ca.c), what the CA and the leaves share (cert.c), a leaf and its "
      "server context per name, cached (leaf.c), and a ClientHello's SNI name "
-     "and ALPN list (hello.c)."),
+     "and ALPN list (hello.c); the trust hook's work (trust.c: the run's CA "
+     "trusted by one verification of the app's own OpenSSL 3, when the "
+     "server behind the relay's leaf passes the app's own store)."),
     ("preload/sink", {"preload/fd", "preload/base", "core"},
      "the loopback endpoints that make faults out of kernel behaviour (sink.c): "
      "blackhole, stall, hold, refuse, UDP sink."),

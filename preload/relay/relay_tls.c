@@ -1,0 +1,410 @@
+/* relay_tls.c - the relay's two TLS ends of a terminated connection (see
+ * relay_tls.h): a server end for the app with a leaf of the run's CA, a
+ * client end for the real server, verified against the system's roots.
+ * Records go through memory BIOs; the sockets are read and written here
+ * with the shim's own libc calls, never by OpenSSL. */
+#include "preload/relay/relay_tls.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "preload/base/libc.h"
+#include "preload/tls/hello.h"
+#include "preload/tls/leaf.h"
+#include "preload/tls/ossl.h"
+#include "preload/tls/trust.h"
+
+#define CHUNK 16384 /* one TLS record's plaintext at most */
+
+static const unsigned char HTTP11[] = "\x08http/1.1";
+
+/* One end: its SSL (which owns the BIOs) and the records it wrote that the
+ * socket has not taken yet. */
+struct tside {
+	SSL *ssl;
+	BIO *rb, *wb;
+	char *out;
+	size_t lo, len, cap;
+	bool raw_eof;
+	bool notified;
+};
+
+struct fn_tls {
+	const struct fn_ossl *o;
+	struct tside s[2];
+	bool h2_offered, downgraded;
+	bool recorded;	/* the trust hook was told what is behind the leaf */
+	char name[256]; /* the leaf's name: the SNI, else the address */
+	bool ip;
+};
+
+/* Whether the wire-format ALPN list holds proto. */
+static bool alpn_has(const unsigned char *l, size_t n, const char *proto)
+{
+	size_t pl = strlen(proto);
+	for (size_t i = 0; i < n; i += 1 + l[i])
+		if (l[i] == pl && i + 1 + pl <= n && memcmp(l + i + 1, proto, pl) == 0)
+			return true;
+	return false;
+}
+
+/* The relay's client context: TLS 1.2 or later, the server's chain and
+ * name verified against the system's default roots. Made once. */
+static SSL_CTX *client_ctx(const struct fn_ossl *o)
+{
+	static SSL_CTX *x;
+	if (x)
+		return x;
+	SSL_CTX *n = o->SSL_CTX_new(o->TLS_client_method());
+	if (!n)
+		return NULL;
+	o->SSL_CTX_ctrl(n, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
+	o->SSL_CTX_set_options(n, SSL_OP_NO_RENEGOTIATION);
+	o->SSL_CTX_set_verify(n, SSL_VERIFY_PEER, NULL);
+	if (o->SSL_CTX_set_default_verify_paths(n) != 1) {
+		o->SSL_CTX_free(n);
+		return NULL;
+	}
+	return x = n;
+}
+
+/* Gives ssl two memory BIOs and its role. False when memory is short. */
+static bool attach(const struct fn_ossl *o, struct tside *s, SSL *ssl, bool server)
+{
+	s->ssl = ssl;
+	s->rb = o->BIO_new(o->BIO_s_mem());
+	s->wb = o->BIO_new(o->BIO_s_mem());
+	if (!s->rb || !s->wb) {
+		o->BIO_free(s->rb);
+		o->BIO_free(s->wb);
+		s->rb = s->wb = NULL;
+		return false;
+	}
+	o->SSL_set_bio(ssl, s->rb, s->wb);
+	if (server)
+		o->SSL_set_accept_state(ssl);
+	else
+		o->SSL_set_connect_state(ssl);
+	return true;
+}
+
+/* The client end towards the server: SNI as the app sent it, the name (or
+ * the address, with no SNI) checked, http/1.1 offered if the app used ALPN. */
+static SSL *server_end(const struct fn_ossl *o, struct fn_tls *t, const struct fn_hello *h,
+		       const struct sockaddr *dst)
+{
+	char name[256] = "";
+	bool ip = false;
+	SSL_CTX *x = client_ctx(o);
+	SSL *s = x && fn_leaf_name(h->sni, dst, name, &ip) ? o->SSL_new(x) : NULL;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->ip = ip;
+	if (!s)
+		return NULL;
+	bool ok = o->SSL_set1_host(s, name) == 1;
+	if (ok && h->sni[0] && !ip)
+		ok = o->SSL_ctrl(s, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+				 name) == 1;
+	if (ok && h->alpn_len)
+		ok = o->SSL_set_alpn_protos(s, HTTP11, sizeof(HTTP11) - 1) == 0;
+	if (!ok) {
+		o->SSL_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+enum fn_tls_first fn_tls_first(const char *p, size_t n, const struct sockaddr *dst,
+			       struct fn_tls **out, const char **why)
+{
+	*why = NULL;
+	struct fn_hello h;
+	if (!n || (unsigned char)p[0] != 0x16)
+		return FN_TLS_NOT;
+	enum fn_hello_result r = fn_hello_parse((const unsigned char *)p, n, &h);
+	if (r != FN_HELLO_OK)
+		return r == FN_HELLO_MORE ? FN_TLS_WAIT : FN_TLS_NOT;
+	if (h.alpn_len && !alpn_has(h.alpn, h.alpn_len, "http/1.1"))
+		return FN_TLS_H2_ONLY; /* HTTP/2 is not parsed yet */
+	const struct fn_ossl *o = fn_ossl_get(why);
+	SSL *app = o ? fn_leaf_ssl(h.sni, dst, HTTP11, sizeof(HTTP11) - 1, why) : NULL;
+	if (!app)
+		return FN_TLS_NOT;
+	struct fn_tls *t = calloc(1, sizeof(*t));
+	SSL *up = t ? server_end(o, t, &h, dst) : NULL;
+	if (t)
+		t->o = o;
+	bool ok = up && attach(o, &t->s[FN_TLS_APP], app, true) &&
+		  attach(o, &t->s[FN_TLS_UP], up, false) &&
+		  o->BIO_write(t->s[FN_TLS_APP].rb, p, (int)n) == (int)n;
+	if (!ok) {
+		*why = "cannot set up the TLS ends (memory or OpenSSL)";
+		if (t && !t->s[FN_TLS_APP].ssl)
+			o->SSL_free(app);
+		if (t && !t->s[FN_TLS_UP].ssl && up)
+			o->SSL_free(up);
+		fn_tls_free(t);
+		return FN_TLS_NOT;
+	}
+	t->h2_offered = alpn_has(h.alpn, h.alpn_len, "h2");
+	*out = t;
+	return FN_TLS_TERMINATE;
+}
+
+void fn_tls_free(struct fn_tls *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (t->s[i].ssl)
+			t->o->SSL_free(t->s[i].ssl);
+		free(t->s[i].out);
+	}
+	free(t);
+}
+
+/* Records the SSL wrote, moved to the side's own buffer. */
+static bool take_records(const struct fn_ossl *o, struct tside *s)
+{
+	char tmp[CHUNK];
+	int k;
+	while ((k = o->BIO_read(s->wb, tmp, sizeof(tmp))) > 0) {
+		if (s->lo == s->len)
+			s->lo = s->len = 0;
+		if (s->len + (size_t)k > s->cap) {
+			size_t cap = s->cap ? s->cap : CHUNK;
+			while (cap < s->len + (size_t)k)
+				cap *= 2;
+			char *b = realloc(s->out, cap);
+			if (!b)
+				return false;
+			s->out = b;
+			s->cap = cap;
+		}
+		memcpy(s->out + s->len, tmp, (size_t)k);
+		s->len += (size_t)k;
+	}
+	return true;
+}
+
+bool fn_tls_flush(struct fn_tls *t, enum fn_tls_side side, int fd, bool *waiting)
+{
+	struct tside *s = &t->s[side];
+	*waiting = false;
+	if (!take_records(t->o, s)) {
+		errno = ENOMEM;
+		return false;
+	}
+	while (s->lo < s->len) {
+		ssize_t w = LIBC(sendto)(fd, s->out + s->lo, s->len - s->lo,
+					 MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+		if (w < 0) {
+			*waiting = errno == EAGAIN || errno == EINTR;
+			return *waiting;
+		}
+		s->lo += (size_t)w;
+	}
+	return true;
+}
+
+/* Reads what fd holds into the side's SSL: bytes read, 0 at its end, -1
+ * for nothing yet, -2 on an error (errno). */
+static int pull(struct fn_tls *t, struct tside *s, int fd)
+{
+	char tmp[CHUNK];
+	ssize_t n = LIBC(recv)(fd, tmp, sizeof(tmp), MSG_DONTWAIT);
+	if (n == 0)
+		s->raw_eof = true;
+	if (n <= 0)
+		return n == 0 ? 0 : errno == EAGAIN || errno == EINTR ? -1 : -2;
+	if (t->o->BIO_write(s->rb, tmp, (int)n) != (int)n) {
+		errno = ENOMEM;
+		return -2;
+	}
+	return (int)n;
+}
+
+/* The certificates of sk (leaf first) as DER, one after another, in a
+ * buffer of ours (malloc'd); NULL when there are none or memory is short. */
+static unsigned char *ders(const struct fn_ossl *o, const OPENSSL_STACK *sk, size_t *len)
+{
+	int n = sk ? o->OPENSSL_sk_num(sk) : 0;
+	size_t total = 0;
+	for (int i = 0; i < n; i++) {
+		int k = o->i2d_X509(o->OPENSSL_sk_value(sk, i), NULL);
+		if (k <= 0)
+			return NULL;
+		total += (size_t)k;
+	}
+	unsigned char *buf = total ? malloc(total) : NULL, *p = buf;
+	for (int i = 0; buf && i < n; i++)
+		o->i2d_X509(o->OPENSSL_sk_value(sk, i), &p); /* sized above */
+	*len = total;
+	return buf;
+}
+
+/* Tells the trust hook (preload/tls/trust.h), before the app's handshake
+ * is answered, which server is behind the leaf: the chain the server
+ * showed (its handshake done: it passed the system's roots), else none. */
+static void record_trust(struct fn_tls *t)
+{
+	const struct fn_ossl *o = t->o;
+	t->recorded = true;
+	X509 *leaf = o->SSL_get_certificate(t->s[FN_TLS_APP].ssl);
+	int n = leaf ? o->i2d_X509(leaf, NULL) : 0;
+	unsigned char *der = n > 0 ? malloc((size_t)n) : NULL, *p = der;
+	if (der)
+		o->i2d_X509(leaf, &p);
+	SSL *up = t->s[FN_TLS_UP].ssl;
+	bool reached = o->SSL_is_init_finished(up);
+	size_t clen = 0;
+	unsigned char *chain =
+	    reached ? ders(o, (const OPENSSL_STACK *)o->SSL_get_peer_cert_chain(up), &clen) : NULL;
+	/* No leaf (memory): every entry dropped; no chain of a server met:
+	 * an entry that trusts nothing. Never a stale entry left to trust. */
+	fn_trust_record(der, (size_t)n, chain, clen, reached, t->name, t->ip);
+}
+
+/* Why side's handshake failed, into why. */
+static void failure(struct fn_tls *t, enum fn_tls_side side, bool *unverified, char *why,
+		    size_t len)
+{
+	const struct fn_ossl *o = t->o;
+	long v = side == FN_TLS_UP ? o->SSL_get_verify_result(t->s[side].ssl) : X509_V_OK;
+	if (v != X509_V_OK) {
+		*unverified = true;
+		snprintf(why, len, "the server's certificate failed verification: %s",
+			 o->X509_verify_cert_error_string(v));
+		o->ERR_clear_error();
+		return;
+	}
+	char e[200];
+	snprintf(why, len, "%s", fn_ossl_error(e, sizeof(e)));
+}
+
+enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd, bool *unverified,
+				char *why, size_t len)
+{
+	const struct fn_ossl *o = t->o;
+	struct tside *s = &t->s[side];
+	*unverified = false;
+	if (side == FN_TLS_APP && !t->recorded)
+		record_trust(t);
+	for (;;) {
+		o->ERR_clear_error();
+		int r = o->SSL_do_handshake(s->ssl);
+		bool waiting;
+		if (!fn_tls_flush(t, side, fd, &waiting)) {
+			snprintf(why, len, "writing the handshake: %s", strerror(errno));
+			return FN_TLS_HS_FAILED;
+		}
+		if (r == 1)
+			break;
+		if (o->SSL_get_error(s->ssl, r) != SSL_ERROR_WANT_READ) {
+			failure(t, side, unverified, why, len);
+			return FN_TLS_HS_FAILED;
+		}
+		int got = pull(t, s, fd);
+		if (got == -1)
+			return FN_TLS_HS_WAIT;
+		if (got <= 0) {
+			snprintf(why, len, "the %s closed its end during the handshake%s%s",
+				 side == FN_TLS_APP ? "app" : "server", got ? ": " : "",
+				 got ? strerror(errno) : "");
+			return FN_TLS_HS_FAILED;
+		}
+	}
+	if (side == FN_TLS_APP && t->h2_offered) {
+		const unsigned char *sel = NULL;
+		unsigned int sl = 0;
+		o->SSL_get0_alpn_selected(s->ssl, &sel, &sl);
+		t->downgraded = sl == 8 && memcmp(sel, "http/1.1", 8) == 0;
+	}
+	return FN_TLS_HS_DONE;
+}
+
+bool fn_tls_downgraded(const struct fn_tls *t)
+{
+	return t->downgraded;
+}
+
+ssize_t fn_tls_recv(struct fn_tls *t, enum fn_tls_side side, int fd, void *buf, size_t n)
+{
+	const struct fn_ossl *o = t->o;
+	struct tside *s = &t->s[side];
+	for (;;) {
+		o->ERR_clear_error();
+		int r = o->SSL_read(s->ssl, buf, n > INT_MAX ? INT_MAX : (int)n);
+		bool waiting;
+		/* A read may answer (a TLS 1.3 key update): best effort here,
+		 * the next send or flush writes what stays. */
+		fn_tls_flush(t, side, fd, &waiting);
+		if (r > 0)
+			return r;
+		int e = o->SSL_get_error(s->ssl, r);
+		if (e == SSL_ERROR_ZERO_RETURN)
+			return 0;
+		if (e != SSL_ERROR_WANT_READ) {
+			o->ERR_clear_error();
+			errno = ECONNRESET; /* a broken stream: as a reset */
+			return -1;
+		}
+		/* A close with no close_notify still ends the stream: most
+		 * servers and clients close so. */
+		int got = s->raw_eof ? 0 : pull(t, s, fd);
+		if (got > 0)
+			continue;
+		if (got == -1)
+			errno = EAGAIN;
+		return got == 0 ? 0 : -1;
+	}
+}
+
+ssize_t fn_tls_send(struct fn_tls *t, enum fn_tls_side side, int fd, const void *buf, size_t n)
+{
+	const struct fn_ossl *o = t->o;
+	bool waiting;
+	if (!fn_tls_flush(t, side, fd, &waiting))
+		return -1;
+	if (waiting) {
+		errno = EAGAIN;
+		return -1;
+	}
+	o->ERR_clear_error();
+	int r = o->SSL_write(t->s[side].ssl, buf, n > CHUNK ? CHUNK : (int)n);
+	if (r <= 0) {
+		o->ERR_clear_error();
+		errno = ECONNRESET;
+		return -1;
+	}
+	if (!fn_tls_flush(t, side, fd, &waiting))
+		return -1;
+	return r;
+}
+
+void fn_tls_close_notify(struct fn_tls *t, enum fn_tls_side side)
+{
+	struct tside *s = &t->s[side];
+	if (s->notified)
+		return;
+	s->notified = true;
+	t->o->ERR_clear_error();
+	t->o->SSL_shutdown(s->ssl);
+	t->o->ERR_clear_error();
+}
+
+bool fn_tls_buffered(const struct fn_tls *t, enum fn_tls_side side)
+{
+	const struct tside *s = &t->s[side];
+	return t->o->SSL_pending(s->ssl) > 0 ||
+	       t->o->BIO_ctrl(s->rb, BIO_CTRL_PENDING, 0, NULL) > 0;
+}
+
+bool fn_tls_waiting(const struct fn_tls *t, enum fn_tls_side side)
+{
+	return t->s[side].lo < t->s[side].len;
+}

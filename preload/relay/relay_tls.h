@@ -1,0 +1,65 @@
+/* relay_tls.h - TLS termination for the HTTP engine (relay_http.c): when an
+ * app's first bytes on a connection an HTTP rule covers are a ClientHello,
+ * the relay answers its handshake with a leaf of the run's CA
+ * (preload/tls/leaf.h), talks TLS to the real server itself (verified:
+ * VERIFY_PEER and the name, against the system's roots), and the engine
+ * reads and writes plaintext through the calls below, which behave as
+ * recv and send do on the two sockets. Memory BIOs carry the records, so
+ * the relay's single epoll thread never blocks in OpenSSL. Used by the
+ * relay thread only. */
+#ifndef FAULTNET_RELAY_TLS_H
+#define FAULTNET_RELAY_TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+enum fn_tls_side { FN_TLS_APP, FN_TLS_UP };
+
+enum fn_tls_first {
+	FN_TLS_NOT,	  /* not a ClientHello, or one not terminated: bytes go on */
+	FN_TLS_H2_ONLY,	  /* a ClientHello whose ALPN lacks http/1.1: bytes go on */
+	FN_TLS_WAIT,	  /* a ClientHello's start: read more, then ask again */
+	FN_TLS_TERMINATE, /* *out is ready: the handshakes are the caller's to drive */
+};
+
+enum fn_tls_hs { FN_TLS_HS_DONE, FN_TLS_HS_WAIT, FN_TLS_HS_FAILED };
+
+struct fn_tls;
+
+/* Reads the app's first bytes (p, n) to dst. FN_TLS_NOT with *why set when
+ * it is a ClientHello that is passed through all the same (no OpenSSL, no
+ * CA, no memory), with *why NULL when it is no ClientHello. On
+ * FN_TLS_TERMINATE the bytes are the TLS state's own. */
+enum fn_tls_first fn_tls_first(const char *p, size_t n, const struct sockaddr *dst,
+			       struct fn_tls **out, const char **why);
+void fn_tls_free(struct fn_tls *t);
+
+/* One step of side's handshake over fd (the app's: answered with the leaf;
+ * the server's: verified). On FN_TLS_HS_FAILED, why (len bytes) says why;
+ * *unverified is set when the server's certificate failed verification. */
+enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd, bool *unverified,
+				char *why, size_t len);
+/* The app offered h2 and was given http/1.1 (its handshake is done). */
+bool fn_tls_downgraded(const struct fn_tls *t);
+
+/* As recv on fd with MSG_DONTWAIT, in plaintext: bytes, 0 at the peer's
+ * end (close_notify or a close), -1 with errno (EAGAIN; ECONNRESET for a
+ * broken TLS stream). */
+ssize_t fn_tls_recv(struct fn_tls *t, enum fn_tls_side side, int fd, void *buf, size_t n);
+/* As send: plaintext taken (its records are written, or kept to write),
+ * or -1 with errno (EAGAIN while records wait for room in fd). */
+ssize_t fn_tls_send(struct fn_tls *t, enum fn_tls_side side, int fd, const void *buf, size_t n);
+/* Writes records kept for fd; false on a fatal error. *waiting: some are
+ * still kept (fd is full). */
+bool fn_tls_flush(struct fn_tls *t, enum fn_tls_side side, int fd, bool *waiting);
+/* Records of side's are kept, waiting for room in its socket. */
+bool fn_tls_waiting(const struct fn_tls *t, enum fn_tls_side side);
+/* A close_notify is queued for side (once); flush it before a FIN. */
+void fn_tls_close_notify(struct fn_tls *t, enum fn_tls_side side);
+/* Plaintext or records already read from side's socket that the next
+ * fn_tls_recv can give without the socket: epoll will not report them. */
+bool fn_tls_buffered(const struct fn_tls *t, enum fn_tls_side side);
+
+#endif

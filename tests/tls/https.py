@@ -1,0 +1,426 @@
+"""https.py - TLS termination in the relay, end to end: real HTTPS servers
+on loopback whose certificates come from a test CA the clients trust as a
+public CA is trusted (the system store, replaced by a bind mount inside a
+private mount namespace), and clients under the shim with no CA variable
+and no -k: curl, Python's urllib and requests. Under a rule that answers,
+they get faultnet's answer (the relay presents a leaf of the run's CA, and
+the trust hook lets the app's verification trust that CA when the server
+passes the app's own store); under a rule that forwards, the server's
+bodies arrive byte for byte on one kept-alive connection; a server from a
+CA the client does not trust still fails for the client under the rule,
+also when the system trusts it but the app trusts a private CA alone; a connection no rule covers is never
+terminated (the client sees the server's own issuer). Runs itself in a new
+mount and network namespace (loopback only). Root.
+
+usage: https.py BUILD_DIR"""
+import hashlib
+import http.server
+import json
+import os
+import random
+import shutil
+import socketserver
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+LIB = os.path.join(BUILD, "libfaultnet.so")
+PY = "/usr/bin/python3"
+BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+PORT, ROGUE, FAKE, NONE, PRIV = 18443, 18444, 18445, 18446, 18447
+CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+           "AWS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
+
+
+def reexec():
+    """Into a private mount and network namespace, once."""
+    if os.environ.get("FN_HTTPS_NS") == "1":
+        return
+    env = dict(os.environ, FN_HTTPS_NS="1")
+    cmd = ["unshare", "-m", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "-",
+           PY, "-u"] + sys.argv
+    sys.exit(subprocess.run(cmd, env=env).returncode)
+
+
+def openssl(*args):
+    subprocess.run(["openssl"] + list(args), check=True, capture_output=True)
+
+
+def make_ca(d, name, cn):
+    key, pem = os.path.join(d, name + ".key"), os.path.join(d, name + ".pem")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", pem, "-days", "2", "-subj", "/CN=" + cn,
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign")
+    return key, pem
+
+
+def make_leaf(d, name, ca):
+    key, csr, pem = (os.path.join(d, name + s) for s in (".key", ".csr", ".pem"))
+    ext = os.path.join(d, name + ".ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=DNS:api.test,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", csr, "-subj", "/CN=api.test")
+    openssl("x509", "-req", "-in", csr, "-CA", ca[1], "-CAkey", ca[0], "-CAcreateserial",
+            "-out", pem, "-days", "2", "-extfile", ext)
+    return pem, key
+
+
+def body(n):
+    return random.Random(n).randbytes(n)
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def setup(self):
+        super().setup()
+        self.server.conns += 1
+
+    def do_GET(self):
+        self.server.requests += 1
+        b = body(int(self.path.strip("/") or "10"))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+
+    def do_POST(self):
+        """Answers the sha256 of the body it read (Content-Length or chunked)."""
+        self.server.requests += 1
+        h = hashlib.sha256()
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                n = int(self.rfile.readline().split(b";")[0], 16)
+                h.update(self.rfile.read(n))
+                self.rfile.readline()
+                if n == 0:
+                    break
+        else:
+            left = int(self.headers.get("Content-Length", "0"))
+            while left:
+                got = self.rfile.read(min(left, 1 << 20))
+                h.update(got)
+                left -= len(got)
+        b = h.hexdigest().encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+
+    def log_message(self, *a):
+        pass
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+    def __init__(self, port, cert):
+        super().__init__(("127.0.0.1", port), Handler)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(*cert)
+        self.ctx = ctx
+        self.conns = self.requests = 0
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def handle_error(self, request, client_address):
+        pass  # a client that refused the handshake: what some checks want
+
+    def get_request(self):
+        s, a = self.socket.accept()
+        return self.ctx.wrap_socket(s, server_side=True, do_handshake_on_connect=False), a
+
+
+def policy(d, name, rules):
+    path = os.path.join(d, name + ".conf")
+    with open(path, "w") as f:
+        f.write("rules = (\n%s\n);\n" % ",\n".join(rules))
+    return path
+
+
+def rule(name, port, extra="", action='action = "respond"; status = 503; body = "injected";'):
+    return ('{ name = "%s"; %s match = { to = "127.0.0.1/32"; port = %d; %s }; }'
+            % (name, action, port, extra))
+
+
+def env(d, conf):
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith("FAULTNET_") and k not in CA_VARS}
+    e.update(FAULTNET_CONFIG=conf, FAULTNET_RUNDIR=os.path.join(d, "run"), LD_PRELOAD=LIB,
+             ASAN_OPTIONS="detect_leaks=0")
+    return e
+
+
+def client(d, conf, *args):
+    p = subprocess.run([PY, os.path.join(HERE, "https_client.py")] + list(args),
+                       env=env(d, conf), capture_output=True, text=True, timeout=120)
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return {"error": "no result: " + p.stderr[-600:]}
+
+
+def curl(d, conf, url, *opts):
+    p = subprocess.run(["curl", "-sS", "--max-time", "20", "-w", " %{http_code}", url] +
+                       list(opts), env=env(d, conf), capture_output=True, timeout=60)
+    return (p.returncode, p.stdout.decode(errors="replace").strip(),
+            p.stderr.decode(errors="replace").strip())
+
+
+def answered(d, srv):
+    conf = policy(d, "answer", [rule("r503", PORT)])
+    before = srv.requests
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % PORT)
+    check("curl (no -k, no CA variable) under respond 503 gets faultnet's answer: %r" % out,
+          rc == 0 and out == "injected 503", err)
+    rc, out, err = curl(d, conf, "https://127.0.0.1:%d/10" % PORT)
+    check("curl to the address (no SNI: a leaf for the IP) gets it too: %r" % out,
+          rc == 0 and out == "injected 503", err)
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % PORT, "--http2")
+    check("curl --http2 (offers h2 and http/1.1) is given http/1.1 and gets it: %r" % out,
+          rc == 0 and out == "injected 503", err)
+    r = client(d, conf, "urllib", "https://api.test:%d/10" % PORT)
+    check("Python urllib gets 503 'injected'", r.get("status") == 503 and r.get("body") == "injected", r)
+    r = client(d, conf, "requests", "https://api.test:%d/10" % PORT)
+    check("Python requests gets 503 'injected'", r.get("status") == 503 and r.get("body") == "injected", r)
+    r = client(d, conf, "fork", "api.test", str(PORT))
+    check("across a fork: the parent's terminated connection goes on (503, then 503), the "
+          "child terminates one of its own (503)",
+          r.get("results") == [[503, "injected"], [503, "injected"], 0], r)
+    r = client(d, conf, "ctypes")
+    check("the hook called through ctypes (from libffi, libcrypto loaded locally) reaches the "
+          "real X509_STORE_CTX_init: it returns 1", r.get("returned") == 1, r)
+    r = client(d, conf, "issuer", "api.test", str(PORT))
+    check("the client was shown a leaf of the run's CA: %s" % r.get("issuer"),
+          r.get("issuer", "").startswith("faultnet run CA"), r)
+    check("every request was answered by the rule: the server saw none (%d)"
+          % (srv.requests - before), srv.requests == before)
+
+
+def no_server(d):
+    """As for plain HTTP: no server is needed where the rules answer."""
+    conf = policy(d, "none", [rule("r503", NONE, 'path = "/503*";')])
+    rc, out, err = curl(d, conf, "https://api.test:%d/503" % NONE)
+    check("no server at the destination: a request the rule answers gets 503 (%r)" % out,
+          rc == 0 and out == "injected 503", err)
+    rc, out, err = curl(d, conf, "https://api.test:%d/other" % NONE)
+    check("...and one to forward meets a reset after the handshake (curl exit %d: 56 wanted)" % rc,
+          rc == 56 and "injected" not in out, err)
+    t = time.monotonic()
+    r = client(d, conf, "issuer", "api.test", str(NONE), "h2")
+    took = time.monotonic() - t
+    check("an h2-only client there (passed through) meets a reset at once, not a wait for "
+          "ever (%.1f s: %s)" % (took, r.get("error", "")[:60]),
+          "reset" in r.get("error", "").lower() and took < 10, r)
+
+
+def forwarded(d, srv):
+    conf = policy(d, "forward", [rule("never", PORT, 'path = "/never*";')])
+    conns, sizes = srv.conns, [1024, 8 << 20, 1024]
+    r = client(d, conf, "keepalive", "api.test", str(PORT), *["/%d" % n for n in sizes])
+    want = [[200, n, hashlib.sha256(body(n)).hexdigest()] for n in sizes]
+    check("a rule that does not take them: 1 KiB, 8 MiB, 1 KiB arrive byte-exact (sha256)",
+          r.get("results") == want, r)
+    check("on one kept-alive connection to the server (%d)" % (srv.conns - conns),
+          srv.conns - conns == 1)
+    rc, out, err = curl(d, conf, "https://api.test:%d/1024" % PORT, "-o", os.devnull)
+    check("curl through the same rule gets the server's 200: %r" % out, rc == 0 and out == "200", err)
+    r = client(d, conf, "post", "api.test", str(PORT), "1024", str(8 << 20), str(8 << 20) + "c",
+               "1000c")
+    check("request bodies reach the server byte-exact: 1 KiB, 8 MiB, 8 MiB chunked, 1000 "
+          "bytes chunked, on one connection", r.get("results") == [[200, True]] * 4, r)
+
+
+def slowed_and_cut(d):
+    """slow and abort act on the decrypted requests as on plain ones."""
+    conf = policy(d, "slow", [rule("slow", PORT, action='action = "slow"; delay_ms = 600;')])
+    t = time.monotonic()
+    rc, out, err = curl(d, conf, "https://api.test:%d/64" % PORT, "-o", os.devnull)
+    took = time.monotonic() - t
+    check("slow delay_ms = 600: curl gets the server's 200 after %.2f s" % took,
+          rc == 0 and out == "200" and took >= 0.6, err)
+    conf = policy(d, "cut", [rule("cut", PORT, action='action = "abort"; mode = "close"; '
+                                                     'after_bytes = 1000;')])
+    p = subprocess.run(["curl", "-sS", "--max-time", "20", "https://api.test:%d/100000" % PORT],
+                       env=env(d, conf), capture_output=True, timeout=60)
+    check("abort after_bytes = 1000: curl gets the answer's first 1000 bytes (head and part of "
+          "the body), then the end "
+          "(exit %d, %d bytes)" % (p.returncode, len(p.stdout)),
+          p.returncode == 18 and 0 < len(p.stdout) < 1000 and
+          body(100000).startswith(p.stdout), p.stderr[-200:])
+
+
+def untrusted(d, rogue):
+    conf = policy(d, "rogue", [rule("r503", ROGUE)])
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % ROGUE)
+    check("a server from a CA the client does not trust still fails for curl under the rule "
+          "(exit %d: %s)" % (rc, err.splitlines()[0][:90] if err else ""),
+          rc != 0 and "injected" not in out)
+    r = client(d, conf, "urllib", "https://api.test:%d/10" % ROGUE)
+    check("and for urllib (%s)" % r.get("error", "")[:80],
+          "error" in r and "status" not in r, r)
+    r = client(d, conf, "requests", "https://api.test:%d/10" % ROGUE)
+    check("and for requests", "error" in r and "status" not in r, r)
+
+
+def app_trust(d, private):
+    """The app's own trust decides, not the system's: an app that trusts a
+    private CA alone is not made to trust a server from another CA, though
+    the system (and so the relay) trusts it; one verification that trusted
+    the run's CA leaves the app's store as it was."""
+    conf = policy(d, "private", [rule("r503", PORT), rule("p503", PRIV)])
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % PORT, "--cacert", private)
+    check("curl --cacert PRIVATE to a server from the system-trusted test CA fails under the "
+          "rule (exit %d: 60 or 35 wanted)" % rc, rc in (60, 35) and "injected" not in out, out)
+    r = client(d, conf, "requests", "https://api.test:%d/10" % PORT, private)
+    check("requests with verify=PRIVATE fails there too (%s)" % r.get("error", "")[:80],
+          "SSLError" in r.get("error", "") and "status" not in r, r)
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % PRIV, "--cacert", private)
+    check("curl --cacert PRIVATE to a server from PRIVATE gets the rule's answer: %r" % out,
+          rc == 0 and out == "injected 503", err)
+    r = client(d, conf, "private", private, "api.test", str(PRIV), str(PORT), str(PRIV))
+    res = r.get("results", [])
+    check("one Python context trusting PRIVATE alone: its server 503, then the test CA's "
+          "server fails (the first verification left the store as it was), then 503 again: %s"
+          % res, len(res) == 3 and res[0] == res[2] == [503, "injected"]
+          and isinstance(res[1], str) and "CERTIFICATE_VERIFY_FAILED" in res[1], r)
+
+
+def run_ca_server(d):
+    """The relay's own verification never trusts the run's CA: a server
+    whose certificate the run's CA signed (as an attacker holding ca.key
+    could) fails under the rule, though the app trusts that CA."""
+    run = os.path.join(d, "run")
+    made = os.path.exists(os.path.join(run, "ca.pem"))
+    check("the terminating processes made the run's CA in the run directory", made)
+    if not made:
+        return
+    fake = Server(FAKE, make_leaf(d, "fake", (os.path.join(run, "ca.key"),
+                                              os.path.join(run, "ca.pem"))))
+    conf = policy(d, "fake", [rule("r503", FAKE)])
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % FAKE)
+    check("a server signed by the run's CA is not trusted by the relay: curl fails "
+          "(exit %d)" % rc, rc != 0 and "injected" not in out, out)
+    other = policy(d, "elsewhere", [rule("elsewhere", FAKE + 100)])
+    rc, out, err = curl(d, other, "https://api.test:%d/10" % FAKE)
+    check("nor by an app that terminates nothing (the hook trusts the CA only where the "
+          "relay made a leaf): curl fails (exit %d)" % rc, rc == 60, out)
+    fake.shutdown()
+
+
+def uncovered(d, srv):
+    conf = policy(d, "other", [rule("elsewhere", PORT + 100)])
+    r = client(d, conf, "issuer", "api.test", str(PORT))
+    check("a connection no rule covers is not terminated: the server's own issuer (%s)"
+          % r.get("issuer"), r.get("issuer") == "https test CA", r)
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % PORT, "-o", os.devnull)
+    check("curl there gets the server's 200", rc == 0 and out == "200", err)
+
+
+def node_static():
+    """A Node.js that carries its own OpenSSL (no libssl in its ldd): the trust
+    hook cannot reach it yet, so it refuses the leaf inside the handshake."""
+    node = shutil.which("node")
+    if not node:
+        return None, "no node on PATH"
+    ldd = subprocess.run(["ldd", node], capture_output=True, text=True).stdout
+    return (None, "%s links the system's libssl (the hook reaches it)" % node) \
+        if "libssl" in ldd else (node, "")
+
+
+def counted(d):
+    """faultctl run --stats: the tls record of the processes it ran."""
+    node, why = node_static()
+    conf = policy(d, "counted", [rule("r503", PORT), rule("rogue", ROGUE)])
+    js = ("require('https').get('https://api.test:%d/10', r => console.log('node', r.statusCode))"
+          ".on('error', e => console.log('node', e.code))" % PORT)
+    script = ("curl -sS https://api.test:%d/10; %s %s issuer api.test %d h2; "
+              "curl -sS https://api.test:%d/10; %s true"
+              % (PORT, PY, os.path.join(HERE, "https_client.py"), PORT, ROGUE,
+                 "%s -e \"%s\";" % (node, js) if node else ""))
+    e = env(d, conf)
+    del e["LD_PRELOAD"], e["FAULTNET_CONFIG"]
+    p = subprocess.run([os.path.join(BUILD, "faultctl"), "run", "--config", conf, "--stats",
+                        "--", "sh", "-c", script], env=e, capture_output=True, text=True,
+                       timeout=120)
+    out = p.stdout + p.stderr
+    check("an h2-only client is passed through: it sees the server's own issuer",
+          '"issuer": "https test CA"' in out, out[-600:])
+    line = [ln for ln in out.splitlines() if ln.strip().startswith("tls ")]
+    n = dict(kv.split("=") for kv in line[0].split()[1:]) if line else {}
+    want = {"terminated": "1", "passed_h2_only": "1", "passed_unavailable": "0",
+            "refused_by_app": "1" if node else "0", "server_unverified": "1",
+            "alpn_downgraded": "1"}
+    check("run --stats: the tls record counts curl's termination (its h2 offer downgraded), "
+          "the h2-only client passed through, the untrusted server%s: %s"
+          % (", a static Node.js refusing the leaf" if node else "",
+             line[0].strip() if line else "no tls record"), n == want, out[-800:])
+    if node:
+        check("that Node.js met a certificate error, never an answer",
+              "node UNABLE_TO_VERIFY_LEAF_SIGNATURE" in out or
+              "node UNABLE_TO_GET_ISSUER_CERT_LOCALLY" in out, out[-400:])
+    else:
+        print("  skip - a client the hook cannot reach refusing the leaf: %s" % why)
+        with open(checks.COUNTS, "a") as f:
+            f.write("skip\n")
+
+
+def main():
+    reexec()
+    d = tempfile.mkdtemp(prefix="fn-https-")
+    try:
+        os.mkdir(os.path.join(d, "run"), 0o700)
+        ca = make_ca(d, "ca", "https test CA")
+        rogue_ca = make_ca(d, "rogue", "a CA nobody trusts")
+        priv_ca = make_ca(d, "private", "a CA one app trusts alone")
+        good = make_leaf(d, "good", ca)
+        bad = make_leaf(d, "bad", rogue_ca)
+        with open(BUNDLE, "rb") as f, open(os.path.join(d, "bundle"), "wb") as g:
+            g.write(f.read())
+            for pem in (ca[1], priv_ca[1]):
+                with open(pem, "rb") as c:
+                    g.write(c.read())
+        with open(os.path.join(d, "hosts"), "w") as f:
+            f.write("127.0.0.1 localhost api.test\n")
+        subprocess.run(["mount", "--bind", os.path.join(d, "bundle"), BUNDLE], check=True)
+        subprocess.run(["mount", "--bind", os.path.join(d, "hosts"), "/etc/hosts"], check=True)
+        srv, rogue = Server(PORT, good), Server(ROGUE, bad)
+        Server(PRIV, make_leaf(d, "priv", priv_ca))
+        print("--- a rule that answers")
+        answered(d, srv)
+        no_server(d)
+        print("--- a rule that forwards")
+        forwarded(d, srv)
+        print("--- slow and abort")
+        slowed_and_cut(d)
+        print("--- a server the client does not trust")
+        untrusted(d, rogue)
+        run_ca_server(d)
+        print("--- the app's own trust")
+        app_trust(d, priv_ca[1])
+        print("--- counted")
+        counted(d)
+        print("--- a connection no rule covers")
+        uncovered(d, srv)
+        with open(BUNDLE) as f:
+            text = f.read()
+        ca_pem = os.path.join(d, "run", "ca.pem")
+        run_ca = open(ca_pem).read().strip() if os.path.exists(ca_pem) else "(none made)"
+        check("the run's CA is in no system store (the bundle lacks it)", run_ca not in text)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    sys.exit(1 if checks.failed else 0)
+
+
+if __name__ == "__main__":
+    main()
