@@ -89,7 +89,7 @@ struct fn_hconn {
 	bool up_started, up_ok, up_failed, up_shut;
 	bool up_reset; /* the server reset the connection: read to its end */
 	bool up_last;  /* the server's last answer is out: it closes next */
-	bool up_tcp; /* the server's connect succeeded (up_ok: and its TLS) */
+	bool up_tcp;   /* the server's connect succeeded (up_ok: and its TLS) */
 	int up_err;
 	/* TLS (relay_tls.h): the first bytes were looked at; tls is set when
 	 * they were a ClientHello the relay terminates, whose two handshakes
