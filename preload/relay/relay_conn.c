@@ -176,15 +176,21 @@ static void small_window(const struct fn_conn *c, int fd, int d)
 
 /* The app's own limits on how long its connect may take (TCP_SYNCNT,
  * TCP_USER_TIMEOUT) go to the relay's connect to the peer, so that an
- * unanswered peer times out when the app's connect would. */
+ * unanswered peer times out when the app's connect would; so does its
+ * keepalive (SO_KEEPALIVE and its timers), set before connect: the app's
+ * own probes meet only the relay's end, which always answers, so on a dead
+ * route only the relay's probes can end the connection (the app then meets
+ * a reset, not ETIMEDOUT: docs/relay-limits.md). */
 static void copy_connect_timeouts(const struct fn_conn *c)
 {
-	static const int opts[] = {TCP_SYNCNT, TCP_USER_TIMEOUT};
+	static const int opts[][2] = {{IPPROTO_TCP, TCP_SYNCNT},    {IPPROTO_TCP, TCP_USER_TIMEOUT},
+				      {SOL_SOCKET, SO_KEEPALIVE},   {IPPROTO_TCP, TCP_KEEPIDLE},
+				      {IPPROTO_TCP, TCP_KEEPINTVL}, {IPPROTO_TCP, TCP_KEEPCNT}};
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
 		int v = 0;
 		socklen_t len = sizeof(v);
-		if (getsockopt(c->appfd, IPPROTO_TCP, opts[i], &v, &len) == 0 && v > 0)
-			setsockopt(c->up, IPPROTO_TCP, opts[i], &v, sizeof(v));
+		if (getsockopt(c->appfd, opts[i][0], opts[i][1], &v, &len) == 0 && v > 0)
+			setsockopt(c->up, opts[i][0], opts[i][1], &v, sizeof(v));
 	}
 }
 
