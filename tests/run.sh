@@ -76,10 +76,12 @@ s_faults() {
 		under "$1" "$2" catalogue.conf "it_catalogue_$fam"
 	done
 	# strace times the normal build only: the sanitizers' own calls would
-	# blur the count.
+	# blur the count (and their slowness relay_diff's times).
 	if [ "$1" = build ]; then
 		echo "=== $1: the relay's system calls per round trip (strace)"
 		pyscript tests/integration/relay_calls.py "$1"
+		echo "=== $1: the byte relay against a direct connection, operation by operation"
+		pyscript tests/integration/relay_diff.py "$1"
 	fi
 }
 
