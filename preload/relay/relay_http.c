@@ -806,6 +806,13 @@ static bool finished(const struct fn_conn *c)
 void fn_http_pump(struct fn_conn *c, uint64_t now)
 {
 	struct fn_hconn *h = c->http;
+	/* The server is dialled at once, not at the first forwarded request:
+	 * a server that speaks first (SMTP, FTP, POP, IMAP, a telnet banner)
+	 * would otherwise wait for a request that waits for its greeting. Its
+	 * greeting, asked for by no request, turns the connection into bytes
+	 * (parse_answers). A server that refuses is met at the first request
+	 * forwarded, as before; answers of faultnet's still need none. */
+	ensure_upstream(c);
 	upstream_progress(c);
 	if (!fill(c, 0, c->app) || !fill(c, 1, h->up_ok ? c->up : -1)) {
 		fn_conn_finish(c, true); /* a reset is passed on as a reset */

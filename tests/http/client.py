@@ -195,6 +195,19 @@ def not_http(host, port):
     return [got == data, len(got)]
 
 
+def speaks_first(host, port):
+    """A server that speaks first (an SMTP-like greeting): the greeting,
+    then the answer to a command, as without the shim."""
+    s = socket.create_connection((host, int(port)), timeout=5)
+    f = s.makefile("rb")
+    try:
+        greeting = f.readline()
+        s.sendall(b"NOOP\r\n")
+        return [greeting.decode(), f.readline().decode()]
+    except OSError as e:
+        return ["error", type(e).__name__]
+
+
 def bad_request(host, port):
     """A request line the parser rejects, then more bytes: all relayed."""
     s = socket.create_connection((host, int(port)), timeout=5)

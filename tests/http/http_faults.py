@@ -219,9 +219,27 @@ class Echo(threading.Thread):
         c.close()
 
 
+class Greeter(Echo):
+    """A server that speaks first, as SMTP, FTP, POP and IMAP do, then
+    answers each line."""
+
+    @staticmethod
+    def serve(c):
+        c.sendall(b"220 greeter ready\r\n")
+        f = c.makefile("rb")
+        for line in f:
+            c.sendall(b"250 ok " + line)
+        c.close()
+
+
 def test_not_http():
     port = 18109
     Echo(port).start()
+    Greeter(18112).start()
+    conf = policy("greeter", [rule("any", "respond", 18112, "status = 503;", 'path = "/never/*";')])
+    res = client(conf, "speaks_first", 18112)
+    check("a server that speaks first (SMTP-like): the app reads its greeting and answers",
+          res == ["220 greeter ready\r\n", "250 ok NOOP\r\n"], res)
     events = os.path.join(TMP, "events.jsonl")
     conf = policy("nothttp", [rule("any", "respond", port, "status = 503;")])
     res = client(conf, "not_http", port, FAULTNET_EVENTS=events)
