@@ -693,6 +693,17 @@ static void release(struct fn_conn *c, uint64_t now)
 
 /* ---- sockets ---------------------------------------------------------------- */
 
+/* Urgent data (MSG_OOB) is read in line, as a byte of the stream: the
+ * engine carries bytes, not marks, and out of line the urgent byte would
+ * be left in the relay's socket and lost. The other side gets it as an
+ * ordinary byte (docs/relay-limits.md). */
+static void inline_urgent(int fd)
+{
+	int one = 1;
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one));
+}
+
 static void ensure_upstream(struct fn_conn *c)
 {
 	struct fn_hconn *h = c->http;
@@ -700,6 +711,7 @@ static void ensure_upstream(struct fn_conn *c)
 		return;
 	h->up_started = true;
 	c->up = fn_conn_socket(c->dest.ss_family);
+	inline_urgent(c->up);
 	if (c->up < 0 || !fn_conn_connect(c->up, &c->dest, c->destlen)) {
 		h->up_failed = true;
 		h->up_err = errno;
@@ -878,6 +890,7 @@ bool fn_http_conn_init(struct fn_conn *c)
 	}
 	c->dir[0].buf = bigger;
 	c->dir[0].cap = IN_BUF;
+	inline_urgent(c->app);
 	if (!req_settings.on_message_begin)
 		settings_init();
 	h->lib = lib;

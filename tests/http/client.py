@@ -208,6 +208,19 @@ def speaks_first(host, port):
         return ["error", type(e).__name__]
 
 
+def urgent_line(host, port):
+    """After the greeting, a line whose last byte is urgent (MSG_OOB), as
+    ftplib sends ABOR: a server reading urgent data in line answers it."""
+    s = socket.create_connection((host, int(port)), timeout=5)
+    f = s.makefile("rb")
+    try:
+        f.readline()
+        s.sendall(b"ABOR\r\n", socket.MSG_OOB)
+        return [f.readline().decode()]
+    except OSError as e:
+        return ["error", type(e).__name__]
+
+
 def bad_request(host, port):
     """A request line the parser rejects, then more bytes: all relayed."""
     s = socket.create_connection((host, int(port)), timeout=5)

@@ -225,6 +225,7 @@ class Greeter(Echo):
 
     @staticmethod
     def serve(c):
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_OOBINLINE, 1)  # as ftplib's test server
         c.sendall(b"220 greeter ready\r\n")
         f = c.makefile("rb")
         for line in f:
@@ -240,6 +241,9 @@ def test_not_http():
     res = client(conf, "speaks_first", 18112)
     check("a server that speaks first (SMTP-like): the app reads its greeting and answers",
           res == ["220 greeter ready\r\n", "250 ok NOOP\r\n"], res)
+    res = client(conf, "urgent_line", 18112)
+    check("...and a line ending in an urgent byte (ftplib's ABOR) reaches it whole, in line",
+          res == ["250 ok ABOR\r\n"], res)
     events = os.path.join(TMP, "events.jsonl")
     conf = policy("nothttp", [rule("any", "respond", port, "status = 503;")])
     res = client(conf, "not_http", port, FAULTNET_EVENTS=events)
