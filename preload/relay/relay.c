@@ -446,6 +446,8 @@ static void *loop(void *arg)
 				c->dir[tag & 1].quiet = false;
 			if (ev[i].events & EPOLLPRI)
 				c->dir[tag & 1].urgent = true;
+			if (ev[i].events & EPOLLERR)
+				c->dir[tag & 1].err_seen = true;
 		}
 		next = step_all(fn_now_ns());
 		pthread_mutex_unlock(&lock);

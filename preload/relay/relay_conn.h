@@ -48,6 +48,9 @@ struct fn_dir {
 	struct fn_pace pace;
 	bool faulted; /* the rule's direction includes this one */
 	bool eof;     /* the source has no more bytes */
+	/* epoll reported an error on the source (EPOLLERR): after its FIN,
+	 * a reset that no read will meet any more (relay_pump.c). */
+	bool err_seen;
 	bool shut;    /* the destination was told so */
 	bool stopped; /* stall or close: nothing more goes this way */
 	bool blocked; /* the destination's buffer was full */

@@ -210,6 +210,21 @@ def unread_close(fam, side):
     return o
 
 
+def write_after_close(fam, side):
+    """An end closes; the other writes three times, 200 ms apart: the first
+    write goes, the closed end's reset comes back, and the next ones fail."""
+    p, o = Pair(fam), []
+    a, b = ends(p, side)
+    a.close()
+    time.sleep(0.2)
+    for _ in range(3):
+        o.append(err_of(lambda: b.send(b"more") and "sent"))
+        time.sleep(0.2)
+        o.append(poll1(b, 0))
+    p.close()
+    return {"sends_and_polls": o}
+
+
 def oob(fam, side):
     """Urgent data: 3 bytes, 1 urgent, 3 more; the other end finds the mark."""
     import fcntl
@@ -367,6 +382,7 @@ SHAPES = {
     "half-close": (half_close, ["app", "server"], "SHUT_WR by the app, by the server"),
     "SO_LINGER 0 reset": (linger0, ["app", "server"], "by the app, by the server"),
     "close with unread data": (unread_close, ["app", "server"], "by the app, by the server"),
+    "write after the peer closed": (write_after_close, ["app", "server"], "closed by the app, by the server"),
     "urgent data (MSG_OOB)": (oob, ["app", "server"], "sent by the app, by the server"),
     "shutdown both ways": (shut_both, ["app", "server"], "SHUT_RDWR by the app, by the server"),
     "address queries": (addresses, [None], "getsockname, getpeername on both ends"),
