@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -164,6 +165,10 @@ static bool meet_at_once(int err, int family, struct sockaddr_storage *to, sockl
 	return false;
 }
 
+/* The fd of this thread's last relayed connect if it found its peer
+ * already connected, else -1 (see fn_relay_settle). */
+static __thread int peer_open_fd = -1;
+
 static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
 			const struct fn_rule *r, struct sockaddr_storage *hold, socklen_t *holdlen)
 {
@@ -180,6 +185,7 @@ static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
 		return false;
 	}
 	int met = fn_conn_dial(c);
+	peer_open_fd = !met && c->up_open && r->action != FN_ACT_DELAY ? fd : -1;
 	if (met && r->action != FN_ACT_DELAY) {
 		fn_conn_finish(c, true);
 		fn_conn_free(c);
@@ -286,6 +292,27 @@ bool fn_relay_start(int fd, const struct sockaddr *dest, socklen_t destlen, cons
 	bool ok = relay_start(fd, dest, destlen, r, hold, holdlen);
 	fn_signals_restore(&old);
 	return ok;
+}
+
+/* A non-blocking connect to a peer on loopback has completed by the time
+ * the peer's accept returns: a program that connects, accepts and then
+ * polls both ends in one thread finds its own end writable at once. The
+ * relay completes the app's handshake only after its own connect to the
+ * peer, so when that peer had already accepted, the app's connect waits
+ * (100 ms at most) for the relay to complete it before returning
+ * EINPROGRESS, as the kernel's own connect has by then. */
+void fn_relay_settle(int fd)
+{
+	if (fd < 0 || fd != peer_open_fd)
+		return;
+	peer_open_fd = -1;
+	int e = errno;
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	uint64_t until = fn_now_ns() + 100 * MS;
+	for (uint64_t now = fn_now_ns(); now < until; now = fn_now_ns())
+		if (poll(&p, 1, (int)((until - now) / MS) + 1) != -1 || errno != EINTR)
+			break;
+	errno = e;
 }
 
 bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,

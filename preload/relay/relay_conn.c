@@ -216,6 +216,9 @@ int fn_conn_dial(struct fn_conn *c)
 		c->up_error = errno;
 	else
 		c->up_error = sock_error(c->up);
+	struct sockaddr_storage peer;
+	socklen_t plen = sizeof(peer);
+	c->up_open = !c->up_error && LIBC(getpeername)(c->up, (struct sockaddr *)&peer, &plen) == 0;
 	errno = e;
 	return c->up_error;
 }

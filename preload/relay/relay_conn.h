@@ -99,6 +99,7 @@ struct fn_conn {
 	int up;	      /* the connection to the real peer */
 	int opener;   /* the socket completing the app's handshake */
 	int up_error; /* the peer's connect error, if it failed */
+	bool up_open; /* the peer had accepted when fn_conn_dial returned */
 	int appfd;    /* the app's own socket, only to watch its state */
 	dev_t app_dev;
 	ino_t app_ino;

@@ -135,6 +135,24 @@ def refused(fam, blocking):
     return o
 
 
+def connect_accept(fam, _):
+    """A non-blocking connect, then the accept, in one thread: once the
+    server has the connection, the app's end is writable at once."""
+    af, host = FAMILIES[fam]
+    lst = socket.socket(af)
+    lst.bind((host, 0))
+    lst.listen(1)
+    c = socket.socket(af)
+    c.setblocking(False)
+    o = {"connect": errno.errorcode.get(c.connect_ex(lst.getsockname()[:2]), "0")}
+    s, _ = lst.accept()
+    o["app_poll"] = poll1(c, 0)
+    o["server_poll"] = poll1(s, 0)
+    for x in (c, s, lst):
+        x.close()
+    return o
+
+
 def timed_out(fam, blocking):
     """A connect whose SYNs are dropped: TCP_SYNCNT 1 ends a blocking one
     in about 3 s; a non-blocking one is watched for 500 ms."""
@@ -378,6 +396,7 @@ def write_until_block(fam, sndbuf):
 # shape: (function, variants, what it is)
 SHAPES = {
     "refused connect": (refused, [True, False], "blocking, non-blocking + poll + SO_ERROR"),
+    "connect, then accept": (connect_accept, [None], "non-blocking connect, accept, poll both ends"),
     "timed-out connect": (timed_out, [True, False], "blocking with TCP_SYNCNT 1, non-blocking + poll"),
     "half-close": (half_close, ["app", "server"], "SHUT_WR by the app, by the server"),
     "SO_LINGER 0 reset": (linger0, ["app", "server"], "by the app, by the server"),
