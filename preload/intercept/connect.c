@@ -78,8 +78,7 @@ int fn_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	if (!tlen)
 		return LIBC(connect)(fd, sa, len);
 	int rc = LIBC(connect)(fd, (const struct sockaddr *)&target, tlen);
-	if (rc < 0 && errno == EINPROGRESS)
-		fn_relay_settle(fd);
+	fn_relay_connected(fd, rc, rc < 0 ? errno : 0);
 	return rc;
 }
 

@@ -165,9 +165,11 @@ static bool meet_at_once(int err, int family, struct sockaddr_storage *to, sockl
 	return false;
 }
 
-/* The fd of this thread's last relayed connect if it found its peer
- * already connected, else -1 (see fn_relay_settle). */
-static __thread int peer_open_fd = -1;
+/* This thread's last relayed connect: the app's fd, its connection, and
+ * whether the peer had already accepted (see fn_relay_connected). */
+static __thread int last_fd = -1;
+static __thread struct fn_conn *last_conn;
+static __thread bool peer_open;
 
 static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
 			const struct fn_rule *r, struct sockaddr_storage *hold, socklen_t *holdlen)
@@ -185,7 +187,8 @@ static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
 		return false;
 	}
 	int met = fn_conn_dial(c);
-	peer_open_fd = !met && c->up_open && r->action != FN_ACT_DELAY ? fd : -1;
+	last_fd = -1;
+	peer_open = !met && c->up_open && r->action != FN_ACT_DELAY;
 	if (met && r->action != FN_ACT_DELAY) {
 		fn_conn_finish(c, true);
 		fn_conn_free(c);
@@ -196,6 +199,8 @@ static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
 	if (ok) {
 		c->next = conns;
 		conns = c;
+		last_fd = fd;
+		last_conn = c;
 	}
 	pthread_mutex_unlock(&lock);
 	if (!ok) {
@@ -301,18 +306,47 @@ bool fn_relay_start(int fd, const struct sockaddr *dest, socklen_t destlen, cons
  * peer, so when that peer had already accepted, the app's connect waits
  * (100 ms at most) for the relay to complete it before returning
  * EINPROGRESS, as the kernel's own connect has by then. */
-void fn_relay_settle(int fd)
+static void settle(int fd)
 {
-	if (fd < 0 || fd != peer_open_fd)
-		return;
-	peer_open_fd = -1;
-	int e = errno;
 	struct pollfd p = {.fd = fd, .events = POLLOUT};
 	uint64_t until = fn_now_ns() + 100 * MS;
 	for (uint64_t now = fn_now_ns(); now < until; now = fn_now_ns())
 		if (poll(&p, 1, (int)((until - now) / MS) + 1) != -1 || errno != EINTR)
 			break;
-	errno = e;
+}
+
+/* An app's connect to the hold port that started no handshake (the
+ * socket's pending error, ECONNABORTED after a refusal, EADDRNOTAVAIL):
+ * the connection set up for it would wait for ever, and keep the hold
+ * port's 4-tuple with the app's address from the next attempt's. */
+static void abandon(int fd, struct fn_conn *gone)
+{
+	sigset_t old;
+	fn_signals_block(&old);
+	pthread_mutex_lock(&lock);
+	for (struct fn_conn *c = conns; c; c = c->next)
+		if (c == gone && c->appfd == fd && !c->done && c->state != FN_CONN_RELAY) {
+			fn_conn_finish(c, true);
+			wake();
+		}
+	pthread_mutex_unlock(&lock);
+	fn_signals_restore(&old);
+}
+
+void fn_relay_connected(int fd, int rc, int err)
+{
+	if (fd < 0 || fd != last_fd)
+		return;
+	last_fd = -1;
+	if (rc == 0 || err == EINTR || err == EALREADY || err == EISCONN)
+		return;
+	if (err == EINPROGRESS) {
+		if (peer_open)
+			settle(fd);
+	} else {
+		abandon(fd, last_conn);
+	}
+	errno = err;
 }
 
 bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,

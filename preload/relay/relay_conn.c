@@ -243,12 +243,12 @@ static uint16_t *port_of(struct sockaddr_storage *ss)
 					: &((struct sockaddr_in6 *)ss)->sin6_port;
 }
 
-/* The app's socket was bound without a port (IP_BIND_ADDRESS_NO_PORT): its
- * connect has picked one by now. */
+/* The port the app's connect sends its SYN from, read once it waits in
+ * SYN_SENT: a socket bound without a port (IP_BIND_ADDRESS_NO_PORT) has
+ * one only now, and one whose earlier connect failed (a refusal) gave its
+ * port back then, so that this connect picked another. */
 static bool learn_port(struct fn_conn *c)
 {
-	if (*port_of(&c->local))
-		return true;
 	struct sockaddr_storage me;
 	socklen_t len = sizeof(me);
 	if (getsockname(c->appfd, (struct sockaddr *)&me, &len) < 0 || !*port_of(&me))

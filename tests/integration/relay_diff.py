@@ -153,6 +153,28 @@ def connect_accept(fam, _):
     return o
 
 
+def connect_again(fam, _):
+    """A non-blocking connect refused, then the peer listens, and the same
+    socket connects again (as asyncio's sock_connect retries do)."""
+    af, host = FAMILIES[fam]
+    lst = socket.socket(af)
+    lst.bind((host, 0))
+    c, o = socket.socket(af), {}
+    c.setblocking(False)
+    tries = []
+    for i in range(4):
+        if i == 1:
+            lst.listen(1)
+        tries.append(errno.errorcode.get(c.connect_ex(lst.getsockname()[:2]), "0"))
+        tries.append(poll1(c, 2000, select.POLLOUT))
+        tries.append(errno.errorcode.get(c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), "0"))
+    o["tries"] = tries
+    o["getpeername"] = err_of(lambda: c.getpeername()[:2] == lst.getsockname()[:2])
+    for x in (c, lst):
+        x.close()
+    return o
+
+
 def timed_out(fam, blocking):
     """A connect whose SYNs are dropped: TCP_SYNCNT 1 ends a blocking one
     in about 3 s; a non-blocking one is watched for 500 ms."""
@@ -397,6 +419,7 @@ def write_until_block(fam, sndbuf):
 SHAPES = {
     "refused connect": (refused, [True, False], "blocking, non-blocking + poll + SO_ERROR"),
     "connect, then accept": (connect_accept, [None], "non-blocking connect, accept, poll both ends"),
+    "connect again after a refusal": (connect_again, [None], "the same socket, once the peer listens"),
     "timed-out connect": (timed_out, [True, False], "blocking with TCP_SYNCNT 1, non-blocking + poll"),
     "half-close": (half_close, ["app", "server"], "SHUT_WR by the app, by the server"),
     "SO_LINGER 0 reset": (linger0, ["app", "server"], "by the app, by the server"),
