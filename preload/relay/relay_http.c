@@ -388,6 +388,14 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 			break;
 		}
 	}
+	/* The app ended its side inside a request's head (a client that sends
+	 * "G" and closes): no rule can decide on it any more, and the server
+	 * reads those bytes and then the FIN, as it would directly. */
+	if (dr->eof && !h->passthrough && !h->app_fin && !h->app_dropped && !h->parsing &&
+	    dr->lo < dr->hi) {
+		h->passthrough = true;
+		ensure_upstream(c);
+	}
 	bool drop = h->app_fin || h->app_dropped;
 	if ((h->passthrough || drop) && dr->lo < dr->hi) {
 		h->parsing = NULL;

@@ -221,6 +221,23 @@ def urgent_line(host, port):
         return ["error", type(e).__name__]
 
 
+def cut_head(host, port):
+    """One byte that could start a request ("G"), then the app's FIN: an
+    echo server reads it and ends too."""
+    s = socket.create_connection((host, int(port)), timeout=5)
+    s.sendall(b"G")
+    s.shutdown(socket.SHUT_WR)
+    got = b""
+    try:
+        while True:
+            part = s.recv(100)
+            if not part:
+                return [got.decode(), "eof"]
+            got += part
+    except OSError as e:
+        return [got.decode(), type(e).__name__]
+
+
 def bad_request(host, port):
     """A request line the parser rejects, then more bytes: all relayed."""
     s = socket.create_connection((host, int(port)), timeout=5)

@@ -248,6 +248,9 @@ def test_not_http():
     conf = policy("nothttp", [rule("any", "respond", port, "status = 503;")])
     res = client(conf, "not_http", port, FAULTNET_EVENTS=events)
     check("not HTTP (TLS-looking bytes): relayed untouched", res == [True, 1029], res)
+    res = client(conf, "cut_head", port)
+    check("a request head cut short by the app's FIN (\"G\"): the server reads it, then EOF",
+          res == ["G", "eof"], res)
     res = client(conf, "bad_request", port, FAULTNET_EVENTS=events)
     check("a request the parser rejects: forwarded untouched", res == [True], res)
     with open(events) as f:
