@@ -396,8 +396,12 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 		h->passthrough = true;
 		ensure_upstream(c);
 	}
-	bool drop = h->app_fin || h->app_dropped;
-	if ((h->passthrough || drop) && dr->lo < dr->hi) {
+	/* After the server's FIN was passed on, what the app still sends goes
+	 * to the server, whose kernel answers it with a reset that reaches the
+	 * app, as directly; dropped, the app could write for ever. */
+	bool to_closed = h->app_fin && h->up_ok && c->dir[1].eof && !h->app_dropped;
+	bool drop = (h->app_fin && !to_closed) || h->app_dropped;
+	if ((h->passthrough || drop || to_closed) && dr->lo < dr->hi) {
 		h->parsing = NULL;
 		if (!drop)
 			to_server(c, dr->buf + dr->lo, dr->hi - dr->lo);
@@ -823,6 +827,23 @@ static bool finished(const struct fn_conn *c)
 	       (h->app_fin || (!h->head && (c->up < 0 || c->dir[1].eof || h->up_failed)));
 }
 
+/* A server past its FIN is read no more: its reset (met by the app's
+ * bytes sent after the FIN) is noticed by epoll's EPOLLERR, and passed on
+ * once the app has what came before, as the app's kernel would have met
+ * it, not at the relay's next write to the server. */
+static void server_reset(struct fn_conn *c)
+{
+	struct fn_dir *dr = &c->dir[1];
+	int err = 0;
+	socklen_t len = sizeof(err);
+	if (!dr->err_seen || !dr->eof || c->up < 0)
+		return;
+	dr->err_seen = false;
+	if (getsockopt(c->up, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+	    (err == ECONNRESET || err == EPIPE))
+		c->reset_pending = true;
+}
+
 void fn_http_pump(struct fn_conn *c, uint64_t now)
 {
 	struct fn_hconn *h = c->http;
@@ -834,6 +855,7 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 	 * forwarded, as before; answers of faultnet's still need none. */
 	ensure_upstream(c);
 	upstream_progress(c);
+	server_reset(c);
 	if (!fill(c, 0, c->app) || !fill(c, 1, h->up_ok ? c->up : -1)) {
 		fn_conn_finish(c, true); /* a reset is passed on as a reset */
 		return;

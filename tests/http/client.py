@@ -238,6 +238,26 @@ def cut_head(host, port):
         return [got.decode(), type(e).__name__]
 
 
+def write_after_close(host, port):
+    """A server that accepts and closes: the app's first write goes, the
+    server's reset comes back, the next write fails (EPIPE)."""
+    import select
+    s = socket.create_connection((host, int(port)), timeout=5)
+    time.sleep(0.2)
+    out = []
+    for _ in range(2):
+        try:
+            s.send(b"foo\n")
+            out.append("sent")
+        except OSError as e:
+            out.append(type(e).__name__)
+        time.sleep(0.2)
+        p = select.poll()
+        p.register(s, select.POLLIN | select.POLLOUT)
+        out.append(bool(p.poll(0)[0][1] & select.POLLERR))
+    return out
+
+
 def bad_request(host, port):
     """A request line the parser rejects, then more bytes: all relayed."""
     s = socket.create_connection((host, int(port)), timeout=5)

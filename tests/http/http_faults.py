@@ -233,6 +233,14 @@ class Greeter(Echo):
         c.close()
 
 
+class Closer(Echo):
+    """A server that accepts and closes at once."""
+
+    @staticmethod
+    def serve(c):
+        c.close()
+
+
 def test_not_http():
     port = 18109
     Echo(port).start()
@@ -248,6 +256,11 @@ def test_not_http():
     conf = policy("nothttp", [rule("any", "respond", port, "status = 503;")])
     res = client(conf, "not_http", port, FAULTNET_EVENTS=events)
     check("not HTTP (TLS-looking bytes): relayed untouched", res == [True, 1029], res)
+    Closer(18113).start()
+    conf2 = policy("closer", [rule("any", "respond", 18113, "status = 503;", 'path = "/never/*";')])
+    res = client(conf2, "write_after_close", 18113)
+    check("a server that closed: the app's next write meets its reset, as directly (POLLERR, then EPIPE)",
+          res == ["sent", True, "BrokenPipeError", False], res)
     res = client(conf, "cut_head", port)
     check("a request head cut short by the app's FIN (\"G\"): the server reads it, then EOF",
           res == ["G", "eof"], res)
