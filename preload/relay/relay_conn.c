@@ -18,6 +18,7 @@
 
 #include "core/chance.h"
 #include "core/clock.h"
+#include "core/http.h"
 #include "preload/fd/fdtab.h"
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
@@ -194,15 +195,29 @@ static void copy_connect_timeouts(const struct fn_conn *c)
 	}
 }
 
-/* A connect-time reset needs no peer, and an HTTP connection reaches the
- * server at its first forwarded request, if ever (relay_http.c); everything
- * else connects to the peer here, on the app's thread, before the app's own
- * connect: a peer on loopback that refuses has done so when connect
- * returns, and the app's connect can then meet the refusal itself. */
+/* Whether the connection needs no peer: a connect-time reset, or HTTP
+ * rules that answer every request themselves (the engine then dials the
+ * server only for bytes that are not HTTP, relay_http.c). */
+static bool needs_no_peer(const struct fn_conn *c)
+{
+	if (reset_at_accept(c))
+		return true;
+	if (!c->http_mode)
+		return false;
+	struct fn_endpoint ep;
+	fn_endpoint_from_sockaddr(&ep, (const struct sockaddr *)&c->dest, c->destlen);
+	return fn_http_answers_all(fn_policy_fresh(), &ep);
+}
+
+/* Everything but what needs_no_peer names connects to the peer here, on
+ * the app's thread, before the app's own connect: a peer on loopback that
+ * refuses has done so when connect returns, and the app's connect can then
+ * meet the refusal itself (an HTTP connection too: the engine takes this
+ * connection to the server). */
 int fn_conn_dial(struct fn_conn *c)
 {
 	int e = errno;
-	if (reset_at_accept(c) || c->http_mode)
+	if (needs_no_peer(c))
 		return 0;
 	c->up = fn_conn_socket(c->dest.ss_family);
 	if (c->up < 0) {

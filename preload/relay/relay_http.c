@@ -722,6 +722,10 @@ static void ensure_upstream(struct fn_conn *c)
 	if (h->up_started)
 		return;
 	h->up_started = true;
+	if (c->up >= 0) { /* dialled at the app's connect (fn_conn_dial) */
+		inline_urgent(c->up);
+		return;
+	}
 	c->up = fn_conn_socket(c->dest.ss_family);
 	inline_urgent(c->up);
 	if (c->up < 0 || !fn_conn_connect(c->up, &c->dest, c->destlen)) {
@@ -851,8 +855,10 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 	 * a server that speaks first (SMTP, FTP, POP, IMAP, a telnet banner)
 	 * would otherwise wait for a request that waits for its greeting. Its
 	 * greeting, asked for by no request, turns the connection into bytes
-	 * (parse_answers). A server that refuses is met at the first request
-	 * forwarded, as before; answers of faultnet's still need none. */
+	 * (parse_answers). Unless the rules answer every request, it was
+	 * dialled at the app's connect, which met its refusal (fn_conn_dial);
+	 * otherwise it is dialled here, and a refusal is met at the first
+	 * bytes forwarded. */
 	ensure_upstream(c);
 	upstream_progress(c);
 	server_reset(c);

@@ -5,9 +5,11 @@ usage: client.py SCENARIO HOST PORT [ARG...]
 Raw-socket scenarios speak HTTP/1.1 byte by byte, so that keep-alive,
 pipelining, chunked bodies, HEAD and 100-continue are exactly what is sent;
 the others use http.client and requests, real clients."""
+import errno
 import hashlib
 import http.client
 import json
+import select
 import socket
 import sys
 import time
@@ -157,6 +159,29 @@ def raw_error(host, port, path):
         return ["data", len(data)] if data else ["eof"]
     except OSError as e:
         return ["error", e.__class__.__name__]
+
+
+def connect_outcome(host, port):
+    """How a blocking and a non-blocking connect end: "connected", or the
+    exception's name and the errno's."""
+    port, out = int(port), []
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(10)
+    try:
+        s.connect((host, port))
+        out.append("connected")
+    except OSError as e:
+        out.append(e.__class__.__name__)
+    s.close()
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setblocking(False)
+    err = s.connect_ex((host, port))
+    if err == errno.EINPROGRESS:
+        select.select([], [s], [], 10)
+        err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    out.append(errno.errorcode.get(err, str(err)) if err else "connected")
+    s.close()
+    return out
 
 
 def truncated(host, port, path):

@@ -143,11 +143,16 @@ def test_no_server():
     res = client(conf, "many", port, 5)
     check("every request answered here: no server needs to run at the destination",
           res == [200] * 5, res)
-    conf = policy("gone", [rule("only-slash", "respond", port, 'status = 200;',
-                                'path = "/svc/*";')])
-    res = client(conf, "raw_error", port, "/elsewhere")
-    check("a request to forward with no server there: the app's read meets a reset",
-          res == ["error", "ConnectionResetError"], res)
+    # Rules that answer only some requests need the server for the others:
+    # the app's connect meets the server's refusal, as directly.
+    conf = policy("gone", [rule("inj", "respond", port, 'status = 200;', 'path = "/inj";')])
+    res = client(conf, "connect_outcome", port)
+    check("rules that answer only /inj, no server there: blocking and non-blocking connects are refused",
+          res == ["ConnectionRefusedError", "ECONNREFUSED"], res)
+    cp = subprocess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "10",
+                         "http://%s:%d/elsewhere" % (HOST, port)], env=env(conf), timeout=60)
+    check("rules that answer only /inj, no server there: curl's connect is refused (exit 7)",
+          cp.returncode == 7, cp.returncode)
 
 
 def test_slow():
