@@ -71,6 +71,23 @@ const struct fn_rule *fn_http_decide(const struct fn_policy *p, const struct fn_
 	return NULL;
 }
 
+bool fn_http_answers_all(const struct fn_policy *p, const struct fn_endpoint *ep)
+{
+	size_t from = 0;
+	const struct fn_rule *r;
+	while ((r = fn_policy_match_from(p, ep, FN_PROTO_TCP, from, NULL))) {
+		from = (size_t)(r - p->rules) + 1;
+		if (!fn_rule_http(r))
+			continue;
+		if (r->action != FN_ACT_RESPOND &&
+		    (r->action != FN_ACT_ABORT || r->par.after_bytes >= 0))
+			return false; /* some request goes to the server */
+		if (!r->has_cond && !r->http->method && !r->http->path && !r->host)
+			return true;
+	}
+	return false;
+}
+
 const struct fn_rule *fn_http_covers(const struct fn_policy *p, const struct fn_endpoint *ep)
 {
 	for (size_t i = 0; p && i < p->nrules; i++)

@@ -53,6 +53,14 @@ bool fn_http_match(const struct fn_rule *r, const struct fn_http_req *req);
 const struct fn_rule *fn_http_decide(const struct fn_policy *p, const struct fn_endpoint *ep,
 				     const struct fn_http_req *req, const struct fn_rule **seen);
 
+/* Whether the enabled HTTP rules on a TCP peer answer every request
+ * themselves, so that no server need listen there: the first of them that
+ * takes any request (no method, path or host pattern, no condition) is a
+ * respond rule or an abort rule without after_bytes, and so is every one
+ * before it. The app's connect then succeeds without one; otherwise it
+ * meets the server's own connect (preload/relay/relay_conn.c). */
+bool fn_http_answers_all(const struct fn_policy *p, const struct fn_endpoint *ep);
+
 /* Whether any HTTP rule, enabled or not, covers a TCP peer: connections to
  * it are relayed so that the rule, when on, sees every request. */
 const struct fn_rule *fn_http_covers(const struct fn_policy *p, const struct fn_endpoint *ep);

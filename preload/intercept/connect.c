@@ -12,6 +12,7 @@
 #include "preload/base/libc.h"
 #include "preload/intercept/fault.h"
 #include "preload/intercept/intercept.h"
+#include "preload/relay/relay.h"
 #include "preload/stats/stats.h"
 
 static void forget(int fd)
@@ -78,7 +79,9 @@ int fn_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	 * connects to the real peer (tlen is 0: no sink). */
 	if (!tlen)
 		return LIBC(connect)(fd, sa, len);
-	return LIBC(connect)(fd, (const struct sockaddr *)&target, tlen);
+	int rc = LIBC(connect)(fd, (const struct sockaddr *)&target, tlen);
+	fn_relay_connected(fd, rc, rc < 0 ? errno : 0);
+	return rc;
 }
 
 static int faulted_peername(int fd, struct sockaddr *sa, socklen_t *len)

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -164,6 +165,12 @@ static bool meet_at_once(int err, int family, struct sockaddr_storage *to, sockl
 	return false;
 }
 
+/* This thread's last relayed connect: the app's fd, its connection, and
+ * whether the peer had already accepted (see fn_relay_connected). */
+static __thread int last_fd = -1;
+static __thread struct fn_conn *last_conn;
+static __thread bool peer_open;
+
 static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
 			const struct fn_rule *r, struct sockaddr_storage *hold, socklen_t *holdlen)
 {
@@ -180,6 +187,8 @@ static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
 		return false;
 	}
 	int met = fn_conn_dial(c);
+	last_fd = -1;
+	peer_open = !met && c->up_open && r->action != FN_ACT_DELAY;
 	if (met && r->action != FN_ACT_DELAY) {
 		fn_conn_finish(c, true);
 		fn_conn_free(c);
@@ -190,6 +199,8 @@ static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
 	if (ok) {
 		c->next = conns;
 		conns = c;
+		last_fd = fd;
+		last_conn = c;
 	}
 	pthread_mutex_unlock(&lock);
 	if (!ok) {
@@ -283,6 +294,56 @@ bool fn_relay_start(int fd, const struct sockaddr *dest, socklen_t destlen, cons
 	bool ok = relay_start(fd, dest, destlen, r, hold, holdlen);
 	fn_signals_restore(&old);
 	return ok;
+}
+
+/* A non-blocking connect to a peer on loopback has completed by the time
+ * the peer's accept returns: a program that connects, accepts and then
+ * polls both ends in one thread finds its own end writable at once. The
+ * relay completes the app's handshake only after its own connect to the
+ * peer, so when that peer had already accepted, the app's connect waits
+ * (100 ms at most) for the relay to complete it before returning
+ * EINPROGRESS, as the kernel's own connect has by then. */
+static void settle(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	uint64_t until = fn_now_ns() + 100 * MS;
+	for (uint64_t now = fn_now_ns(); now < until; now = fn_now_ns())
+		if (poll(&p, 1, (int)((until - now) / MS) + 1) != -1 || errno != EINTR)
+			break;
+}
+
+/* An app's connect to the hold port that started no handshake (the
+ * socket's pending error, ECONNABORTED after a refusal, EADDRNOTAVAIL):
+ * the connection set up for it would wait for ever, and keep the hold
+ * port's 4-tuple with the app's address from the next attempt's. */
+static void abandon(int fd, struct fn_conn *gone)
+{
+	sigset_t old;
+	fn_signals_block(&old);
+	pthread_mutex_lock(&lock);
+	for (struct fn_conn *c = conns; c; c = c->next)
+		if (c == gone && c->appfd == fd && !c->done && c->state != FN_CONN_RELAY) {
+			fn_conn_finish(c, true);
+			wake();
+		}
+	pthread_mutex_unlock(&lock);
+	fn_signals_restore(&old);
+}
+
+void fn_relay_connected(int fd, int rc, int err)
+{
+	if (fd < 0 || fd != last_fd)
+		return;
+	last_fd = -1;
+	if (rc == 0 || err == EINTR || err == EALREADY || err == EISCONN)
+		return;
+	if (err == EINPROGRESS) {
+		if (peer_open)
+			settle(fd);
+	} else {
+		abandon(fd, last_conn);
+	}
+	errno = err;
 }
 
 bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,
@@ -443,6 +504,8 @@ static void *loop(void *arg)
 				c->dir[tag & 1].quiet = false;
 			if (ev[i].events & EPOLLPRI)
 				c->dir[tag & 1].urgent = true;
+			if (ev[i].events & EPOLLERR)
+				c->dir[tag & 1].err_seen = true;
 		}
 		next = step_all(fn_now_ns());
 		pthread_mutex_unlock(&lock);

@@ -21,6 +21,12 @@
 bool fn_relay_start(int fd, const struct sockaddr *dest, socklen_t destlen, const struct fn_rule *r,
 		    struct sockaddr_storage *hold, socklen_t *holdlen);
 
+/* After the app's connect of fd to the hold port returned rc (errno err):
+ * on EINPROGRESS, waits briefly for the relay to complete it when the peer
+ * had already accepted; on an error that started no handshake, drops the
+ * connection set up for it (relay.c). errno is err again on return. */
+void fn_relay_connected(int fd, int rc, int err);
+
 /* A UDP datagram to send from fd after delay_ns: queued, sent by the relay
  * thread through a duplicate of fd. False with errno if it cannot be. */
 bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr *to,

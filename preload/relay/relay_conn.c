@@ -17,6 +17,7 @@
 
 #include "core/chance.h"
 #include "core/clock.h"
+#include "core/http.h"
 #include "preload/fd/fdtab.h"
 #include "preload/base/libc.h"
 #include "preload/relay/relay_http.h"
@@ -169,27 +170,47 @@ static void small_window(const struct fn_conn *c, int fd, int d)
 
 /* The app's own limits on how long its connect may take (TCP_SYNCNT,
  * TCP_USER_TIMEOUT) go to the relay's connect to the peer, so that an
- * unanswered peer times out when the app's connect would. */
+ * unanswered peer times out when the app's connect would; so does its
+ * keepalive (SO_KEEPALIVE and its timers), set before connect: the app's
+ * own probes meet only the relay's end, which always answers, so on a dead
+ * route only the relay's probes can end the connection (the app then meets
+ * a reset, not ETIMEDOUT: docs/relay-limits.md). */
 static void copy_connect_timeouts(const struct fn_conn *c)
 {
-	static const int opts[] = {TCP_SYNCNT, TCP_USER_TIMEOUT};
+	static const int opts[][2] = {{IPPROTO_TCP, TCP_SYNCNT},    {IPPROTO_TCP, TCP_USER_TIMEOUT},
+				      {SOL_SOCKET, SO_KEEPALIVE},   {IPPROTO_TCP, TCP_KEEPIDLE},
+				      {IPPROTO_TCP, TCP_KEEPINTVL}, {IPPROTO_TCP, TCP_KEEPCNT}};
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
 		int v = 0;
 		socklen_t len = sizeof(v);
-		if (getsockopt(c->appfd, IPPROTO_TCP, opts[i], &v, &len) == 0 && v > 0)
-			setsockopt(c->up, IPPROTO_TCP, opts[i], &v, sizeof(v));
+		if (getsockopt(c->appfd, opts[i][0], opts[i][1], &v, &len) == 0 && v > 0)
+			setsockopt(c->up, opts[i][0], opts[i][1], &v, sizeof(v));
 	}
 }
 
-/* A connect-time reset needs no peer, and an HTTP connection reaches the
- * server at its first forwarded request, if ever (relay_http.c); everything
- * else connects to the peer here, on the app's thread, before the app's own
- * connect: a peer on loopback that refuses has done so when connect
- * returns, and the app's connect can then meet the refusal itself. */
+/* Whether the connection needs no peer: a connect-time reset, or HTTP
+ * rules that answer every request themselves (the engine then dials the
+ * server only for bytes that are not HTTP, relay_http.c). */
+static bool needs_no_peer(const struct fn_conn *c)
+{
+	if (reset_at_accept(c))
+		return true;
+	if (!c->http_mode)
+		return false;
+	struct fn_endpoint ep;
+	fn_endpoint_from_sockaddr(&ep, (const struct sockaddr *)&c->dest, c->destlen);
+	return fn_http_answers_all(fn_policy_fresh(), &ep);
+}
+
+/* Everything but what needs_no_peer names connects to the peer here, on
+ * the app's thread, before the app's own connect: a peer on loopback that
+ * refuses has done so when connect returns, and the app's connect can then
+ * meet the refusal itself (an HTTP connection too: the engine takes this
+ * connection to the server). */
 int fn_conn_dial(struct fn_conn *c)
 {
 	int e = errno;
-	if (reset_at_accept(c) || c->http_mode)
+	if (needs_no_peer(c))
 		return 0;
 	c->up = fn_conn_socket(c->dest.ss_family);
 	if (c->up < 0) {
@@ -205,6 +226,9 @@ int fn_conn_dial(struct fn_conn *c)
 		c->up_error = errno;
 	else
 		c->up_error = sock_error(c->up);
+	struct sockaddr_storage peer;
+	socklen_t plen = sizeof(peer);
+	c->up_open = !c->up_error && LIBC(getpeername)(c->up, (struct sockaddr *)&peer, &plen) == 0;
 	errno = e;
 	return c->up_error;
 }
@@ -229,12 +253,12 @@ static uint16_t *port_of(struct sockaddr_storage *ss)
 					: &((struct sockaddr_in6 *)ss)->sin6_port;
 }
 
-/* The app's socket was bound without a port (IP_BIND_ADDRESS_NO_PORT): its
- * connect has picked one by now. */
+/* The port the app's connect sends its SYN from, read once it waits in
+ * SYN_SENT: a socket bound without a port (IP_BIND_ADDRESS_NO_PORT) has
+ * one only now, and one whose earlier connect failed (a refusal) gave its
+ * port back then, so that this connect picked another. */
 static bool learn_port(struct fn_conn *c)
 {
-	if (*port_of(&c->local))
-		return true;
 	struct sockaddr_storage me;
 	socklen_t len = sizeof(me);
 	if (getsockname(c->appfd, (struct sockaddr *)&me, &len) < 0 || !*port_of(&me))

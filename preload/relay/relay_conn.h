@@ -48,6 +48,9 @@ struct fn_dir {
 	struct fn_pace pace;
 	bool faulted; /* the rule's direction includes this one */
 	bool eof;     /* the source has no more bytes */
+	/* epoll reported an error on the source (EPOLLERR): after its FIN,
+	 * a reset that no read will meet any more (relay_pump.c). */
+	bool err_seen;
 	bool shut;    /* the destination was told so */
 	bool stopped; /* stall or close: nothing more goes this way */
 	bool blocked; /* the destination's buffer was full */
@@ -96,6 +99,7 @@ struct fn_conn {
 	int up;	      /* the connection to the real peer */
 	int opener;   /* the socket completing the app's handshake */
 	int up_error; /* the peer's connect error, if it failed */
+	bool up_open; /* the peer had accepted when fn_conn_dial returned */
 	int appfd;    /* the app's own socket, only to watch its state */
 	dev_t app_dev;
 	ino_t app_ino;

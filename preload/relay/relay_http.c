@@ -427,12 +427,12 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 			break;
 		}
 	}
-	if (dr->eof && !h->parsing && !h->passthrough && dr->lo < dr->hi) {
-		/* The app ended inside a request's head: whether a rule takes
-		 * it is never known, so it goes nowhere, and the server gets
-		 * the app's FIN after the requests before (half_closes). */
-		dr->lo = dr->hi = 0;
-		h->uparsed = 0;
+	/* The app ended its side inside a request's head (a client that sends
+	 * "G" and closes): no rule can decide on it any more, and the server
+	 * reads those bytes and then the FIN, as it would directly. */
+	if (dr->eof && !h->passthrough && !ended && !h->parsing && dr->lo < dr->hi) {
+		h->passthrough = true;
+		ensure_upstream(c);
 	}
 	bool drop = ended;
 	if ((h->passthrough || drop) && dr->lo < dr->hi) {
@@ -790,13 +790,29 @@ static void release(struct fn_conn *c, uint64_t now)
 
 /* ---- sockets ---------------------------------------------------------------- */
 
+/* Urgent data (MSG_OOB) is read in line, as a byte of the stream: the
+ * engine carries bytes, not marks, and out of line the urgent byte would
+ * be left in the relay's socket and lost. The other side gets it as an
+ * ordinary byte (docs/relay-limits.md). */
+static void inline_urgent(int fd)
+{
+	int one = 1;
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one));
+}
+
 static void ensure_upstream(struct fn_conn *c)
 {
 	struct fn_hconn *h = c->http;
 	if (h->up_started)
 		return;
 	h->up_started = true;
+	if (c->up >= 0) { /* dialled at the app's connect (fn_conn_dial) */
+		inline_urgent(c->up);
+		return;
+	}
 	c->up = fn_conn_socket(c->dest.ss_family);
+	inline_urgent(c->up);
 	if (c->up < 0 || !fn_conn_connect(c->up, &c->dest, c->destlen)) {
 		h->up_failed = true;
 		h->up_err = errno;
@@ -944,6 +960,23 @@ static bool finished(const struct fn_conn *c)
 	       (h->app_fin || (!h->head && (c->up < 0 || c->dir[1].eof || h->up_failed)));
 }
 
+/* A server past its FIN is read no more: its reset (met by the app's
+ * bytes sent after the FIN) is noticed by epoll's EPOLLERR, and passed on
+ * once the app has what came before, as the app's kernel would have met
+ * it, not at the relay's next write to the server. */
+static void server_reset(struct fn_conn *c)
+{
+	struct fn_dir *dr = &c->dir[1];
+	int err = 0;
+	socklen_t len = sizeof(err);
+	if (!dr->err_seen || !dr->eof || c->up < 0)
+		return;
+	dr->err_seen = false;
+	if (getsockopt(c->up, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+	    (err == ECONNRESET || err == EPIPE))
+		c->reset_pending = true;
+}
+
 /* ---- TLS ------------------------------------------------------------------ */
 
 /* The server failed verification: the app meets a failed handshake (a
@@ -1025,7 +1058,17 @@ static bool sniff(struct fn_conn *c)
 void fn_http_pump(struct fn_conn *c, uint64_t now)
 {
 	struct fn_hconn *h = c->http;
+	/* The server is dialled at once, not at the first forwarded request:
+	 * a server that speaks first (SMTP, FTP, POP, IMAP, a telnet banner)
+	 * would otherwise wait for a request that waits for its greeting. Its
+	 * greeting, asked for by no request, turns the connection into bytes
+	 * (parse_answers). Unless the rules answer every request, it was
+	 * dialled at the app's connect, which met its refusal (fn_conn_dial);
+	 * otherwise it is dialled here, and a refusal is met at the first
+	 * bytes forwarded. */
+	ensure_upstream(c);
 	upstream_progress(c);
+	server_reset(c);
 	if (h->tls && !tls_handshakes(c))
 		return;
 	int app = h->tls && !h->app_hs ? -1 : c->app;
@@ -1103,6 +1146,7 @@ bool fn_http_conn_init(struct fn_conn *c)
 	}
 	c->dir[0].buf = bigger;
 	c->dir[0].cap = IN_BUF;
+	inline_urgent(c->app);
 	if (!req_settings.on_message_begin)
 		settings_init();
 	h->lib = lib;

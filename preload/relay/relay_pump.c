@@ -358,6 +358,31 @@ void fn_conn_reset_when_sent(struct fn_conn *c, uint64_t now)
 
 /* A stopped direction reads nothing, yet must notice when its source
  * closes, or a stalled connection the app gave up on would never end. */
+/* A source that sent its FIN is read no more, so a reset that follows
+ * (an end that closed and then met the other's next bytes) would wait for
+ * the relay's next write to it: the other end would meet it one write
+ * late. The peer's reset is passed on to the app once the bytes before it
+ * are out, as the app's kernel would have met it; the app's, at once (the
+ * app has gone: nothing more can reach it). True when the connection is
+ * to be reset now. */
+static bool notice_reset(struct fn_conn *c, int d)
+{
+	struct fn_dir *dr = &c->dir[d];
+	int err = 0;
+	socklen_t len = sizeof(err);
+	if (!dr->err_seen || !dr->eof)
+		return false;
+	dr->err_seen = false;
+	/* A reset in CLOSE_WAIT is EPIPE (the kernel's tcp_reset). */
+	if (getsockopt(src_fd(c, d), SOL_SOCKET, SO_ERROR, &err, &len) < 0 ||
+	    (err != ECONNRESET && err != EPIPE))
+		return false;
+	if (d == 0)
+		return true;
+	c->reset_pending = true;
+	return false;
+}
+
 static void notice_close(struct fn_conn *c, int d)
 {
 	struct fn_dir *dr = &c->dir[d];
@@ -409,6 +434,10 @@ void fn_conn_pump(struct fn_conn *c, uint64_t now)
 	for (int d = 0; d < 2; d++) {
 		struct fn_dir *dr = &c->dir[d];
 		notice_close(c, d);
+		if (notice_reset(c, d)) {
+			fn_conn_finish(c, true);
+			return;
+		}
 		/* Read and write in turn while bytes move: a bulk transfer
 		 * goes through without a trip through epoll for each buffer. */
 		uint64_t moved;

@@ -5,9 +5,11 @@ usage: client.py SCENARIO HOST PORT [ARG...]
 Raw-socket scenarios speak HTTP/1.1 byte by byte, so that keep-alive,
 pipelining, chunked bodies, HEAD and 100-continue are exactly what is sent;
 the others use http.client and requests, real clients."""
+import errno
 import hashlib
 import http.client
 import json
+import select
 import socket
 import sys
 import time
@@ -159,6 +161,29 @@ def raw_error(host, port, path):
         return ["error", e.__class__.__name__]
 
 
+def connect_outcome(host, port):
+    """How a blocking and a non-blocking connect end: "connected", or the
+    exception's name and the errno's."""
+    port, out = int(port), []
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(10)
+    try:
+        s.connect((host, port))
+        out.append("connected")
+    except OSError as e:
+        out.append(e.__class__.__name__)
+    s.close()
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setblocking(False)
+    err = s.connect_ex((host, port))
+    if err == errno.EINPROGRESS:
+        select.select([], [s], [], 10)
+        err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    out.append(errno.errorcode.get(err, str(err)) if err else "connected")
+    s.close()
+    return out
+
+
 def truncated(host, port, path):
     conn = http.client.HTTPConnection(host, int(port), timeout=10)
     conn.request("GET", path)
@@ -193,6 +218,69 @@ def not_http(host, port):
             break
         got += part
     return [got == data, len(got)]
+
+
+def speaks_first(host, port):
+    """A server that speaks first (an SMTP-like greeting): the greeting,
+    then the answer to a command, as without the shim."""
+    s = socket.create_connection((host, int(port)), timeout=5)
+    f = s.makefile("rb")
+    try:
+        greeting = f.readline()
+        s.sendall(b"NOOP\r\n")
+        return [greeting.decode(), f.readline().decode()]
+    except OSError as e:
+        return ["error", type(e).__name__]
+
+
+def urgent_line(host, port):
+    """After the greeting, a line whose last byte is urgent (MSG_OOB), as
+    ftplib sends ABOR: a server reading urgent data in line answers it."""
+    s = socket.create_connection((host, int(port)), timeout=5)
+    f = s.makefile("rb")
+    try:
+        f.readline()
+        s.sendall(b"ABOR\r\n", socket.MSG_OOB)
+        return [f.readline().decode()]
+    except OSError as e:
+        return ["error", type(e).__name__]
+
+
+def cut_head(host, port):
+    """One byte that could start a request ("G"), then the app's FIN: an
+    echo server reads it and ends too."""
+    s = socket.create_connection((host, int(port)), timeout=5)
+    s.sendall(b"G")
+    s.shutdown(socket.SHUT_WR)
+    got = b""
+    try:
+        while True:
+            part = s.recv(100)
+            if not part:
+                return [got.decode(), "eof"]
+            got += part
+    except OSError as e:
+        return [got.decode(), type(e).__name__]
+
+
+def write_after_close(host, port):
+    """A server that accepts and closes: the app's first write goes, the
+    server's reset comes back, the next write fails (EPIPE)."""
+    import select
+    s = socket.create_connection((host, int(port)), timeout=5)
+    time.sleep(0.2)
+    out = []
+    for _ in range(2):
+        try:
+            s.send(b"foo\n")
+            out.append("sent")
+        except OSError as e:
+            out.append(type(e).__name__)
+        time.sleep(0.2)
+        p = select.poll()
+        p.register(s, select.POLLIN | select.POLLOUT)
+        out.append(bool(p.poll(0)[0][1] & select.POLLERR))
+    return out
 
 
 def bad_request(host, port):

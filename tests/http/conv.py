@@ -104,9 +104,10 @@ class Srv:
                 self.s.shutdown(socket.SHUT_WR)
                 return None
             if got is None or got[2] is None:
-                if got is None or got[1].startswith("/inj") and answer_injected:
-                    # The client ended inside it: the engine passes on no
-                    # head it never saw whole, nor any of a rule's request.
+                if got is not None and got[1].startswith("/inj") and answer_injected:
+                    # The client ended inside a rule's request: none of it
+                    # was the server's. A head it never finished reaches
+                    # the server, as directly: no rule could decide on it.
                     del self.got[start:]
                 return None
             if not got[1].startswith("/inj") or not answer_injected:
@@ -182,8 +183,6 @@ class Srv:
                 got = False  # not a request: kept as it came
             if got and got[1].startswith("/inj"):
                 del self.got[start:len(self.got) - len(self.buf) if got[2] is not None else None]
-            elif got is None:
-                del self.got[start:]  # the client ended inside a head
         while self.end is None:
             self.fill()
 

@@ -143,11 +143,16 @@ def test_no_server():
     res = client(conf, "many", port, 5)
     check("every request answered here: no server needs to run at the destination",
           res == [200] * 5, res)
-    conf = policy("gone", [rule("only-slash", "respond", port, 'status = 200;',
-                                'path = "/svc/*";')])
-    res = client(conf, "raw_error", port, "/elsewhere")
-    check("a request to forward with no server there: the app's read meets a reset",
-          res == ["error", "ConnectionResetError"], res)
+    # Rules that answer only some requests need the server for the others:
+    # the app's connect meets the server's refusal, as directly.
+    conf = policy("gone", [rule("inj", "respond", port, 'status = 200;', 'path = "/inj";')])
+    res = client(conf, "connect_outcome", port)
+    check("rules that answer only /inj, no server there: blocking and non-blocking connects are refused",
+          res == ["ConnectionRefusedError", "ECONNREFUSED"], res)
+    cp = subprocess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "10",
+                         "http://%s:%d/elsewhere" % (HOST, port)], env=env(conf), timeout=60)
+    check("rules that answer only /inj, no server there: curl's connect is refused (exit 7)",
+          cp.returncode == 7, cp.returncode)
 
 
 def test_slow():
@@ -219,13 +224,51 @@ class Echo(threading.Thread):
         c.close()
 
 
+class Greeter(Echo):
+    """A server that speaks first, as SMTP, FTP, POP and IMAP do, then
+    answers each line."""
+
+    @staticmethod
+    def serve(c):
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_OOBINLINE, 1)  # as ftplib's test server
+        c.sendall(b"220 greeter ready\r\n")
+        f = c.makefile("rb")
+        for line in f:
+            c.sendall(b"250 ok " + line)
+        c.close()
+
+
+class Closer(Echo):
+    """A server that accepts and closes at once."""
+
+    @staticmethod
+    def serve(c):
+        c.close()
+
+
 def test_not_http():
     port = 18109
     Echo(port).start()
+    Greeter(18112).start()
+    conf = policy("greeter", [rule("any", "respond", 18112, "status = 503;", 'path = "/never/*";')])
+    res = client(conf, "speaks_first", 18112)
+    check("a server that speaks first (SMTP-like): the app reads its greeting and answers",
+          res == ["220 greeter ready\r\n", "250 ok NOOP\r\n"], res)
+    res = client(conf, "urgent_line", 18112)
+    check("...and a line ending in an urgent byte (ftplib's ABOR) reaches it whole, in line",
+          res == ["250 ok ABOR\r\n"], res)
     events = os.path.join(TMP, "events.jsonl")
     conf = policy("nothttp", [rule("any", "respond", port, "status = 503;")])
     res = client(conf, "not_http", port, FAULTNET_EVENTS=events)
     check("not HTTP (TLS-looking bytes): relayed untouched", res == [True, 1029], res)
+    Closer(18113).start()
+    conf2 = policy("closer", [rule("any", "respond", 18113, "status = 503;", 'path = "/never/*";')])
+    res = client(conf2, "write_after_close", 18113)
+    check("a server that closed: the app's next write meets its reset, as directly (POLLERR, then EPIPE)",
+          res == ["sent", True, "BrokenPipeError", False], res)
+    res = client(conf, "cut_head", port)
+    check("a request head cut short by the app's FIN (\"G\"): the server reads it, then EOF",
+          res == ["G", "eof"], res)
     res = client(conf, "bad_request", port, FAULTNET_EVENTS=events)
     check("a request the parser rejects: forwarded untouched", res == [True], res)
     with open(events) as f:

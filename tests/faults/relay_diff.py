@@ -1,0 +1,596 @@
+"""relay_diff.py - the byte relay against a direct connection: the same
+socket operations played twice, each time in a private network namespace
+of its own (loopback only), once without the shim and once with every
+loopback TCP connection relayed with nothing changed (a bandwidth rule no
+transfer comes near), and what the application and the server observed
+compared: errno names, poll readiness, bytes, and times within a generous
+tolerance. A difference docs/relay-limits.md lists is printed as an
+expected difference with its name, and must look as that entry says; any
+other difference is a failure. Prints how many operations of each shape
+it played. Outages are real: nftables drops in the namespace.
+
+usage: relay_diff.py BUILD_DIR
+       relay_diff.py --play OUT.json   (inside the namespace; internal)"""
+import errno
+import json
+import os
+import select
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+PY = "/usr/bin/python3"
+POLICY = """rules = ( { name = "relay"; action = "bandwidth"; rate = 1099511627776L;
+  match = { to = [ "127.0.0.0/8", "::1/128" ]; }; } );
+"""
+FAMILIES = {"v4": (socket.AF_INET, "127.0.0.1"), "v6": (socket.AF_INET6, "::1")}
+DARK_PORT = 9  # SYNs to it are dropped (nftables) from the start
+CUT_PORT = 7411  # dropped both ways once a connection to it is open
+TCP_USER_TIMEOUT = 18
+SIOCATMARK = 0x8905
+EVENTS = select.POLLIN | select.POLLPRI | select.POLLOUT | select.POLLRDHUP
+WAIT = select.POLLIN | select.POLLRDHUP  # to wait for a FIN or a reset
+# Names of poll bits, so that a difference reads as "POLLIN|POLLHUP".
+BITS = [(getattr(select, n), n) for n in ("POLLIN", "POLLPRI", "POLLOUT", "POLLERR", "POLLHUP",
+                                          "POLLRDHUP", "POLLNVAL")]
+
+
+def bits(mask):
+    return "|".join(n for b, n in BITS if mask & b) or "0"
+
+
+def err_of(fn):
+    """Runs fn; its result, or the name of the errno it raised."""
+    try:
+        return fn()
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+    except socket.timeout:
+        return "timeout"
+
+
+def poll1(sock, ms, events=EVENTS):
+    p = select.poll()
+    p.register(sock, events)
+    got = p.poll(ms)
+    return bits(got[0][1]) if got else "0"
+
+
+def at_end(sock):
+    """Readiness once the peer's FIN or reset is in (the bytes before it
+    may arrive first, relayed or not)."""
+    poll1(sock, 2000, select.POLLRDHUP)
+    return poll1(sock, 0, WAIT)
+
+
+def nft(*rule):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_") and k != "LD_PRELOAD"}
+    subprocess.run(["nft"] + list(rule), check=True, env=env)
+
+
+class Pair:
+    """A listener, a client connected to it and the server's accepted end."""
+
+    def __init__(self, fam, port=0, opts=()):
+        af, self.host = FAMILIES[fam]
+        self.lst = socket.socket(af)
+        self.lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lst.bind((self.host, port))
+        self.lst.listen(4)
+        self.cli = socket.socket(af)
+        for level, opt, val in opts:
+            self.cli.setsockopt(level, opt, val)
+        self.cli.settimeout(5)
+        self.cli.connect(self.lst.getsockname()[:2])
+        self.lst.settimeout(5)
+        self.srv, _ = self.lst.accept()
+        self.srv.settimeout(5)
+
+    def close(self):
+        for s in (self.cli, self.srv, self.lst):
+            s.close()
+
+
+def recv_all(sock, limit=1 << 24):
+    """Everything until EOF or an error: (bytes, how it ended)."""
+    got = b""
+    while len(got) < limit:
+        try:
+            b = sock.recv(65536)
+        except OSError as e:
+            return got, errno.errorcode.get(e.errno, str(e.errno))
+        except socket.timeout:
+            return got, "timeout"
+        if not b:
+            return got, "eof"
+        got += b
+    return got, "limit"
+
+
+def refused(fam, blocking):
+    """A connect to a port bound but not listening."""
+    af, host = FAMILIES[fam]
+    closed = socket.socket(af)
+    closed.bind((host, 0))
+    c, t0 = socket.socket(af), time.monotonic()
+    o = {}
+    if blocking:
+        o["connect"] = err_of(lambda: c.connect(closed.getsockname()[:2]))
+    else:
+        c.setblocking(False)
+        o["connect"] = errno.errorcode.get(c.connect_ex(closed.getsockname()[:2]), "0")
+        o["poll"] = poll1(c, 2000)
+        o["so_error"] = errno.errorcode.get(c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), "0")
+    o["t_connect"] = time.monotonic() - t0
+    o["getpeername"] = err_of(lambda: c.getpeername() and "connected")
+    c.close()
+    closed.close()
+    return o
+
+
+def connect_accept(fam, _):
+    """A non-blocking connect, then the accept, in one thread: once the
+    server has the connection, the app's end is writable at once."""
+    af, host = FAMILIES[fam]
+    lst = socket.socket(af)
+    lst.bind((host, 0))
+    lst.listen(1)
+    c = socket.socket(af)
+    c.setblocking(False)
+    o = {"connect": errno.errorcode.get(c.connect_ex(lst.getsockname()[:2]), "0")}
+    s, _ = lst.accept()
+    o["app_poll"] = poll1(c, 0)
+    o["server_poll"] = poll1(s, 0)
+    for x in (c, s, lst):
+        x.close()
+    return o
+
+
+def connect_again(fam, _):
+    """A non-blocking connect refused, then the peer listens, and the same
+    socket connects again (as asyncio's sock_connect retries do)."""
+    af, host = FAMILIES[fam]
+    lst = socket.socket(af)
+    lst.bind((host, 0))
+    c, o = socket.socket(af), {}
+    c.setblocking(False)
+    tries = []
+    for i in range(4):
+        if i == 1:
+            lst.listen(1)
+        tries.append(errno.errorcode.get(c.connect_ex(lst.getsockname()[:2]), "0"))
+        tries.append(poll1(c, 2000, select.POLLOUT))
+        tries.append(errno.errorcode.get(c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), "0"))
+    o["tries"] = tries
+    o["getpeername"] = err_of(lambda: c.getpeername()[:2] == lst.getsockname()[:2])
+    for x in (c, lst):
+        x.close()
+    return o
+
+
+def timed_out(fam, blocking):
+    """A connect whose SYNs are dropped: TCP_SYNCNT 1 ends a blocking one
+    in about 3 s; a non-blocking one is watched for 500 ms."""
+    af, host = FAMILIES[fam]
+    c, t0, o = socket.socket(af), time.monotonic(), {}
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_SYNCNT, 1)
+    if blocking:
+        o["connect"] = err_of(lambda: c.connect((host, DARK_PORT)))
+        o["t_connect"] = time.monotonic() - t0
+    else:
+        c.setblocking(False)
+        o["connect"] = errno.errorcode.get(c.connect_ex((host, DARK_PORT)), "0")
+        o["again"] = errno.errorcode.get(c.connect_ex((host, DARK_PORT)), "0")
+        o["poll"] = poll1(c, 500)
+        o["t_poll"] = time.monotonic() - t0
+        o["so_error"] = errno.errorcode.get(c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), "0")
+        o["getpeername"] = err_of(lambda: c.getpeername() and "connected")
+    c.close()
+    return o
+
+
+def ends(p, side):
+    """(the end that acts, the other end) of a pair: side "app" or "server"."""
+    return (p.cli, p.srv) if side == "app" else (p.srv, p.cli)
+
+
+def half_close(fam, side):
+    """One end shuts its sending side; the other reads EOF, answers, closes."""
+    p, o = Pair(fam), {}
+    a, b = ends(p, side)
+    a.sendall(b"request")
+    a.shutdown(socket.SHUT_WR)
+    o["other_poll"] = at_end(b)
+    o["other_read"] = recv_all(b)
+    o["actor_poll"] = poll1(a, 0)
+    b.sendall(b"answer after the half-close")
+    b.close()
+    o["actor_read"] = recv_all(a)
+    o["actor_poll_end"] = at_end(a)
+    p.close()
+    return o
+
+
+def wait_reset(b, o):
+    o["other_poll"] = at_end(b)
+    o["other_read"] = recv_all(b)
+    o["other_send"] = err_of(lambda: b.send(b"after") and "sent")
+
+
+def linger0(fam, side):
+    """An end closes with SO_LINGER 0: the other end is reset."""
+    p, o = Pair(fam), {}
+    a, b = ends(p, side)
+    a.sendall(b"first")
+    o["first"] = b.recv(100)
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    a.close()
+    wait_reset(b, o)
+    p.close()
+    return o
+
+
+def unread_close(fam, side):
+    """An end closes with bytes it never read: the other end is reset."""
+    p, o = Pair(fam), {}
+    a, b = ends(p, side)
+    b.sendall(b"u" * 1000)
+    o["arrived"] = poll1(a, 2000, select.POLLIN)
+    time.sleep(0.1)  # all 1,000 bytes in
+    a.close()
+    wait_reset(b, o)
+    p.close()
+    return o
+
+
+def write_after_close(fam, side):
+    """An end closes; the other writes three times, 200 ms apart: the first
+    write goes, the closed end's reset comes back, and the next ones fail."""
+    p, o = Pair(fam), []
+    a, b = ends(p, side)
+    a.close()
+    time.sleep(0.2)
+    for _ in range(3):
+        o.append(err_of(lambda: b.send(b"more") and "sent"))
+        time.sleep(0.2)
+        o.append(poll1(b, 0))
+    p.close()
+    return {"sends_and_polls": o}
+
+
+def oob(fam, side):
+    """Urgent data: 3 bytes, 1 urgent, 3 more; the other end finds the mark."""
+    import fcntl
+    p, o = Pair(fam), {}
+    a, b = ends(p, side)
+    a.sendall(b"abc")
+    a.send(b"!", socket.MSG_OOB)
+    a.sendall(b"def")
+    o["poll"] = poll1(b, 2000, select.POLLPRI)
+    time.sleep(0.2)  # everything in
+    o["before_mark"] = b.recv(100)
+    o["at_mark"] = struct.unpack("i", fcntl.ioctl(b, SIOCATMARK, struct.pack("i", 0)))[0]
+    o["urgent"] = err_of(lambda: b.recv(1, socket.MSG_OOB))
+    o["after_mark"] = b.recv(100)
+    p.close()
+    return o
+
+
+def shut_both(fam, side):
+    """An end shuts down both ways (SHUT_RDWR)."""
+    p, o = Pair(fam), {}
+    a, b = ends(p, side)
+    a.shutdown(socket.SHUT_RDWR)
+    o["other_poll_wait"] = at_end(b)
+    o["other_poll"] = poll1(b, 0)
+    o["other_read"] = b.recv(100)
+    o["actor_read"] = err_of(lambda: a.recv(100))
+    o["actor_send"] = err_of(lambda: a.send(b"x") and "sent")
+    o["other_send"] = err_of(lambda: b.send(b"late") and "sent")
+    time.sleep(0.1)
+    o["actor_read_late"] = err_of(lambda: a.recv(100))
+    o["actor_poll"] = poll1(a, 0)
+    p.close()
+    return o
+
+
+def addresses(fam, _):
+    """getsockname and getpeername on both ends agree with each other."""
+    p = Pair(fam)
+    cl, cp, sl, sp = p.cli.getsockname(), p.cli.getpeername(), p.srv.getsockname(), p.srv.getpeername()
+    o = {"app_peer_is_server": cp[:2] == sl[:2], "app_peer_is_listener": cp[:2] == p.lst.getsockname()[:2],
+         "server_peer_host_is_app_host": sp[0] == cl[0], "server_peer_is_app": sp[:2] == cl[:2]}
+    p.close()
+    return o
+
+
+def cut_pair(fam, opts):
+    """A pair on CUT_PORT whose packets are then dropped both ways (the
+    route died under the open connection)."""
+    p = Pair(fam, CUT_PORT, opts)
+    p.srv.sendall(b"hello")
+    p.cli.recv(5)
+    nft("add", "rule", "inet", "fnrd", "in", "tcp", "dport", str(CUT_PORT), "drop")
+    nft("add", "rule", "inet", "fnrd", "in", "tcp", "sport", str(CUT_PORT), "drop")
+    return p
+
+
+def uncut():
+    nft("flush", "chain", "inet", "fnrd", "in")
+    nft("add", "rule", "inet", "fnrd", "in", "tcp", "dport", str(DARK_PORT), "drop")
+
+
+def readback(s, level, opt):
+    return s.getsockopt(level, opt)
+
+
+def keepalive(fam, _):
+    """SO_KEEPALIVE with 1 s idle, 1 s between 2 probes: once the route is
+    dead the app's read fails with ETIMEDOUT after about 3 s."""
+    opts = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1), (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 1),
+            (socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1), (socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 2)]
+    p, o = cut_pair(fam, opts), {}
+    try:
+        o["option"] = readback(p.cli, socket.SOL_SOCKET, socket.SO_KEEPALIVE)
+        p.cli.settimeout(8)
+        t0 = time.monotonic()
+        o["read"] = recv_all(p.cli)
+        o["t_read"] = time.monotonic() - t0
+    finally:
+        uncut()
+        p.close()
+    return o
+
+
+def user_timeout(fam, _):
+    """TCP_USER_TIMEOUT 1,000 ms: once the route is dead, bytes the app
+    sends go unacknowledged and its read fails with ETIMEDOUT."""
+    p, o = cut_pair(fam, [(socket.IPPROTO_TCP, TCP_USER_TIMEOUT, 1000)]), {}
+    try:
+        o["option"] = readback(p.cli, socket.IPPROTO_TCP, TCP_USER_TIMEOUT)
+        p.cli.settimeout(8)
+        t0 = time.monotonic()
+        o["send"] = err_of(lambda: p.cli.send(b"x" * 100) and "sent")
+        o["read"] = recv_all(p.cli)
+        o["t_read"] = time.monotonic() - t0
+    finally:
+        uncut()
+        p.close()
+    return o
+
+
+def nodelay(fam, on):
+    """TCP_NODELAY on or off: two small writes, then the answer to both;
+    the slowest of 5 round trips."""
+    p, o = Pair(fam, opts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, on)]), {}
+    o["option"] = bool(readback(p.cli, socket.IPPROTO_TCP, socket.TCP_NODELAY))
+    worst = 0
+    for _ in range(5):
+        t0 = time.monotonic()
+        p.cli.send(b"a")
+        p.cli.send(b"b")
+        got = b""
+        while len(got) < 2:
+            got += p.srv.recv(2 - len(got))
+        p.srv.send(b"k")
+        p.cli.recv(1)
+        worst = max(worst, time.monotonic() - t0)
+    o["t_round_trip"] = worst
+    p.close()
+    return o
+
+
+def write_until_block(fam, sndbuf):
+    """The server does not read: how much the app writes before EAGAIN
+    (with its socket's default send buffer, or SO_SNDBUF 16 KiB), whether
+    it is then writable, and whether every byte arrives once read."""
+    opts = [(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)] if sndbuf else []
+    p, o, sent = Pair(fam, opts=opts), {}, 0
+    p.cli.setblocking(False)
+    chunk = bytes(range(256)) * 65  # byte i of the stream is i % 256
+    for _ in range(15):  # until the buffers stay full for 200 ms (or 3 s)
+        before = sent
+        while True:
+            try:
+                sent += p.cli.send(chunk[sent % 256:][:16384])
+            except BlockingIOError:
+                break
+        time.sleep(0.2)
+        if sent == before:
+            break
+    o["written"] = sent
+    o["writable"] = poll1(p.cli, 100, select.POLLOUT)
+    p.cli.setblocking(True)
+    p.cli.shutdown(socket.SHUT_WR)
+    got, how = recv_all(p.srv, sent + 1)
+    o["arrived"] = (len(got) == sent, got == (chunk * (sent // len(chunk) + 1))[:sent], how)
+    p.close()
+    return o
+
+
+# shape: (function, variants, what it is)
+SHAPES = {
+    "refused connect": (refused, [True, False], "blocking, non-blocking + poll + SO_ERROR"),
+    "connect, then accept": (connect_accept, [None], "non-blocking connect, accept, poll both ends"),
+    "connect again after a refusal": (connect_again, [None], "the same socket, once the peer listens"),
+    "timed-out connect": (timed_out, [True, False], "blocking with TCP_SYNCNT 1, non-blocking + poll"),
+    "half-close": (half_close, ["app", "server"], "SHUT_WR by the app, by the server"),
+    "SO_LINGER 0 reset": (linger0, ["app", "server"], "by the app, by the server"),
+    "close with unread data": (unread_close, ["app", "server"], "by the app, by the server"),
+    "write after the peer closed": (write_after_close, ["app", "server"], "closed by the app, by the server"),
+    "urgent data (MSG_OOB)": (oob, ["app", "server"], "sent by the app, by the server"),
+    "shutdown both ways": (shut_both, ["app", "server"], "SHUT_RDWR by the app, by the server"),
+    "address queries": (addresses, [None], "getsockname, getpeername on both ends"),
+    "SO_KEEPALIVE": (keepalive, [None], "probes on a dead route"),
+    "TCP_USER_TIMEOUT": (user_timeout, [None], "unacknowledged bytes on a dead route"),
+    "TCP_NODELAY": (nodelay, [0, 1], "off, on: two small writes and an answer"),
+    "write until it blocks": (write_until_block, [0, 16384], "default SO_SNDBUF, 16 KiB"),
+}
+
+
+def plain(v):
+    """JSON for an observation: bytes as text, tuples as lists."""
+    if isinstance(v, bytes):
+        return "bytes:" + v.decode("latin-1")
+    if isinstance(v, (tuple, list)):
+        return [plain(x) for x in v]
+    if isinstance(v, float):
+        return round(v, 3)
+    return v
+
+
+def play(out):
+    """Every operation of every shape, in both families; results to out."""
+    res = []
+    import checks
+    chosen = checks.chosen(list(SHAPES))  # FN_CHECK=oob: that shape alone
+    for shape, (fn, variants, _) in SHAPES.items():
+        if shape not in chosen:
+            continue
+        for fam in FAMILIES:
+            for var in variants:
+                try:
+                    obs = fn(fam, var)
+                except Exception as e:  # an operation that broke is a result too
+                    obs = {"exception": repr(e)}
+                res.append({"shape": shape, "op": "%s %s %s" % (shape, fam, var),
+                            "obs": {k: plain(v) for k, v in obs.items()}})
+    with open(out, "w") as f:
+        json.dump(res, f, indent=1)
+
+
+NS_SETUP = ("ip link set lo up && nft add table inet fnrd && "
+            "nft add chain inet fnrd in '{ type filter hook input priority 0; }' && "
+            "nft add rule inet fnrd in tcp dport %d drop && exec \"$@\"" % DARK_PORT)
+
+
+def player(env, out, log):
+    """Starts the player in a private network namespace."""
+    cmd = ["unshare", "-n", "sh", "-c", NS_SETUP, "sh", PY, os.path.abspath(__file__), "--play", out]
+    return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def both(build, tmp):
+    """Plays direct and relayed at once; (direct, relayed) results."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_") and k != "LD_PRELOAD"}
+    conf = os.path.join(tmp, "relay.conf")
+    with open(conf, "w") as f:
+        f.write(POLICY)
+    rundir = os.path.join(tmp, "run")
+    os.mkdir(rundir, 0o700)
+    relayed = dict(base, LD_PRELOAD=os.path.join(build, "libfaultnet.so"), FAULTNET_CONFIG=conf,
+                   FAULTNET_RUNDIR=rundir)
+    outs, procs = [], []
+    for name, env in (("direct", base), ("relayed", relayed)):
+        out = os.path.join(tmp, name + ".json")
+        with open(os.path.join(tmp, name + ".log"), "w") as log:
+            procs.append(player(env, out, log))
+        outs.append(out)
+    for p in procs:
+        p.wait(timeout=300)
+    res = []
+    for out in outs:
+        with open(out) as f:
+            res.append(json.load(f))
+    return res
+
+
+def sysctl_max(name):
+    with open("/proc/sys/net/ipv4/" + name) as f:
+        return int(f.read().split()[2])
+
+
+def same_time(a, b):
+    """Times alike within a generous tolerance (the machine may be busy)."""
+    return abs(a - b) <= max(0.3, 0.3 * max(a, b))
+
+
+def more_buffered(d, r):
+    """The relay's end, its buffer and its socket to the peer hold bytes
+    too: relayed, the app writes more, up to those buffers' sizes, and may
+    stay writable while the relay's end's receive buffer still grows."""
+    room = sysctl_max("tcp_rmem") + sysctl_max("tcp_wmem") + (2 << 20)
+    return d["writable"] == "0" and d["written"] <= r["written"] <= 2 * d["written"] + room
+
+
+def reset_not_timeout(d, r):
+    return d["read"] == ["bytes:", "ETIMEDOUT"] and r["read"] == ["bytes:", "ECONNRESET"]
+
+
+# What docs/relay-limits.md lists, by its heading: (shape, the keys that
+# differ, what both sides must look like).
+EXPECTED = [
+    ("The server's view of the app's port", "address queries", {"server_peer_is_app"},
+     lambda d, r: d["server_peer_is_app"] and not r["server_peer_is_app"]),
+    ("A dead route met by keepalive or TCP_USER_TIMEOUT", "SO_KEEPALIVE", {"read"}, reset_not_timeout),
+    ("A dead route met by keepalive or TCP_USER_TIMEOUT", "TCP_USER_TIMEOUT", {"read"}, reset_not_timeout),
+    ("How much the app can write before it blocks", "write until it blocks", {"written", "writable"},
+     more_buffered),
+]
+
+
+def differs(d, r):
+    """The keys whose values differ (times beyond the tolerance)."""
+    out = set()
+    for k in set(d) | set(r):
+        x, y = d.get(k), r.get(k)
+        if k.startswith("t_") and isinstance(x, float) and isinstance(y, float):
+            if not same_time(x, y):
+                out.add(k)
+        elif x != y:
+            out.add(k)
+    return out
+
+
+def compare(direct, relayed):
+    """Prints every difference; {shape: [operations, unexplained differences]}."""
+    tally = {shape: [0, []] for shape in SHAPES}
+    for d, r in zip(direct, relayed):
+        shape, keys = d["shape"], differs(d["obs"], r["obs"])
+        tally[shape][0] += 1
+        if not keys:
+            continue
+        known = [n for n, s, ks, ok in EXPECTED if s == shape and keys <= ks and ok(d["obs"], r["obs"])]
+        for k in sorted(keys):
+            print("  %s difference%s: %s: %s: direct %s, relayed %s"
+                  % ("expected" if known else "UNEXPECTED", " (relay-limits.md: %s)" % known[0] if known else "",
+                     d["op"], k, d["obs"].get(k), r["obs"].get(k)))
+        if not known:
+            tally[shape][1].append("%s: %s" % (d["op"], ", ".join(sorted(keys))))
+    return tally
+
+
+def main():
+    from checks import check
+    import checks
+    chosen = checks.chosen(list(SHAPES))  # the players make the same choice
+    build, tmp = os.path.abspath(sys.argv[1]), tempfile.mkdtemp(prefix="fn-relaydiff-")
+    direct, relayed = both(build, tmp)
+    check("relay_diff: both players played every operation (%d and %d)" % (len(direct), len(relayed)),
+          len(direct) == len(relayed) and [d["op"] for d in direct] == [r["op"] for r in relayed], tmp)
+    for shape, (n, bad) in compare(direct, relayed).items():
+        if shape not in chosen:
+            continue
+        print("  figure: %s (%s): %d operations, each direct and relayed" % (shape, SHAPES[shape][2], n))
+        check("relay_diff: %s: what the app and the server observe is the same relayed" % shape,
+              n > 0 and not bad, "; ".join(bad) or "no operation played")
+    with open(os.path.join(os.path.dirname(HERE), "..", "docs", "relay-limits.md")) as f:
+        doc = f.read()
+    check("relay_diff: every expected difference is a heading of docs/relay-limits.md",
+          all("## " + e[0] + "\n" in doc for e in EXPECTED), [e[0] for e in EXPECTED if "## " + e[0] not in doc])
+    subprocess.run(["rm", "-rf", tmp])
+    return 0
+
+
+if __name__ == "__main__" and sys.argv[1] == "--play":
+    play(sys.argv[2])
+    sys.exit(0)
+if __name__ == "__main__":
+    sys.exit(main())
