@@ -20,6 +20,7 @@
 #include "core/http.h"
 #include "preload/fd/fdtab.h"
 #include "preload/base/libc.h"
+#include "preload/base/policy.h"
 #include "preload/relay/relay_http.h"
 
 #define BUF_START (64 * 1024)
@@ -199,7 +200,11 @@ static bool needs_no_peer(const struct fn_conn *c)
 		return false;
 	struct fn_endpoint ep;
 	fn_endpoint_from_sockaddr(&ep, (const struct sockaddr *)&c->dest, c->destlen);
-	return fn_http_answers_all(fn_policy_fresh(), &ep);
+	struct fn_policy_hold h;
+	const struct fn_policy *p = fn_policy_fresh(&h);
+	bool all = p && fn_http_answers_all(p, &ep);
+	fn_policy_exit(&h);
+	return all;
 }
 
 /* Everything but what needs_no_peer names connects to the peer here, on

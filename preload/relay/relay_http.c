@@ -1036,8 +1036,15 @@ static bool sniff(struct fn_conn *c)
 {
 	struct fn_hconn *h = c->http;
 	struct fn_dir *dr = &c->dir[0];
-	if (dr->lo == dr->hi && !dr->eof)
-		return false;
+	if (dr->lo == dr->hi && !dr->eof) {
+		/* A server that speaks first (SMTP, FTP, POP, IMAP) is no TLS
+		 * server, whose client always speaks first: its greeting goes
+		 * to the app now, never held until the app writes. */
+		if (c->dir[1].hi == c->dir[1].lo && !c->dir[1].eof)
+			return false;
+		h->sniffed = true;
+		return true;
+	}
 	const char *why = NULL;
 	enum fn_tls_first r = fn_tls_first(dr->buf + dr->lo, dr->hi - dr->lo,
 					   (const struct sockaddr *)&c->dest, &h->tls, &why);
