@@ -121,7 +121,7 @@ bool fn_dns_rule_covers(const struct fn_policy *p, const struct fn_rule *r, cons
 /* The scan in file order: without an index (memory was short when the
  * policy was built), or for a name whose candidates the cursor cannot
  * hold. draw: conditions are drawn, else the first covering rule. */
-static const struct fn_rule *scan(const struct fn_policy *p, const char *name,
+const struct fn_rule *fn_dns_scan(const struct fn_policy *p, const char *name,
 				  const struct fn_rule **seen, bool draw)
 {
 	for (size_t i = 0; i < p->nrules; i++) {
@@ -147,7 +147,7 @@ static const struct fn_rule *first(const struct fn_policy *p, const char *name,
 	size_t n = name_len(name);
 	struct fn_hostidx_cur c;
 	if (!p->hosts || !fn_hostidx_start(p->hosts, name, n, &c))
-		return scan(p, name, seen, draw);
+		return fn_dns_scan(p, name, seen, draw);
 	for (uint32_t i; (i = fn_hostidx_next(&c)) != FN_HOSTIDX_END;) {
 		const struct fn_rule *r = &p->rules[i];
 		if (!covers_n(p, r, name, n))

@@ -56,6 +56,12 @@ bool fn_dns_rule_covers(const struct fn_policy *p, const struct fn_rule *r, cons
 const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
 				    const struct fn_rule **seen);
 
+/* The same by a scan of every rule in file order (the index's fallback,
+ * and the reference its unit test compares it with); *seen must start
+ * NULL. draw: conditions are drawn, else the first covering rule. */
+const struct fn_rule *fn_dns_scan(const struct fn_policy *p, const char *name,
+				  const struct fn_rule **seen, bool draw);
+
 /* Whether some enabled dns rule of this zone covers name (fn_dns_rule_covers),
  * its conditions not drawn. */
 bool fn_dns_taken(const struct fn_policy *p, const char *name);

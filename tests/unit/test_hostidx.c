@@ -93,23 +93,6 @@ static void random_name(char *out, size_t len)
 		strcat(out, ".");
 }
 
-/* The reference: every rule in file order. */
-static const struct fn_rule *scan(const struct fn_policy *p, const char *name,
-				  const struct fn_rule **seen, bool draw)
-{
-	*seen = NULL;
-	for (size_t i = 0; i < p->nrules; i++) {
-		const struct fn_rule *r = &p->rules[i];
-		if (!fn_dns_rule_covers(p, r, name))
-			continue;
-		if (!*seen)
-			*seen = r;
-		if (!draw || fn_cond_pass(r))
-			return r;
-	}
-	return NULL;
-}
-
 /* The index and the scan agree on names of p; returns the disagreements. */
 static int compare(const struct fn_policy *p, int names)
 {
@@ -117,8 +100,8 @@ static int compare(const struct fn_policy *p, int names)
 	for (int k = 0; k < names; k++) {
 		char name[300];
 		random_name(name, sizeof(name));
-		const struct fn_rule *s1, *s2;
-		const struct fn_rule *want = scan(p, name, &s1, true);
+		const struct fn_rule *s1 = NULL, *s2;
+		const struct fn_rule *want = fn_dns_scan(p, name, &s1, true);
 		const struct fn_rule *got = fn_dns_decide(p, name, &s2);
 		bool taken = fn_dns_taken(p, name);
 		if (want != got || s1 != s2 || taken != (s1 != NULL)) {
