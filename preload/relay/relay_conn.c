@@ -200,8 +200,10 @@ static bool needs_no_peer(const struct fn_conn *c)
 		return false;
 	struct fn_endpoint ep;
 	fn_endpoint_from_sockaddr(&ep, (const struct sockaddr *)&c->dest, c->destlen);
+	/* On the app's thread inside fn_fault_match's section, which has
+	 * caught up with the group already: no catch-up (and its lock) here. */
 	struct fn_policy_hold h;
-	const struct fn_policy *p = fn_policy_fresh(&h);
+	const struct fn_policy *p = fn_policy_enter(&h);
 	bool all = p && fn_http_answers_all(p, &ep);
 	fn_policy_exit(&h);
 	return all;

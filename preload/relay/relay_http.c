@@ -262,9 +262,14 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 	const struct fn_rule *seen = NULL, *r = NULL;
 	struct fn_policy_hold hold; /* r and seen point into it: to the end */
 	const struct fn_policy *pol = fn_policy_fresh(&hold);
+	/* No rule decides once rules_off (see unframed), nor after the
+	 * server's FIN was passed on: a request is then the server's, as
+	 * directly (an answer could no longer reach the app, and a server that
+	 * closed resets the app only if the request reaches it). */
+	bool ruled = !h->rules_off && !(h->up_fin && h->app_fin);
 	if (p->upgrade || p->method == HTTP_CONNECT)
 		h->upgrading = true; /* after it, bytes go through untouched */
-	else if (!h->rules_off)	     /* see unframed */
+	else if (ruled)
 		r = fn_http_decide(pol, &h->ep, &rq, &seen);
 	enum fn_req_fate fate = FN_REQ_FORWARDED;
 	if (r && r->action == FN_ACT_RESPOND) {

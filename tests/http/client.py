@@ -263,7 +263,7 @@ def cut_head(host, port):
         return [got.decode(), type(e).__name__]
 
 
-def write_after_close(host, port):
+def write_after_close(host, port, what=b"foo\n"):
     """A server that accepts and closes: the app's first write goes, the
     server's reset comes back, the next write fails (EPIPE)."""
     import select
@@ -272,7 +272,7 @@ def write_after_close(host, port):
     out = []
     for _ in range(2):
         try:
-            s.send(b"foo\n")
+            s.send(what)
             out.append("sent")
         except OSError as e:
             out.append(type(e).__name__)
@@ -281,6 +281,12 @@ def write_after_close(host, port):
         p.register(s, select.POLLIN | select.POLLOUT)
         out.append(bool(p.poll(0)[0][1] & select.POLLERR))
     return out
+
+
+def request_after_close(host, port):
+    """The same with requests a rule would answer: they are the server's
+    after its FIN, as directly, never answered or dropped."""
+    return write_after_close(host, port, b"GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
 
 
 def bad_request(host, port):

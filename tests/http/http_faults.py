@@ -266,6 +266,10 @@ def test_not_http():
     res = client(conf2, "write_after_close", 18113)
     check("a server that closed: the app's next write meets its reset, as directly (POLLERR, then EPIPE)",
           res == ["sent", True, "BrokenPipeError", False], res)
+    conf3 = policy("closer-all", [rule("all", "respond", 18113, "status = 503;")])
+    res = client(conf3, "request_after_close", 18113)
+    check("...and requests a rule would answer, sent after the server's FIN, meet its reset too "
+          "(not answered, not dropped)", res == ["sent", True, "BrokenPipeError", False], res)
     res = client(conf, "cut_head", port)
     check("a request head cut short by the app's FIN (\"G\"): the server reads it, then EOF",
           res == ["G", "eof"], res)
