@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/chance.h"
+#include "core/dns.h"
 
 struct fn_http *fn_http_new(void)
 {
@@ -82,7 +83,12 @@ bool fn_http_answers_all(const struct fn_policy *p, const struct fn_endpoint *ep
 		if (r->action != FN_ACT_RESPOND &&
 		    (r->action != FN_ACT_ABORT || r->par.after_bytes >= 0))
 			return false; /* some request goes to the server */
-		if (!r->has_cond && !r->http->method && !r->http->path && !r->host)
+		/* A rule for some hosts answers all where the app resolved the
+		 * destination from a name it matches (a dns answer rule sending
+		 * an endpoint's real name to loopback, say): its requests name
+		 * that host. */
+		if (!r->has_cond && !r->http->method && !r->http->path &&
+		    (!r->host || (fn_host_resolved && fn_host_resolved(ep, r->host))))
 			return true;
 	}
 	return false;

@@ -11,6 +11,7 @@
 
 #include "core/actions.h"
 #include "core/config.h"
+#include "core/dns.h"
 #include "core/http.h"
 
 static char err[512];
@@ -131,6 +132,61 @@ static void test_decide(void)
 	fn_policy_free(p);
 }
 
+/* A stand-in for the names the process resolved: 127.0.0.1 came from a
+ * name of *.example.com. */
+static bool resolved(const struct fn_endpoint *ep, const char *pattern)
+{
+	(void)ep;
+	return strcmp(pattern, "*.example.com") == 0;
+}
+
+/* Whether a connect needs a server: not where the first rule that takes
+ * every request answers it (a host pattern counts where the peer's name
+ * matches it); a path, a condition, or a slow rule before leaves some
+ * request to the server. */
+static void test_answers_all(void)
+{
+	struct fn_endpoint ep;
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(80)};
+	sin.sin_addr.s_addr = htonl(0x7f000001);
+	CU_ASSERT_FATAL(fn_endpoint_from_sockaddr(&ep, (struct sockaddr *)&sin, sizeof(sin)));
+	static const struct {
+		const char *rules;
+		bool all;
+	} cases[] = {
+	    {"{ name = \"a\"; action = \"respond\"; status = 503; match = { to = \"127.0.0.1\"; }; "
+	     "}",
+	     true},
+	    {"{ name = \"a\"; action = \"respond\"; status = 503; match = { to = \"127.0.0.1\"; "
+	     "path = \"/x*\"; }; }",
+	     false},
+	    {"{ name = \"a\"; action = \"respond\"; status = 503; every = 2; match = { to = "
+	     "\"127.0.0.1\"; }; }",
+	     false},
+	    {"{ name = \"a\"; action = \"slow\"; delay_ms = 5; match = { to = \"127.0.0.1\"; }; }",
+	     false},
+	    {"{ name = \"a\"; action = \"respond\"; status = 503; match = { to = \"127.0.0.1\"; "
+	     "host = \"*.example.com\"; }; }",
+	     true},
+	    {"{ name = \"a\"; action = \"respond\"; status = 503; match = { to = \"127.0.0.1\"; "
+	     "host = \"*.other.org\"; }; }",
+	     false},
+	};
+	bool (*was)(const struct fn_endpoint *, const char *) = fn_host_resolved;
+	fn_host_resolved = resolved;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[512];
+		snprintf(text, sizeof(text), "rules = (\n %s\n);", cases[i].rules);
+		struct fn_policy *p = load(text);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		if (fn_http_answers_all(p, &ep) != cases[i].all)
+			printf("\n  answers_all wrong for: %s", cases[i].rules);
+		CU_ASSERT_EQUAL(fn_http_answers_all(p, &ep), cases[i].all);
+		fn_policy_free(p);
+	}
+	fn_host_resolved = was;
+}
+
 static void test_answer(void)
 {
 	struct fn_policy *p = load(RULE("action = \"respond\"; status = 503; retry_after = 30;"
@@ -174,6 +230,7 @@ void add_http_tests(void)
 	CU_add_test(s, "body_file", test_body_file);
 	CU_add_test(s, "method, path and host globs", test_match);
 	CU_add_test(s, "per-request decision and conditions", test_decide);
+	CU_add_test(s, "whether the rules answer every request", test_answers_all);
 	CU_add_test(s, "the answer's bytes", test_answer);
 	CU_add_test(s, "counting prefix", test_prefix);
 }
