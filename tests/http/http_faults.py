@@ -149,6 +149,14 @@ def test_no_server():
     res = client(conf, "connect_outcome", port)
     check("rules that answer only /inj, no server there: blocking and non-blocking connects are refused",
           res == ["ConnectionRefusedError", "ECONNREFUSED"], res)
+    if FIRST:
+        # A sanitizer runtime preloaded first: curl then waits for ever on
+        # glibc's setlocale lock before it connects, with or without the
+        # shim (as it_catalogue_connect says).
+        print("  skip - curl's refused connect under a sanitizer build: curl hangs with %s "
+              "preloaded, shim or not" % os.path.basename(FIRST))
+        checks.skip()
+        return
     cp = subprocess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "10",
                          "http://%s:%d/elsewhere" % (HOST, port)], env=env(conf), timeout=60)
     check("rules that answer only /inj, no server there: curl's connect is refused (exit 7)",
