@@ -74,21 +74,19 @@ const struct fn_rule *fn_http_decide(const struct fn_policy *p, const struct fn_
 
 bool fn_http_answers_all(const struct fn_policy *p, const struct fn_endpoint *ep)
 {
+	/* A respond or abort rule stands for the server on this peer, as
+	 * before the app's connect met refusals: a request it declines (its
+	 * path, method or condition) then meets a reset (docs/http.md). Rules
+	 * that only slow or cut answers leave every request to the server. */
 	size_t from = 0;
 	const struct fn_rule *r;
 	while ((r = fn_policy_match_from(p, ep, FN_PROTO_TCP, from, NULL))) {
 		from = (size_t)(r - p->rules) + 1;
 		if (!fn_rule_http(r))
 			continue;
-		if (r->action != FN_ACT_RESPOND &&
-		    (r->action != FN_ACT_ABORT || r->par.after_bytes >= 0))
-			return false; /* some request goes to the server */
-		/* A rule for some hosts answers all where the app resolved the
-		 * destination from a name it matches (a dns answer rule sending
-		 * an endpoint's real name to loopback, say): its requests name
-		 * that host. */
-		if (!r->has_cond && !r->http->method && !r->http->path &&
-		    (!r->host || (fn_host_resolved && fn_host_resolved(ep, r->host))))
+		bool answers = r->action == FN_ACT_RESPOND ||
+			       (r->action == FN_ACT_ABORT && r->par.after_bytes < 0);
+		if (answers && (!r->host || (fn_host_resolved && fn_host_resolved(ep, r->host))))
 			return true;
 	}
 	return false;

@@ -55,9 +55,10 @@ const struct fn_rule *fn_http_decide(const struct fn_policy *p, const struct fn_
 
 /* Whether the enabled HTTP rules on a TCP peer answer every request
  * themselves, so that no server need listen there: the first of them that
- * takes any request (no method, path or condition; no host pattern, or one
- * the name the app resolved the peer from matches) is a respond rule or an
- * abort rule without after_bytes, and so is every one before it. The app's connect then succeeds
+ * takes requests on any path (a method or a condition may narrow it; no
+ * host pattern, or one the name the app resolved the peer from matches) is
+ * a respond rule or an abort rule without after_bytes, and so is every one
+ * before it. The app's connect then succeeds
  * without one; otherwise it meets the server's own connect (preload/relay/relay_conn.c). */
 bool fn_http_answers_all(const struct fn_policy *p, const struct fn_endpoint *ep);
 

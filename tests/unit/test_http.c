@@ -159,10 +159,10 @@ static void test_answers_all(void)
 	     true},
 	    {"{ name = \"a\"; action = \"respond\"; status = 503; match = { to = \"127.0.0.1\"; "
 	     "path = \"/x*\"; }; }",
-	     false},
+	     true},
 	    {"{ name = \"a\"; action = \"respond\"; status = 503; every = 2; match = { to = "
 	     "\"127.0.0.1\"; }; }",
-	     false},
+	     true},
 	    {"{ name = \"a\"; action = \"slow\"; delay_ms = 5; match = { to = \"127.0.0.1\"; }; }",
 	     false},
 	    {"{ name = \"a\"; action = \"respond\"; status = 503; match = { to = \"127.0.0.1\"; "
