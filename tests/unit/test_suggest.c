@@ -39,7 +39,7 @@ static void test_config_suggests(void)
 	    "unknown action 'blackhol', did you mean 'blackhole'? (expected"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(
 	    error_of(
-		"rules = ( { name = \"x\"; action = \"drop\"; match = { too = \"1.2.3.4\"; }; } );",
+		"rules = ( { name = \"x\"; action = \"drop\"; match = { too = \"127.66.0.4\"; }; } );",
 		err, sizeof(err)),
 	    "match: unknown key 'too', did you mean 'to'?"));
 }
