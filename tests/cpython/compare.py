@@ -140,7 +140,7 @@ def only(res, modules):
 
 
 def differing(plain, shim):
-    return sorted(k for k in set(plain) | set(shim) if plain.get(k) != shim.get(k))
+    return sorted((k for k in set(plain) | set(shim) if plain.get(k) != shim.get(k)), key=str)
 
 
 def parallel(jobs):
