@@ -131,11 +131,11 @@ run "$ctl" run --config "$tmp/strict.conf" -- /bin/true
 check "faultctl run: a rule that never fired passes without --strict" [ "$rc" = 0 ]
 run "$ctl" run --strict --config "$tmp/strict.conf" -- /bin/true
 check "faultctl run --strict: a rule that never fired fails it (exit 1, named)" holds '[ "$rc" = 1 ] && contains "$err" "rule never was on and never fired"'
-run "$ctl" run --strict --config "$tmp/strict.conf" -- /usr/bin/python3 -c 'import socket
+# (python leaks at exit by design: under a sanitizer build LeakSanitizer
+# would turn its exit status into 23, so leak checks are off for it here.)
+run env ASAN_OPTIONS=detect_leaks=0 "$ctl" run --strict --config "$tmp/strict.conf" -- /usr/bin/python3 -c 'import socket
 try: socket.create_connection(("127.88.0.9", 9), timeout=2)
 except OSError: pass'
-# (Nothing of --strict's on stderr; under a sanitizer build python's own
-# leak report may be there.)
 check "faultctl run --strict: passes when its rule fired" holds '[ "$rc" = 0 ] && ! contains "$err" "faultctl run --strict"'
 run "$ctl" run --strict --config "$tmp/strict.conf" -- sh -c 'exit 5'
 check "faultctl run --strict: the command's own failure keeps its status" [ "$rc" = 5 ]
@@ -167,7 +167,7 @@ chmod +x "$tmp/job/run-my-tests"
 run sh -c "cd '$tmp/job' && PATH='$build':\$PATH $job"
 check "docs/ci.md's --strict job fails when its fault never fired ($job)" holds '[ -n "$job" ] && [ "$rc" = 1 ] && contains "$err" "rule nat-lost was on and never fired"'
 printf '#!/usr/bin/python3\nimport socket\ntry: socket.create_connection(("127.66.0.1", 443), timeout=0.3)\nexcept OSError: pass\n' >"$tmp/job/run-my-tests"
-run sh -c "cd '$tmp/job' && PATH='$build':\$PATH $job"
+run env ASAN_OPTIONS=detect_leaks=0 sh -c "cd '$tmp/job' && PATH='$build':\$PATH $job"
 check "docs/ci.md's --strict job passes when its fault fired" holds '[ "$rc" = 0 ] && ! contains "$err" "faultctl run --strict"'
 # Counts outlive the process (GROUP.PID.done, kept an hour), and faultctl gc
 # removes what is older: a finished process's counts, then its group's

@@ -37,11 +37,10 @@ static void test_config_suggests(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(
 	    error_of("rules = ( { name = \"x\"; action = \"blackhol\"; } );", err, sizeof(err)),
 	    "unknown action 'blackhol', did you mean 'blackhole'? (expected"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(
-	    error_of(
-		"rules = ( { name = \"x\"; action = \"drop\"; match = { too = \"127.66.0.4\"; }; } );",
-		err, sizeof(err)),
-	    "match: unknown key 'too', did you mean 'to'?"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(error_of("rules = ( { name = \"x\"; action = \"drop\"; match "
+					       "= { too = \"127.66.0.4\"; }; } );",
+					       err, sizeof(err)),
+				      "match: unknown key 'too', did you mean 'to'?"));
 }
 
 void add_suggest_tests(void)
