@@ -1,6 +1,8 @@
 /* relay_tls.c - the relay's two TLS ends of a terminated connection (see
  * relay_tls.h): a server end for the app with a leaf of the run's CA, a
- * client end for the real server, verified against the system's roots.
+ * client end for the real server, verified against the system's roots,
+ * or, where the app's TLS comes through the trust hook, by the app's own
+ * store (trust.h).
  * Records go through memory BIOs; the sockets are read and written here
  * with the shim's own libc calls, never by OpenSSL. */
 #include "preload/relay/relay_tls.h"
@@ -37,8 +39,9 @@ struct fn_tls {
 	const struct fn_ossl *o;
 	struct tside s[2];
 	bool h2_offered, downgraded;
-	bool recorded;	/* the trust hook was told what is behind the leaf */
-	char name[256]; /* the leaf's name: the SNI, else the address */
+	bool recorded;	 /* the trust hook was told what is behind the leaf */
+	bool app_judges; /* the app's own store judges the server (trust.h) */
+	char name[256];	 /* the leaf's name: the SNI, else the address */
 	bool ip;
 };
 
@@ -53,7 +56,8 @@ static bool alpn_has(const unsigned char *l, size_t n, const char *proto)
 }
 
 /* The relay's client context: TLS 1.2 or later, the server's chain and
- * name verified against the system's default roots. Made once. */
+ * name verified against the system's default roots (server_end lets the
+ * app judge instead where it can). Made once. */
 static SSL_CTX *client_ctx(const struct fn_ossl *o)
 {
 	static SSL_CTX *x;
@@ -70,6 +74,16 @@ static SSL_CTX *client_ctx(const struct fn_ossl *o)
 		return NULL;
 	}
 	return x = n;
+}
+
+/* The server's handshake goes on whatever its chain: the app judges it
+ * (fn_trust_reaches_app), and SSL_get_verify_result keeps the system's
+ * verdict. */
+static int keep_going(int ok, X509_STORE_CTX *x)
+{
+	(void)ok;
+	(void)x;
+	return 1;
 }
 
 /* Gives ssl two memory BIOs and its role. False when memory is short. */
@@ -111,6 +125,12 @@ static SSL *server_end(const struct fn_ossl *o, struct fn_tls *t, const struct f
 				 name) == 1;
 	if (ok && h->alpn_len)
 		ok = o->SSL_set_alpn_protos(s, HTTP11, sizeof(HTTP11) - 1) == 0;
+	/* A server the system's roots do not know (a private CA the app
+	 * trusts) is reached when the app's own store can judge it; never
+	 * when its TLS is out of the hook's reach. */
+	t->app_judges = ok && fn_trust_reaches_app();
+	if (t->app_judges)
+		o->SSL_set_verify(s, SSL_VERIFY_PEER, keep_going);
 	if (!ok) {
 		o->SSL_free(s);
 		return NULL;
@@ -249,7 +269,8 @@ static unsigned char *ders(const struct fn_ossl *o, const OPENSSL_STACK *sk, siz
 
 /* Tells the trust hook (preload/tls/trust.h), before the app's handshake
  * is answered, which server is behind the leaf: the chain the server
- * showed (its handshake done: it passed the system's roots), else none. */
+ * showed (its handshake done: it passed the system's roots, or the app's
+ * store is to judge it), else none. */
 static void record_trust(struct fn_tls *t)
 {
 	const struct fn_ossl *o = t->o;

@@ -105,6 +105,7 @@
 	X(ssl, SSL_pending)                      \
 	X(ssl, SSL_ctrl)                         \
 	X(ssl, SSL_set1_host)                    \
+	X(ssl, SSL_set_verify)                   \
 	X(ssl, SSL_set_alpn_protos)              \
 	X(ssl, SSL_get0_alpn_selected)           \
 	X(ssl, SSL_get_verify_result)            \

@@ -151,6 +151,19 @@ static void *trusted_for(struct lib *e, const char *pem)
 	return e->trusted;
 }
 
+bool fn_trust_reaches_app(void)
+{
+	static bool yes; /* once loaded, libcrypto stays: only yes is kept */
+	if (__atomic_load_n(&yes, __ATOMIC_RELAXED))
+		return true;
+	void *h = LIBC(dlopen)("libcrypto.so.3", RTLD_NOLOAD | RTLD_LAZY);
+	if (!h)
+		return false;
+	dlclose(h);
+	__atomic_store_n(&yes, true, __ATOMIC_RELAXED);
+	return true;
+}
+
 void fn_trust_atfork_child(void)
 {
 	/* Held at fork by a thread the child lacks: an entry may be half

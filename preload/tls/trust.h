@@ -31,6 +31,14 @@ int fn_trust_ctx_init(void *ctx, void *store, void *x509, void *chain, const voi
 void fn_trust_record(unsigned char *leaf, size_t leaf_len, unsigned char *chain, size_t chain_len,
 		     bool reached, const char *name, bool ip);
 
+/* Whether the app's TLS verification in this process can come through the
+ * hook: the system's libcrypto 3 is loaded (in the app's namespace, not
+ * the relay's own). Then a server the system's roots do not know may still
+ * be reached: the hook lets the app judge its chain with its own store. A
+ * process without it (a Node.js or JVM with TLS of its own) is judged by
+ * the relay against the system's roots instead. */
+bool fn_trust_reaches_app(void);
+
 /* In a fork child: the table's lock made free again. */
 void fn_trust_atfork_child(void);
 

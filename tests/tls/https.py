@@ -37,6 +37,7 @@ LIB = os.path.join(BUILD, "libfaultnet.so")
 PY = "/usr/bin/python3"
 BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 PORT, ROGUE, FAKE, NONE, PRIV = 18443, 18444, 18445, 18446, 18447
+OWN = 18461  # a server from a CA only the app's own cafile names
 CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
            "AWS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
 
@@ -296,6 +297,26 @@ def app_trust(d, private):
           and isinstance(res[1], str) and "CERTIFICATE_VERIFY_FAILED" in res[1], r)
 
 
+def own_ca(d, own):
+    """A server from a CA the system does not know but the app's own cafile
+    names (as a test suite's or a company's private CA) is reached and
+    judged by the app: forwarded requests get its answers, the rule's path
+    its answer; without that cafile the app still refuses it."""
+    conf = policy(d, "own", [rule("own503", OWN, 'path = "/injected";')])
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % OWN, "--cacert", own)
+    check("curl --cacert OWN (a CA no system store has) reaches its server through the rule: "
+          "the server's 200 (%r)" % out, rc == 0 and out.endswith(" 200"), err)
+    rc, out, err = curl(d, conf, "https://api.test:%d/injected" % OWN, "--cacert", own)
+    check("...and the rule's path gets the rule's answer: %r" % out,
+          rc == 0 and out == "injected 503", err)
+    r = client(d, conf, "requests", "https://api.test:%d/10" % OWN, own)
+    check("requests with verify=OWN gets the server's 200 (%s)" % r,
+          r.get("status") == 200, r)
+    rc, out, err = curl(d, conf, "https://api.test:%d/10" % OWN)
+    check("curl trusting the system's roots alone still refuses that server (exit %d: 60 or 35)"
+          % rc, rc in (60, 35) and "injected" not in out, err)
+
+
 def run_ca_server(d):
     """The relay's own verification never trusts the run's CA: a server
     whose certificate the run's CA signed (as an attacker holding ca.key
@@ -344,9 +365,12 @@ def counted(d):
     conf = policy(d, "counted", [rule("r503", PORT), rule("rogue", ROGUE)])
     js = ("require('https').get('https://api.test:%d/10', r => console.log('node', r.statusCode))"
           ".on('error', e => console.log('node', e.code))" % PORT)
+    # curl's own store judges the rogue server (the hook reaches it):
+    # it refuses the leaf; wget (GnuTLS, no libcrypto in the process) is
+    # judged by the relay against the system's roots: server_unverified.
     script = ("curl -sS https://api.test:%d/10; %s %s issuer api.test %d h2; "
-              "curl -sS https://api.test:%d/10; %s true"
-              % (PORT, PY, os.path.join(HERE, "https_client.py"), PORT, ROGUE,
+              "curl -sS https://api.test:%d/10; wget -q -O /dev/null https://api.test:%d/10; %s true"
+              % (PORT, PY, os.path.join(HERE, "https_client.py"), PORT, ROGUE, ROGUE,
                  "%s -e \"%s\";" % (node, js) if node else ""))
     e = env(d, conf)
     del e["LD_PRELOAD"], e["FAULTNET_CONFIG"]
@@ -359,10 +383,11 @@ def counted(d):
     line = [ln for ln in out.splitlines() if ln.strip().startswith("tls ")]
     n = dict(kv.split("=") for kv in line[0].split()[1:]) if line else {}
     want = {"terminated": "1", "passed_h2_only": "1", "passed_unavailable": "0",
-            "refused_by_app": "1" if node else "0", "server_unverified": "1",
+            "refused_by_app": "2" if node else "1", "server_unverified": "1",
             "alpn_downgraded": "1"}
     check("run --stats: the tls record counts curl's termination (its h2 offer downgraded), "
-          "the h2-only client passed through, the untrusted server%s: %s"
+          "the h2-only client passed through, the untrusted server refused by curl's store "
+          "and by the relay for wget%s: %s"
           % (", a static Node.js refusing the leaf" if node else "",
              line[0].strip() if line else "no tls record"), n == want, out[-800:])
     if node:
@@ -395,10 +420,13 @@ def main():
         subprocess.run(["mount", "--bind", os.path.join(d, "hosts"), "/etc/hosts"], check=True)
         srv, rogue = Server(PORT, good), Server(ROGUE, bad)
         Server(PRIV, make_leaf(d, "priv", priv_ca))
+        own_ca_pem = make_ca(d, "ownca", "a CA only one app's cafile names")
+        Server(OWN, make_leaf(d, "own", own_ca_pem))
         for t in checks.selected([lambda: answered(d, srv), lambda: no_server(d),
                                   lambda: forwarded(d, srv), lambda: slowed_and_cut(d),
                                   lambda: untrusted(d, rogue), lambda: run_ca_server(d),
-                                  lambda: app_trust(d, priv_ca[1]), lambda: counted(d),
+                                  lambda: app_trust(d, priv_ca[1]), lambda: own_ca(d, own_ca_pem[1]),
+                                  lambda: counted(d),
                                   lambda: uncovered(d, srv)]):
             print("--- " + checks.name_of(t))
             t()
