@@ -122,7 +122,10 @@ def outcomes(xml):
         return res
     for case in ET.parse(xml).getroot().iter("testcase"):
         kinds = [c.tag for c in case if c.tag in ("failure", "error", "skipped", "output")]
-        res[case.get("name")] = kinds[0] if kinds else "ok"
+        # regrtest writes a module that crashed or timed out as a case
+        # with no name: it is named after its class (or its module).
+        name = case.get("name") or "%s.(crashed)" % (case.get("classname") or "unknown")
+        res[name] = kinds[0] if kinds else "ok"
     return res
 
 
@@ -140,17 +143,28 @@ def only(res, modules):
 
 
 def differing(plain, shim):
-    return sorted((k for k in set(plain) | set(shim) if plain.get(k) != shim.get(k)), key=str)
+    return sorted(k for k in set(plain) | set(shim) if plain.get(k) != shim.get(k))
 
 
 def parallel(jobs):
-    """Runs each (key, function) at once in a thread; {key: result}."""
-    out = {}
-    threads = [threading.Thread(target=lambda k=k, f=f: out.__setitem__(k, f())) for k, f in jobs]
+    """Runs each (key, function) at once in a thread; {key: result}. An
+    exception in one is raised here, after all have ended, never lost
+    with its thread."""
+    out, errors = {}, []
+
+    def one(k, f):
+        try:
+            out[k] = f()
+        except BaseException as e:  # noqa: B036 - re-raised below
+            errors.append(e)
+
+    threads = [threading.Thread(target=one, args=(k, f)) for k, f in jobs]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    if errors:
+        raise errors[0]
     return out
 
 
