@@ -198,8 +198,7 @@ FN_HOOK(__recvfrom_chk)
 
 /* The run's CA trusted by one verification the app's OpenSSL starts, for
  * a relay's leaf whose server passes the app's store (preload/tls/trust.c). */
-FN_HOOK(X509_STORE_CTX_init)
+FN_HOOK(X509_verify_cert)
 {
-	return fn_trust_ctx_init(ctx, store, x509, chain, __builtin_return_address(0),
-				 (const void *)X509_STORE_CTX_init);
+	return fn_trust_verify(ctx, __builtin_return_address(0), (const void *)X509_verify_cert);
 }

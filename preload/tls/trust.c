@@ -1,6 +1,7 @@
 /* trust.c - lets an app's OpenSSL 3 trust the run's CA for one
  * verification, and only when the real server behind the relay's leaf
- * passes the app's own trust (see trust.h). The call is forwarded to the
+ * passes the app's own trust, with the app's own parameters (see
+ * trust.h). The call is forwarded to the
  * libcrypto the caller's library binds to, found from the caller's
  * address: an app may load more than one OpenSSL, and a 1.1 library's call
  * (bound here too: the hook is exported unversioned) must reach its own,
@@ -23,37 +24,41 @@
 #define SEEN 32 /* leaves whose server the relay met, remembered */
 #define TRUST 1 /* X509_STORE_CTX_init's value on success */
 
-typedef int init_fn(void *, void *, void *, void *);
+typedef int verify_fn(void *);
 
 /* The app's libcrypto functions used besides the real init, looked up by
  * version in the caller's library's own libcrypto (never the hooks). */
-#define TRUST_FUNCS(X)                                                    \
-	X(BIO_new_mem_buf, void *, const void *, int)                     \
-	X(PEM_read_bio_X509, void *, void *, void **, void *, void *)     \
-	X(BIO_free, int, void *)                                          \
-	X(d2i_X509, void *, void **, const unsigned char **, long)        \
-	X(i2d_X509, int, void *, unsigned char **)                        \
-	X(X509_free, void, void *)                                        \
-	X(X509_STORE_CTX_new, void *, void)                               \
-	X(X509_STORE_CTX_free, void, void *)                              \
-	X(X509_STORE_CTX_set_default, int, void *, const char *)          \
-	X(X509_STORE_CTX_get0_param, void *, void *)                      \
-	X(X509_STORE_CTX_set0_trusted_stack, void, void *, void *)        \
-	X(X509_VERIFY_PARAM_set1_host, int, void *, const char *, size_t) \
-	X(X509_VERIFY_PARAM_set1_ip_asc, int, void *, const char *)       \
-	X(X509_verify_cert, int, void *)                                  \
-	X(OPENSSL_sk_new_null, void *, void)                              \
-	X(OPENSSL_sk_push, int, void *, const void *)                     \
-	X(OPENSSL_sk_pop_free, void, void *, void (*)(void *))            \
-	X(ERR_set_mark, int, void)                                        \
+#define TRUST_FUNCS(X)                                                \
+	X(BIO_new_mem_buf, void *, const void *, int)                 \
+	X(PEM_read_bio_X509, void *, void *, void **, void *, void *) \
+	X(BIO_free, int, void *)                                      \
+	X(d2i_X509, void *, void **, const unsigned char **, long)    \
+	X(i2d_X509, int, void *, unsigned char **)                    \
+	X(X509_free, void, void *)                                    \
+	X(X509_STORE_CTX_new, void *, void)                           \
+	X(X509_STORE_CTX_init, int, void *, void *, void *, void *)   \
+	X(X509_STORE_CTX_get0_cert, void *, void *)                   \
+	X(X509_STORE_CTX_get0_store, void *, void *)                  \
+	X(X509_STORE_CTX_set_cert, void, void *, void *)              \
+	X(X509_STORE_CTX_set0_untrusted, void, void *, void *)        \
+	X(X509_VERIFY_PARAM_set1, int, void *, const void *)          \
+	X(X509_STORE_CTX_free, void, void *)                          \
+	X(X509_STORE_CTX_set_default, int, void *, const char *)      \
+	X(X509_STORE_CTX_get0_param, void *, void *)                  \
+	X(X509_STORE_CTX_set0_trusted_stack, void, void *, void *)    \
+	X(X509_verify_cert, int, void *)                              \
+	X(OPENSSL_sk_new_null, void *, void)                          \
+	X(OPENSSL_sk_push, int, void *, const void *)                 \
+	X(OPENSSL_sk_pop_free, void, void *, void (*)(void *))        \
+	X(ERR_set_mark, int, void)                                    \
 	X(ERR_pop_to_mark, int, void)
 
 #define TRUST_FIELD(name, ret, ...) ret (*name)(__VA_ARGS__);
 /* What one caller's library binds to. */
 struct lib {
-	const void *base; /* the caller's library (dladdr's dli_fbase) */
-	init_fn *init;	  /* the real X509_STORE_CTX_init */
-	bool v3;	  /* it is OpenSSL 3's: the functions below are set */
+	const void *base;  /* the caller's library (dladdr's dli_fbase) */
+	verify_fn *verify; /* the real X509_verify_cert */
+	bool v3;	   /* it is OpenSSL 3's: the functions below are set */
 	TRUST_FUNCS(TRUST_FIELD)
 	void *ca;      /* the run's CA parsed by that library, once */
 	void *trusted; /* a stack of that library's holding ca alone */
@@ -79,12 +84,12 @@ static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
  * default version (another OpenSSL: forwarded, nothing added). */
 static void bind_lib(struct lib *e, void *h, const void *self)
 {
-	*(void **)&e->init = dlvsym(h, "X509_STORE_CTX_init", V3);
-	e->v3 = e->init && (const void *)e->init != self;
+	*(void **)&e->verify = dlvsym(h, "X509_verify_cert", V3);
+	e->v3 = e->verify && (const void *)e->verify != self;
 	if (!e->v3)
-		*(void **)&e->init = dlsym(h, "X509_STORE_CTX_init");
-	if ((const void *)e->init == self)
-		e->init = NULL;
+		*(void **)&e->verify = dlsym(h, "X509_verify_cert");
+	if ((const void *)e->verify == self)
+		e->verify = NULL;
 	if (!e->v3)
 		return;
 #define TRUST_BIND(name, ...)                      \
@@ -94,14 +99,14 @@ static void bind_lib(struct lib *e, void *h, const void *self)
 #undef TRUST_BIND
 }
 /* Binds e to what handle h finds, and lets h go (RTLD_NOLOAD took a
- * reference: the library stays). False when h finds no X509_STORE_CTX_init. */
+ * reference: the library stays). False when h finds no X509_verify_cert. */
 static bool bind_from(struct lib *e, void *h, const void *self)
 {
 	if (!h)
 		return false;
 	bind_lib(e, h, self);
 	dlclose(h);
-	return e->init != NULL;
+	return e->verify != NULL;
 }
 
 /* The caller's library's entry (made on its first call); under the lock.
@@ -121,9 +126,9 @@ static struct lib *lib_for(const void *caller, const void *self)
 	if (!bind_from(&fresh, file ? LIBC(dlopen)(file, RTLD_NOLOAD | RTLD_LAZY) : NULL, self) &&
 	    !bind_from(&fresh, LIBC(dlopen)("libcrypto.so.3", RTLD_NOLOAD | RTLD_LAZY), self)) {
 		fresh.v3 = false;
-		*(void **)&fresh.init = dlvsym(RTLD_NEXT, "X509_STORE_CTX_init", V3);
-		if (!fresh.init)
-			*(void **)&fresh.init = dlsym(RTLD_NEXT, "X509_STORE_CTX_init");
+		*(void **)&fresh.verify = dlvsym(RTLD_NEXT, "X509_verify_cert", V3);
+		if (!fresh.verify)
+			*(void **)&fresh.verify = dlsym(RTLD_NEXT, "X509_verify_cert");
 	}
 	struct lib *e = &libs[nlibs < LIBS ? nlibs++ : LIBS - 1];
 	*e = fresh;
@@ -247,28 +252,40 @@ static bool lookup(struct lib *e, void *x509, struct seen *out)
 	return found;
 }
 
-/* Whether the server's chain (DER, leaf first) verifies against the app's
- * store for the name, as the app's own check of that server would. */
-static bool server_trusted(struct lib *e, void *store, const struct seen *s)
+/* The server's chain (DER, leaf first) as a stack of e's X509s, its leaf
+ * in *leaf; NULL when memory is short. Freed with pop_free(X509_free). */
+static void *chain_of(struct lib *e, const struct seen *s, void **leaf)
 {
-	void *sk = e->OPENSSL_sk_new_null(), *vctx = e->X509_STORE_CTX_new();
+	void *sk = e->OPENSSL_sk_new_null();
 	const unsigned char *p = s->chain, *end = s->chain + s->chain_len;
-	void *leaf = NULL;
-	bool ok = sk && vctx;
-	e->ERR_set_mark(); /* the app's error queue is left as it was */
-	while (ok && p < end) {
+	*leaf = NULL;
+	while (sk && p < end) {
 		void *x = e->d2i_X509(NULL, &p, end - p);
-		ok = x && e->OPENSSL_sk_push(sk, x) > 0;
-		if (x && !ok)
-			e->X509_free(x);
-		leaf = leaf ? leaf : x;
+		if (!x || e->OPENSSL_sk_push(sk, x) <= 0) {
+			if (x)
+				e->X509_free(x);
+			e->OPENSSL_sk_pop_free(sk, e->X509_free);
+			return NULL;
+		}
+		*leaf = *leaf ? *leaf : x;
 	}
-	ok = ok && leaf && e->init(vctx, store, leaf, sk) == TRUST &&
-	     e->X509_STORE_CTX_set_default(vctx, "ssl_server") == 1;
+	return sk;
+}
+
+/* Whether the server's chain verifies against the app's store with the
+ * app's own parameters (its host name if it checks one, its flags, depth
+ * and time), as the app's own check of that server would: the purpose
+ * libssl sets first, then the app's, as libssl does. */
+static bool server_trusted(struct lib *e, void *store, const void *app, const struct seen *s)
+{
+	void *leaf, *vctx = e->X509_STORE_CTX_new();
+	e->ERR_set_mark(); /* the app's error queue is left as it was */
+	void *sk = vctx && app ? chain_of(e, s, &leaf) : NULL;
+	bool ok = sk && leaf && e->X509_STORE_CTX_init(vctx, store, leaf, sk) == TRUST &&
+		  e->X509_STORE_CTX_set_default(vctx, "ssl_server") == 1;
 	void *param = ok ? e->X509_STORE_CTX_get0_param(vctx) : NULL;
-	ok = param && (s->ip ? e->X509_VERIFY_PARAM_set1_ip_asc(param, s->name)
-			     : e->X509_VERIFY_PARAM_set1_host(param, s->name, 0)) == 1;
-	ok = ok && e->X509_verify_cert(vctx) == 1;
+	ok = param && e->X509_VERIFY_PARAM_set1(param, app) == 1;
+	ok = ok && e->verify(vctx) == 1;
 	if (vctx)
 		e->X509_STORE_CTX_free(vctx);
 	if (sk)
@@ -277,26 +294,51 @@ static bool server_trusted(struct lib *e, void *store, const struct seen *s)
 	return ok;
 }
 
-int fn_trust_ctx_init(void *ctx, void *store, void *x509, void *chain, const void *caller,
-		      const void *self)
+/* The app's verification run on the server's own chain instead of the
+ * leaf, so that it meets the server's own failure (a wrong name, an
+ * expired or unknown certificate) with its own callback and error, never
+ * a stand-in. The chain it builds holds its own references: ours go once
+ * it returns. */
+static int verify_server(struct lib *e, verify_fn *verify, void *ctx, const struct seen *s)
+{
+	void *leaf, *sk = chain_of(e, s, &leaf);
+	if (!sk || !leaf) {
+		if (sk)
+			e->OPENSSL_sk_pop_free(sk, e->X509_free);
+		return verify(ctx); /* memory: the leaf, untrusted, fails */
+	}
+	e->X509_STORE_CTX_set_cert(ctx, leaf);
+	e->X509_STORE_CTX_set0_untrusted(ctx, sk);
+	int r = verify(ctx);
+	e->OPENSSL_sk_pop_free(sk, e->X509_free);
+	return r;
+}
+
+int fn_trust_verify(void *ctx, const void *caller, const void *self)
 {
 	pthread_mutex_lock(&lock);
 	struct lib *e = lib_for(caller, self);
-	init_fn *init = e->init;
-	const char *pem = store && x509 ? fn_ca_pem() : NULL;
+	verify_fn *verify = e->verify;
+	const char *pem = ctx ? fn_ca_pem() : NULL;
 	void *trusted = pem ? trusted_for(e, pem) : NULL;
 	pthread_mutex_unlock(&lock);
-	if (!init)
-		return 0; /* no libcrypto behind the caller: cannot happen */
-	int r = init(ctx, store, x509, chain);
+	if (!verify)
+		return -1; /* no libcrypto behind the caller: cannot happen */
+	void *x509 = trusted ? e->X509_STORE_CTX_get0_cert(ctx) : NULL;
 	struct seen s;
-	if (r != TRUST || !trusted || !lookup(e, x509, &s))
-		return r;
+	if (!x509 || !lookup(e, x509, &s))
+		return verify(ctx);
 	/* This verification alone may use the run's CA, and only when the
-	 * server behind the leaf passes the app's own store: the store is
-	 * left as it was, for every later verification. */
-	if (!s.reached || (s.chain && server_trusted(e, store, &s)))
+	 * server behind the leaf passes the app's own store and parameters:
+	 * the store is left as it was, for every later verification. */
+	int r;
+	if (!s.reached || (s.chain && server_trusted(e, e->X509_STORE_CTX_get0_store(ctx),
+						     e->X509_STORE_CTX_get0_param(ctx), &s))) {
 		e->X509_STORE_CTX_set0_trusted_stack(ctx, trusted);
+		r = verify(ctx);
+	} else {
+		r = s.chain ? verify_server(e, verify, ctx, &s) : verify(ctx);
+	}
 	free(s.chain);
 	return r;
 }

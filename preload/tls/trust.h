@@ -1,8 +1,9 @@
 /* trust.h - the run's CA trusted by the app's own OpenSSL 3, one
  * verification at a time: the hook on the app's libcrypto's
- * X509_STORE_CTX_init, when the leaf to verify is one the relay served,
+ * X509_verify_cert, when the leaf to verify is one the relay served,
  * verifies the chain the real server showed the relay against the app's
- * own store and the name, and only if it passes lets that verification
+ * own store with the app's own parameters (the host name it checks, if
+ * any), and only if it passes lets that verification
  * (that ctx, never the store) trust the run's CA. A server the app would
  * not trust stays untrusted. The relay's own
  * OpenSSL lives in a namespace of its own (ossl.h): its verification never
@@ -13,12 +14,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The hook's body: ctx, store, x509 and chain as the app passed them;
- * caller is the hook's return address (whose library names the libcrypto
- * the call was meant for), self the hook's own address (never forwarded
- * to). Returns what the real function returns. */
-int fn_trust_ctx_init(void *ctx, void *store, void *x509, void *chain, const void *caller,
-		      const void *self);
+/* The hook's body (X509_verify_cert): ctx as the app passed it; caller is
+ * the hook's return address (whose library names the libcrypto the call
+ * was meant for), self the hook's own address (never forwarded to).
+ * Returns what the real function returns. */
+int fn_trust_verify(void *ctx, const void *caller, const void *self);
 
 /* Called by the relay when it answers an app's handshake with leaf (DER):
  * chain (DER certificates, the server's leaf first, as it sent them) is

@@ -200,7 +200,7 @@ def answered(d, srv):
           r.get("results") == [[503, "injected"], [503, "injected"], 0], r)
     r = client(d, conf, "ctypes")
     check("the hook called through ctypes (from libffi, libcrypto loaded locally) reaches the "
-          "real X509_STORE_CTX_init: it returns 1", r.get("returned") == 1, r)
+          "real X509_verify_cert: it returns 1", r.get("returned") == 1, r)
     r = client(d, conf, "issuer", "api.test", str(PORT))
     check("the client was shown a leaf of the run's CA: %s" % r.get("issuer"),
           r.get("issuer", "").startswith("faultnet run CA"), r)
@@ -315,6 +315,14 @@ def own_ca(d, own):
     rc, out, err = curl(d, conf, "https://api.test:%d/10" % OWN)
     check("curl trusting the system's roots alone still refuses that server (exit %d: 60 or 35)"
           % rc, rc in (60, 35) and "injected" not in out, err)
+    # Its certificate names api.test, not localhost: an app that checks no
+    # host name (Python's check_hostname = False) accepts it, one that
+    # does refuses it, as each would directly.
+    r = client(d, conf, "hostcheck", own, "localhost", str(OWN))
+    res = r.get("results", [])
+    check("reached as localhost (a name its certificate lacks): Python with check_hostname = "
+          "False gets the server's 200, with it True a hostname mismatch: %s" % res,
+          len(res) == 2 and res[0] == 200 and "Hostname mismatch" in str(res[1]), r)
 
 
 def run_ca_server(d):

@@ -126,21 +126,51 @@ def forked(host, port):
 
 
 def through_ctypes():
-    """X509_STORE_CTX_init found in the global scope (the shim's hook:
+    """X509_verify_cert found in the global scope (the shim's hook:
     libcrypto itself was loaded locally, by _ssl) and called from libffi,
-    which does not depend on libcrypto: it must still reach the real one."""
+    which does not depend on libcrypto: it must still reach the real one,
+    which verifies a root against a store holding it (1)."""
     import ctypes
     crypto = ctypes.CDLL("libcrypto.so.3")
-    for f in (crypto.X509_STORE_CTX_new, crypto.X509_STORE_new):
+    for f in (crypto.X509_STORE_CTX_new, crypto.X509_STORE_new, crypto.BIO_new_mem_buf,
+              crypto.PEM_read_bio_X509):
         f.restype = ctypes.c_void_p
+    crypto.BIO_new_mem_buf.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    crypto.PEM_read_bio_X509.argtypes = [ctypes.c_void_p] * 4
+    crypto.X509_STORE_add_cert.argtypes = [ctypes.c_void_p] * 2
+    crypto.X509_STORE_CTX_init.argtypes = [ctypes.c_void_p] * 4
+    with open("/etc/ssl/certs/ca-certificates.crt", "rb") as f:
+        pem = f.read().split(b"-----END CERTIFICATE-----")[0] + b"-----END CERTIFICATE-----\n"
+    root = crypto.PEM_read_bio_X509(crypto.BIO_new_mem_buf(pem, len(pem)), None, None, None)
     ctx, store = crypto.X509_STORE_CTX_new(), crypto.X509_STORE_new()
+    crypto.X509_STORE_add_cert(store, root)
+    crypto.X509_STORE_CTX_init(ctx, store, root, None)
     try:
-        init = ctypes.CDLL(None).X509_STORE_CTX_init
+        verify = ctypes.CDLL(None).X509_verify_cert
     except AttributeError:
-        out({"error": "no X509_STORE_CTX_init in the global scope"})
+        out({"error": "no X509_verify_cert in the global scope"})
         return
-    init.argtypes = [ctypes.c_void_p] * 4
-    out({"returned": init(ctx, store, None, None)})
+    verify.argtypes = [ctypes.c_void_p]
+    out({"returned": verify(ctx)})
+
+
+def hostcheck(cafile, host, port):
+    """GET /10 from host:port trusting cafile, without and with the host
+    name checked: [status or error kind, status or error kind]."""
+    import http.client
+    res = []
+    for check_hostname in (False, True):
+        ctx = ssl.create_default_context(cafile=cafile)
+        ctx.check_hostname = check_hostname
+        c = http.client.HTTPSConnection(host, int(port), context=ctx, timeout=20)
+        try:
+            c.request("GET", "/10")
+            res.append(c.getresponse().status)
+        except Exception as e:  # noqa: BLE001
+            res.append("%s: %s" % (type(e).__name__, e))
+        finally:
+            c.close()
+    out({"results": res})
 
 
 def issuer(host, port, alpn=None):
@@ -171,6 +201,8 @@ if __name__ == "__main__":
         forked(sys.argv[2], sys.argv[3])
     elif mode == "ctypes":
         through_ctypes()
+    elif mode == "hostcheck":
+        hostcheck(*sys.argv[2:5])
     elif mode == "keepalive":
         keepalive(sys.argv[2], sys.argv[3], sys.argv[4:])
     else:
