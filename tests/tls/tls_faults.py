@@ -299,14 +299,19 @@ def policy_file(d):
     name (sent to loopback by its dns rule, no server there) meets the
     expired certificate; run --stats counts the rule's fault."""
     conf = os.path.join(os.path.dirname(os.path.dirname(HERE)), "policies", "tls-expired-cert.conf")
+    events = os.path.join(d, "events.jsonl")
     p = subprocess.run([os.path.join(BUILD, "faultctl"), "run", "--config", conf, "--stats", "--",
                         "curl", "-sS", "-m", "10", "https://bucket.s3.amazonaws.com/key"],
-                       env=env(d, None), capture_output=True, text=True, timeout=60)
+                       env=dict(env(d, None), FAULTNET_EVENTS=events), capture_output=True,
+                       text=True, timeout=60)
     line = [ln for ln in p.stderr.splitlines() if "rule cert-expired" in ln]
     check("tls-expired-cert.conf: curl exit %d (60: certificate has expired), the rule's "
           "faults=1 in run --stats" % p.returncode,
           p.returncode == 60 and "certificate has expired" in p.stderr and line and
           " faults=1 " in line[0], p.stderr[-600:])
+    ev = open(events).read() if os.path.exists(events) else ""
+    check("...and a tls-expired event of the rule",
+          any("tls-expired" in e and "cert-expired" in e for e in ev.splitlines()), ev[-600:])
 
 
 BAD = [  # the rule's text (its key on line 3), what the message names
