@@ -12,7 +12,7 @@
 
 static const char *const action_names[FN_ACT_COUNT] = {
     "blackhole", "stall", "drop",  "refuse",  "reset", "unreachable", "delay", "latency",
-    "bandwidth", "drip",  "close", "respond", "slow",  "abort",	      "dns"};
+    "bandwidth", "drip",  "close", "respond", "slow",  "abort",	      "dns",   "tls"};
 
 const char *fn_action_name(enum fn_action a)
 {
@@ -21,7 +21,8 @@ const char *fn_action_name(enum fn_action a)
 
 bool fn_rule_http(const struct fn_rule *r)
 {
-	return r->action == FN_ACT_RESPOND || r->action == FN_ACT_SLOW || r->action == FN_ACT_ABORT;
+	return r->action == FN_ACT_RESPOND || r->action == FN_ACT_SLOW ||
+	       r->action == FN_ACT_ABORT || r->action == FN_ACT_TLS;
 }
 
 bool fn_rule_follows(const struct fn_rule *r)
@@ -46,6 +47,7 @@ bool fn_rule_relayed(const struct fn_rule *r)
 	case FN_ACT_RESPOND:
 	case FN_ACT_SLOW:
 	case FN_ACT_ABORT:
+	case FN_ACT_TLS:
 		return true;
 	case FN_ACT_BLACKHOLE:
 	case FN_ACT_STALL:
@@ -193,6 +195,10 @@ static const char *missing(const struct fn_rule *r)
 		return p->delay_ms ? NULL : "delay_ms (more than 0)";
 	case FN_ACT_RESPOND:
 		return r->http && r->http->status ? NULL : "status (100 to 599)";
+	case FN_ACT_TLS:
+		return r->http && r->http->tls_fault
+			   ? NULL
+			   : "fault (stall, reset, alert or a certificate fault)";
 	case FN_ACT_DNS:
 		return r->dns && (r->dns->error || r->dns->nanswer || p->delay_ms)
 			   ? NULL
@@ -217,6 +223,13 @@ const char *fn_rule_params_check(struct fn_rule *r, bool proto_given, char *buf,
 		snprintf(buf, len, "action %s needs %s", act, need);
 		return buf;
 	}
+	if (r->action == FN_ACT_TLS && r->http->tls_alert && r->http->tls_fault != FN_TLSF_ALERT) {
+		snprintf(buf, len, "alert applies to fault \"alert\" only, not \"%s\"",
+			 fn_tls_fault_name(r->http->tls_fault));
+		return buf;
+	}
+	if (r->action == FN_ACT_TLS && !r->http->tls_alert)
+		r->http->tls_alert = 40; /* handshake_failure */
 	if (r->action == FN_ACT_DNS) {
 		if (r->dns->error && r->dns->nanswer) {
 			snprintf(buf, len, "action dns takes error or answer, not both");

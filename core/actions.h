@@ -29,6 +29,9 @@ enum fn_action {
 	FN_ACT_ABORT,
 	/* Name lookups (core/dns.h): matched by name, never by address. */
 	FN_ACT_DNS,
+	/* A TLS handshake faulted (core/http.h's FN_TLS_*): carried out by the
+	 * relay's HTTP engine at the app's ClientHello, so an HTTP action too. */
+	FN_ACT_TLS,
 	FN_ACT_COUNT
 };
 
@@ -41,7 +44,8 @@ struct fn_rule;
 
 const char *fn_action_name(enum fn_action a);
 
-/* True for respond, slow and abort: the relay applies them per request. */
+/* True for respond, slow, abort and tls: the relay's HTTP engine carries
+ * them out (tls at the handshake, the others per request). */
 bool fn_rule_http(const struct fn_rule *r);
 
 /* True for the actions established = true may be given: those a live

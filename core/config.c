@@ -252,7 +252,7 @@ static bool parse_action(struct ctx *c, const config_setting_t *s, struct fn_rul
 	    c, s,
 	    "rule '%s': unknown action '%s'%s%s%s (expected blackhole, stall, drop, refuse, "
 	    "reset, unreachable, delay, latency, bandwidth, drip, close, respond, slow, "
-	    "abort or dns)",
+	    "abort, dns or tls)",
 	    r->name, v, near ? ", did you mean '" : "", near ? near : "", near ? "'?" : "");
 }
 

@@ -25,7 +25,7 @@ static bool get_pattern(struct ctx *c, const config_setting_t *s, struct fn_rule
 	snprintf(where, sizeof(where), "rule '%s': match.%s", r->name, key);
 	if (!cfg_get_string(c, s, where, &v))
 		return false;
-	if (!r->http)
+	if (!r->http || (r->action == FN_ACT_TLS && strcmp(key, "host") != 0))
 		return cfg_fail(c, s, "%s applies to the HTTP actions respond, slow and abort only",
 				where);
 	size_t n = strlen(v);
@@ -158,8 +158,30 @@ static bool get_http_number(struct ctx *c, const config_setting_t *s, struct fn_
 	return true;
 }
 
-const char *const cfg_http_keys[] = {"status",	    "headers", "body", "body_file",
-				     "retry_after", "close",   "mode", NULL};
+const char *const cfg_http_keys[] = {"status", "headers", "body",  "body_file", "retry_after",
+				     "close",  "mode",	  "fault", "alert",	NULL};
+
+/* A tls rule's fault, or its alert: a word of the lists in core/http.c. */
+static bool tls_word(struct ctx *c, const config_setting_t *s, struct fn_rule *r, bool alert)
+{
+	const char *text;
+	if (!cfg_get_string(c, s, alert ? "alert" : "fault", &text))
+		return false;
+	int v = alert ? fn_tls_alert_of(text) : fn_tls_fault_of(text);
+	if (!v && alert)
+		return cfg_fail(c, s,
+				"rule '%s': alert '%s' must be \"handshake_failure\", "
+				"\"internal_error\" or \"protocol_version\"",
+				r->name, text);
+	if (!v)
+		return cfg_fail(c, s,
+				"rule '%s': fault '%s' must be \"stall\", \"reset\", \"alert\", "
+				"\"expired\", \"not_yet_valid\", \"wrong_host\", "
+				"\"unknown_issuer\", \"self_signed\" or \"incomplete_chain\"",
+				r->name, text);
+	*(alert ? &r->http->tls_alert : &r->http->tls_fault) = v;
+	return true;
+}
 
 /* The HTTP rule keys that are not plain numbers; true in *done when key
  * was one of them. */
@@ -169,7 +191,7 @@ bool cfg_http_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r, c
 	const char *const *keys = cfg_http_keys;
 	static const enum fn_action owner[] = {FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
 					       FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
-					       FN_ACT_ABORT};
+					       FN_ACT_ABORT,   FN_ACT_TLS,     FN_ACT_TLS};
 	int k = 0;
 	while (keys[k] && strcmp(keys[k], key) != 0)
 		k++;
@@ -210,6 +232,9 @@ bool cfg_http_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r, c
 			return cfg_fail(c, s, "rule '%s': close must be true or false", r->name);
 		h->close = c->lc.get_bool(s) != 0;
 		return true;
+	case 7:
+	case 8:
+		return tls_word(c, s, r, k == 8);
 	default:
 		if (!cfg_get_string(c, s, "mode", &text))
 			return false;

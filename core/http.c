@@ -62,7 +62,7 @@ const struct fn_rule *fn_http_decide(const struct fn_policy *p, const struct fn_
 	const struct fn_rule *r;
 	while ((r = fn_policy_match_from(p, ep, FN_PROTO_TCP, from, NULL))) {
 		from = (size_t)(r - p->rules) + 1;
-		if (!fn_rule_http(r) || !fn_http_match(r, req))
+		if (!fn_rule_http(r) || r->action == FN_ACT_TLS || !fn_http_match(r, req))
 			continue;
 		if (!*seen)
 			*seen = r;
@@ -84,12 +84,81 @@ bool fn_http_answers_all(const struct fn_policy *p, const struct fn_endpoint *ep
 		from = (size_t)(r - p->rules) + 1;
 		if (!fn_rule_http(r))
 			continue;
-		bool answers = r->action == FN_ACT_RESPOND ||
+		/* A tls rule stands for the server too: its handshake fails. */
+		bool answers = r->action == FN_ACT_RESPOND || r->action == FN_ACT_TLS ||
 			       (r->action == FN_ACT_ABORT && r->par.after_bytes < 0);
 		if (answers && (!r->host || (fn_host_resolved && fn_host_resolved(ep, r->host))))
 			return true;
 	}
 	return false;
+}
+
+const struct fn_rule *fn_tls_decide(const struct fn_policy *p, const struct fn_endpoint *ep,
+				    const char *sni, const struct fn_rule **seen)
+{
+	*seen = NULL;
+	size_t from = 0;
+	const struct fn_rule *r;
+	while ((r = fn_policy_match_from(p, ep, FN_PROTO_TCP, from, NULL))) {
+		from = (size_t)(r - p->rules) + 1;
+		if (r->action != FN_ACT_TLS || (r->host && !glob_ok(r->host, sni, FNM_CASEFOLD)))
+			continue;
+		if (!*seen)
+			*seen = r;
+		if (fn_cond_pass(r))
+			return r;
+	}
+	return NULL;
+}
+
+bool fn_http_sni_covered(const struct fn_policy *p, const struct fn_endpoint *ep, const char *sni)
+{
+	for (size_t i = 0; p && i < p->nrules; i++) {
+		const struct fn_rule *r = &p->rules[i];
+		if (fn_rule_http(r) &&
+		    (!r->host || !sni[0] || glob_ok(r->host, sni, FNM_CASEFOLD)) &&
+		    fn_rule_covers(p, r, ep, FN_PROTO_TCP))
+			return true;
+	}
+	return false;
+}
+
+static const char *const tls_faults[FN_TLSF_COUNT] = {
+    "",		  "stall",	    "reset",	   "alert",	      "expired", "not_yet_valid",
+    "wrong_host", "unknown_issuer", "self_signed", "incomplete_chain"};
+
+const char *fn_tls_fault_name(int f)
+{
+	return f > 0 && f < FN_TLSF_COUNT ? tls_faults[f] : "?";
+}
+
+int fn_tls_fault_of(const char *name)
+{
+	for (int f = 1; f < FN_TLSF_COUNT; f++)
+		if (strcmp(tls_faults[f], name) == 0)
+			return f;
+	return FN_TLSF_NONE;
+}
+
+static const struct {
+	int code;
+	const char *name;
+} alerts[] = {{40, "handshake_failure"}, {70, "protocol_version"}, {80, "internal_error"}};
+
+const char *fn_tls_alert_name(int code)
+{
+	for (size_t i = 0; i < sizeof(alerts) / sizeof(alerts[0]); i++)
+		if (alerts[i].code == code)
+			return alerts[i].name;
+	return "?";
+}
+
+int fn_tls_alert_of(const char *name)
+{
+	for (size_t i = 0; i < sizeof(alerts) / sizeof(alerts[0]); i++)
+		if (strcmp(alerts[i].name, name) == 0)
+			return alerts[i].code;
+	return 0;
 }
 
 const struct fn_rule *fn_http_covers(const struct fn_policy *p, const struct fn_endpoint *ep)
@@ -214,4 +283,8 @@ void fn_http_describe(const struct fn_rule *r, char *buf, size_t len, size_t *at
 	}
 	if (r->action == FN_ACT_ABORT)
 		put(buf, len, at, "mode", h->mode == FN_ABORT_CLOSE ? "close" : "reset");
+	if (r->action == FN_ACT_TLS)
+		put(buf, len, at, "fault", fn_tls_fault_name(h->tls_fault));
+	if (r->action == FN_ACT_TLS && h->tls_fault == FN_TLSF_ALERT)
+		put(buf, len, at, "alert", fn_tls_alert_name(h->tls_alert));
 }

@@ -30,7 +30,32 @@ struct fn_http {
 	int64_t retry_after; /* seconds; -1 for none */
 	bool close;	     /* respond: Connection: close, then FIN */
 	int mode;	     /* abort: FN_ABORT_RESET or FN_ABORT_CLOSE */
+	int tls_fault;	     /* tls: enum fn_tls_fault */
+	int tls_alert;	     /* tls, fault alert: the alert's code (RFC 8446 6) */
 };
+
+/* What a tls rule does to a handshake (its key fault). */
+enum fn_tls_fault {
+	FN_TLSF_NONE,
+	FN_TLSF_STALL,	       /* the ClientHello is never answered */
+	FN_TLSF_RESET,	       /* a reset after the ClientHello */
+	FN_TLSF_ALERT,	       /* a fatal alert (tls_alert) answers it */
+	FN_TLSF_EXPIRED,       /* certificate faults: the leaf shown has */
+	FN_TLSF_NOT_YET_VALID, /* that defect */
+	FN_TLSF_WRONG_HOST,
+	FN_TLSF_UNKNOWN_ISSUER,
+	FN_TLSF_SELF_SIGNED,
+	FN_TLSF_INCOMPLETE_CHAIN, /* signed by an intermediate it lacks */
+	FN_TLSF_COUNT
+};
+
+/* The fault's name in a policy ("not_yet_valid"); FN_TLSF_NONE for an
+ * unknown name. */
+const char *fn_tls_fault_name(int f);
+int fn_tls_fault_of(const char *name);
+/* The alerts a rule may send: their names and codes; 0 for an unknown name. */
+const char *fn_tls_alert_name(int code);
+int fn_tls_alert_of(const char *name);
 
 /* A request as far as rules look at it. */
 struct fn_http_req {
@@ -61,6 +86,19 @@ const struct fn_rule *fn_http_decide(const struct fn_policy *p, const struct fn_
  * before it. The app's connect then succeeds
  * without one; otherwise it meets the server's own connect (preload/relay/relay_conn.c). */
 bool fn_http_answers_all(const struct fn_policy *p, const struct fn_endpoint *ep);
+
+/* The first enabled tls rule covering the peer whose match.host (if any)
+ * matches sni (the ClientHello's name, "" for none) and whose conditions
+ * (counted per handshake) let it apply; NULL for none. *seen: the first
+ * one that covered it, applied or not. */
+const struct fn_rule *fn_tls_decide(const struct fn_policy *p, const struct fn_endpoint *ep,
+				    const char *sni, const struct fn_rule **seen);
+
+/* Whether an HTTP rule (tls included), enabled or not, covering the peer
+ * takes a TLS connection whose ClientHello names sni: one with no
+ * match.host, or whose pattern matches sni (any, when sni is ""). The
+ * relay terminates only those; the others are passed on untouched. */
+bool fn_http_sni_covered(const struct fn_policy *p, const struct fn_endpoint *ep, const char *sni);
 
 /* Whether any HTTP rule, enabled or not, covers a TCP peer: connections to
  * it are relayed so that the rule, when on, sees every request. */

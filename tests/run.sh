@@ -326,6 +326,8 @@ s_tls() {
 	fi
 	echo "=== TLS termination in the relay: HTTPS clients under HTTP rules"
 	pyscript tests/tls/https.py build
+	echo "=== TLS faults (the tls action) against real servers doing them; match.host on the SNI name"
+	pyscript tests/tls/tls_faults.py build
 }
 
 s_layout() {

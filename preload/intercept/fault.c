@@ -148,9 +148,9 @@ static enum fn_sink_kind sink_for(const struct fn_rule *r, uint8_t proto)
 static const char *fault_outcome(const struct fn_verdict *v)
 {
 	static const char *const names[FN_ACT_COUNT] = {
-	    "blackholed",  "stalled", "dropped", "refused", "reset",
-	    "unreachable", "delayed", "relayed", "relayed", "relayed",
-	    "relayed",	   "http",    "http",	 "http",    "resolver"};
+	    "blackholed", "stalled", "dropped",	 "refused", "reset",   "unreachable",
+	    "delayed",	  "relayed", "relayed",	 "relayed", "relayed", "http",
+	    "http",	  "http",    "resolver", "http"};
 	if (v->rule->action == FN_ACT_DNS)
 		return "resolver";
 	if (v->proto == FN_PROTO_UDP)

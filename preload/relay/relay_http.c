@@ -96,6 +96,9 @@ struct fn_hconn {
 	 * are done once app_hs and up_hs are. */
 	bool sniffed, app_hs, up_hs;
 	struct fn_tls *tls;
+	/* A tls rule's stall, reset or alert (core/http.h's FN_TLSF_), met at
+	 * the ClientHello; the alert's code. */
+	int tls_fault, tls_alert;
 };
 
 static http_parser_settings req_settings, res_settings;
@@ -1034,9 +1037,33 @@ static bool tls_handshakes(struct fn_conn *c)
 	return true;
 }
 
+/* The rules on a ClientHello naming sni: the fault of the tls rule that
+ * applies (0 for none), counted as an attempt on it; *untouched when no
+ * rule takes the connection (no HTTP rule's match.host matches sni). */
+static int tls_rules(struct fn_conn *c, const char *sni, bool *untouched)
+{
+	static const char *const outcome[FN_TLSF_COUNT] = {
+	    "passed",	       "tls-stall",	      "tls-reset",	"tls-alert",
+	    "tls-expired",     "tls-not-yet-valid",   "tls-wrong-host", "tls-unknown-issuer",
+	    "tls-self-signed", "tls-incomplete-chain"};
+	struct fn_hconn *h = c->http;
+	struct fn_policy_hold hold; /* r and seen point into it: to the end */
+	const struct fn_policy *pol = fn_policy_fresh(&hold);
+	const struct fn_rule *seen = NULL, *r = fn_tls_decide(pol, &h->ep, sni, &seen);
+	*untouched = !r && !fn_http_sni_covered(pol, &h->ep, sni);
+	int fault = r ? r->http->tls_fault : 0;
+	h->tls_alert = r ? r->http->tls_alert : 0;
+	if (seen)
+		fn_stats_attempt(-1, r, seen, &h->ep, FN_PROTO_TCP, outcome[fault], 0);
+	fn_policy_exit(&hold);
+	return fault;
+}
+
 /* The app's first bytes: a ClientHello the relay terminates starts the
  * TLS ends, and the server is reached at once, to be verified before the
- * app's handshake is answered. False while more bytes are needed. */
+ * app's handshake is answered; one a tls rule faults meets its fault, one
+ * no rule's host takes goes on untouched. False while more bytes are
+ * needed. */
 static bool sniff(struct fn_conn *c)
 {
 	struct fn_hconn *h = c->http;
@@ -1050,14 +1077,34 @@ static bool sniff(struct fn_conn *c)
 		h->sniffed = true;
 		return true;
 	}
-	const char *why = NULL;
-	enum fn_tls_first r = fn_tls_first(dr->buf + dr->lo, dr->hi - dr->lo,
-					   (const struct sockaddr *)&c->dest, &h->tls, &why);
+	struct fn_hello hello;
+	enum fn_tls_first r = fn_tls_hello(dr->buf + dr->lo, dr->hi - dr->lo, &hello);
 	if (r == FN_TLS_WAIT && !dr->eof && dr->hi < dr->cap)
 		return false;
 	h->sniffed = true;
+	if (r != FN_TLS_TERMINATE && r != FN_TLS_H2_ONLY)
+		return true;
+	bool untouched;
+	int fault = tls_rules(c, hello.sni, &untouched);
+	if (fault == FN_TLSF_STALL || fault == FN_TLSF_RESET || fault == FN_TLSF_ALERT) {
+		h->tls_fault = fault;
+		dr->lo = dr->hi = 0;
+		return true;
+	}
+	if (untouched) {
+		h->passthrough = true; /* the server's own handshake, as directly */
+		return true;
+	}
+	const char *why = NULL;
+	if (r == FN_TLS_TERMINATE || fault)
+		r = fn_tls_first(dr->buf + dr->lo, dr->hi - dr->lo, &hello,
+				 (const struct sockaddr *)&c->dest, fault, &h->tls, &why);
 	if (r == FN_TLS_TERMINATE) {
 		dr->lo = dr->hi = 0;
+		if (fault) { /* no server: forwarded requests meet a reset */
+			h->up_failed = true;
+			h->up_err = ECONNRESET;
+		}
 		ensure_upstream(c);
 	} else if (r == FN_TLS_H2_ONLY || why) {
 		/* Passed through: the engine counts it as not HTTP too. */
@@ -1067,9 +1114,42 @@ static bool sniff(struct fn_conn *c)
 	return true;
 }
 
+/* A tls rule's stall, reset or alert, once the ClientHello is in: a reset;
+ * a fatal alert, then the end, as a server refusing the handshake; or no
+ * answer at all, what the app sends read and dropped until it gives up. */
+static void handshake_fault(struct fn_conn *c)
+{
+	struct fn_hconn *h = c->http;
+	if (h->tls_fault == FN_TLSF_RESET) {
+		fn_conn_finish(c, true);
+		return;
+	}
+	if (h->tls_fault == FN_TLSF_ALERT) {
+		const char alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, (char)h->tls_alert};
+		LIBC(sendto)(c->app, alert, sizeof(alert), MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+		fn_conn_finish(c, false);
+		return;
+	}
+	char sink[4096];
+	ssize_t n;
+	while ((n = LIBC(recv)(c->app, sink, sizeof(sink), MSG_DONTWAIT)) > 0)
+		;
+	if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+		fn_conn_finish(c, false);
+		return;
+	}
+	fn_relay_watch(c, 0, EPOLLIN | EPOLLRDHUP);
+	if (c->up >= 0)
+		fn_relay_watch(c, 1, 0);
+}
+
 void fn_http_pump(struct fn_conn *c, uint64_t now)
 {
 	struct fn_hconn *h = c->http;
+	if (h->tls_fault) {
+		handshake_fault(c);
+		return;
+	}
 	/* The server is dialled at once, not at the first forwarded request:
 	 * a server that speaks first (SMTP, FTP, POP, IMAP, a telnet banner)
 	 * would otherwise wait for a request that waits for its greeting. Its
@@ -1093,7 +1173,7 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 			watch(c, false, false, now);
 			return;
 		}
-		if (h->tls) { /* the handshakes start */
+		if (h->tls || h->tls_fault) { /* the handshakes start */
 			fn_http_pump(c, now);
 			return;
 		}

@@ -138,28 +138,38 @@ static SSL *server_end(const struct fn_ossl *o, struct fn_tls *t, const struct f
 	return s;
 }
 
-enum fn_tls_first fn_tls_first(const char *p, size_t n, const struct sockaddr *dst,
-			       struct fn_tls **out, const char **why)
+enum fn_tls_first fn_tls_hello(const char *p, size_t n, struct fn_hello *h)
 {
-	*why = NULL;
-	struct fn_hello h;
 	if (!n || (unsigned char)p[0] != 0x16)
 		return FN_TLS_NOT;
-	enum fn_hello_result r = fn_hello_parse((const unsigned char *)p, n, &h);
+	enum fn_hello_result r = fn_hello_parse((const unsigned char *)p, n, h);
 	if (r != FN_HELLO_OK)
 		return r == FN_HELLO_MORE ? FN_TLS_WAIT : FN_TLS_NOT;
-	if (h.alpn_len && !alpn_has(h.alpn, h.alpn_len, "http/1.1"))
+	if (h->alpn_len && !alpn_has(h->alpn, h->alpn_len, "http/1.1"))
 		return FN_TLS_H2_ONLY; /* HTTP/2 is not parsed yet */
+	return FN_TLS_TERMINATE;
+}
+
+enum fn_tls_first fn_tls_first(const char *p, size_t n, const struct fn_hello *h,
+			       const struct sockaddr *dst, int fault, struct fn_tls **out,
+			       const char **why)
+{
+	*why = NULL;
 	const struct fn_ossl *o = fn_ossl_get(why);
-	SSL *app = o ? fn_leaf_ssl(h.sni, dst, HTTP11, sizeof(HTTP11) - 1, why) : NULL;
+	SSL *app = !o	   ? NULL
+		   : fault ? fn_leaf_fault_ssl(fault, h->sni, dst, HTTP11, sizeof(HTTP11) - 1, why)
+			   : fn_leaf_ssl(h->sni, dst, HTTP11, sizeof(HTTP11) - 1, why);
 	if (!app)
 		return FN_TLS_NOT;
 	struct fn_tls *t = calloc(1, sizeof(*t));
-	SSL *up = t ? server_end(o, t, &h, dst) : NULL;
+	/* A certificate fault reaches no server: its leaf is the whole story. */
+	SSL *up = t && !fault ? server_end(o, t, h, dst) : NULL;
 	if (t)
 		t->o = o;
-	bool ok = up && attach(o, &t->s[FN_TLS_APP], app, true) &&
-		  attach(o, &t->s[FN_TLS_UP], up, false) &&
+	if (t && fault)
+		fn_leaf_name(h->sni, dst, t->name, &t->ip);
+	bool ok = (up || fault) && attach(o, &t->s[FN_TLS_APP], app, true) &&
+		  (fault || attach(o, &t->s[FN_TLS_UP], up, false)) &&
 		  o->BIO_write(t->s[FN_TLS_APP].rb, p, (int)n) == (int)n;
 	if (!ok) {
 		*why = "cannot set up the TLS ends (memory or OpenSSL)";
@@ -170,7 +180,7 @@ enum fn_tls_first fn_tls_first(const char *p, size_t n, const struct sockaddr *d
 		fn_tls_free(t);
 		return FN_TLS_NOT;
 	}
-	t->h2_offered = alpn_has(h.alpn, h.alpn_len, "h2");
+	t->h2_offered = alpn_has(h->alpn, h->alpn_len, "h2");
 	*out = t;
 	return FN_TLS_TERMINATE;
 }
@@ -281,7 +291,7 @@ static void record_trust(struct fn_tls *t)
 	if (der)
 		o->i2d_X509(leaf, &p);
 	SSL *up = t->s[FN_TLS_UP].ssl;
-	bool reached = o->SSL_is_init_finished(up);
+	bool reached = up && o->SSL_is_init_finished(up);
 	size_t clen = 0;
 	unsigned char *chain =
 	    reached ? ders(o, (const OPENSSL_STACK *)o->SSL_get_peer_cert_chain(up), &clen) : NULL;

@@ -15,6 +15,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "preload/tls/hello.h"
+
 enum fn_tls_side { FN_TLS_APP, FN_TLS_UP };
 
 enum fn_tls_first {
@@ -28,12 +30,19 @@ enum fn_tls_hs { FN_TLS_HS_DONE, FN_TLS_HS_WAIT, FN_TLS_HS_FAILED };
 
 struct fn_tls;
 
-/* Reads the app's first bytes (p, n) to dst. FN_TLS_NOT with *why set when
- * it is a ClientHello that is passed through all the same (no OpenSSL, no
- * CA, no memory), with *why NULL when it is no ClientHello. On
- * FN_TLS_TERMINATE the bytes are the TLS state's own. */
-enum fn_tls_first fn_tls_first(const char *p, size_t n, const struct sockaddr *dst,
-			       struct fn_tls **out, const char **why);
+/* Reads the app's first bytes (p, n): FN_TLS_TERMINATE when they are a
+ * whole ClientHello that may be terminated, FN_TLS_H2_ONLY when its ALPN
+ * lacks http/1.1; *h then holds its SNI name and ALPN list. */
+enum fn_tls_first fn_tls_hello(const char *p, size_t n, struct fn_hello *h);
+
+/* Starts the TLS ends for that ClientHello (p, n, read into h) to dst.
+ * fault (core/http.h's FN_TLSF_, a certificate fault, or 0) gives the app a
+ * leaf with that defect and reaches no server. FN_TLS_NOT with *why set
+ * when it is passed through all the same (no OpenSSL, no CA, no memory).
+ * On FN_TLS_TERMINATE the bytes are the TLS state's own. */
+enum fn_tls_first fn_tls_first(const char *p, size_t n, const struct fn_hello *h,
+			       const struct sockaddr *dst, int fault, struct fn_tls **out,
+			       const char **why);
 void fn_tls_free(struct fn_tls *t);
 
 /* One step of side's handshake over fd (the app's: answered with the leaf;

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "core/hash.h"
+#include "preload/tls/badleaf.h"
 #include "preload/tls/ca.h"
 #include "preload/tls/cert.h"
 
@@ -222,8 +223,10 @@ static unsigned char *alpn_copy(const unsigned char *alpn, size_t n)
 	return p;
 }
 
-SSL *fn_leaf_ssl(const char *sni, const struct sockaddr *dst, const unsigned char *alpn,
-		 size_t alpn_len, const char **why)
+/* A server SSL for the name: with the cached leaf (fault 0), or a fresh
+ * one with fault's defect (badleaf.h). */
+static SSL *leaf_ssl(int fault, const char *sni, const struct sockaddr *dst,
+		     const unsigned char *alpn, size_t alpn_len, const char **why)
 {
 	const char *dummy;
 	why = why ? why : &dummy;
@@ -244,8 +247,17 @@ SSL *fn_leaf_ssl(const char *sni, const struct sockaddr *dst, const unsigned cha
 	}
 	pthread_mutex_lock(&lock);
 	*why = prepare(o);
-	SSL_CTX *x = *why ? NULL : lookup(o, ca, name, ip);
+	SSL_CTX *x = NULL;
+	if (!*why && !fault) {
+		x = lookup(o, ca, name, ip);
+	} else if (!*why) {
+		X509 *bad = fn_badleaf_mint(o, ca, leaf_key, fault, name, ip);
+		x = bad ? server_ctx(o, bad) : NULL;
+		o->X509_free(bad);
+	}
 	SSL *s = x ? o->SSL_new(x) : NULL;
+	if (fault && x)
+		o->SSL_CTX_free(x); /* the SSL holds its own reference */
 	pthread_mutex_unlock(&lock);
 	if (s && (!list || o->SSL_set_ex_data(s, alpn_index, list)))
 		return s;
@@ -255,6 +267,18 @@ SSL *fn_leaf_ssl(const char *sni, const struct sockaddr *dst, const unsigned cha
 	if (!*why)
 		*why = "OpenSSL could not make a leaf certificate or its context";
 	return NULL;
+}
+
+SSL *fn_leaf_ssl(const char *sni, const struct sockaddr *dst, const unsigned char *alpn,
+		 size_t alpn_len, const char **why)
+{
+	return leaf_ssl(0, sni, dst, alpn, alpn_len, why);
+}
+
+SSL *fn_leaf_fault_ssl(int fault, const char *sni, const struct sockaddr *dst,
+		       const unsigned char *alpn, size_t alpn_len, const char **why)
+{
+	return leaf_ssl(fault, sni, dst, alpn, alpn_len, why);
 }
 
 void fn_leaf_atfork_child(void)

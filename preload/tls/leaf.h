@@ -29,6 +29,11 @@ bool fn_leaf_name(const char *sni, const struct sockaddr *dst, char out[256], bo
 SSL *fn_leaf_ssl(const char *sni, const struct sockaddr *dst, const unsigned char *alpn,
 		 size_t alpn_len, const char **why);
 
+/* The same with a leaf made for this handshake alone, with the defect of
+ * a tls rule's certificate fault (core/http.h's FN_TLSF_EXPIRED...). */
+SSL *fn_leaf_fault_ssl(int fault, const char *sni, const struct sockaddr *dst,
+		       const unsigned char *alpn, size_t alpn_len, const char **why);
+
 /* In a fork child: the cache's lock made free again. */
 void fn_leaf_atfork_child(void);
 

@@ -18,7 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 echo "start-up and faultctl ($build)"
 printf 'rules = (\n  { name = "ok"; action = "drop"; },\n  { name = "x"; action = "explode"; }\n);\n' >"$tmp/bad.conf"
-want="$tmp/bad.conf:3: rule 'x': unknown action 'explode' (expected blackhole, stall, drop, refuse, reset, unreachable, delay, latency, bandwidth, drip, close, respond, slow, abort or dns)"
+want="$tmp/bad.conf:3: rule 'x': unknown action 'explode' (expected blackhole, stall, drop, refuse, reset, unreachable, delay, latency, bandwidth, drip, close, respond, slow, abort, dns or tls)"
 
 run env FAULTNET_CONFIG="$tmp/bad.conf" LD_PRELOAD="$preload" /bin/echo main-ran
 check "bad config: exit 78" [ "$rc" = 78 ]

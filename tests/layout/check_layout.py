@@ -96,7 +96,9 @@ ROOMS = [
      "bound once in a namespace of its own, loaded only when a connection "
      "needs it (ossl.c), the run's CA made once per run directory, owner "
      "only (ca.c), what the CA and the leaves share (cert.c), a leaf and its "
-     "server context per name, cached (leaf.c), and a ClientHello's SNI name "
+     "server context per name, cached (leaf.c), the leaves of the tls "
+     "action's certificate faults, each with one defect, and their never "
+     "sent issuers (badleaf.c), and a ClientHello's SNI name "
      "and ALPN list (hello.c); the trust hook's work (trust.c: the run's CA "
      "trusted by one verification of the app's own OpenSSL 3, when the "
      "server behind the relay's leaf passes the app's own store)."),

@@ -114,7 +114,7 @@ static void test_actions_and_names(void)
 	EXPECT("rules = (\n { name = \"a\"; action = \"explode\"; }\n);",
 	       "t.conf:2: rule 'a': unknown action 'explode' (expected blackhole, stall, drop, "
 	       "refuse, reset, unreachable, delay, latency, bandwidth, drip, close, respond, slow, "
-	       "abort or dns)");
+	       "abort, dns or tls)");
 	EXPECT("rules = ( { name = \"a\"; } );", "t.conf:1: rule 'a' has no action");
 	EXPECT("rules = ( { action = \"drop\"; } );", "t.conf:1: rule without a name");
 	EXPECT("rules = ( { name = \"a b\"; action = \"drop\"; } );",

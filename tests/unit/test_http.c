@@ -132,6 +132,43 @@ static void test_decide(void)
 	fn_policy_free(p);
 }
 
+/* tls rules: decided per handshake on the SNI name, never per request;
+ * a connection whose SNI name no HTTP rule's host takes is not theirs. */
+static void test_tls_sni(void)
+{
+	struct fn_policy *p =
+	    load("rules = (\n"
+		 " { name = \"t\"; action = \"tls\"; fault = \"alert\"; alert = \"internal_error\";"
+		 "   first = 1; match = { to = \"127.0.0.1\"; host = \"*.s3.example.test\"; }; },\n"
+		 " { name = \"r\"; action = \"respond\"; status = 503;"
+		 "   match = { to = \"127.0.0.1\"; host = \"API.test\"; }; }\n);");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	struct fn_endpoint ep;
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(443)};
+	sin.sin_addr.s_addr = htonl(0x7f000001);
+	CU_ASSERT_FATAL(fn_endpoint_from_sockaddr(&ep, (struct sockaddr *)&sin, sizeof(sin)));
+	const struct fn_rule *seen;
+	CU_ASSERT_PTR_NULL(fn_tls_decide(p, &ep, "api.test", &seen));
+	CU_ASSERT_PTR_NULL(seen);
+	CU_ASSERT_PTR_EQUAL(fn_tls_decide(p, &ep, "b.S3.example.test", &seen), &p->rules[0]);
+	CU_ASSERT_EQUAL(p->rules[0].http->tls_fault, FN_TLSF_ALERT);
+	CU_ASSERT_EQUAL(p->rules[0].http->tls_alert, 80);
+	/* first = 1: the second handshake is declined, still counted seen. */
+	CU_ASSERT_PTR_NULL(fn_tls_decide(p, &ep, "b.s3.example.test", &seen));
+	CU_ASSERT_PTR_EQUAL(seen, &p->rules[0]);
+	CU_ASSERT(fn_http_sni_covered(p, &ep, "api.test"));
+	CU_ASSERT(fn_http_sni_covered(p, &ep, "b.s3.example.test"));
+	CU_ASSERT(fn_http_sni_covered(p, &ep, "")); /* no SNI: every rule's */
+	CU_ASSERT(!fn_http_sni_covered(p, &ep, "other.test"));
+	/* A request is never a tls rule's. */
+	struct fn_http_req get = {"GET", "/", "b.s3.example.test"};
+	CU_ASSERT_PTR_NULL(fn_http_decide(p, &ep, &get, &seen));
+	char d[256];
+	fn_rule_describe(&p->rules[0], d, sizeof(d));
+	CU_ASSERT_PTR_NOT_NULL(strstr(d, "fault=alert alert=internal_error"));
+	fn_policy_free(p);
+}
+
 /* A stand-in for the names the process resolved: 127.0.0.1 came from a
  * name of *.example.com. */
 static bool resolved(const struct fn_endpoint *ep, const char *pattern)
@@ -231,6 +268,7 @@ void add_http_tests(void)
 	CU_add_test(s, "method, path and host globs", test_match);
 	CU_add_test(s, "per-request decision and conditions", test_decide);
 	CU_add_test(s, "whether the rules answer every request", test_answers_all);
+	CU_add_test(s, "tls rules and the SNI name", test_tls_sni);
 	CU_add_test(s, "the answer's bytes", test_answer);
 	CU_add_test(s, "counting prefix", test_prefix);
 }
