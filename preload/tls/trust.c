@@ -22,11 +22,10 @@
 #define V3 "OPENSSL_3.0.0"
 #define LIBS 8	/* callers' libraries remembered */
 #define SEEN 32 /* leaves whose server the relay met, remembered */
-#define TRUST 1 /* X509_STORE_CTX_init's value on success */
 
 typedef int verify_fn(void *);
 
-/* The app's libcrypto functions used besides the real init, looked up by
+/* The app's libcrypto functions used besides the real verify, looked up by
  * version in the caller's library's own libcrypto (never the hooks). */
 #define TRUST_FUNCS(X)                                                \
 	X(BIO_new_mem_buf, void *, const void *, int)                 \
@@ -35,23 +34,14 @@ typedef int verify_fn(void *);
 	X(d2i_X509, void *, void **, const unsigned char **, long)    \
 	X(i2d_X509, int, void *, unsigned char **)                    \
 	X(X509_free, void, void *)                                    \
-	X(X509_STORE_CTX_new, void *, void)                           \
-	X(X509_STORE_CTX_init, int, void *, void *, void *, void *)   \
 	X(X509_STORE_CTX_get0_cert, void *, void *)                   \
-	X(X509_STORE_CTX_get0_store, void *, void *)                  \
 	X(X509_STORE_CTX_set_cert, void, void *, void *)              \
 	X(X509_STORE_CTX_set0_untrusted, void, void *, void *)        \
-	X(X509_VERIFY_PARAM_set1, int, void *, const void *)          \
-	X(X509_STORE_CTX_free, void, void *)                          \
-	X(X509_STORE_CTX_set_default, int, void *, const char *)      \
-	X(X509_STORE_CTX_get0_param, void *, void *)                  \
 	X(X509_STORE_CTX_set0_trusted_stack, void, void *, void *)    \
 	X(X509_verify_cert, int, void *)                              \
 	X(OPENSSL_sk_new_null, void *, void)                          \
 	X(OPENSSL_sk_push, int, void *, const void *)                 \
-	X(OPENSSL_sk_pop_free, void, void *, void (*)(void *))        \
-	X(ERR_set_mark, int, void)                                    \
-	X(ERR_pop_to_mark, int, void)
+	X(OPENSSL_sk_pop_free, void, void *, void (*)(void *))
 
 #define TRUST_FIELD(name, ret, ...) ret (*name)(__VA_ARGS__);
 /* What one caller's library binds to. */
@@ -272,33 +262,11 @@ static void *chain_of(struct lib *e, const struct seen *s, void **leaf)
 	return sk;
 }
 
-/* Whether the server's chain verifies against the app's store with the
- * app's own parameters (its host name if it checks one, its flags, depth
- * and time), as the app's own check of that server would: the purpose
- * libssl sets first, then the app's, as libssl does. */
-static bool server_trusted(struct lib *e, void *store, const void *app, const struct seen *s)
-{
-	void *leaf, *vctx = e->X509_STORE_CTX_new();
-	e->ERR_set_mark(); /* the app's error queue is left as it was */
-	void *sk = vctx && app ? chain_of(e, s, &leaf) : NULL;
-	bool ok = sk && leaf && e->X509_STORE_CTX_init(vctx, store, leaf, sk) == TRUST &&
-		  e->X509_STORE_CTX_set_default(vctx, "ssl_server") == 1;
-	void *param = ok ? e->X509_STORE_CTX_get0_param(vctx) : NULL;
-	ok = param && e->X509_VERIFY_PARAM_set1(param, app) == 1;
-	ok = ok && e->verify(vctx) == 1;
-	if (vctx)
-		e->X509_STORE_CTX_free(vctx);
-	if (sk)
-		e->OPENSSL_sk_pop_free(sk, e->X509_free);
-	e->ERR_pop_to_mark();
-	return ok;
-}
-
 /* The app's verification run on the server's own chain instead of the
- * leaf, so that it meets the server's own failure (a wrong name, an
- * expired or unknown certificate) with its own callback and error, never
- * a stand-in. The chain it builds holds its own references: ours go once
- * it returns. */
+ * leaf: its store, parameters (the host name it checks, if any; flags such
+ * as CRL checks; depth; time) and callback judge what the server showed,
+ * so it trusts, or fails with the error, exactly as it would directly.
+ * The chain it builds holds its own references: ours go once it returns. */
 static int verify_server(struct lib *e, verify_fn *verify, void *ctx, const struct seen *s)
 {
 	void *leaf, *sk = chain_of(e, s, &leaf);
@@ -328,12 +296,11 @@ int fn_trust_verify(void *ctx, const void *caller, const void *self)
 	struct seen s;
 	if (!x509 || !lookup(e, x509, &s))
 		return verify(ctx);
-	/* This verification alone may use the run's CA, and only when the
-	 * server behind the leaf passes the app's own store and parameters:
-	 * the store is left as it was, for every later verification. */
+	/* No server behind the leaf (out of reach: requests the rules answer
+	 * need none): this verification alone trusts the run's CA, never the
+	 * store. A server met: the app's own verification judges its chain. */
 	int r;
-	if (!s.reached || (s.chain && server_trusted(e, e->X509_STORE_CTX_get0_store(ctx),
-						     e->X509_STORE_CTX_get0_param(ctx), &s))) {
+	if (!s.reached) {
 		e->X509_STORE_CTX_set0_trusted_stack(ctx, trusted);
 		r = verify(ctx);
 	} else {
