@@ -1,11 +1,10 @@
-/* trust.h - the run's CA trusted by the app's own OpenSSL 3, one
- * verification at a time: the hook on the app's libcrypto's
- * X509_verify_cert, when the leaf to verify is one the relay served,
- * verifies the chain the real server showed the relay against the app's
- * own store with the app's own parameters (the host name it checks, if
- * any), and only if it passes lets that verification
- * (that ctx, never the store) trust the run's CA. A server the app would
- * not trust stays untrusted. The relay's own
+/* trust.h - the app's own OpenSSL 3 judges the real server behind a leaf
+ * the relay served: the hook on the app's libcrypto's X509_verify_cert,
+ * for such a leaf, runs the app's verification (its store, parameters and
+ * callback) on the chain the real server showed the relay instead, so the
+ * app trusts it, or fails with its own error, exactly as it would
+ * directly. Where no server is behind the leaf, that one verification
+ * (that ctx, never the store) trusts the run's CA. The relay's own
  * OpenSSL lives in a namespace of its own (ossl.h): its verification never
  * comes here. */
 #ifndef FAULTNET_TLS_TRUST_H
