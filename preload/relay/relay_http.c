@@ -987,15 +987,34 @@ static void server_reset(struct fn_conn *c)
 
 /* ---- TLS ------------------------------------------------------------------ */
 
-/* The server failed verification: the app meets a failed handshake (a
- * fatal handshake_failure alert, then the end of the connection), never
- * an answer it would trust. */
+/* The app's handshake ends as a server refusing it ends it: a fatal alert
+ * (desc, a TLS AlertDescription) in a plaintext record, then the close. */
+static void alert_and_end(struct fn_conn *c, int desc)
+{
+	const char alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, (char)desc};
+	LIBC(sendto)(c->app, alert, sizeof(alert), MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+	fn_conn_finish(c, false);
+}
+
+/* The server failed verification: the app meets a failed handshake
+ * (handshake_failure), never an answer it would trust. */
 static void refuse(struct fn_conn *c)
 {
-	static const char alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28};
-	LIBC(sendto)(c->app, alert, sizeof(alert), MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
 	fn_stats_tls(&c->http->ep, FN_TLS_SERVER_UNVERIFIED);
-	fn_conn_finish(c, false);
+	alert_and_end(c, 40);
+}
+
+/* The server was reached and refused the relay's handshake (an alert: no
+ * shared cipher or version, an SNI callback's refusal; or a close or a
+ * reset): the app's handshake meets the same, as it would directly. */
+static void server_refused(struct fn_conn *c)
+{
+	bool reset;
+	int alert = fn_tls_server_alert(c->http->tls, &reset);
+	if (alert >= 0)
+		alert_and_end(c, alert);
+	else
+		fn_conn_finish(c, reset);
 }
 
 /* Drives the two handshakes: the server's first, when it is being reached,
@@ -1015,8 +1034,8 @@ static bool tls_handshakes(struct fn_conn *c)
 			return false;
 		}
 		if (r == FN_TLS_HS_FAILED) {
-			h->up_failed = true; /* forwarded requests meet a reset */
-			h->up_err = ECONNRESET;
+			server_refused(c);
+			return false;
 		}
 		h->up_hs = h->up_ok = r == FN_TLS_HS_DONE;
 	}
@@ -1125,9 +1144,7 @@ static void handshake_fault(struct fn_conn *c)
 		return;
 	}
 	if (h->tls_fault == FN_TLSF_ALERT) {
-		const char alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, (char)h->tls_alert};
-		LIBC(sendto)(c->app, alert, sizeof(alert), MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
-		fn_conn_finish(c, false);
+		alert_and_end(c, h->tls_alert);
 		return;
 	}
 	char sink[4096];

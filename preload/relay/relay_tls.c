@@ -41,6 +41,8 @@ struct fn_tls {
 	bool h2_offered, downgraded;
 	bool recorded;	 /* the trust hook was told what is behind the leaf */
 	bool app_judges; /* the app's own store judges the server (trust.h) */
+	int up_alert;	 /* the alert the server's failed handshake sent, or -1 */
+	bool up_reset;	 /* its connection was reset during the handshake */
 	char name[256];	 /* the leaf's name: the SNI, else the address */
 	bool ip;
 };
@@ -162,6 +164,8 @@ enum fn_tls_first fn_tls_first(const char *p, size_t n, const struct fn_hello *h
 	if (!app)
 		return FN_TLS_NOT;
 	struct fn_tls *t = calloc(1, sizeof(*t));
+	if (t)
+		t->up_alert = -1;
 	/* A certificate fault reaches no server: its leaf is the whole story. */
 	SSL *up = t && !fault ? server_end(o, t, h, dst) : NULL;
 	if (t)
@@ -305,7 +309,8 @@ static void failure(struct fn_tls *t, enum fn_tls_side side, bool *unverified, c
 		    size_t len)
 {
 	const struct fn_ossl *o = t->o;
-	long v = side == FN_TLS_UP ? o->SSL_get_verify_result(t->s[side].ssl) : X509_V_OK;
+	long v = side == FN_TLS_UP && !t->app_judges ? o->SSL_get_verify_result(t->s[side].ssl)
+						     : X509_V_OK;
 	if (v != X509_V_OK) {
 		*unverified = true;
 		snprintf(why, len, "the server's certificate failed verification: %s",
@@ -313,6 +318,11 @@ static void failure(struct fn_tls *t, enum fn_tls_side side, bool *unverified, c
 		o->ERR_clear_error();
 		return;
 	}
+	/* An alert the peer sent is its reason code less SSL_AD_REASON_OFFSET. */
+	int reason = ERR_GET_REASON(o->ERR_peek_last_error());
+	if (side == FN_TLS_UP && reason >= SSL_AD_REASON_OFFSET &&
+	    reason < SSL_AD_REASON_OFFSET + 256)
+		t->up_alert = reason - SSL_AD_REASON_OFFSET;
 	char e[200];
 	snprintf(why, len, "%s", fn_ossl_error(e, sizeof(e)));
 }
@@ -343,6 +353,7 @@ enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd,
 		if (got == -1)
 			return FN_TLS_HS_WAIT;
 		if (got <= 0) {
+			t->up_reset = side == FN_TLS_UP && got < 0 && errno == ECONNRESET;
 			snprintf(why, len, "the %s closed its end during the handshake%s%s",
 				 side == FN_TLS_APP ? "app" : "server", got ? ": " : "",
 				 got ? strerror(errno) : "");
@@ -356,6 +367,12 @@ enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd,
 		t->downgraded = sl == 8 && memcmp(sel, "http/1.1", 8) == 0;
 	}
 	return FN_TLS_HS_DONE;
+}
+
+int fn_tls_server_alert(const struct fn_tls *t, bool *reset)
+{
+	*reset = t->up_reset;
+	return t->up_alert;
 }
 
 bool fn_tls_downgraded(const struct fn_tls *t)

@@ -50,6 +50,10 @@ void fn_tls_free(struct fn_tls *t);
  * *unverified is set when the server's certificate failed verification. */
 enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd, bool *unverified,
 				char *why, size_t len);
+/* How the server's handshake failed (FN_TLS_HS_FAILED, not for its
+ * certificate): the alert it sent (its description), else -1 and *reset
+ * when it reset the connection rather than closing it. */
+int fn_tls_server_alert(const struct fn_tls *t, bool *reset);
 /* The app offered h2 and was given http/1.1 (its handshake is done). */
 bool fn_tls_downgraded(const struct fn_tls *t);
 

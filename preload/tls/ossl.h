@@ -31,6 +31,7 @@
 	X(crypto, BIO_read)                      \
 	X(crypto, X509_verify_cert_error_string) \
 	X(crypto, ERR_get_error)                 \
+	X(crypto, ERR_peek_last_error)           \
 	X(crypto, ERR_error_string_n)            \
 	X(crypto, ERR_clear_error)               \
 	X(crypto, EVP_PKEY_Q_keygen)             \

@@ -19,8 +19,10 @@ import json
 import os
 import random
 import shutil
+import socket
 import socketserver
 import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -38,6 +40,7 @@ PY = "/usr/bin/python3"
 BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 PORT, ROGUE, FAKE, NONE, PRIV = 18443, 18444, 18445, 18446, 18447
 OWN = 18461  # a server from a CA only the app's own cafile names
+DENY, RESET = 18462, 18463  # servers that refuse every handshake
 CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
            "AWS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
 
@@ -142,6 +145,30 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         return self.ctx.wrap_socket(s, server_side=True, do_handshake_on_connect=False), a
 
 
+def refusing_server(port, cert, how):
+    """A TLS server that refuses every handshake: "deny" with an
+    access_denied alert (its SNI callback's answer), "reset" by resetting
+    the connection once the ClientHello is in."""
+    ls = socket.create_server(("127.0.0.1", port))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(*cert)
+    ctx.sni_callback = lambda *a: ssl.ALERT_DESCRIPTION_ACCESS_DENIED
+
+    def serve():
+        while True:
+            c, _ = ls.accept()
+            try:
+                if how == "reset":
+                    c.recv(4096)
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                else:
+                    ctx.wrap_socket(c, server_side=True).close()
+            except (OSError, ssl.SSLError):
+                pass
+            c.close()
+    threading.Thread(target=serve, daemon=True).start()
+
+
 def policy(d, name, rules):
     path = os.path.join(d, name + ".conf")
     with open(path, "w") as f:
@@ -159,6 +186,8 @@ def env(d, conf):
          if not k.startswith("FAULTNET_") and k not in CA_VARS}
     e.update(FAULTNET_CONFIG=conf, FAULTNET_RUNDIR=os.path.join(d, "run"), LD_PRELOAD=LIB,
              ASAN_OPTIONS="detect_leaks=0")
+    if conf is None:  # the same client without faultnet
+        del e["FAULTNET_CONFIG"], e["LD_PRELOAD"]
     return e
 
 
@@ -325,6 +354,22 @@ def own_ca(d, own):
           len(res) == 2 and res[0] == 200 and "Hostname mismatch" in str(res[1]), r)
 
 
+def server_refuses(d):
+    """A server that refuses the handshake: the app under a rule that
+    forwards meets the same refusal as without faultnet (the alert the
+    server sent; the reset), never a handshake that succeeds and a request
+    that fails."""
+    conf = policy(d, "deny", [rule("d503", DENY, 'path = "/injected";'),
+                              rule("x503", RESET, 'path = "/injected";')])
+    for port, what in ((DENY, "an access_denied alert"), (RESET, "a reset")):
+        direct = client(d, None, "urllib", "https://api.test:%d/10" % port)
+        under = client(d, conf, "urllib", "https://api.test:%d/10" % port)
+        check("a server refusing the handshake with %s: urllib meets the same error under a rule "
+              "that forwards as directly (%s / %s)" % (what, under.get("error", "")[:70],
+                                                       direct.get("error", "")[:70]),
+              "error" in direct and under.get("error") == direct.get("error"), (direct, under))
+
+
 def run_ca_server(d):
     """The relay's own verification never trusts the run's CA: a server
     whose certificate the run's CA signed (as an attacker holding ca.key
@@ -430,10 +475,13 @@ def main():
         Server(PRIV, make_leaf(d, "priv", priv_ca))
         own_ca_pem = make_ca(d, "ownca", "a CA only one app's cafile names")
         Server(OWN, make_leaf(d, "own", own_ca_pem))
+        refusing_server(DENY, good, "deny")
+        refusing_server(RESET, good, "reset")
         for t in checks.selected([lambda: answered(d, srv), lambda: no_server(d),
                                   lambda: forwarded(d, srv), lambda: slowed_and_cut(d),
                                   lambda: untrusted(d, rogue), lambda: run_ca_server(d),
                                   lambda: app_trust(d, priv_ca[1]), lambda: own_ca(d, own_ca_pem[1]),
+                                  lambda: server_refuses(d),
                                   lambda: counted(d),
                                   lambda: uncovered(d, srv)]):
             print("--- " + checks.name_of(t))
