@@ -289,13 +289,20 @@ static void record_trust(struct fn_tls *t)
 {
 	const struct fn_ossl *o = t->o;
 	t->recorded = true;
+	SSL *up = t->s[FN_TLS_UP].ssl;
+	bool reached = up && o->SSL_is_init_finished(up);
+	/* Where the app judges the server's own chain, it may as well read
+	 * the server's own certificate (its subject, serial, dates): only the
+	 * key is the relay's. Elsewhere the leaf must chain to the run's CA. */
+	const OPENSSL_STACK *peer =
+	    reached ? (const OPENSSL_STACK *)o->SSL_get_peer_cert_chain(up) : NULL;
+	if (t->app_judges && peer && o->OPENSSL_sk_num(peer) > 0)
+		fn_leaf_mirror(t->s[FN_TLS_APP].ssl, o->OPENSSL_sk_value(peer, 0));
 	X509 *leaf = o->SSL_get_certificate(t->s[FN_TLS_APP].ssl);
 	int n = leaf ? o->i2d_X509(leaf, NULL) : 0;
 	unsigned char *der = n > 0 ? malloc((size_t)n) : NULL, *p = der;
 	if (der)
 		o->i2d_X509(leaf, &p);
-	SSL *up = t->s[FN_TLS_UP].ssl;
-	bool reached = up && o->SSL_is_init_finished(up);
 	size_t clen = 0;
 	unsigned char *chain =
 	    reached ? ders(o, (const OPENSSL_STACK *)o->SSL_get_peer_cert_chain(up), &clen) : NULL;

@@ -281,13 +281,62 @@ SSL *fn_leaf_fault_ssl(int fault, const char *sni, const struct sockaddr *dst,
 	return leaf_ssl(fault, sni, dst, alpn, alpn_len, why);
 }
 
+#define MIRRORS 64 /* servers' certificates mirrored, kept (a clock) */
+
+static struct mirror {
+	unsigned char sha256[32]; /* the server's certificate's fingerprint */
+	X509 *cert;
+} mirrors[MIRRORS];
+static unsigned mirror_next;
+
+/* The mirror of real, made or cached; a reference of the caller's. Under
+ * the lock. */
+static X509 *mirror_of(const struct fn_ossl *o, const struct fn_ca *ca, X509 *real)
+{
+	unsigned char fp[32];
+	if (fn_cert_fingerprint(o, real, fp) != 0)
+		return NULL;
+	for (unsigned i = 0; i < MIRRORS; i++)
+		if (mirrors[i].cert && memcmp(mirrors[i].sha256, fp, sizeof(fp)) == 0)
+			return o->X509_up_ref(mirrors[i].cert) == 1 ? mirrors[i].cert : NULL;
+	X509 *m = o->X509_dup(real);
+	if (!m || o->X509_set_pubkey(m, leaf_key) != 1 ||
+	    !o->X509_sign(m, ca->key, o->EVP_sha256())) {
+		o->X509_free(m);
+		return NULL;
+	}
+	signatures++;
+	struct mirror *slot = &mirrors[mirror_next++ % MIRRORS];
+	o->X509_free(slot->cert);
+	slot->cert = m;
+	memcpy(slot->sha256, fp, sizeof(fp));
+	return o->X509_up_ref(m) == 1 ? m : NULL;
+}
+
+bool fn_leaf_mirror(SSL *ssl, X509 *real)
+{
+	const struct fn_ossl *o = fn_ossl_get(NULL);
+	const struct fn_ca *ca = o ? fn_ca_get(NULL) : NULL;
+	if (!ca || !real)
+		return false;
+	pthread_mutex_lock(&lock);
+	X509 *m = prepare(o) ? NULL : mirror_of(o, ca, real);
+	pthread_mutex_unlock(&lock);
+	bool ok = m && o->SSL_use_certificate(ssl, m) == 1;
+	o->X509_free(m);
+	return ok;
+}
+
 void fn_leaf_atfork_child(void)
 {
 	/* Held at fork (the relay thread signing): a slot may be half
 	 * written, so the cache starts empty (the parent's contexts are let
 	 * go, as the parent's connections are). */
-	if (pthread_mutex_trylock(&lock) != 0 && cache)
-		memset(cache, 0, FN_LEAF_CACHE * sizeof(*cache));
+	if (pthread_mutex_trylock(&lock) != 0) {
+		if (cache)
+			memset(cache, 0, FN_LEAF_CACHE * sizeof(*cache));
+		memset(mirrors, 0, sizeof(mirrors));
+	}
 	pthread_mutex_init(&lock, NULL);
 }
 

@@ -34,6 +34,15 @@ SSL *fn_leaf_ssl(const char *sni, const struct sockaddr *dst, const unsigned cha
 SSL *fn_leaf_fault_ssl(int fault, const char *sni, const struct sockaddr *dst,
 		       const unsigned char *alpn, size_t alpn_len, const char **why);
 
+/* Gives ssl (from fn_leaf_ssl) instead of its leaf the server's own
+ * certificate real with the leaves' key in it (re-signed by the run's CA):
+ * its subject, issuer name, serial, validity and extensions are the
+ * server's, so an app whose verification the trust hook runs on the real
+ * chain (trust.h) reads the server's own certificate; only its key and
+ * signature differ. Cached per certificate. False (ssl unchanged) when it
+ * cannot be made. */
+bool fn_leaf_mirror(SSL *ssl, X509 *real);
+
 /* In a fork child: the cache's lock made free again. */
 void fn_leaf_atfork_child(void);
 

@@ -57,6 +57,7 @@
 	X(crypto, X509_set1_notAfter)            \
 	X(crypto, X509_gmtime_adj)               \
 	X(crypto, X509_set_pubkey)               \
+	X(crypto, X509_dup)                      \
 	X(crypto, X509_get0_pubkey)              \
 	X(crypto, X509_get_subject_name)         \
 	X(crypto, X509_set_issuer_name)          \
@@ -111,7 +112,8 @@
 	X(ssl, SSL_get0_alpn_selected)           \
 	X(ssl, SSL_get_verify_result)            \
 	X(ssl, SSL_get_certificate)              \
-	X(ssl, SSL_get_peer_cert_chain)
+	X(ssl, SSL_get_peer_cert_chain)          \
+	X(ssl, SSL_use_certificate)
 
 #define FN_OSSL_FIELD(lib, name) __typeof__(name) *name;
 struct fn_ossl {

@@ -173,6 +173,19 @@ def hostcheck(cafile, host, port):
     out({"results": res})
 
 
+def peercert(host, port):
+    """The server's certificate as the app reads it, and its DER's digest."""
+    import hashlib
+    ctx = ssl.create_default_context()
+    try:
+        with socket.create_connection((host, int(port)), timeout=20) as s:
+            with ctx.wrap_socket(s, server_hostname=host) as t:
+                out({"cert": t.getpeercert(),
+                     "der": hashlib.sha256(t.getpeercert(True)).hexdigest()})
+    except Exception as e:  # noqa: BLE001
+        out({"error": "%s: %s" % (type(e).__name__, e)})
+
+
 def issuer(host, port, alpn=None):
     ctx = ssl.create_default_context()
     if alpn:
@@ -182,7 +195,8 @@ def issuer(host, port, alpn=None):
             with ctx.wrap_socket(s, server_hostname=host) as t:
                 cert = t.getpeercert()
                 names = [v for rdn in cert["issuer"] for k, v in rdn if k == "commonName"]
-                out({"issuer": names[0] if names else ""})
+                out({"issuer": names[0] if names else "",
+                     "der": hashlib.sha256(t.getpeercert(True)).hexdigest()})
     except Exception as e:  # noqa: BLE001
         out({"error": "%s: %s" % (type(e).__name__, e)})
 
@@ -201,6 +215,8 @@ if __name__ == "__main__":
         forked(sys.argv[2], sys.argv[3])
     elif mode == "ctypes":
         through_ctypes()
+    elif mode == "peercert":
+        peercert(*sys.argv[2:4])
     elif mode == "hostcheck":
         hostcheck(*sys.argv[2:5])
     elif mode == "keepalive":

@@ -5,6 +5,7 @@ when asked, printing one JSON line of what happened and how long it took.
 usage: tls_faults_client.py SNI PORT CAFILE TIMEOUT [get] [byname] [twice]
   byname: connect to SNI's address (resolved), not 127.0.0.1; twice: two
   handshakes in this one process, a list of both results"""
+import hashlib
 import json
 import re
 import socket
@@ -22,6 +23,7 @@ def once(sni, port, cafile, timeout, opts):
                                        timeout=timeout)
         with ctx.wrap_socket(raw, server_hostname=sni) as s:
             res["issuer"] = dict(x[0] for x in s.getpeercert()["issuer"]).get("commonName")
+            res["der"] = hashlib.sha256(s.getpeercert(True)).hexdigest()
             if "get" in opts:
                 s.sendall(b"GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
                           % sni.encode())
