@@ -1,7 +1,8 @@
 /* report.c - what a scenario run measured: each expectation
  * checked against the probes' samples and the rules' counters, then the
  * report: report.json (everything), report.svg (a timeline a person reads
- * at a glance), junit.xml (one test case per expectation) and a summary. */
+ * at a glance), junit.xml (one test case per step and per expectation,
+ * named alike in every run) and a summary. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,6 +368,43 @@ static int junit_steps(FILE *f, const struct scenario *s, bool write)
 	return failures;
 }
 
+/* What an expectation asks, in words that do not change from run to run
+ * (no measured value): the name of its JUnit case, so that CI history
+ * follows one case across runs. */
+static void describe(const struct scenario *s, const struct sc_expect *e, char *buf, size_t len)
+{
+	static const char *const asks[] = {"healthy again within", "unhealthy within", "at most"};
+	char from[SC_NAME + 32] = "the start";
+	if (e->after >= 0)
+		snprintf(from, sizeof(from), "%s %s", s->steps[e->after].name,
+			 e->from_end ? "ended" : "began");
+	if (e->kind == EX_RULE_MAX || e->kind == EX_RULE_MIN)
+		snprintf(buf, len, "rule %s: %s at %s %lld", e->rule, e->counter,
+			 e->kind == EX_RULE_MAX ? "most" : "least", (long long)e->bound);
+	else
+		snprintf(buf, len, "probe %s: %s %lld%s after %s", s->probes[e->probe].name,
+			 asks[e->kind], (long long)e->bound,
+			 e->kind == EX_MAX_FAILURES ? " failures" : " ms", from);
+}
+
+/* The measured value and the bound, beside the stable name (properties
+ * first, as pytest writes them), then the failure if any and the text. */
+static void junit_body(FILE *f, const struct sc_expect *e)
+{
+	fprintf(f,
+		"<properties><property name=\"measured\" value=\"%lld\"/>"
+		"<property name=\"bound\" value=\"%lld\"/></properties>",
+		(long long)e->measured, (long long)e->bound);
+	if (!e->held) {
+		fputs("<failure message=\"", f);
+		xml(f, e->text);
+		fputs("\"/>", f);
+	}
+	fputs("<system-out>", f);
+	xml(f, e->text);
+	fputs("</system-out>", f);
+}
+
 static void junit(FILE *f, const struct scenario *s)
 {
 	int failures = junit_steps(f, s, false);
@@ -379,16 +417,14 @@ static void junit(FILE *f, const struct scenario *s)
 	junit_steps(f, s, true);
 	for (int i = 0; i < s->nexpects; i++) {
 		const struct sc_expect *e = &s->expects[i];
+		char name[SC_NAME * 2 + 128];
+		describe(s, e, name, sizeof(name));
 		fprintf(f,
 			"  <testcase classname=\"faultnet.scenario\" name=\"expect #%d (line %d): ",
 			i + 1, e->line);
-		xml(f, e->text);
+		xml(f, name);
 		fputs("\">", f);
-		if (!e->held) {
-			fputs("<failure message=\"", f);
-			xml(f, e->text);
-			fputs("\"/>", f);
-		}
+		junit_body(f, e);
 		fputs("</testcase>\n", f);
 	}
 	fputs("</testsuite>\n", f);

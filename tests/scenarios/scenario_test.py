@@ -2,12 +2,15 @@
 this folder against real servers on loopback (reports under
 build/scenarios/), the report's parts (report.json's numbers, junit.xml's
 cases, report.svg rendered to PNG by rsvg-convert and looked at pixel by
-pixel), a failing expectation, bad scenario files, and SIGINT at random
+pixel, its text boxes as headless Chromium lays them out), a failing
+expectation, bad scenario files, and SIGINT at random
 moments always leaving the group as its policy file set it.
 
 usage: scenario_test.py BUILD_DIR"""
+import html
 import json
 import os
+import shutil
 import random
 import signal
 import subprocess
@@ -113,7 +116,90 @@ def check_svg(report, title):
           plots and len(plots[0].get("points").split()) >= 3, [x.attrib for x in plots[:1]])
 
 
+def text_boxes(svg):
+    """Every <text> of the SVG with its box as headless Chromium lays it out
+    (getBBox, in the SVG's own units): a page on file:// with the SVG inline
+    writes them into its DOM, which --dump-dom prints. None, why: no box."""
+    d = tempfile.mkdtemp(dir=TMP)
+    page = os.path.join(d, "boxes.html")
+    with open(page, "w") as f:
+        f.write("<!DOCTYPE html><html><body>%s<pre id='boxes'></pre><script>var o=[];"
+                "document.querySelectorAll('svg text').forEach(function(t){var b=t.getBBox();"
+                "o.push({cls:t.getAttribute('class'),text:t.textContent,x:b.x,y:b.y,w:b.width,"
+                "h:b.height});});document.getElementById('boxes').textContent=JSON.stringify(o);"
+                "</script></body></html>" % open(svg).read())
+    r = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                        "--disable-dev-shm-usage", "--user-data-dir=" + d, "--dump-dom",
+                        "file://" + page], capture_output=True, text=True, timeout=120)
+    start = r.stdout.find("<pre id=\"boxes\">")
+    if r.returncode or start < 0:
+        return None, r.stderr[-800:]
+    body = r.stdout[start + len("<pre id=\"boxes\">"):r.stdout.find("</pre>", start)]
+    return json.loads(html.unescape(body)), ""
+
+
+def crossing(a, b):
+    """Whether two boxes share more than half a pixel each way."""
+    return (min(a["x"] + a["w"], b["x"] + b["w"]) - max(a["x"], b["x"]) > 0.5 and
+            min(a["y"] + a["h"], b["y"] + b["h"]) - max(a["y"], b["y"]) > 0.5)
+
+
+def check_no_overlap(report, title):
+    boxes, why = (text_boxes(os.path.join(report, "report.svg")) if shutil.which("chromium")
+                  else (None, "chromium is not installed (scripts/deps.sh test installs it)"))
+    pairs = [(a["text"], b["text"]) for i, a in enumerate(boxes or []) for b in boxes[i + 1:]
+             if crossing(a, b)]
+    check("%s: no two text boxes of report.svg overlap in Chromium's layout (%d texts)"
+          % (title, len(boxes or [])), boxes and not pairs, pairs or why)
+
+
+def per_second(v):
+    return [v[0]] + [max(v[i] - v[i - 1], 0) for i in range(1, len(v))] if v else []
+
+
+def check_rates(report, rep, title):
+    """The rate axis has values, and attempts show as a line over faults
+    that met every one of them (a shaded area, not a line on the line)."""
+    from PIL import Image
+    tree = ET.parse(os.path.join(report, "report.svg")).getroot()
+    ticks = [float(x.get("data-value")) for x in tree.findall(SVG + "text")
+             if x.get("class") == "rate-tick"]
+    top = max((max(r["attempts_per_s"] or [0]) for r in rep.get("rules", [])), default=0)
+    check("%s: the rate axis has values (%s), from 0 to at least the most attempts in a "
+          "second (%d)" % (title, ticks, top), ticks and min(ticks) == 0 and max(ticks) >= top and
+          len(ticks) >= 3, ticks)
+    img = Image.open(os.path.join(report, "report.png")).convert("RGB")
+    line = [x for x in tree.findall(SVG + "polyline") if x.get("class") == "attempts"]
+    rule = rep["rules"][0] if rep.get("rules") else {}
+    both = [i for i, (a, f) in enumerate(zip(rule.get("attempts_per_s", []), rule.get("faults_per_s", [])))
+            if f and a == f and f * 4 >= top]
+    pts = [tuple(map(float, p.split(","))) for p in line[0].get("points").split()] if line else []
+    # On the line, under it (the faults' area) and above it (the background).
+    seen = [tuple(pixel(img, pts[i][0] + 3, pts[i][1] + dy) for dy in (0, 6, -6))
+            for i in both if 0 < i < len(pts) - 1]
+    check("%s: where every attempt met the fault, attempts are a dark line and faults a shaded "
+          "area under it (%d such seconds)" % (title, len(seen)),
+          seen and all(sum(on) < 400 and under != above for on, under, above in seen), seen)
+
+
 # ---- the scenarios -------------------------------------------------------------------
+
+# ---- the scenarios -------------------------------------------------------------------
+
+def junit_names(out):
+    return [c.get("name") for c in ET.parse(os.path.join(out, "junit.xml")).getroot().findall("testcase")]
+
+
+def check_marker_times(out, rep, title):
+    """Short times in ms: each label says its expectation's measured value."""
+    tree = ET.parse(os.path.join(out, "report.svg")).getroot()
+    labels = [x.text for x in tree.findall(SVG + "text") if x.get("class") == "marker-label"]
+    want = ["%s after %d ms" % ("noticed" if e["kind"] == "unhealthy_within_ms" else "recovered",
+                                e["measured"]) for e in rep.get("expectations", [])
+            if e["kind"] in ("unhealthy_within_ms", "healthy_within_ms") and 0 <= e["measured"] < 10000]
+    check("%s: times under 10 s are labelled in ms, as measured (%s)" % (title, "; ".join(labels)),
+          want and sorted(labels) == sorted(want), (labels, want))
+
 
 def test_drill():
     p, rep, out = scenario("region-drill", [PY, os.path.join(HERE, "failover.py"), "2"])
@@ -127,12 +213,28 @@ def test_drill():
     check("region drill: the step ran on time (%s ms late; under 10 ms)" % late,
           late is not None and 0 <= late < 10, steps)
     cases = ET.parse(os.path.join(out, "junit.xml")).getroot()
-    names = [c.get("name") for c in cases.findall("testcase")]
+    names = junit_names(out)
     check("region drill: junit.xml has one case per step (named by the step) and per "
           "expectation, none failed",
           cases.get("tests") == "5" and cases.get("failures") == "0" and len(names) == 5 and
           names[0] == "step deny-a", ET.tostring(cases)[:300])
     check_svg(out, "region drill")
+    check_no_overlap(out, "region drill")
+    check_marker_times(out, rep, "region drill")
+    check_rates(out, rep, "region drill")
+    # Again with a quick failover: the times to notice and to recover close
+    # together, their labels side by side; other measured values, same names.
+    p2, rep2, out2 = scenario("region-drill", [PY, os.path.join(HERE, "failover.py"), "0.5"],
+                              report=os.path.join(OUT, "region-drill-quick"))
+    names2 = junit_names(out2)
+    measured = [(expectation(rep, i).get("measured"), expectation(rep2, i).get("measured"))
+                for i in range(4)]
+    check("region drill twice: the JUnit test names are identical from run to run, the measured "
+          "values (%s) in the message and properties only" % measured,
+          names == names2 and len(names) == 5 and not any(str(m) in n for m, _ in measured[:3]
+                                                          for n in names), (names, names2))
+    check_no_overlap(out2, "region drill, quick failover")
+    check_marker_times(out2, rep2, "region drill, quick failover")
 
 
 def test_storm():
