@@ -277,7 +277,8 @@ bool sc_passed(const struct scenario *s)
 	for (int i = 0; i < s->nsteps; i++)
 		if (sc_step_problem(s, &s->steps[i], why, sizeof(why)))
 			return false;
-	return strncmp(s->end_reason, "ran its", 7) == 0 && !strict_problem(s, why, sizeof(why));
+	return strncmp(s->end_reason, "ran its", 7) == 0 && !s->not_ready &&
+	       !strict_problem(s, why, sizeof(why));
 }
 
 static void json_report(FILE *f, const struct scenario *s)
@@ -297,8 +298,10 @@ static void json_report(FILE *f, const struct scenario *s)
 	strict_problem(s, why, sizeof(why));
 	fprintf(f, "\"strict\":%s,\"strict_problem\":", s->strict ? "true" : "false");
 	jstr(f, why);
-	fprintf(f, ",\"joined\":%d,\"join_wait_ms\":%lld,\"not_http\":%llu,\"unfired\":[",
-		s->joined, (long long)s->join_wait_ms, (unsigned long long)s->not_http);
+	fprintf(f, ",\"joined\":%d,\"join_wait_ms\":%lld,\"ready_wait_ms\":%lld,\"not_ready\":",
+		s->joined, (long long)s->join_wait_ms, (long long)s->ready_wait_ms);
+	jstr(f, s->not_ready);
+	fprintf(f, ",\"not_http\":%llu,\"unfired\":[", (unsigned long long)s->not_http);
 	int k = 0, n = 0;
 	for (const char *r; (r = sc_unfired(s, &k)); n++) {
 		fputs(n ? "," : "", f);
@@ -443,6 +446,13 @@ static void summary_problems(const struct scenario *s, FILE *out)
 			(long long)s->join_wait_ms);
 	else
 		fprintf(out, "  group %s: no process joined\n", s->group);
+	if (s->not_ready)
+		fprintf(out,
+			"  FAIL ready: probe %s was not healthy within ready_ms_max (%lld ms)\n",
+			s->not_ready, (long long)s->ready_ms_max);
+	else if (s->ready_wait_ms > 0)
+		fprintf(out, "  ready: the clock waited %lld ms for the ready probes\n",
+			(long long)s->ready_wait_ms);
 	for (int i = 0; i < s->nsteps; i++)
 		if (sc_step_problem(s, &s->steps[i], why, sizeof(why)))
 			fprintf(out, "  FAIL %s\n", why);

@@ -40,6 +40,12 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
+static void sleep_ms(int64_t ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+	nanosleep(&ts, NULL); /* a signal ends it early: the loop looks again */
+}
+
 static int64_t now_ms(const struct run *r)
 {
 	return ((int64_t)fn_now_ns() - r->t0_ns) / 1000000;
@@ -310,6 +316,42 @@ static void probes_due(struct run *r, int64_t now, int64_t *next)
 	}
 }
 
+/* The readiness gate: the clock starts once every ready probe has answered
+ * healthy (each run at its interval), so that the first samples measure
+ * the app, not its start-up. Samples taken before are not kept. At most
+ * ready_ms_max; a probe never ready fails the run (s->not_ready). */
+static void wait_ready(struct run *r)
+{
+	struct scenario *s = r->s;
+	r->t0_ns = (int64_t)fn_now_ns();
+	for (int i = 0; i < s->nprobes && !stop_signal; i++) {
+		struct sc_probe *p = &s->probes[i];
+		p->next_ms = now_ms(r);
+		while (p->ready && !stop_signal && !(p->n && p->samples[p->n - 1].ok)) {
+			int64_t now = now_ms(r);
+			if (now >= s->ready_ms_max) {
+				s->not_ready = p->name;
+				break;
+			}
+			reap_probe(r, p, now, false);
+			if (!p->pid && now >= p->next_ms && !(p->n && p->samples[p->n - 1].ok))
+				start_probe(r, p, now);
+			sleep_ms(2);
+		}
+	}
+	for (int i = 0; i < s->nprobes; i++) {
+		struct sc_probe *p = &s->probes[i];
+		reap_probe(r, p, now_ms(r), true);
+		p->n = 0;
+		p->streak = 0;
+		p->next_ms = 0;
+	}
+	bool any = false;
+	for (int i = 0; i < s->nprobes; i++)
+		any |= s->probes[i].ready;
+	s->ready_wait_ms = any ? now_ms(r) : 0;
+}
+
 /* ---- counters ------------------------------------------------------------- */
 
 static struct sc_rate *rate_for(struct scenario *s, const char *rule)
@@ -422,12 +464,6 @@ static void check_cmd(struct run *r, int64_t now)
 		r->s->cmd_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 		r->s->cmd_exit_ms = now;
 	}
-}
-
-static void sleep_ms(int64_t ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-	nanosleep(&ts, NULL); /* a signal ends it early: the loop looks again */
 }
 
 static void loop(struct run *r)
@@ -573,6 +609,7 @@ int cmd_scenario(int argc, char **argv, const char *self)
 	}
 	start_cmd(&r);
 	wait_join(&r);
+	wait_ready(&r);
 	r.t0_ns = (int64_t)fn_now_ns();
 	loop(&r);
 	cleanup(&r);

@@ -17,6 +17,9 @@
 #define SC_LATE_MS_MAX 500
 /* How long the clock waits for the command to join its group (ms). */
 #define SC_JOIN_WAIT_MS 10000
+/* How long it then waits for the ready probes to be healthy, unless
+ * ready_ms_max says (ms). */
+#define SC_READY_MS_MAX 10000
 
 enum sc_verb { SV_ENABLE, SV_DISABLE, SV_ADD, SV_RM, SV_LOAD, SV_ZONE, SV_COUNT };
 
@@ -50,7 +53,8 @@ struct sc_probe {
 	char *url;     /* or an HTTP GET that must answer status */
 	int status;
 	int64_t interval_ms, timeout_ms;
-	bool shim; /* run under the shim, in the scenario's group */
+	bool shim;  /* run under the shim, in the scenario's group */
+	bool ready; /* the clock starts once it has answered healthy */
 	int line;
 	struct sc_sample *samples;
 	size_t n, cap;
@@ -100,8 +104,9 @@ struct scenario {
 	char policy[PATH_MAX]; /* the file the processes start with */
 	char group[SC_NAME];
 	int64_t duration_ms;
-	int64_t late_ms_max; /* a step later than this fails the scenario */
-	bool strict;	     /* --strict: a rule switched on that never fired fails */
+	int64_t late_ms_max;  /* a step later than this fails the scenario */
+	int64_t ready_ms_max; /* how long the clock waits for the ready probes */
+	bool strict;	      /* --strict: a rule switched on that never fired fails */
 	struct sc_step *steps;
 	int nsteps;
 	struct sc_probe *probes;
@@ -117,10 +122,12 @@ struct scenario {
 	int nrates, seconds;
 	int cmd_status; /* -1 while running or without a command */
 	int64_t cmd_exit_ms;
-	int joined;	      /* processes of the group seen (their state files) */
-	int64_t join_wait_ms; /* how long the clock waited for CMD to join */
-	uint64_t not_http;    /* connections HTTP rules met but could not read */
-	bool policy_tmp;      /* policy was written from inline rules: removed at the end */
+	int joined;	       /* processes of the group seen (their state files) */
+	int64_t join_wait_ms;  /* how long the clock waited for CMD to join */
+	int64_t ready_wait_ms; /* then for the ready probes to be healthy */
+	const char *not_ready; /* a ready probe that never was, NULL for none */
+	uint64_t not_http;     /* connections HTTP rules met but could not read */
+	bool policy_tmp;       /* policy was written from inline rules: removed at the end */
 };
 
 const char *sc_verb_name(enum sc_verb v);

@@ -218,6 +218,10 @@ def test_drill():
           "expectation, none failed",
           cases.get("tests") == "5" and cases.get("failures") == "0" and len(names) == 5 and
           names[0] == "step deny-a", ET.tostring(cases)[:300])
+    first = [p["samples"][0]["ok"] if p["samples"] else None for p in rep.get("probes", [])]
+    check("region drill: the clock started once the api answered (ready, %s ms): every probe's "
+          "first sample is healthy (%s)" % (rep.get("ready_wait_ms"), first),
+          first and all(first) and rep.get("ready_wait_ms", 0) > 0, first)
     check_svg(out, "region drill")
     check_no_overlap(out, "region drill")
     check_marker_times(out, rep, "region drill")
@@ -429,6 +433,30 @@ def test_min_and_unfired():
           "no process joined" in rep.get("strict_problem", ""), (p.stdout, rep.get("strict_problem")))
 
 
+# ---- the readiness gate and marks (issue 41 item 7) ------------------------------------
+
+# The command: joins the group at once, listens only after a second.
+SLOW_START = [PY, "-c", "import http.server,time\ntime.sleep(1)\nhttp.server.HTTPServer(('127.88.0.9', "
+              "8080), http.server.SimpleHTTPRequestHandler).serve_forever()"]
+
+
+def test_ready():
+    probe = ('probes = ( { name = "app"; url = "http://127.88.0.9:8080/"; interval_ms = 100; '
+             'shim = false; ready = true; } );\n')
+    p, rep, _ = silent("ready", 'duration_ms = 600;\n' + probe, cmd=SLOW_START, args=[])
+    samples = rep.get("probes", [{}])[0].get("samples", [])
+    check("a ready probe: the clock starts once it is healthy (%s ms after the command joined): "
+          "its first sample is green, the run passes" % rep.get("ready_wait_ms"),
+          p.returncode == 0 and samples and all(x["ok"] for x in samples) and
+          rep.get("ready_wait_ms", 0) >= 800 and "the clock waited" in p.stdout,
+          (p.returncode, p.stdout, p.stderr, samples[:3]))
+    p, rep, _ = silent("not-ready", 'duration_ms = 300;\nready_ms_max = 400;\n' +
+                       probe.replace("127.88.0.9", "127.88.0.10"), cmd=CONNECT)
+    check("a ready probe never healthy within ready_ms_max fails the run, the probe named",
+          p.returncode == 1 and "FAIL ready: probe app was not healthy within ready_ms_max (400 ms)"
+          in p.stdout and rep.get("not_ready") == "app", (p.returncode, p.stdout, p.stderr))
+
+
 # ---- SIGINT ----------------------------------------------------------------------------
 
 SIGINT_POLICY = """rules = (
@@ -506,7 +534,7 @@ def main():
                ("127.86.1.1", "127.86.2.1", "127.85.0.4", "127.86.3.1", "127.66.0.1")]
     os.makedirs(OUT, exist_ok=True)
     for t in checks.selected([test_bad_files, test_names_resolved, test_step_failures,
-                              test_min_and_unfired, test_drill, test_storm, test_egress,
+                              test_min_and_unfired, test_ready, test_drill, test_storm, test_egress,
                               test_failing_expectation, test_sigint]):
         t()
     for s in servers:
