@@ -478,8 +478,9 @@ static bool policy_of(struct pctx *c, config_t *cfg, const config_setting_t *roo
 			snprintf(c->s->policy, sizeof(c->s->policy), "%s", file);
 	} else {
 		static const char *const drop[] = {
-		    "policy", "group",	"duration_ms", "late_ms_max", "ready_ms_max",
-		    "steps",  "probes", "expect",      "stop_if",     NULL};
+		    "policy",	    "group",	  "duration_ms", "late_ms_max",
+		    "ready_ms_max", "steps",	  "probes",	 "expect",
+		    "stop_if",	    "marks_file", NULL};
 		for (const char *const *k = drop; *k; k++)
 			c->lc.remove(config_root_setting(cfg), *k);
 		snprintf(c->s->policy, sizeof(c->s->policy), "/tmp/faultctl-policy-%d.conf",
@@ -603,7 +604,7 @@ static bool parse_root(struct pctx *c, config_t *cfg)
 {
 	static const char *const keys[] = {
 	    "policy",	    "rules", "zones",  "zone",	 "group",   "duration_ms", "late_ms_max",
-	    "ready_ms_max", "steps", "probes", "expect", "stop_if", NULL};
+	    "ready_ms_max", "steps", "probes", "expect", "stop_if", "marks_file",  NULL};
 	const config_setting_t *root = config_root_setting(cfg);
 	struct scenario *s = c->s;
 	const char *group;
@@ -620,6 +621,13 @@ static bool parse_root(struct pctx *c, config_t *cfg)
 		return false;
 	if (s->ready_ms_max < 0)
 		s->ready_ms_max = SC_READY_MS_MAX;
+	const char *marks;
+	if (!str(c, root, "marks_file", "top level", &marks))
+		return false;
+	if (marks && (!marks[0] || strlen(marks) >= sizeof(s->marks_file)))
+		return fail(c, c->lc.member(root, "marks_file"),
+			    "top level: marks_file must be a path (where the command runs)");
+	snprintf(s->marks_file, sizeof(s->marks_file), "%s", marks ? marks : "");
 	if (group && !fn_name_valid(group))
 		return fail(c, c->lc.member(root, "group"),
 			    "group '%s' must be 1 to 63 letters, "
@@ -691,6 +699,7 @@ void sc_free(struct scenario *s)
 		free(s->rates[i].requests);
 	}
 	free(s->rates);
+	free(s->marks);
 	if (s->policy_tmp)
 		unlink(s->policy);
 	free(s->steps);

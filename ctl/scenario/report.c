@@ -1,6 +1,6 @@
 /* report.c - what a scenario run measured: each expectation
  * checked against the probes' samples and the rules' counters, then the
- * report: report.json (everything), report.svg (a timeline a person reads
+ * report: report.json (everything, the app's marks included), report.svg (a timeline a person reads
  * at a glance), junit.xml (one test case per step and per expectation,
  * named alike in every run) and a summary. */
 #include <errno.h>
@@ -225,6 +225,18 @@ static void json_steps(FILE *f, const struct scenario *s)
 	fputs("],\n", f);
 }
 
+static void json_marks(FILE *f, const struct scenario *s)
+{
+	fputs("\"marks\":[", f);
+	for (int i = 0; i < s->nmarks; i++) {
+		fprintf(f, "%s{\"name\":", i ? "," : "");
+		jstr(f, s->marks[i].name);
+		fprintf(f, ",\"t_ms\":%lld,\"by\":\"%s\"}", (long long)s->marks[i].t_ms,
+			s->marks[i].by_ctl ? "faultctl mark" : "marks file");
+	}
+	fputs("],\n", f);
+}
+
 static void json_probes(FILE *f, const struct scenario *s)
 {
 	fputs("\"probes\":[", f);
@@ -309,6 +321,7 @@ static void json_report(FILE *f, const struct scenario *s)
 	}
 	fputs("],\n", f);
 	json_steps(f, s);
+	json_marks(f, s);
 	json_probes(f, s);
 	json_rules(f, s);
 	fputs("\"expectations\":[", f);
@@ -481,6 +494,10 @@ void sc_summary(const struct scenario *s, FILE *out)
 			fprintf(out, "; undone at %lld ms", (long long)st->undo_actual_ms);
 		fputc('\n', out);
 	}
+	for (int i = 0; i < s->nmarks; i++)
+		fprintf(out, "  mark %-16s at %lld ms (%s)\n", s->marks[i].name,
+			(long long)s->marks[i].t_ms,
+			s->marks[i].by_ctl ? "faultctl mark" : "marks file");
 	for (int i = 0; i < s->nprobes; i++) {
 		const struct sc_probe *p = &s->probes[i];
 		size_t bad = 0;

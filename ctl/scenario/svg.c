@@ -3,10 +3,10 @@
  * green (healthy) and red (unhealthy) segments, the rules' attempts (a
  * line) and faults (a shaded area under it) per second are plotted below
  * on an axis with values, and the measured times to notice and to recover
- * are marked with labelled lines. Labels that would overlap are moved to
- * another lane (label widths are estimated on the generous side: tests
- * check the result on the boxes a browser lays out). Every part carries a
- * class (and data- attributes), so that tests can find it in the picture. */
+ * are marked with labelled lines, the app's own marks with dashed ones. Labels that would overlap
+ * are moved to another lane (label widths are estimated on the generous side: tests check the
+ * result on the boxes a browser lays out). Every part carries a class (and data- attributes), so
+ * that tests can find it in the picture. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +94,21 @@ static void duration(char *buf, size_t len, int64_t ms)
 		snprintf(buf, len, "%.1f s", (double)ms / 1000);
 }
 
+/* Text as XML character data or an attribute's value. */
+static void esc(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '<')
+			fputs("&lt;", f);
+		else if (*s == '&')
+			fputs("&amp;", f);
+		else if (*s == '"')
+			fputs("&quot;", f);
+		else
+			fputc(*s, f);
+	}
+}
+
 static void text(FILE *f, double x, double y, const char *anchor, int size, const char *fill,
 		 const char *cls, const char *s)
 {
@@ -101,14 +116,7 @@ static void text(FILE *f, double x, double y, const char *anchor, int size, cons
 		"<text class=\"%s\" x=\"%.1f\" y=\"%.1f\" font-size=\"%d\" fill=\"%s\" "
 		"text-anchor=\"%s\" font-family=\"sans-serif\">",
 		cls, x, y, size, fill, anchor);
-	for (; *s; s++) {
-		if (*s == '<')
-			fputs("&lt;", f);
-		else if (*s == '&')
-			fputs("&amp;", f);
-		else
-			fputc(*s, f);
-	}
+	esc(f, s);
 	fputs("</text>\n", f);
 }
 
@@ -164,8 +172,8 @@ static void step_label(const struct sc_step *st, char *label, size_t len)
 		 st->verb == SV_ADD ? st->rule : st->arg);
 }
 
-/* The steps' labels, each in the first free lane under the time axis:
- * drawn when f is given; the lanes used. */
+/* The steps' labels and then the app's marks', each in the first free
+ * lane under the time axis: drawn when f is given; the lanes used. */
 static int step_labels(FILE *f, const struct scenario *s, const struct geo *g)
 {
 	struct placed used = {.n = 0};
@@ -178,6 +186,12 @@ static int step_labels(FILE *f, const struct scenario *s, const struct geo *g)
 		step_label(st, label, sizeof(label));
 		struct spot at = {xt(g, st->actual_ms), g->top + 12, -STEP_LANE, g->top + 12};
 		int k = place(f, &used, at, 11, step_colors[i % 4], "step-label", label);
+		lanes = k + 1 > lanes ? k + 1 : lanes;
+	}
+	for (int i = 0; i < s->nmarks; i++) {
+		const struct sc_mark *m = &s->marks[i];
+		struct spot at = {xt(g, m->t_ms), g->top + 12, -STEP_LANE, g->top + 12};
+		int k = place(f, &used, at, 11, "#444444", "mark-label", m->name);
 		lanes = k + 1 > lanes ? k + 1 : lanes;
 	}
 	return lanes;
@@ -196,6 +210,15 @@ static void bands(FILE *f, const struct scenario *s, const struct geo *g)
 			st->name, xt(g, st->actual_ms), g->top,
 			xt(g, end) - xt(g, st->actual_ms) + 0.5, g->bottom - g->top,
 			step_colors[i % 4]);
+	}
+	for (int i = 0; i < s->nmarks; i++) { /* the app's moments: dashed */
+		fputs("<line class=\"mark\" data-mark=\"", f);
+		esc(f, s->marks[i].name);
+		fprintf(f,
+			"\" data-t=\"%lld\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
+			"stroke=\"#444444\" stroke-dasharray=\"3 3\"/>\n",
+			(long long)s->marks[i].t_ms, xt(g, s->marks[i].t_ms), g->top,
+			xt(g, s->marks[i].t_ms), g->bottom);
 	}
 	step_labels(f, s, g);
 }
@@ -377,6 +400,7 @@ static void key(FILE *f, const struct geo *g)
 		X0 + 290, y - 11);
 	text(f, X0 + 310, y, "start", 12, "#222222", "key", "step in force");
 	text(f, X0 + 430, y, "start", 12, "#222222", "key", "| black line: time measured");
+	text(f, X0 + 620, y, "start", 12, "#222222", "key", "dashed line: the app's mark");
 }
 
 /* Where everything goes: the lanes the labels need decide the rows. */

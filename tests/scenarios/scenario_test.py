@@ -222,6 +222,16 @@ def test_drill():
     check("region drill: the clock started once the api answered (ready, %s ms): every probe's "
           "first sample is healthy (%s)" % (rep.get("ready_wait_ms"), first),
           first and all(first) and rep.get("ready_wait_ms", 0) > 0, first)
+    marks = rep.get("marks", [])
+    at, recovered = steps[0].get("actual_ms", 0), steps[0].get("actual_ms", 0) + (recover or 0)
+    tree = ET.parse(os.path.join(out, "report.svg")).getroot()
+    drawn = [x.get("data-mark") for x in tree.findall(SVG + "line") if x.get("class") == "mark"]
+    labels = [x.text for x in tree.findall(SVG + "text") if x.get("class") == "mark-label"]
+    check("region drill: the app's failover is a mark (%s) in report.json, between the 2 s both "
+          "monitors fail and the recovery, and drawn on the timeline" % marks,
+          [m.get("name") for m in marks] == ["failover"] and
+          at + 2000 <= marks[0]["t_ms"] <= recovered + 200 and drawn == ["failover"] and
+          labels == ["failover"], (marks, at, recovered, drawn, labels))
     check_svg(out, "region drill")
     check_no_overlap(out, "region drill")
     check_marker_times(out, rep, "region drill")
@@ -457,6 +467,37 @@ def test_ready():
           in p.stdout and rep.get("not_ready") == "app", (p.returncode, p.stdout, p.stderr))
 
 
+def test_marks():
+    # faultctl mark from inside the command (its group: FAULTNET_GROUP), then
+    # a line in the file FAULTNET_MARKS names.
+    cmd = ["sh", "-c", 'sleep 0.4; "%s" mark "one & <two>"; sleep 0.4; echo three >>"$FAULTNET_MARKS"; '
+           'sleep 30' % CTL]
+    p, rep, _ = silent("marks", 'duration_ms = 1500;\n', cmd=cmd)
+    marks = rep.get("marks", [])
+    names = [m.get("name") for m in marks]
+    check("marks from the app: faultctl mark NAME (its own time) and a line of $FAULTNET_MARKS, "
+          "in report.json and the summary (%s)" % marks,
+          names == ["one & <two>", "three"] and 300 <= marks[0]["t_ms"] <= 1000 and
+          marks[0]["t_ms"] + 300 <= marks[1]["t_ms"] <= 1450 and
+          marks[0]["by"] == "faultctl mark" and "mark three" in p.stdout, (p.stdout, p.stderr))
+    tree = ET.parse(os.path.join(TMP, "r-marks", "report.svg")).getroot()
+    drawn = [x.get("data-mark") for x in tree.findall(SVG + "line") if x.get("class") == "mark"]
+    check("marks are drawn on the timeline of report.svg (%s)" % drawn,
+          drawn and drawn == names, drawn)
+    # A file the scenario names: what it held before the run is not a mark.
+    named = os.path.join(TMP, "app.marks")
+    with open(named, "w") as f:
+        f.write("before\n")
+    p, rep, _ = silent("named", 'duration_ms = 800;\nmarks_file = "%s";\n' % named,
+                       cmd=["sh", "-c", "sleep 0.3; echo failback >>%s; sleep 30" % named])
+    check("marks_file: a line the app writes to the file the scenario names is a mark",
+          [m.get("name") for m in rep.get("marks", [])] == ["failback"], (rep.get("marks"), p.stdout))
+    r = subprocess.run([CTL, "-g", "no-scenario-%d" % os.getpid(), "mark", "x"], env=env(),
+                       capture_output=True, text=True)
+    check("faultctl mark to a group where no scenario runs: exit 1 with the reason",
+          r.returncode == 1 and "no scenario is running in group" in r.stderr, (r.returncode, r.stderr))
+
+
 # ---- SIGINT ----------------------------------------------------------------------------
 
 SIGINT_POLICY = """rules = (
@@ -534,7 +575,7 @@ def main():
                ("127.86.1.1", "127.86.2.1", "127.85.0.4", "127.86.3.1", "127.66.0.1")]
     os.makedirs(OUT, exist_ok=True)
     for t in checks.selected([test_bad_files, test_names_resolved, test_step_failures,
-                              test_min_and_unfired, test_ready, test_drill, test_storm, test_egress,
+                              test_min_and_unfired, test_ready, test_marks, test_drill, test_storm, test_egress,
                               test_failing_expectation, test_sigint]):
         t()
     for s in servers:
