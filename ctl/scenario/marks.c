@@ -3,11 +3,14 @@
  * nanoseconds) to the group's GROUP.marks in the run directory, which a
  * running scenario creates and removes; and a line NAME written to the
  * file the scenario's marks_file names (FAULTNET_MARKS for the command) is
- * a mark at the moment the scenario reads it. Both are read as they grow. */
+ * a mark at the moment the scenario reads it. Both are read as they grow.
+ * GROUP.marks opens with "pid PID START", the scenario's, so that the file
+ * of a scenario killed before it could remove it takes no mark. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,6 +30,19 @@ static bool name_valid(const char *name)
 	return true;
 }
 
+/* Whether the scenario whose header the file at fd has still runs. */
+static bool owner_alive(int fd, int *pid)
+{
+	char head[64];
+	ssize_t n = pread(fd, head, sizeof(head) - 1, 0);
+	unsigned long long start = 0;
+	*pid = 0;
+	head[n > 0 ? n : 0] = '\0';
+	if (sscanf(head, "pid %d %llu", pid, &start) != 2 || *pid <= 0)
+		return false;
+	return (kill(*pid, 0) == 0 || errno == EPERM) && fn_proc_start(*pid) == start;
+}
+
 int sc_mark_write(const char *group, const char *name, char *err, size_t len)
 {
 	char dir[4096], path[4400], line[SC_NAME + 32];
@@ -40,13 +56,21 @@ int sc_mark_write(const char *group, const char *name, char *err, size_t len)
 	fn_group_file(path, sizeof(path), dir, group, "marks");
 	/* No O_CREAT: only a running scenario's file takes a mark, so that a
 	 * misspelt group is said, not written where nobody reads. */
-	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW), pid;
 	if (fd < 0)
 		return snprintf(err, len,
 				"mark: no scenario is running in group '%s' (%s: %s); give its "
 				"group with -g",
 				group, path, strerror(errno)),
 		       1;
+	if (!owner_alive(fd, &pid)) {
+		close(fd);
+		return snprintf(err, len,
+				"mark: no scenario is running in group '%s': the one of %s "
+				"(pid %d) has gone",
+				group, path, pid),
+		       1;
+	}
 	int n = snprintf(line, sizeof(line), "%llu %s\n", (unsigned long long)fn_now_ns(), name);
 	ssize_t w = write(fd, line, (size_t)n); /* O_APPEND: one line, whole */
 	int saved = errno;

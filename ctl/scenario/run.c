@@ -562,8 +562,11 @@ static void open_marks(struct run *r)
 		fn_group_file(m->path, sizeof(m->path), dir, r->s->group, "marks");
 		int fd = open(m->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 		why = fd < 0 ? strerror(errno) : NULL;
-		if (fd >= 0)
+		if (fd >= 0) { /* whose it is: faultctl mark refuses a gone one's */
+			dprintf(fd, "pid %d %llu\n", (int)getpid(),
+				(unsigned long long)fn_proc_start(getpid()));
 			close(fd);
+		}
 	}
 	if (why) {
 		fprintf(stderr, "faultctl scenario: faultctl mark cannot reach group %s: %s\n",

@@ -267,6 +267,7 @@ def test_storm():
         check("retry storm (%s): passes; %d requests wasted on 503s, workers healthy %s ms "
               "after the outage began" % (mode, wasted[mode], recover),
               p.returncode == 0 and rep.get("passed") is True, p.stdout[-1500:] + p.stderr)
+        check_no_overlap(out, "retry storm (%s)" % mode)
         check("retry storm (%s): the report's count is the workers' own (%s)"
               % (mode, workers[0]["errors_5xx"] if workers else "?"),
               workers and workers[0]["errors_5xx"] == wasted[mode] and not workers[0]["conn_errors"],
@@ -286,6 +287,7 @@ def test_egress():
           p.returncode == 0 and health and all(s["ok"] for s in health) and
           any(not s["ok"] for s in real), p.stdout + p.stderr)
     check_svg(out, "egress blackhole")
+    check_no_overlap(out, "egress blackhole")
 
 
 def test_failing_expectation():
@@ -496,6 +498,28 @@ def test_marks():
                        capture_output=True, text=True)
     check("faultctl mark to a group where no scenario runs: exit 1 with the reason",
           r.returncode == 1 and "no scenario is running in group" in r.stderr, (r.returncode, r.stderr))
+    # The file a scenario killed (SIGKILL) could not remove takes no mark.
+    group = "killed-%d" % os.getpid()
+    rundir = os.environ.get("FAULTNET_RUNDIR") or "/tmp/faultnet-%d" % os.getuid()
+    left = os.path.join(rundir, group + ".marks")
+    with open(os.path.join(TMP, "killed.scenario"), "w") as f:
+        f.write('policy = "silent.conf";\ngroup = "%s";\nduration_ms = 30000;\n' % group)
+    k = subprocess.Popen([CTL, "scenario", os.path.join(TMP, "killed.scenario")], env=env(),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(1000):  # the scenario creates its file before its command starts
+        if os.path.exists(left) and os.path.getsize(left):
+            break
+        time.sleep(0.01)
+    alive = subprocess.run([CTL, "-g", group, "mark", "x"], env=env(), capture_output=True, text=True)
+    k.kill()
+    k.wait()
+    gone = subprocess.run([CTL, "-g", group, "mark", "x"], env=env(), capture_output=True, text=True)
+    check("faultctl mark: taken while the scenario runs, refused once it was killed and its "
+          "file left behind (%s)" % gone.stderr.strip(), alive.returncode == 0 and
+          os.path.exists(left) and gone.returncode == 1 and "has gone" in gone.stderr,
+          (alive.returncode, alive.stderr, gone.returncode, gone.stderr))
+    if os.path.exists(left):
+        os.unlink(left)
 
 
 # ---- SIGINT ----------------------------------------------------------------------------
