@@ -4,9 +4,9 @@
  * line) and faults (a shaded area under it) per second are plotted below
  * on an axis with values, and the measured times to notice and to recover
  * are marked with labelled lines, the app's own marks with dashed ones. Labels that would overlap
- * are moved to another lane (label widths are estimated on the generous side: tests check the
- * result on the boxes a browser lays out). Every part carries a class (and data- attributes), so
- * that tests can find it in the picture. */
+ * another or cross a marker's line are moved to another side or lane (label widths are estimated on
+ * the generous side: tests check the result on the boxes a browser lays out). Every part carries a
+ * class (and data- attributes), so that tests can find it in the picture. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +83,12 @@ static void keep(struct placed *p, struct box b)
 {
 	if (p->n < MAX_BOXES)
 		p->b[p->n++] = b;
+}
+
+/* A vertical line at x from y0 to y1 that no label may cross. */
+static void keep_line(struct placed *p, double x, double y0, double y1)
+{
+	keep(p, (struct box){x - 2, y0, x + 2, y1});
 }
 
 /* A duration as a person reads it: ms under 10 s ("34 ms", not "0.0 s"). */
@@ -178,6 +184,9 @@ static int step_labels(FILE *f, const struct scenario *s, const struct geo *g)
 {
 	struct placed used = {.n = 0};
 	int lanes = 1;
+	for (int i = 0; i < s->nmarks; i++) /* the marks' dashed lines */
+		keep_line(&used, xt(g, s->marks[i].t_ms), g->top,
+			  g->top + 16 + STEP_LANE * MAX_LANES);
 	for (int i = 0; i < s->nsteps; i++) {
 		const struct sc_step *st = &s->steps[i];
 		if (st->actual_ms < 0)
@@ -356,6 +365,16 @@ static int64_t marker_at(const struct scenario *s, const struct sc_expect *e)
 static void marker_labels(FILE *f, const struct scenario *s, struct geo *g)
 {
 	struct placed used = {.n = 0};
+	/* No label crosses a marker's line (of its row) or a mark's (of all). */
+	for (int i = 0; i < s->nexpects; i++)
+		if (has_marker(s, &s->expects[i]))
+			keep_line(&used, xt(g, marker_at(s, &s->expects[i])),
+				  -1000.0 * s->expects[i].probe - 25 - LANE * MAX_LANES,
+				  -1000.0 * s->expects[i].probe + 30);
+	for (int p = 0; p < s->nprobes; p++)
+		for (int i = 0; i < s->nmarks; i++)
+			keep_line(&used, xt(g, s->marks[i].t_ms),
+				  -1000.0 * p - 25 - LANE * MAX_LANES, -1000.0 * p + 30);
 	for (int i = 0; i < s->nexpects; i++) {
 		const struct sc_expect *e = &s->expects[i];
 		if (!has_marker(s, e))

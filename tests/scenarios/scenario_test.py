@@ -151,6 +151,14 @@ def check_no_overlap(report, title):
              if crossing(a, b)]
     check("%s: no two text boxes of report.svg overlap in Chromium's layout (%d texts)"
           % (title, len(boxes or [])), boxes and not pairs, pairs or why)
+    tree = ET.parse(os.path.join(report, "report.svg")).getroot()
+    lines = [(x.get("class"), float(x.get("x1")), float(x.get("y1")), float(x.get("y2")))
+             for x in tree.findall(SVG + "line") if (x.get("class") or "").startswith("mark")]
+    crossed = [(c, b["text"]) for c, x, y1, y2 in lines for b in boxes or []
+               if b["x"] + 0.5 < x < b["x"] + b["w"] - 0.5 and
+               min(y2, b["y"] + b["h"]) - max(y1, b["y"]) > 0.5]
+    check("%s: no marker or mark line crosses a text (%d lines)" % (title, len(lines)),
+          boxes and not crossed, crossed or why)
 
 
 def per_second(v):
