@@ -1,12 +1,13 @@
-/* svg.c - report.svg: one timeline a person reads at a glance.
- * Steps are shaded bands over the whole picture, each probe is a row of
- * green (healthy) and red (unhealthy) segments, the rules' attempts (a
- * line) and faults (a shaded area under it) per second are plotted below
- * on an axis with values, and the measured times to notice and to recover
- * are marked with labelled lines, the app's own marks with dashed ones. Labels that would overlap
- * another or cross a marker's line are moved to another side or lane (label widths are estimated on
- * the generous side: tests check the result on the boxes a browser lays out). Every part carries a
- * class (and data- attributes), so that tests can find it in the picture. */
+/* svg.c - report.svg: one timeline a person reads at a glance. Steps are
+ * shaded bands over the whole picture, each probe is a row of green
+ * (healthy) and red (unhealthy) segments, the rules' attempts (a line) and
+ * faults (a shaded area under it) per second are plotted below on an axis
+ * with values, and the measured times to notice and to recover are marked
+ * with labelled lines, the app's own marks with dashed ones. Labels that
+ * would overlap another or cross a marker's line are moved to another side
+ * or lane (label widths are estimated on the generous side: tests check the
+ * result on the boxes a browser lays out). Every part carries a class (and
+ * data- attributes), so that tests can find it in the picture. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
