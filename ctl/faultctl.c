@@ -45,6 +45,7 @@ static int verb_scenario(struct opts *o, int argc, char **argv);
 static int verb_run(struct opts *o, int argc, char **argv);
 static int verb_help(struct opts *o, int argc, char **argv);
 static int verb_gc(struct opts *o, int argc, char **argv);
+static int verb_mark(struct opts *o, int argc, char **argv);
 static const struct verb verbs[] = {
     {"check", "FILE", "validate a policy or scenario file", V_OWN, verb_check},
     {"scenario", "FILE [--report DIR] [--strict] [-- CMD [ARG...]]",
@@ -64,6 +65,7 @@ static const struct verb verbs[] = {
     {"load", "FILE", "replace every rule at once", V_CHANGE, NULL},
     {"zone", "ZONE", "retag the processes' zone", V_CHANGE, NULL},
     {"reset", "", "back to the config file (counters go on)", V_CHANGE, NULL},
+    {"mark", "NAME", "mark a moment of the app on a running scenario's timeline", V_OWN, verb_mark},
     {"gc", "", "remove files of processes and groups gone for the kept hour", V_OWN, verb_gc},
     {"help", "[--verbs]", "this text; --verbs: one verb a line, NAME:WHAT", V_OWN, verb_help},
 };
@@ -766,6 +768,22 @@ static int verb_gc(struct opts *o, int argc, char **argv)
 	printf("faultctl gc: %s: %d file%s of groups gone for %d min removed\n", dir, removed,
 	       removed == 1 ? "" : "s", FN_KEEP_S / 60);
 	return 0;
+}
+
+/* mark NAME: to -g GROUP, else the group of the process that runs it
+ * (FAULTNET_GROUP, set under the shim), else 'default'. */
+static int verb_mark(struct opts *o, int argc, char **argv)
+{
+	if (argc != 1)
+		return fail_usage("mark takes one name");
+	const char *group = o->sel.group ? o->sel.group : getenv("FAULTNET_GROUP");
+	if (!group || !fn_group_valid(group))
+		group = FN_GROUP_DEFAULT;
+	char err[4600];
+	int rc = sc_mark_write(group, argv[0], err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "faultctl: %s\n", err);
+	return rc;
 }
 
 static int verb_check(struct opts *o, int argc, char **argv)

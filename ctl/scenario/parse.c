@@ -249,8 +249,8 @@ static bool parse_step(struct pctx *c, const config_setting_t *g, struct sc_step
 
 static bool parse_probe(struct pctx *c, const config_setting_t *g, struct sc_probe *p)
 {
-	static const char *const keys[] = {"name",	  "command",	"url",	"status",
-					   "interval_ms", "timeout_ms", "shim", NULL};
+	static const char *const keys[] = {
+	    "name", "command", "url", "status", "interval_ms", "timeout_ms", "shim", "ready", NULL};
 	p->line = config_setting_source_line(g);
 	if (!config_setting_is_group(g))
 		return fail(c, g, "each probe must be a group { name = ...; }");
@@ -279,6 +279,10 @@ static bool parse_probe(struct pctx *c, const config_setting_t *g, struct sc_pro
 	if (sh && config_setting_type(sh) != CONFIG_TYPE_BOOL)
 		return fail(c, sh, "%s: shim must be true or false", where);
 	p->shim = !sh || c->lc.get_bool(sh);
+	const config_setting_t *rd = c->lc.member(g, "ready");
+	if (rd && config_setting_type(rd) != CONFIG_TYPE_BOOL)
+		return fail(c, rd, "%s: ready must be true or false", where);
+	p->ready = rd && c->lc.get_bool(rd);
 	p->command = cmd ? strdup(cmd) : NULL;
 	p->url = url ? strdup(url) : NULL;
 	return true;
@@ -473,9 +477,10 @@ static bool policy_of(struct pctx *c, config_t *cfg, const config_setting_t *roo
 		else
 			snprintf(c->s->policy, sizeof(c->s->policy), "%s", file);
 	} else {
-		static const char *const drop[] = {"policy",	  "group",   "duration_ms",
-						   "late_ms_max", "steps",   "probes",
-						   "expect",	  "stop_if", NULL};
+		static const char *const drop[] = {
+		    "policy",	    "group",	  "duration_ms", "late_ms_max",
+		    "ready_ms_max", "steps",	  "probes",	 "expect",
+		    "stop_if",	    "marks_file", NULL};
 		for (const char *const *k = drop; *k; k++)
 			c->lc.remove(config_root_setting(cfg), *k);
 		snprintf(c->s->policy, sizeof(c->s->policy), "/tmp/faultctl-policy-%d.conf",
@@ -597,9 +602,9 @@ static bool resolve(struct pctx *c)
 
 static bool parse_root(struct pctx *c, config_t *cfg)
 {
-	static const char *const keys[] = {"policy", "rules",	    "zones",	   "zone",
-					   "group",  "duration_ms", "late_ms_max", "steps",
-					   "probes", "expect",	    "stop_if",	   NULL};
+	static const char *const keys[] = {
+	    "policy",	    "rules", "zones",  "zone",	 "group",   "duration_ms", "late_ms_max",
+	    "ready_ms_max", "steps", "probes", "expect", "stop_if", "marks_file",  NULL};
 	const config_setting_t *root = config_root_setting(cfg);
 	struct scenario *s = c->s;
 	const char *group;
@@ -612,6 +617,17 @@ static bool parse_root(struct pctx *c, config_t *cfg)
 		return false;
 	if (s->late_ms_max < 0)
 		s->late_ms_max = SC_LATE_MS_MAX;
+	if (!num(c, root, "ready_ms_max", "top level", 0, &s->ready_ms_max))
+		return false;
+	if (s->ready_ms_max < 0)
+		s->ready_ms_max = SC_READY_MS_MAX;
+	const char *marks;
+	if (!str(c, root, "marks_file", "top level", &marks))
+		return false;
+	if (marks && (!marks[0] || strlen(marks) >= sizeof(s->marks_file)))
+		return fail(c, c->lc.member(root, "marks_file"),
+			    "top level: marks_file must be a path (where the command runs)");
+	snprintf(s->marks_file, sizeof(s->marks_file), "%s", marks ? marks : "");
 	if (group && !fn_name_valid(group))
 		return fail(c, c->lc.member(root, "group"),
 			    "group '%s' must be 1 to 63 letters, "
@@ -683,6 +699,7 @@ void sc_free(struct scenario *s)
 		free(s->rates[i].requests);
 	}
 	free(s->rates);
+	free(s->marks);
 	if (s->policy_tmp)
 		unlink(s->policy);
 	free(s->steps);

@@ -1,7 +1,8 @@
 /* report.c - what a scenario run measured: each expectation
  * checked against the probes' samples and the rules' counters, then the
- * report: report.json (everything), report.svg (a timeline a person reads
- * at a glance), junit.xml (one test case per expectation) and a summary. */
+ * report: report.json (everything, the app's marks included), report.svg (a timeline a person reads
+ * at a glance), junit.xml (one test case per step and per expectation,
+ * named alike in every run) and a summary. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,6 +225,18 @@ static void json_steps(FILE *f, const struct scenario *s)
 	fputs("],\n", f);
 }
 
+static void json_marks(FILE *f, const struct scenario *s)
+{
+	fputs("\"marks\":[", f);
+	for (int i = 0; i < s->nmarks; i++) {
+		fprintf(f, "%s{\"name\":", i ? "," : "");
+		jstr(f, s->marks[i].name);
+		fprintf(f, ",\"t_ms\":%lld,\"by\":\"%s\"}", (long long)s->marks[i].t_ms,
+			s->marks[i].by_ctl ? "faultctl mark" : "marks file");
+	}
+	fputs("],\n", f);
+}
+
 static void json_probes(FILE *f, const struct scenario *s)
 {
 	fputs("\"probes\":[", f);
@@ -276,7 +289,8 @@ bool sc_passed(const struct scenario *s)
 	for (int i = 0; i < s->nsteps; i++)
 		if (sc_step_problem(s, &s->steps[i], why, sizeof(why)))
 			return false;
-	return strncmp(s->end_reason, "ran its", 7) == 0 && !strict_problem(s, why, sizeof(why));
+	return strncmp(s->end_reason, "ran its", 7) == 0 && !s->not_ready &&
+	       !strict_problem(s, why, sizeof(why));
 }
 
 static void json_report(FILE *f, const struct scenario *s)
@@ -296,8 +310,10 @@ static void json_report(FILE *f, const struct scenario *s)
 	strict_problem(s, why, sizeof(why));
 	fprintf(f, "\"strict\":%s,\"strict_problem\":", s->strict ? "true" : "false");
 	jstr(f, why);
-	fprintf(f, ",\"joined\":%d,\"join_wait_ms\":%lld,\"not_http\":%llu,\"unfired\":[",
-		s->joined, (long long)s->join_wait_ms, (unsigned long long)s->not_http);
+	fprintf(f, ",\"joined\":%d,\"join_wait_ms\":%lld,\"ready_wait_ms\":%lld,\"not_ready\":",
+		s->joined, (long long)s->join_wait_ms, (long long)s->ready_wait_ms);
+	jstr(f, s->not_ready);
+	fprintf(f, ",\"not_http\":%llu,\"unfired\":[", (unsigned long long)s->not_http);
 	int k = 0, n = 0;
 	for (const char *r; (r = sc_unfired(s, &k)); n++) {
 		fputs(n ? "," : "", f);
@@ -305,6 +321,7 @@ static void json_report(FILE *f, const struct scenario *s)
 	}
 	fputs("],\n", f);
 	json_steps(f, s);
+	json_marks(f, s);
 	json_probes(f, s);
 	json_rules(f, s);
 	fputs("\"expectations\":[", f);
@@ -367,6 +384,43 @@ static int junit_steps(FILE *f, const struct scenario *s, bool write)
 	return failures;
 }
 
+/* What an expectation asks, in words that do not change from run to run
+ * (no measured value): the name of its JUnit case, so that CI history
+ * follows one case across runs. */
+static void describe(const struct scenario *s, const struct sc_expect *e, char *buf, size_t len)
+{
+	static const char *const asks[] = {"healthy again within", "unhealthy within", "at most"};
+	char from[SC_NAME + 32] = "the start";
+	if (e->after >= 0)
+		snprintf(from, sizeof(from), "%s %s", s->steps[e->after].name,
+			 e->from_end ? "ended" : "began");
+	if (e->kind == EX_RULE_MAX || e->kind == EX_RULE_MIN)
+		snprintf(buf, len, "rule %s: %s at %s %lld", e->rule, e->counter,
+			 e->kind == EX_RULE_MAX ? "most" : "least", (long long)e->bound);
+	else
+		snprintf(buf, len, "probe %s: %s %lld%s after %s", s->probes[e->probe].name,
+			 asks[e->kind], (long long)e->bound,
+			 e->kind == EX_MAX_FAILURES ? " failures" : " ms", from);
+}
+
+/* The measured value and the bound, beside the stable name (properties
+ * first, as pytest writes them), then the failure if any and the text. */
+static void junit_body(FILE *f, const struct sc_expect *e)
+{
+	fprintf(f,
+		"<properties><property name=\"measured\" value=\"%lld\"/>"
+		"<property name=\"bound\" value=\"%lld\"/></properties>",
+		(long long)e->measured, (long long)e->bound);
+	if (!e->held) {
+		fputs("<failure message=\"", f);
+		xml(f, e->text);
+		fputs("\"/>", f);
+	}
+	fputs("<system-out>", f);
+	xml(f, e->text);
+	fputs("</system-out>", f);
+}
+
 static void junit(FILE *f, const struct scenario *s)
 {
 	int failures = junit_steps(f, s, false);
@@ -379,16 +433,14 @@ static void junit(FILE *f, const struct scenario *s)
 	junit_steps(f, s, true);
 	for (int i = 0; i < s->nexpects; i++) {
 		const struct sc_expect *e = &s->expects[i];
+		char name[SC_NAME * 2 + 128];
+		describe(s, e, name, sizeof(name));
 		fprintf(f,
 			"  <testcase classname=\"faultnet.scenario\" name=\"expect #%d (line %d): ",
 			i + 1, e->line);
-		xml(f, e->text);
+		xml(f, name);
 		fputs("\">", f);
-		if (!e->held) {
-			fputs("<failure message=\"", f);
-			xml(f, e->text);
-			fputs("\"/>", f);
-		}
+		junit_body(f, e);
 		fputs("</testcase>\n", f);
 	}
 	fputs("</testsuite>\n", f);
@@ -407,6 +459,13 @@ static void summary_problems(const struct scenario *s, FILE *out)
 			(long long)s->join_wait_ms);
 	else
 		fprintf(out, "  group %s: no process joined\n", s->group);
+	if (s->not_ready)
+		fprintf(out,
+			"  FAIL ready: probe %s was not healthy within ready_ms_max (%lld ms)\n",
+			s->not_ready, (long long)s->ready_ms_max);
+	else if (s->ready_wait_ms > 0)
+		fprintf(out, "  ready: the clock waited %lld ms for the ready probes\n",
+			(long long)s->ready_wait_ms);
 	for (int i = 0; i < s->nsteps; i++)
 		if (sc_step_problem(s, &s->steps[i], why, sizeof(why)))
 			fprintf(out, "  FAIL %s\n", why);
@@ -435,6 +494,10 @@ void sc_summary(const struct scenario *s, FILE *out)
 			fprintf(out, "; undone at %lld ms", (long long)st->undo_actual_ms);
 		fputc('\n', out);
 	}
+	for (int i = 0; i < s->nmarks; i++)
+		fprintf(out, "  mark %-16s at %lld ms (%s)\n", s->marks[i].name,
+			(long long)s->marks[i].t_ms,
+			s->marks[i].by_ctl ? "faultctl mark" : "marks file");
 	for (int i = 0; i < s->nprobes; i++) {
 		const struct sc_probe *p = &s->probes[i];
 		size_t bad = 0;

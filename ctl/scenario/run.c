@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/rundir.h"
 #include "ctl/state/render.h"
 #include "ctl/scenario/scenario.h"
 #include "ctl/state/segread.h"
@@ -30,7 +31,8 @@ struct run {
 	char statsdir[64];
 	int64_t t0_ns;
 	pid_t cmd;
-	char **argv; /* CMD, NULL for none */
+	char **argv;		      /* CMD, NULL for none */
+	struct sc_marks_src marks[2]; /* faultctl mark's GROUP.marks, the app's file */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -38,6 +40,12 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig)
 {
 	stop_signal = sig;
+}
+
+static void sleep_ms(int64_t ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+	nanosleep(&ts, NULL); /* a signal ends it early: the loop looks again */
 }
 
 static int64_t now_ms(const struct run *r)
@@ -125,6 +133,7 @@ static void exec_in_group(const struct run *r, bool shim, char **argv)
 {
 	setpgid(0, 0);
 	setenv("FAULTNET_STATS_DIR", r->statsdir, 1);
+	setenv("FAULTNET_MARKS", r->marks[1].path, 1);
 	if (!shim) {
 		execvp(argv[0], argv);
 		_exit(127);
@@ -310,6 +319,42 @@ static void probes_due(struct run *r, int64_t now, int64_t *next)
 	}
 }
 
+/* The readiness gate: the clock starts once every ready probe has answered
+ * healthy (each run at its interval), so that the first samples measure
+ * the app, not its start-up. Samples taken before are not kept. At most
+ * ready_ms_max; a probe never ready fails the run (s->not_ready). */
+static void wait_ready(struct run *r)
+{
+	struct scenario *s = r->s;
+	r->t0_ns = (int64_t)fn_now_ns();
+	for (int i = 0; i < s->nprobes && !stop_signal; i++) {
+		struct sc_probe *p = &s->probes[i];
+		p->next_ms = now_ms(r);
+		while (p->ready && !stop_signal && !(p->n && p->samples[p->n - 1].ok)) {
+			int64_t now = now_ms(r);
+			if (now >= s->ready_ms_max) {
+				s->not_ready = p->name;
+				break;
+			}
+			reap_probe(r, p, now, false);
+			if (!p->pid && now >= p->next_ms && !(p->n && p->samples[p->n - 1].ok))
+				start_probe(r, p, now);
+			sleep_ms(2);
+		}
+	}
+	for (int i = 0; i < s->nprobes; i++) {
+		struct sc_probe *p = &s->probes[i];
+		reap_probe(r, p, now_ms(r), true);
+		p->n = 0;
+		p->streak = 0;
+		p->next_ms = 0;
+	}
+	bool any = false;
+	for (int i = 0; i < s->nprobes; i++)
+		any |= s->probes[i].ready;
+	s->ready_wait_ms = any ? now_ms(r) : 0;
+}
+
 /* ---- counters ------------------------------------------------------------- */
 
 static struct sc_rate *rate_for(struct scenario *s, const char *rule)
@@ -424,12 +469,6 @@ static void check_cmd(struct run *r, int64_t now)
 	}
 }
 
-static void sleep_ms(int64_t ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-	nanosleep(&ts, NULL); /* a signal ends it early: the loop looks again */
-}
-
 static void loop(struct run *r)
 {
 	struct scenario *s = r->s;
@@ -446,6 +485,8 @@ static void loop(struct run *r)
 				 (long long)s->duration_ms);
 			break;
 		}
+		for (int i = 0; i < 2; i++)
+			sc_marks_poll(s, &r->marks[i], r->t0_ns, now);
 		steps_due(r, now, &next);
 		probes_due(r, now_ms(r), &next);
 		check_cmd(r, now);
@@ -501,7 +542,46 @@ static void cleanup(struct run *r)
 	}
 	sleep_ms(300); /* the last counters reach their files */
 	sample_counts(r);
+	for (int i = 0; i < 2; i++)
+		sc_marks_poll(s, &r->marks[i], r->t0_ns, now_ms(r));
+	if (r->marks[0].path[0])
+		unlink(r->marks[0].path);
 	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* The marks' files: the group's, which faultctl mark writes to (created
+ * empty: a mark is refused where no scenario runs), and the app's
+ * (marks_file, else one in the stats directory), read from its end. */
+static void open_marks(struct run *r)
+{
+	char dir[4096];
+	const char *why = fn_rundir(dir, sizeof(dir));
+	struct sc_marks_src *m = &r->marks[0];
+	m->by_ctl = true;
+	if (!why) {
+		fn_group_file(m->path, sizeof(m->path), dir, r->s->group, "marks");
+		int fd = open(m->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		why = fd < 0 ? strerror(errno) : NULL;
+		if (fd >= 0) { /* whose it is: faultctl mark refuses a gone one's */
+			dprintf(fd, "pid %d %llu\n", (int)getpid(),
+				(unsigned long long)fn_proc_start(getpid()));
+			close(fd);
+		}
+	}
+	if (why) {
+		fprintf(stderr, "faultctl scenario: faultctl mark cannot reach group %s: %s\n",
+			r->s->group, why);
+		m->path[0] = '\0';
+	}
+	m = &r->marks[1];
+	if (r->s->marks_file[0] == '/' || !getcwd(dir, sizeof(dir)))
+		snprintf(m->path, sizeof(m->path), "%s", r->s->marks_file);
+	else if (r->s->marks_file[0])
+		snprintf(m->path, sizeof(m->path), "%.2000s/%.2000s", dir, r->s->marks_file);
+	else
+		snprintf(m->path, sizeof(m->path), "%s/marks", r->statsdir);
+	struct stat st;
+	m->off = stat(m->path, &st) == 0 ? st.st_size : 0;
 }
 
 static int usage(const char *what)
@@ -571,8 +651,10 @@ int cmd_scenario(int argc, char **argv, const char *self)
 		sc_free(s);
 		return 1;
 	}
+	open_marks(&r);
 	start_cmd(&r);
 	wait_join(&r);
+	wait_ready(&r);
 	r.t0_ns = (int64_t)fn_now_ns();
 	loop(&r);
 	cleanup(&r);

@@ -17,6 +17,9 @@
 #define SC_LATE_MS_MAX 500
 /* How long the clock waits for the command to join its group (ms). */
 #define SC_JOIN_WAIT_MS 10000
+/* How long it then waits for the ready probes to be healthy, unless
+ * ready_ms_max says (ms). */
+#define SC_READY_MS_MAX 10000
 
 enum sc_verb { SV_ENABLE, SV_DISABLE, SV_ADD, SV_RM, SV_LOAD, SV_ZONE, SV_COUNT };
 
@@ -50,7 +53,8 @@ struct sc_probe {
 	char *url;     /* or an HTTP GET that must answer status */
 	int status;
 	int64_t interval_ms, timeout_ms;
-	bool shim; /* run under the shim, in the scenario's group */
+	bool shim;  /* run under the shim, in the scenario's group */
+	bool ready; /* the clock starts once it has answered healthy */
 	int line;
 	struct sc_sample *samples;
 	size_t n, cap;
@@ -87,6 +91,22 @@ struct sc_stop {
 	int line;
 };
 
+/* A moment the app marked: faultctl mark NAME, or a line of marks_file. */
+struct sc_mark {
+	int64_t t_ms; /* on the scenario's clock */
+	char name[SC_NAME];
+	bool by_ctl; /* from faultctl mark (its own time), else read at t_ms */
+};
+
+/* A file of marks, read as it grows (marks.c). */
+struct sc_marks_src {
+	char path[PATH_MAX];
+	off_t off;
+	bool by_ctl; /* lines "NS NAME" (GROUP.marks), else NAME */
+	char line[256];
+	size_t len;
+};
+
 /* Per-rule totals over time, summed over the group's processes. */
 struct sc_rate {
 	char rule[SC_NAME];
@@ -100,8 +120,10 @@ struct scenario {
 	char policy[PATH_MAX]; /* the file the processes start with */
 	char group[SC_NAME];
 	int64_t duration_ms;
-	int64_t late_ms_max; /* a step later than this fails the scenario */
-	bool strict;	     /* --strict: a rule switched on that never fired fails */
+	int64_t late_ms_max;	   /* a step later than this fails the scenario */
+	int64_t ready_ms_max;	   /* how long the clock waits for the ready probes */
+	bool strict;		   /* --strict: a rule switched on that never fired fails */
+	char marks_file[PATH_MAX]; /* the app's file of marks, "" for none */
 	struct sc_step *steps;
 	int nsteps;
 	struct sc_probe *probes;
@@ -117,10 +139,14 @@ struct scenario {
 	int nrates, seconds;
 	int cmd_status; /* -1 while running or without a command */
 	int64_t cmd_exit_ms;
-	int joined;	      /* processes of the group seen (their state files) */
-	int64_t join_wait_ms; /* how long the clock waited for CMD to join */
-	uint64_t not_http;    /* connections HTTP rules met but could not read */
-	bool policy_tmp;      /* policy was written from inline rules: removed at the end */
+	int joined;	       /* processes of the group seen (their state files) */
+	int64_t join_wait_ms;  /* how long the clock waited for CMD to join */
+	int64_t ready_wait_ms; /* then for the ready probes to be healthy */
+	const char *not_ready; /* a ready probe that never was, NULL for none */
+	uint64_t not_http;     /* connections HTTP rules met but could not read */
+	bool policy_tmp;       /* policy was written from inline rules: removed at the end */
+	struct sc_mark *marks; /* the app's marks, in the order read */
+	int nmarks, capmarks;
 };
 
 const char *sc_verb_name(enum sc_verb v);
@@ -134,6 +160,15 @@ bool sc_is_scenario(const char *path);
 
 /* faultctl scenario FILE [--report DIR] [-- CMD...]: the exit status. */
 int cmd_scenario(int argc, char **argv, const char *self);
+
+/* marks.c: faultctl [-g GROUP] mark NAME, into the group's marks file of
+ * a running scenario (refused when none runs): 0, else the exit status
+ * with the reason in err. */
+int sc_mark_write(const char *group, const char *name, char *err, size_t len);
+/* Reads what src has gained since the last call into s->marks: a line
+ * from faultctl mark at its own time (t0_ns: the scenario clock's zero),
+ * another at now (ms). */
+void sc_marks_poll(struct scenario *s, struct sc_marks_src *src, int64_t t0_ns, int64_t now);
 
 /* report.c: evaluates the expectations, then writes report.json,
  * report.svg and junit.xml into dir (if given) and the summary to out. */

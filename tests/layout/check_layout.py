@@ -127,14 +127,15 @@ ROOMS = [
      "dispatch, the usage text and help --verbs): check, run (run.c; reach.c: "
      "the programs the shim cannot reach), ps, rules, stats, events (the live "
      "members found and asked by targets.c; stats also sums the kept counts of "
-     "members gone), gc (faultctl.c) and every change verb (change.c: "
+     "members gone), gc and mark (faultctl.c) and every change verb (change.c: "
      "journaled, checked by faultctl itself against a member's policy, "
      "check.c, and put in force by the group's counter; journal.c writes the "
      "group's journal and counter)."),
     ("ctl/scenario", {"ctl/state", "core"},
      "faultctl scenario: the file parsed and checked (parse.c), run (run.c), "
      "reported as report.json and junit.xml (report.c) and report.svg "
-     "(svg.c). One thread, no locks; it forks the scenario's command (and "
+     "(svg.c); the app's marks (marks.c: faultctl mark into GROUP.marks of "
+     "the run directory, and the file FAULTNET_MARKS names). One thread, no locks; it forks the scenario's command (and "
      "starts its clock once that has joined the group), each step (faultctl "
      "itself, as `faultctl -g GROUP [--ahead] VERB ARG`, --ahead for its own "
      "group only) and each "

@@ -4,6 +4,8 @@ its current target (region a's service first), two monitors of the primary,
 one per region (processes tagged with zones a and b through FAULTNET_ZONE),
 and a controller that fails the gateway over to region b's service once both
 monitors have failed for FAILOVER_S seconds in a row, as a DR runbook says.
+The failover is marked on the scenario's timeline: a line in the file
+FAULTNET_MARKS names.
 
 usage: failover.py FAILOVER_S
        failover.py --monitor URL   (a monitor: prints ok/fail lines)"""
@@ -17,6 +19,15 @@ import urllib.request
 
 PRIMARY = "http://127.86.1.1:8080/"
 SECONDARY = "http://127.86.2.1:8080/"
+
+
+def mark(name):
+    """A moment of the app on the scenario's timeline (faultctl scenario
+    reads the file FAULTNET_MARKS names)."""
+    path = os.environ.get("FAULTNET_MARKS")
+    if path:
+        with open(path, "a") as f:
+            f.write(name + "\n")
 
 
 def healthy(url, timeout):
@@ -57,6 +68,7 @@ class Controller:
         if self.target == PRIMARY and all(since) and \
                 time.monotonic() - max(since) >= self.failover_s:
             self.target = SECONDARY
+            mark("failover")
             print("failover to region b", flush=True)
 
 

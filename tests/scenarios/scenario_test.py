@@ -2,12 +2,15 @@
 this folder against real servers on loopback (reports under
 build/scenarios/), the report's parts (report.json's numbers, junit.xml's
 cases, report.svg rendered to PNG by rsvg-convert and looked at pixel by
-pixel), a failing expectation, bad scenario files, and SIGINT at random
+pixel, its text boxes as headless Chromium lays them out), a failing
+expectation, bad scenario files, and SIGINT at random
 moments always leaving the group as its policy file set it.
 
 usage: scenario_test.py BUILD_DIR"""
+import html
 import json
 import os
+import shutil
 import random
 import signal
 import subprocess
@@ -113,7 +116,98 @@ def check_svg(report, title):
           plots and len(plots[0].get("points").split()) >= 3, [x.attrib for x in plots[:1]])
 
 
+def text_boxes(svg):
+    """Every <text> of the SVG with its box as headless Chromium lays it out
+    (getBBox, in the SVG's own units): a page on file:// with the SVG inline
+    writes them into its DOM, which --dump-dom prints. None, why: no box."""
+    d = tempfile.mkdtemp(dir=TMP)
+    page = os.path.join(d, "boxes.html")
+    with open(page, "w") as f:
+        f.write("<!DOCTYPE html><html><body>%s<pre id='boxes'></pre><script>var o=[];"
+                "document.querySelectorAll('svg text').forEach(function(t){var b=t.getBBox();"
+                "o.push({cls:t.getAttribute('class'),text:t.textContent,x:b.x,y:b.y,w:b.width,"
+                "h:b.height});});document.getElementById('boxes').textContent=JSON.stringify(o);"
+                "</script></body></html>" % open(svg).read())
+    r = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                        "--disable-dev-shm-usage", "--user-data-dir=" + d, "--dump-dom",
+                        "file://" + page], capture_output=True, text=True, timeout=120)
+    start = r.stdout.find("<pre id=\"boxes\">")
+    if r.returncode or start < 0:
+        return None, r.stderr[-800:]
+    body = r.stdout[start + len("<pre id=\"boxes\">"):r.stdout.find("</pre>", start)]
+    return json.loads(html.unescape(body)), ""
+
+
+def crossing(a, b):
+    """Whether two boxes share more than half a pixel each way."""
+    return (min(a["x"] + a["w"], b["x"] + b["w"]) - max(a["x"], b["x"]) > 0.5 and
+            min(a["y"] + a["h"], b["y"] + b["h"]) - max(a["y"], b["y"]) > 0.5)
+
+
+def check_no_overlap(report, title):
+    boxes, why = (text_boxes(os.path.join(report, "report.svg")) if shutil.which("chromium")
+                  else (None, "chromium is not installed (scripts/deps.sh test installs it)"))
+    pairs = [(a["text"], b["text"]) for i, a in enumerate(boxes or []) for b in boxes[i + 1:]
+             if crossing(a, b)]
+    check("%s: no two text boxes of report.svg overlap in Chromium's layout (%d texts)"
+          % (title, len(boxes or [])), boxes and not pairs, pairs or why)
+    tree = ET.parse(os.path.join(report, "report.svg")).getroot()
+    lines = [(x.get("class"), float(x.get("x1")), float(x.get("y1")), float(x.get("y2")))
+             for x in tree.findall(SVG + "line") if (x.get("class") or "").startswith("mark")]
+    crossed = [(c, b["text"]) for c, x, y1, y2 in lines for b in boxes or []
+               if b["x"] + 0.5 < x < b["x"] + b["w"] - 0.5 and
+               min(y2, b["y"] + b["h"]) - max(y1, b["y"]) > 0.5]
+    check("%s: no marker or mark line crosses a text (%d lines)" % (title, len(lines)),
+          boxes and not crossed, crossed or why)
+
+
+def per_second(v):
+    return [v[0]] + [max(v[i] - v[i - 1], 0) for i in range(1, len(v))] if v else []
+
+
+def check_rates(report, rep, title):
+    """The rate axis has values, and attempts show as a line over faults
+    that met every one of them (a shaded area, not a line on the line)."""
+    from PIL import Image
+    tree = ET.parse(os.path.join(report, "report.svg")).getroot()
+    ticks = [float(x.get("data-value")) for x in tree.findall(SVG + "text")
+             if x.get("class") == "rate-tick"]
+    top = max((max(r["attempts_per_s"] or [0]) for r in rep.get("rules", [])), default=0)
+    check("%s: the rate axis has values (%s), from 0 to at least the most attempts in a "
+          "second (%d)" % (title, ticks, top), ticks and min(ticks) == 0 and max(ticks) >= top and
+          len(ticks) >= 3, ticks)
+    img = Image.open(os.path.join(report, "report.png")).convert("RGB")
+    line = [x for x in tree.findall(SVG + "polyline") if x.get("class") == "attempts"]
+    rule = rep["rules"][0] if rep.get("rules") else {}
+    both = [i for i, (a, f) in enumerate(zip(rule.get("attempts_per_s", []), rule.get("faults_per_s", [])))
+            if f and a == f and f * 4 >= top]
+    pts = [tuple(map(float, p.split(","))) for p in line[0].get("points").split()] if line else []
+    # On the line, under it (the faults' area) and above it (the background).
+    seen = [tuple(pixel(img, pts[i][0] + 3, pts[i][1] + dy) for dy in (0, 6, -6))
+            for i in both if 0 < i < len(pts) - 1]
+    check("%s: where every attempt met the fault, attempts are a dark line and faults a shaded "
+          "area under it (%d such seconds)" % (title, len(seen)),
+          seen and all(sum(on) < 400 and under != above for on, under, above in seen), seen)
+
+
 # ---- the scenarios -------------------------------------------------------------------
+
+# ---- the scenarios -------------------------------------------------------------------
+
+def junit_names(out):
+    return [c.get("name") for c in ET.parse(os.path.join(out, "junit.xml")).getroot().findall("testcase")]
+
+
+def check_marker_times(out, rep, title):
+    """Short times in ms: each label says its expectation's measured value."""
+    tree = ET.parse(os.path.join(out, "report.svg")).getroot()
+    labels = [x.text for x in tree.findall(SVG + "text") if x.get("class") == "marker-label"]
+    want = ["%s after %d ms" % ("noticed" if e["kind"] == "unhealthy_within_ms" else "recovered",
+                                e["measured"]) for e in rep.get("expectations", [])
+            if e["kind"] in ("unhealthy_within_ms", "healthy_within_ms") and 0 <= e["measured"] < 10000]
+    check("%s: times under 10 s are labelled in ms, as measured (%s)" % (title, "; ".join(labels)),
+          want and sorted(labels) == sorted(want), (labels, want))
+
 
 def test_drill():
     p, rep, out = scenario("region-drill", [PY, os.path.join(HERE, "failover.py"), "2"])
@@ -127,12 +221,42 @@ def test_drill():
     check("region drill: the step ran on time (%s ms late; under 10 ms)" % late,
           late is not None and 0 <= late < 10, steps)
     cases = ET.parse(os.path.join(out, "junit.xml")).getroot()
-    names = [c.get("name") for c in cases.findall("testcase")]
+    names = junit_names(out)
     check("region drill: junit.xml has one case per step (named by the step) and per "
           "expectation, none failed",
           cases.get("tests") == "5" and cases.get("failures") == "0" and len(names) == 5 and
           names[0] == "step deny-a", ET.tostring(cases)[:300])
+    first = [p["samples"][0]["ok"] if p["samples"] else None for p in rep.get("probes", [])]
+    check("region drill: the clock started once the api answered (ready, %s ms): every probe's "
+          "first sample is healthy (%s)" % (rep.get("ready_wait_ms"), first),
+          first and all(first) and rep.get("ready_wait_ms", 0) > 0, first)
+    marks = rep.get("marks", [])
+    at, recovered = steps[0].get("actual_ms", 0), steps[0].get("actual_ms", 0) + (recover or 0)
+    tree = ET.parse(os.path.join(out, "report.svg")).getroot()
+    drawn = [x.get("data-mark") for x in tree.findall(SVG + "line") if x.get("class") == "mark"]
+    labels = [x.text for x in tree.findall(SVG + "text") if x.get("class") == "mark-label"]
+    check("region drill: the app's failover is a mark (%s) in report.json, between the 2 s both "
+          "monitors fail and the recovery, and drawn on the timeline" % marks,
+          [m.get("name") for m in marks] == ["failover"] and
+          at + 2000 <= marks[0]["t_ms"] <= recovered + 200 and drawn == ["failover"] and
+          labels == ["failover"], (marks, at, recovered, drawn, labels))
     check_svg(out, "region drill")
+    check_no_overlap(out, "region drill")
+    check_marker_times(out, rep, "region drill")
+    check_rates(out, rep, "region drill")
+    # Again with a quick failover: the times to notice and to recover close
+    # together, their labels side by side; other measured values, same names.
+    p2, rep2, out2 = scenario("region-drill", [PY, os.path.join(HERE, "failover.py"), "0.5"],
+                              report=os.path.join(OUT, "region-drill-quick"))
+    names2 = junit_names(out2)
+    measured = [(expectation(rep, i).get("measured"), expectation(rep2, i).get("measured"))
+                for i in range(4)]
+    check("region drill twice: the JUnit test names are identical from run to run, the measured "
+          "values (%s) in the message and properties only" % measured,
+          names == names2 and len(names) == 5 and not any(str(m) in n for m, _ in measured[:3]
+                                                          for n in names), (names, names2))
+    check_no_overlap(out2, "region drill, quick failover")
+    check_marker_times(out2, rep2, "region drill, quick failover")
 
 
 def test_storm():
@@ -151,6 +275,7 @@ def test_storm():
         check("retry storm (%s): passes; %d requests wasted on 503s, workers healthy %s ms "
               "after the outage began" % (mode, wasted[mode], recover),
               p.returncode == 0 and rep.get("passed") is True, p.stdout[-1500:] + p.stderr)
+        check_no_overlap(out, "retry storm (%s)" % mode)
         check("retry storm (%s): the report's count is the workers' own (%s)"
               % (mode, workers[0]["errors_5xx"] if workers else "?"),
               workers and workers[0]["errors_5xx"] == wasted[mode] and not workers[0]["conn_errors"],
@@ -170,6 +295,7 @@ def test_egress():
           p.returncode == 0 and health and all(s["ok"] for s in health) and
           any(not s["ok"] for s in real), p.stdout + p.stderr)
     check_svg(out, "egress blackhole")
+    check_no_overlap(out, "egress blackhole")
 
 
 def test_failing_expectation():
@@ -327,6 +453,83 @@ def test_min_and_unfired():
           "no process joined" in rep.get("strict_problem", ""), (p.stdout, rep.get("strict_problem")))
 
 
+# ---- the readiness gate and marks (issue 41 item 7) ------------------------------------
+
+# The command: joins the group at once, listens only after a second.
+SLOW_START = [PY, "-c", "import http.server,time\ntime.sleep(1)\nhttp.server.HTTPServer(('127.88.0.9', "
+              "8080), http.server.SimpleHTTPRequestHandler).serve_forever()"]
+
+
+def test_ready():
+    probe = ('probes = ( { name = "app"; url = "http://127.88.0.9:8080/"; interval_ms = 100; '
+             'shim = false; ready = true; } );\n')
+    p, rep, _ = silent("ready", 'duration_ms = 600;\n' + probe, cmd=SLOW_START, args=[])
+    samples = rep.get("probes", [{}])[0].get("samples", [])
+    check("a ready probe: the clock starts once it is healthy (%s ms after the command joined): "
+          "its first sample is green, the run passes" % rep.get("ready_wait_ms"),
+          p.returncode == 0 and samples and all(x["ok"] for x in samples) and
+          rep.get("ready_wait_ms", 0) >= 800 and "the clock waited" in p.stdout,
+          (p.returncode, p.stdout, p.stderr, samples[:3]))
+    p, rep, _ = silent("not-ready", 'duration_ms = 300;\nready_ms_max = 400;\n' +
+                       probe.replace("127.88.0.9", "127.88.0.10"), cmd=CONNECT)
+    check("a ready probe never healthy within ready_ms_max fails the run, the probe named",
+          p.returncode == 1 and "FAIL ready: probe app was not healthy within ready_ms_max (400 ms)"
+          in p.stdout and rep.get("not_ready") == "app", (p.returncode, p.stdout, p.stderr))
+
+
+def test_marks():
+    # faultctl mark from inside the command (its group: FAULTNET_GROUP), then
+    # a line in the file FAULTNET_MARKS names.
+    cmd = ["sh", "-c", 'sleep 0.4; "%s" mark "one & <two>"; sleep 0.4; echo three >>"$FAULTNET_MARKS"; '
+           'sleep 30' % CTL]
+    p, rep, _ = silent("marks", 'duration_ms = 1500;\n', cmd=cmd)
+    marks = rep.get("marks", [])
+    names = [m.get("name") for m in marks]
+    check("marks from the app: faultctl mark NAME (its own time) and a line of $FAULTNET_MARKS, "
+          "in report.json and the summary (%s)" % marks,
+          names == ["one & <two>", "three"] and 300 <= marks[0]["t_ms"] <= 1000 and
+          marks[0]["t_ms"] + 300 <= marks[1]["t_ms"] <= 1450 and
+          marks[0]["by"] == "faultctl mark" and "mark three" in p.stdout, (p.stdout, p.stderr))
+    tree = ET.parse(os.path.join(TMP, "r-marks", "report.svg")).getroot()
+    drawn = [x.get("data-mark") for x in tree.findall(SVG + "line") if x.get("class") == "mark"]
+    check("marks are drawn on the timeline of report.svg (%s)" % drawn,
+          drawn and drawn == names, drawn)
+    # A file the scenario names: what it held before the run is not a mark.
+    named = os.path.join(TMP, "app.marks")
+    with open(named, "w") as f:
+        f.write("before\n")
+    p, rep, _ = silent("named", 'duration_ms = 800;\nmarks_file = "%s";\n' % named,
+                       cmd=["sh", "-c", "sleep 0.3; echo failback >>%s; sleep 30" % named])
+    check("marks_file: a line the app writes to the file the scenario names is a mark",
+          [m.get("name") for m in rep.get("marks", [])] == ["failback"], (rep.get("marks"), p.stdout))
+    r = subprocess.run([CTL, "-g", "no-scenario-%d" % os.getpid(), "mark", "x"], env=env(),
+                       capture_output=True, text=True)
+    check("faultctl mark to a group where no scenario runs: exit 1 with the reason",
+          r.returncode == 1 and "no scenario is running in group" in r.stderr, (r.returncode, r.stderr))
+    # The file a scenario killed (SIGKILL) could not remove takes no mark.
+    group = "killed-%d" % os.getpid()
+    rundir = os.environ.get("FAULTNET_RUNDIR") or "/tmp/faultnet-%d" % os.getuid()
+    left = os.path.join(rundir, group + ".marks")
+    with open(os.path.join(TMP, "killed.scenario"), "w") as f:
+        f.write('policy = "silent.conf";\ngroup = "%s";\nduration_ms = 30000;\n' % group)
+    k = subprocess.Popen([CTL, "scenario", os.path.join(TMP, "killed.scenario")], env=env(),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(1000):  # the scenario creates its file before its command starts
+        if os.path.exists(left) and os.path.getsize(left):
+            break
+        time.sleep(0.01)
+    alive = subprocess.run([CTL, "-g", group, "mark", "x"], env=env(), capture_output=True, text=True)
+    k.kill()
+    k.wait()
+    gone = subprocess.run([CTL, "-g", group, "mark", "x"], env=env(), capture_output=True, text=True)
+    check("faultctl mark: taken while the scenario runs, refused once it was killed and its "
+          "file left behind (%s)" % gone.stderr.strip(), alive.returncode == 0 and
+          os.path.exists(left) and gone.returncode == 1 and "has gone" in gone.stderr,
+          (alive.returncode, alive.stderr, gone.returncode, gone.stderr))
+    if os.path.exists(left):
+        os.unlink(left)
+
+
 # ---- SIGINT ----------------------------------------------------------------------------
 
 SIGINT_POLICY = """rules = (
@@ -404,7 +607,7 @@ def main():
                ("127.86.1.1", "127.86.2.1", "127.85.0.4", "127.86.3.1", "127.66.0.1")]
     os.makedirs(OUT, exist_ok=True)
     for t in checks.selected([test_bad_files, test_names_resolved, test_step_failures,
-                              test_min_and_unfired, test_drill, test_storm, test_egress,
+                              test_min_and_unfired, test_ready, test_marks, test_drill, test_storm, test_egress,
                               test_failing_expectation, test_sigint]):
         t()
     for s in servers:
