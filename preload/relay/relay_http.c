@@ -87,9 +87,10 @@ struct fn_hconn {
 	uint64_t held_in, held_out;
 	int gates; /* requests with gate set */
 	bool up_started, up_ok, up_failed, up_shut;
-	bool up_reset; /* the server reset the connection: read to its end */
-	bool up_last;  /* the server's last answer is out: it closes next */
-	bool up_tcp;   /* the server's connect succeeded (up_ok: and its TLS) */
+	bool up_reset;	/* the server reset the connection: read to its end */
+	bool up_last;	/* the server's last answer is out: it closes next */
+	bool up_tcp;	/* the server's connect succeeded (up_ok: and its TLS) */
+	bool up_paused; /* its TLS handshake waits for the app's (relay_tls.h) */
 	int up_err;
 	/* TLS (relay_tls.h): the first bytes were looked at; tls is set when
 	 * they were a ClientHello the relay terminates, whose two handshakes
@@ -916,7 +917,7 @@ static void half_closes(struct fn_conn *c)
  * reached, is over (see tls_handshakes). */
 static bool up_settled(const struct fn_hconn *h)
 {
-	return !h->up_started || h->up_failed || h->up_hs;
+	return !h->up_started || h->up_failed || h->up_hs || h->up_paused;
 }
 
 /* TLS ends hold bytes already read from a socket that epoll will not
@@ -1037,14 +1038,20 @@ static bool tls_handshakes(struct fn_conn *c)
 			server_refused(c);
 			return false;
 		}
+		h->up_paused = r == FN_TLS_HS_PAUSED;
 		h->up_hs = h->up_ok = r == FN_TLS_HS_DONE;
 	}
 	if (h->app_hs || !up_settled(h))
 		return true;
 	enum fn_tls_hs r = fn_tls_handshake(h->tls, 0, c->app, &unverified, why, sizeof(why));
 	if (r == FN_TLS_HS_FAILED) {
-		/* The app refused the leaf (or went away): its own choice. */
+		/* The app refused the leaf (or went away): its own choice, which
+		 * the paused server handshake meets as a rejected certificate. */
 		fn_stats_tls(&h->ep, FN_TLS_REFUSED_BY_APP);
+		if (h->up_paused) {
+			fn_tls_verdict(h->tls, false);
+			fn_tls_handshake(h->tls, 1, c->up, &unverified, why, sizeof(why));
+		}
 		fn_conn_finish(c, false);
 		return false;
 	}
@@ -1053,6 +1060,11 @@ static bool tls_handshakes(struct fn_conn *c)
 		fn_stats_tls(&h->ep, FN_TLS_TERMINATED);
 	if (h->app_hs && fn_tls_downgraded(h->tls))
 		fn_stats_tls(&h->ep, FN_TLS_ALPN_DOWNGRADED);
+	if (h->app_hs && h->up_paused) { /* the server's handshake goes on */
+		fn_tls_verdict(h->tls, true);
+		h->up_paused = false;
+		return tls_handshakes(c);
+	}
 	return true;
 }
 

@@ -42,7 +42,10 @@ struct fn_tls {
 	bool recorded;	 /* the trust hook was told what is behind the leaf */
 	bool app_judges; /* the app's own store judges the server (trust.h) */
 	int up_alert;	 /* the alert the server's failed handshake sent, or -1 */
+	int app_alert;	 /* the alert the app's refusal of the leaf sent, or -1 */
 	bool up_reset;	 /* its connection was reset during the handshake */
+	bool up_paused;	 /* its handshake waits for the app's verdict */
+	int verdict;	 /* the app's verdict on the leaf: enum verdict */
 	char name[256];	 /* the leaf's name: the SNI, else the address */
 	bool ip;
 };
@@ -78,14 +81,47 @@ static SSL_CTX *client_ctx(const struct fn_ossl *o)
 	return x = n;
 }
 
-/* The server's handshake goes on whatever its chain: the app judges it
- * (fn_trust_reaches_app), and SSL_get_verify_result keeps the system's
- * verdict. */
-static int keep_going(int ok, X509_STORE_CTX *x)
+enum verdict { V_PENDING, V_ACCEPTED, V_REJECTED };
+
+/* The verification error whose alert (libssl's own mapping) is the one the
+ * app sent when it refused the leaf, so the server reads the same alert. */
+static int refusal(int alert)
 {
-	(void)ok;
-	(void)x;
-	return 1;
+	switch (alert) {
+	case SSL_AD_UNKNOWN_CA:
+		return X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY;
+	case SSL_AD_CERTIFICATE_EXPIRED:
+		return X509_V_ERR_CERT_HAS_EXPIRED;
+	case SSL_AD_CERTIFICATE_REVOKED:
+		return X509_V_ERR_CERT_REVOKED;
+	case SSL_AD_DECRYPT_ERROR:
+		return X509_V_ERR_CERT_SIGNATURE_FAILURE;
+	case SSL_AD_HANDSHAKE_FAILURE:
+		return X509_V_ERR_APPLICATION_VERIFICATION;
+	default: /* bad_certificate and the rest */
+		return X509_V_ERR_CERT_REJECTED;
+	}
+}
+
+/* The relay's check of the server's chain. The system's roots refuse it
+ * where the app's own store cannot judge it (fn_trust_reaches_app); else
+ * the handshake pauses there, before the relay's Finished, until the app
+ * has judged the leaf (fn_tls_verdict): so the server meets the app's
+ * refusal as a failed handshake, never a completed one. */
+static int await_app(int ok, X509_STORE_CTX *x)
+{
+	const struct fn_ossl *o = fn_ossl_get(NULL);
+	SSL *ssl = o->X509_STORE_CTX_get_ex_data(x, o->SSL_get_ex_data_X509_STORE_CTX_idx());
+	struct fn_tls *t = ssl ? o->SSL_get_ex_data(ssl, 0) : NULL;
+	if (!t || (!t->app_judges && !ok))
+		return ok;
+	if (t->verdict == V_PENDING) {
+		t->up_paused = true;
+		return o->SSL_ctrl(ssl, SSL_CTRL_SET_RETRY_VERIFY, 0, NULL) > 0;
+	}
+	if (t->verdict == V_REJECTED)
+		o->X509_STORE_CTX_set_error(x, refusal(t->app_alert));
+	return t->verdict == V_ACCEPTED;
 }
 
 /* Gives ssl two memory BIOs and its role. False when memory is short. */
@@ -131,8 +167,9 @@ static SSL *server_end(const struct fn_ossl *o, struct fn_tls *t, const struct f
 	 * trusts) is reached when the app's own store can judge it; never
 	 * when its TLS is out of the hook's reach. */
 	t->app_judges = ok && fn_trust_reaches_app();
-	if (t->app_judges)
-		o->SSL_set_verify(s, SSL_VERIFY_PEER, keep_going);
+	ok = ok && o->SSL_set_ex_data(s, 0, t) == 1;
+	if (ok)
+		o->SSL_set_verify(s, SSL_VERIFY_PEER, await_app);
 	if (!ok) {
 		o->SSL_free(s);
 		return NULL;
@@ -165,7 +202,7 @@ enum fn_tls_first fn_tls_first(const char *p, size_t n, const struct fn_hello *h
 		return FN_TLS_NOT;
 	struct fn_tls *t = calloc(1, sizeof(*t));
 	if (t)
-		t->up_alert = -1;
+		t->up_alert = t->app_alert = -1;
 	/* A certificate fault reaches no server: its leaf is the whole story. */
 	SSL *up = t && !fault ? server_end(o, t, h, dst) : NULL;
 	if (t)
@@ -290,7 +327,7 @@ static void record_trust(struct fn_tls *t)
 	const struct fn_ossl *o = t->o;
 	t->recorded = true;
 	SSL *up = t->s[FN_TLS_UP].ssl;
-	bool reached = up && o->SSL_is_init_finished(up);
+	bool reached = up && (t->up_paused || o->SSL_is_init_finished(up));
 	/* Where the app judges the server's own chain, it may as well read
 	 * the server's own certificate (its subject, serial, dates): only the
 	 * key is the relay's. Elsewhere the leaf must chain to the run's CA. */
@@ -327,9 +364,8 @@ static void failure(struct fn_tls *t, enum fn_tls_side side, bool *unverified, c
 	}
 	/* An alert the peer sent is its reason code less SSL_AD_REASON_OFFSET. */
 	int reason = ERR_GET_REASON(o->ERR_peek_last_error());
-	if (side == FN_TLS_UP && reason >= SSL_AD_REASON_OFFSET &&
-	    reason < SSL_AD_REASON_OFFSET + 256)
-		t->up_alert = reason - SSL_AD_REASON_OFFSET;
+	if (reason >= SSL_AD_REASON_OFFSET && reason < SSL_AD_REASON_OFFSET + 256)
+		*(side == FN_TLS_UP ? &t->up_alert : &t->app_alert) = reason - SSL_AD_REASON_OFFSET;
 	char e[200];
 	snprintf(why, len, "%s", fn_ossl_error(e, sizeof(e)));
 }
@@ -340,6 +376,8 @@ enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd,
 	const struct fn_ossl *o = t->o;
 	struct tside *s = &t->s[side];
 	*unverified = false;
+	if (side == FN_TLS_UP && t->up_paused && t->verdict == V_PENDING)
+		return FN_TLS_HS_PAUSED;
 	if (side == FN_TLS_APP && !t->recorded)
 		record_trust(t);
 	for (;;) {
@@ -352,7 +390,10 @@ enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd,
 		}
 		if (r == 1)
 			break;
-		if (o->SSL_get_error(s->ssl, r) != SSL_ERROR_WANT_READ) {
+		int e = o->SSL_get_error(s->ssl, r);
+		if (e == SSL_ERROR_WANT_RETRY_VERIFY)
+			return FN_TLS_HS_PAUSED;
+		if (e != SSL_ERROR_WANT_READ) {
 			failure(t, side, unverified, why, len);
 			return FN_TLS_HS_FAILED;
 		}
@@ -374,6 +415,11 @@ enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd,
 		t->downgraded = sl == 8 && memcmp(sel, "http/1.1", 8) == 0;
 	}
 	return FN_TLS_HS_DONE;
+}
+
+void fn_tls_verdict(struct fn_tls *t, bool accepted)
+{
+	t->verdict = accepted ? V_ACCEPTED : V_REJECTED;
 }
 
 int fn_tls_server_alert(const struct fn_tls *t, bool *reset)

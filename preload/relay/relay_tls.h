@@ -26,7 +26,9 @@ enum fn_tls_first {
 	FN_TLS_TERMINATE, /* *out is ready: the handshakes are the caller's to drive */
 };
 
-enum fn_tls_hs { FN_TLS_HS_DONE, FN_TLS_HS_WAIT, FN_TLS_HS_FAILED };
+/* PAUSED: the server's handshake has its chain and waits for the app's
+ * verdict on the leaf (fn_tls_verdict) before it goes on. */
+enum fn_tls_hs { FN_TLS_HS_DONE, FN_TLS_HS_WAIT, FN_TLS_HS_FAILED, FN_TLS_HS_PAUSED };
 
 struct fn_tls;
 
@@ -50,6 +52,9 @@ void fn_tls_free(struct fn_tls *t);
  * *unverified is set when the server's certificate failed verification. */
 enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd, bool *unverified,
 				char *why, size_t len);
+/* The app's handshake with the leaf ended (accepted) or failed: the
+ * paused server handshake may go on, its chain accepted or rejected. */
+void fn_tls_verdict(struct fn_tls *t, bool accepted);
 /* How the server's handshake failed (FN_TLS_HS_FAILED, not for its
  * certificate): the alert it sent (its description), else -1 and *reset
  * when it reset the connection rather than closing it. */

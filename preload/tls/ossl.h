@@ -58,6 +58,8 @@
 	X(crypto, X509_gmtime_adj)               \
 	X(crypto, X509_set_pubkey)               \
 	X(crypto, X509_dup)                      \
+	X(crypto, X509_STORE_CTX_get_ex_data)    \
+	X(crypto, X509_STORE_CTX_set_error)      \
 	X(crypto, X509_get0_pubkey)              \
 	X(crypto, X509_get_subject_name)         \
 	X(crypto, X509_set_issuer_name)          \
@@ -113,7 +115,8 @@
 	X(ssl, SSL_get_verify_result)            \
 	X(ssl, SSL_get_certificate)              \
 	X(ssl, SSL_get_peer_cert_chain)          \
-	X(ssl, SSL_use_certificate)
+	X(ssl, SSL_use_certificate)              \
+	X(ssl, SSL_get_ex_data_X509_STORE_CTX_idx)
 
 #define FN_OSSL_FIELD(lib, name) __typeof__(name) *name;
 struct fn_ossl {

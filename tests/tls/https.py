@@ -41,6 +41,7 @@ BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 PORT, ROGUE, FAKE, NONE, PRIV = 18443, 18444, 18445, 18446, 18447
 OWN = 18461  # a server from a CA only the app's own cafile names
 DENY, RESET = 18462, 18463  # servers that refuse every handshake
+SEEN = 18464  # a server from the rogue CA that notes how each handshake ended
 GOOD_CERT = []  # the test CA's server's certificate and key files
 CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
            "AWS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
@@ -150,11 +151,14 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 def refusing_server(port, cert, how):
     """A TLS server that refuses every handshake: "deny" with an
     access_denied alert (its SNI callback's answer), "reset" by resetting
-    the connection once the ClientHello is in."""
+    the connection once the ClientHello is in; or, "note", one that
+    completes them and notes in its list how each ended. Returns the list."""
+    ended = []
     ls = socket.create_server(("127.0.0.1", port))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(*cert)
-    ctx.sni_callback = lambda *a: ssl.ALERT_DESCRIPTION_ACCESS_DENIED
+    if how != "note":
+        ctx.sni_callback = lambda *a: ssl.ALERT_DESCRIPTION_ACCESS_DENIED
 
     def serve():
         while True:
@@ -165,10 +169,12 @@ def refusing_server(port, cert, how):
                     c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 else:
                     ctx.wrap_socket(c, server_side=True).close()
-            except (OSError, ssl.SSLError):
-                pass
+                    ended.append("completed")
+            except (OSError, ssl.SSLError) as e:
+                ended.append(getattr(e, "reason", None) or type(e).__name__)
             c.close()
     threading.Thread(target=serve, daemon=True).start()
+    return ended
 
 
 def policy(d, name, rules):
@@ -375,6 +381,22 @@ def server_refuses(d):
               "error" in direct and under.get("error") == direct.get("error"), (direct, under))
 
 
+def server_sees_refusal(d, ended):
+    """An app that refuses the server's certificate: the server sees the
+    handshake fail with the app's own alert, under a rule that forwards as
+    directly, never a completed handshake from the relay."""
+    conf = policy(d, "seen", [rule("s503", SEEN, 'path = "/injected";')])
+    got = []
+    for c in (None, conf):
+        del ended[:]
+        curl(d, c, "https://api.test:%d/10" % SEEN)
+        time.sleep(0.3)
+        got.append(list(ended))
+    check("a server the app does not trust sees its handshake fail with the app's alert, under "
+          "a rule as directly (%s / %s)" % (got[1], got[0]),
+          got[0] and got[1] == got[0] and "completed" not in got[1], got)
+
+
 def run_ca_server(d):
     """The relay's own verification never trusts the run's CA: a server
     whose certificate the run's CA signed (as an attacker holding ca.key
@@ -490,11 +512,12 @@ def main():
         Server(OWN, make_leaf(d, "own", own_ca_pem))
         refusing_server(DENY, good, "deny")
         refusing_server(RESET, good, "reset")
+        seen = refusing_server(SEEN, bad, "note")
         for t in checks.selected([lambda: answered(d, srv), lambda: no_server(d),
                                   lambda: forwarded(d, srv), lambda: slowed_and_cut(d),
                                   lambda: untrusted(d, rogue), lambda: run_ca_server(d),
                                   lambda: app_trust(d, priv_ca[1]), lambda: own_ca(d, own_ca_pem[1]),
-                                  lambda: server_refuses(d),
+                                  lambda: server_refuses(d), lambda: server_sees_refusal(d, seen),
                                   lambda: counted(d),
                                   lambda: uncovered(d, srv)]):
             print("--- " + checks.name_of(t))
