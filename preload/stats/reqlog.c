@@ -1,0 +1,364 @@
+/* reqlog.c - the request log (FAULTNET_REQUESTS): one JSON line per HTTP
+ * request the relay saw, with the rule that met it and the answer the app
+ * got, written through the events file's writer (fn_jsonl). Which headers
+ * are kept (FAULTNET_REQUESTS_HEADERS), which names are credentials
+ * (FAULTNET_REQUESTS_REDACT, added to the built-in ones) and how large the
+ * file may grow (FAULTNET_REQUESTS_MAX) are read once at start. */
+#include <ctype.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "preload/base/say.h"
+#include "preload/stats/stats.h"
+
+#define NAMES_MAX 48
+#define LINE_MAX_ 4000 /* under PIPE_BUF: one atomic write */
+
+static struct fn_jsonl file = {-1, false};
+static char wanted_buf[1024], secret_buf[1024];
+static const char *wanted[NAMES_MAX], *secret[NAMES_MAX];
+static int nwanted, nsecret;
+static uint64_t cap_bytes = 64ull << 20;
+static uint64_t written; /* the file's size as last known */
+static int capped;
+
+/* The headers retry logic is read from. */
+static const char default_headers[] =
+    "amz-sdk-request,amz-sdk-invocation-id,x-amz-error-code,x-amz-error-message,"
+    "x-amzn-errortype,x-amz-request-id,retry-after,x-stainless-retry-count,grpc-status,"
+    "user-agent";
+/* Header and query parameter names whose values never reach the file. */
+static const char default_secrets[] =
+    "authorization,proxy-authorization,x-amz-security-token,x-api-key,api-key,"
+    "x-goog-api-key,cookie,set-cookie,x-amz-signature,x-amz-credential,sig,access_token";
+
+/* A header name's characters (RFC 9110 token), and * for a pattern. */
+static bool token_char(int c)
+{
+	return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/* Splits a comma list into names (lower case); false on a bad entry,
+ * described in why. */
+static bool split(const char *var, const char *list, char *buf, size_t cap, const char **out,
+		  int *n, char *why, size_t wlen)
+{
+	size_t at = strlen(buf);
+	if (at)
+		at++;
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ",");
+		bool ok = len > 0 && *n < NAMES_MAX && at + len + 1 <= cap;
+		for (size_t i = 0; ok && i < len; i++)
+			ok = token_char((unsigned char)p[i]);
+		if (!ok) {
+			snprintf(why, wlen, "%s: '%.*s' at character %zu is not a header name%s",
+				 var, (int)(len > 64 ? 64 : len), p, (size_t)(p - list) + 1,
+				 *n >= NAMES_MAX ? " (too many names)" : "");
+			return false;
+		}
+		for (size_t i = 0; i < len; i++)
+			buf[at + i] = (char)tolower((unsigned char)p[i]);
+		buf[at + len] = '\0';
+		out[(*n)++] = buf + at;
+		at += len + 1;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return true;
+}
+
+static bool parse_size(const char *v, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (errno || end == v || *v == '-')
+		return false;
+	int shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+	if (shift)
+		end++;
+	if (*end || n == 0 || n > (UINT64_MAX >> shift))
+		return false;
+	*out = (uint64_t)n << shift;
+	return true;
+}
+
+static const char *read_lists(void)
+{
+	static char why[200];
+	const char *h = secure_getenv("FAULTNET_REQUESTS_HEADERS");
+	const char *r = secure_getenv("FAULTNET_REQUESTS_REDACT");
+	const char *m = secure_getenv("FAULTNET_REQUESTS_MAX");
+	bool plus = h && *h == '+';
+	if (!h || !*h || plus)
+		split("", default_headers, wanted_buf, sizeof(wanted_buf), wanted, &nwanted, why,
+		      sizeof(why));
+	if (h && *h &&
+	    !split("FAULTNET_REQUESTS_HEADERS", h + plus, wanted_buf, sizeof(wanted_buf), wanted,
+		   &nwanted, why, sizeof(why)))
+		return why;
+	split("", default_secrets, secret_buf, sizeof(secret_buf), secret, &nsecret, why,
+	      sizeof(why));
+	if (r && *r &&
+	    !split("FAULTNET_REQUESTS_REDACT", r, secret_buf, sizeof(secret_buf), secret, &nsecret,
+		   why, sizeof(why)))
+		return why;
+	if (m && *m && !parse_size(m, &cap_bytes)) {
+		snprintf(why, sizeof(why),
+			 "FAULTNET_REQUESTS_MAX: '%.64s' is not a size in bytes (a whole number, "
+			 "K, M or G after it)",
+			 m);
+		return why;
+	}
+	return NULL;
+}
+
+const char *fn_reqlog_open(bool *fatal)
+{
+	const char *path = secure_getenv("FAULTNET_REQUESTS");
+	*fatal = false;
+	if (!path || !*path)
+		return NULL;
+	const char *why = read_lists();
+	if (why) {
+		*fatal = true;
+		return why;
+	}
+	static char msg[4200];
+	why = fn_jsonl_open(&file, path, true);
+	if (why) {
+		snprintf(msg, sizeof(msg), "FAULTNET_REQUESTS=%s: %s", path, why);
+		return msg;
+	}
+	struct stat sb;
+	if (fstat(file.fd, &sb) == 0 && S_ISREG(sb.st_mode))
+		written = (uint64_t)sb.st_size;
+	return NULL;
+}
+
+bool fn_reqlog_on(void)
+{
+	return __atomic_load_n(&file.fd, __ATOMIC_RELAXED) >= 0 && !capped;
+}
+
+void fn_reqlog_fd_lost(int fd)
+{
+	fn_jsonl_lost(&file, fd);
+}
+
+static bool listed(const char *const *names, int n, const char *name, size_t len)
+{
+	char low[128];
+	if (len >= sizeof(low))
+		len = sizeof(low) - 1;
+	for (size_t i = 0; i < len; i++)
+		low[i] = (char)tolower((unsigned char)name[i]);
+	low[len] = '\0';
+	for (int i = 0; i < n; i++)
+		if (fnmatch(names[i], low, 0) == 0)
+			return true;
+	return false;
+}
+
+bool fn_reqlog_wants(const char *name, size_t len)
+{
+	return listed(wanted, nwanted, name, len);
+}
+
+/* Appends s (n bytes) to buf as JSON string content, as far as cap allows
+ * (an escape is never cut in two). */
+static void esc(char *buf, size_t cap, size_t *at, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char tmp[8];
+		int k;
+		if (c == '"' || c == '\\')
+			k = snprintf(tmp, sizeof(tmp), "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			k = snprintf(tmp, sizeof(tmp), "\\u%04x", c);
+		else
+			tmp[0] = (char)c, k = 1;
+		if (*at + (size_t)k + 1 > cap)
+			return;
+		memcpy(buf + *at, tmp, (size_t)k);
+		*at += (size_t)k;
+		buf[*at] = '\0';
+	}
+}
+
+static void put(char *buf, size_t cap, size_t *at, const char *s)
+{
+	size_t n = strlen(s);
+	if (*at + n + 1 > cap)
+		return;
+	memcpy(buf + *at, s, n + 1);
+	*at += n;
+}
+
+void fn_reqlog_header(char *buf, size_t cap, size_t *len, const char *name, const char *value,
+		      size_t vlen, size_t total)
+{
+	size_t nlen = strlen(name);
+	char red[40];
+	bool hide = listed(secret, nsecret, name, nlen);
+	if (hide) {
+		snprintf(red, sizeof(red), "(redacted:%zu)", total);
+		value = red;
+		vlen = strlen(red);
+	}
+	/* Whole or not at all: room for the pair's longest escaped form. */
+	if (*len + 8 + 6 * (nlen + vlen) > cap)
+		return;
+	put(buf, cap, len, *len ? ",[\"" : "[\"");
+	char low[128];
+	size_t k = nlen < sizeof(low) ? nlen : sizeof(low) - 1;
+	for (size_t i = 0; i < k; i++)
+		low[i] = (char)tolower((unsigned char)name[i]);
+	esc(buf, cap, len, low, k);
+	put(buf, cap, len, "\",\"");
+	esc(buf, cap, len, value, vlen);
+	put(buf, cap, len, "\"]");
+}
+
+void fn_reqlog_query(char *dst, size_t cap, const char *q)
+{
+	size_t at = 0;
+	dst[0] = '\0';
+	for (const char *p = q; *p;) {
+		size_t len = strcspn(p, "&"), klen = strcspn(p, "=&");
+		if (at)
+			put(dst, cap, &at, "&");
+		if (klen < len && listed(secret, nsecret, p, klen)) {
+			char red[40];
+			snprintf(red, sizeof(red), "=(redacted:%zu)", len - klen - 1);
+			size_t room = cap - at - 1;
+			if (klen + strlen(red) > room)
+				return; /* never half a redacted pair */
+			memcpy(dst + at, p, klen);
+			at += klen;
+			dst[at] = '\0';
+			put(dst, cap, &at, red);
+		} else {
+			size_t room = cap - at - 1, n = len < room ? len : room;
+			memcpy(dst + at, p, n);
+			at += n;
+			dst[at] = '\0';
+		}
+		p += len;
+		if (*p == '&')
+			p++;
+	}
+}
+
+static void field(char *b, size_t *at, const char *key, const char *val, size_t max)
+{
+	put(b, LINE_MAX_, at, ",\"");
+	put(b, LINE_MAX_, at, key);
+	put(b, LINE_MAX_, at, "\":\"");
+	size_t end = *at + max < LINE_MAX_ ? *at + max : LINE_MAX_;
+	esc(b, end, at, val, strlen(val));
+	put(b, LINE_MAX_, at, "\"");
+}
+
+/* Mono ns as wall and monotonic microseconds, or nulls. */
+static void stamp(char *b, size_t *at, const char *name, const struct fn_reqrec *r, uint64_t ns)
+{
+	char t[160];
+	if (!ns)
+		snprintf(t, sizeof(t), ",\"%s_wall_us\":null,\"%s_mono_us\":null", name, name);
+	else
+		snprintf(t, sizeof(t), ",\"%s_wall_us\":%" PRId64 ",\"%s_mono_us\":%" PRIu64, name,
+			 r->wall_us + (int64_t)(ns - r->req_ns) / 1000, name, ns / 1000);
+	put(b, LINE_MAX_, at, t);
+}
+
+static size_t line(const struct fn_reqrec *r, char *b)
+{
+	size_t at = 0;
+	char t[400];
+	snprintf(t, sizeof(t), "{\"pid\":%d,\"conn\":%" PRIu64 ",\"n\":%" PRIu64, (int)getpid(),
+		 r->conn, r->n);
+	put(b, LINE_MAX_, &at, t);
+	stamp(b, &at, "req", r, r->req_ns);
+	stamp(b, &at, "first", r, r->first_ns);
+	stamp(b, &at, "end", r, r->end_ns);
+	field(b, &at, "method", r->method, 40);
+	field(b, &at, "scheme", r->https ? "https" : "http", 8);
+	field(b, &at, "host", r->host, 300);
+	field(b, &at, "path", r->path, 700);
+	field(b, &at, "query", r->query, 700);
+	if (r->rule[0])
+		field(b, &at, "rule", r->rule, 100);
+	else
+		put(b, LINE_MAX_, &at, ",\"rule\":null");
+	field(b, &at, "fate", r->fate, 16);
+	snprintf(t, sizeof(t),
+		 ",\"rule_status\":%d,\"slowed_ms\":%" PRId64
+		 ",\"reached_server\":%s,\"status\":%d,"
+		 "\"req_bytes\":%" PRIu64 ",\"resp_bytes\":%" PRIu64 ",\"req_headers\":[",
+		 r->rule_status, r->slowed_ms, r->reached ? "true" : "false", r->status,
+		 r->req_bytes, r->resp_bytes);
+	put(b, LINE_MAX_, &at, t);
+	/* The header lists were built whole pair by pair; one that no longer
+	 * fits is left out entirely rather than cut inside a pair. */
+	if (at + r->reqhlen + r->resphlen + 40 < LINE_MAX_) {
+		put(b, LINE_MAX_, &at, r->reqh);
+		put(b, LINE_MAX_, &at, "],\"resp_headers\":[");
+		put(b, LINE_MAX_, &at, r->resph);
+	} else {
+		put(b, LINE_MAX_, &at, "],\"resp_headers\":[");
+	}
+	put(b, LINE_MAX_, &at, "]}\n");
+	return at;
+}
+
+/* The cap: the file's size is known from this process's writes and
+ * looked at again (fstat) once they say it is reached, since other
+ * processes append too. Said once, in the file and on stderr. */
+static bool room_for(size_t n)
+{
+	if (written + n <= cap_bytes)
+		return true;
+	struct stat sb;
+	if (!file.pipe && fstat(file.fd, &sb) == 0)
+		written = (uint64_t)sb.st_size;
+	if (file.pipe || written + n > cap_bytes) {
+		if (__atomic_exchange_n(&capped, 1, __ATOMIC_RELAXED))
+			return false;
+		char t[160];
+		int k = snprintf(
+		    t, sizeof(t),
+		    "{\"pid\":%d,\"requests_log\":\"cap reached\",\"max_bytes\":%" PRIu64 "}\n",
+		    (int)getpid(), cap_bytes);
+		fn_jsonl_write(&file, t, (size_t)k);
+		fn_say("faultnet: FAULTNET_REQUESTS: %" PRIu64
+		       " bytes (FAULTNET_REQUESTS_MAX) reached: no more requests logged",
+		       cap_bytes);
+		return false;
+	}
+	return true;
+}
+
+void fn_reqlog_write(const struct fn_reqrec *r)
+{
+	if (!fn_reqlog_on())
+		return;
+	char b[LINE_MAX_ + 8];
+	size_t n = line(r, b);
+	if (!file.pipe && !room_for(n))
+		return;
+	if (fn_jsonl_write(&file, b, n))
+		written += n;
+}
