@@ -52,9 +52,8 @@ static bool token_char(int c)
 static bool split(const char *var, const char *list, char *buf, size_t cap, const char **out,
 		  int *n, char *why, size_t wlen)
 {
-	size_t at = strlen(buf);
-	if (at)
-		at++;
+	/* buf holds NUL-separated names: the next one goes after the last. */
+	size_t at = *n ? (size_t)(out[*n - 1] - buf) + strlen(out[*n - 1]) + 1 : 0;
 	for (const char *p = list; *p;) {
 		size_t len = strcspn(p, ",");
 		bool ok = len > 0 && *n < NAMES_MAX && at + len + 1 <= cap;
