@@ -1,7 +1,8 @@
 """reqlog_test.py - the request log (FAULTNET_REQUESTS) and `faultctl
 requests`: the pinned S3 SDK's sends per call read from the log alone, each
 call's sends under one invocation id with attempts 1..3 in order, the log's
-answered requests against the rule's counter; credentials (every header and
+answered requests against the rule's counter (and, for 6 workers' retry
+storm, the workers' own count); three processes sharing one log; credentials (every header and
 query parameter of the built-in list, a presigned S3 URL, a name the user
 adds) never in the log or the HAR; HAR 1.2 validated (npm's har-validator,
 or a schema check saying why) with timings that agree with the log; the
@@ -143,6 +144,52 @@ def test_s3_calls(node):
                                        for r in got), got[:1])
     check("the SDK's signature is not in the log (Authorization is not kept by default)",
           "AWS4-HMAC-SHA256" not in open(log).read())
+
+
+def test_storm():
+    """6 workers' retry storm (tests/http/storm.py) against a 5xx outage of
+    3 s: the log's answered requests, the rule's counter and the workers'
+    own count of 5xx answers are one number."""
+    log = os.path.join(TMP, "storm.jsonl")
+    o = origin.Origin(8080, "127.85.0.4").start()
+    conf = os.path.join(TMP, "storm.conf")
+    text = open(os.path.join(ROOT, "policies", "http-5xx-then-healthy.conf")).read()
+    with open(conf, "w") as f:
+        f.write(text.replace("for_ms = 60000", "for_ms = 3000"))
+    e = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_") and k != "LD_PRELOAD"}
+    p = subprocess.run([CTL, "run", "--config", conf, "--stats", "--json", "--requests", log, "--",
+                        "/usr/bin/python3", os.path.join(HERE, "storm.py"), "127.85.0.4", "8080",
+                        "6", "1.5", "none"], env=e, capture_output=True, text=True, timeout=120)
+    o.shutdown()
+    recs = [json.loads(x) for x in p.stderr.splitlines() if x.startswith("{")]
+    rule = [r for r in recs if r.get("type") == "rule" and r.get("name") == "degraded-60s"]
+    out = json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else {}
+    got = lines(log) if os.path.exists(log) else []
+    answered = len([r for r in got if r["fate"] == "answered" and r["rule"] == "degraded-60s"])
+    check("storm of 6 workers: the log's answered requests (%d) = the rule's counter = the "
+          "workers' 5xx count, and the rest reached the server" % answered,
+          rule and answered > 0 and answered == rule[0].get("answered") == out.get("errors_5xx")
+          and len(got) == out.get("requests")
+          and all(r["reached_server"] for r in got if r["fate"] == "forwarded"),
+          (answered, rule, out, len(got)))
+
+
+def test_processes():
+    """Three processes append to one log at once: every line whole, each
+    process's requests all there, numbered 1..N on its connection."""
+    log = os.path.join(TMP, "procs.jsonl")
+    urls = ["http://%s:9000/secret/%d" % (HOST, i) for i in range(60)]
+    ps = [subprocess.Popen(["/usr/bin/python3", "-c", CLIENT, json.dumps([{}, urls])],
+                           env=env(FAULTNET_REQUESTS=log), stdout=subprocess.PIPE, text=True)
+          for _ in range(3)]
+    outs = [p.communicate(timeout=60)[0].split() for p in ps]
+    got = lines(log) if os.path.exists(log) else []
+    pids = {}
+    for r in got:
+        pids.setdefault(r["pid"], []).append(r["n"])
+    check("3 processes x 60 requests into one log: 180 whole lines, 1..60 in order per process",
+          all(o == ["503"] * 60 for o in outs) and len(got) == 180 and len(pids) == 3
+          and all(v == list(range(1, 61)) for v in pids.values()), (len(got), list(pids)))
 
 
 # ---- credentials ----------------------------------------------------------------
@@ -360,12 +407,18 @@ def test_cap():
 
 
 def main():
-    tests = checks.selected([test_s3_calls, test_credentials, test_har, test_filters,
+    tests = checks.selected([test_s3_calls, test_storm, test_processes, test_credentials, test_har, test_filters,
                              test_bad_input, test_cap])
     node = checks.node_bin(ROOT)
     server = origin.Origin(9000, HOST).start()  # behind the rules of CONF
     for t in tests:
-        if t is test_s3_calls:
+        if t is test_storm and FIRST:
+            print("skip - the retry storm: run with the normal build only (faultctl run sets "
+                  "LD_PRELOAD itself)")
+            checks.skip()
+        elif t is test_storm:
+            t()
+        elif t is test_s3_calls:
             if FIRST or not node or not os.path.isdir(MODS):
                 print("skip - the S3 SDK's calls: %s" % (
                     "run with the normal build only (faultctl run sets LD_PRELOAD itself)"
