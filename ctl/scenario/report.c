@@ -279,6 +279,77 @@ bool sc_passed(const struct scenario *s)
 	return strncmp(s->end_reason, "ran its", 7) == 0 && !strict_problem(s, why, sizeof(why));
 }
 
+/* ---- the request log ----------------------------------------------------------- */
+
+/* An integer or true/false after "key": in a line of the request log; the
+ * keys are searched with the comma before them, which no string value can
+ * hold unescaped. -1 when absent. */
+static int64_t field_num(const char *line, const char *key)
+{
+	char pat[40];
+	snprintf(pat, sizeof(pat), ",\"%s\":", key);
+	const char *p = strstr(line, pat);
+	if (!p)
+		return -1;
+	p += strlen(pat);
+	return strncmp(p, "true", 4) == 0    ? 1
+	       : strncmp(p, "false", 5) == 0 ? 0
+					     : strtoll(p, NULL, 10);
+}
+
+enum { RQ_FAULT, RQ_SERVER, RQ_FAILED, RQ_KINDS };
+static const char *const rq_names[] = {"fault", "server", "failed"};
+
+/* Answered or aborted by a rule; else answered by the server; else failed
+ * (no answer: the server was out of reach or cut it). */
+static int rq_kind(const char *line)
+{
+	if (strstr(line, ",\"fate\":\"answered\"") || strstr(line, ",\"fate\":\"aborted\""))
+		return RQ_FAULT;
+	return field_num(line, "reached_server") == 1 && field_num(line, "status") > 0 ? RQ_SERVER
+										       : RQ_FAILED;
+}
+
+/* "requests": the log's requests by outcome, in total and per second of
+ * the run (those before its clock started in the first second, those after
+ * its end in the last). */
+static void json_requests(FILE *f, const struct scenario *s)
+{
+	FILE *in = s->requests[0] ? fopen(s->requests, "r") : NULL;
+	if (!in)
+		return;
+	int secs = s->seconds > 0 ? s->seconds : 1;
+	uint64_t *per = calloc((size_t)secs * RQ_KINDS, sizeof(uint64_t)), total[RQ_KINDS] = {0};
+	char *line = NULL;
+	size_t cap = 0;
+	while (per && getline(&line, &cap, in) > 0) {
+		int64_t t = field_num(line, "req_mono_us");
+		if (t < 0 || !strstr(line, ",\"method\":"))
+			continue; /* not a request (the cap's note) */
+		int k = rq_kind(line);
+		int64_t sec = (t - s->t0_mono_us) / 1000000;
+		sec = sec < 0 ? 0 : sec >= secs ? secs - 1 : sec;
+		total[k]++;
+		per[sec * RQ_KINDS + k]++;
+	}
+	free(line);
+	fclose(in);
+	fputs("\"requests\":{\"file\":", f);
+	jstr(f, s->requests);
+	for (int k = 0; k < RQ_KINDS; k++)
+		fprintf(f, ",\"%s\":%llu", rq_names[k], (unsigned long long)total[k]);
+	fputs(",\"per_second\":{", f);
+	for (int k = 0; per && k < RQ_KINDS; k++) {
+		fprintf(f, "%s\"%s\":[", k ? "," : "", rq_names[k]);
+		for (int i = 0; i < secs; i++)
+			fprintf(f, "%s%llu", i ? "," : "",
+				(unsigned long long)per[i * RQ_KINDS + k]);
+		fputc(']', f);
+	}
+	fputs("}},\n", f);
+	free(per);
+}
+
 static void json_report(FILE *f, const struct scenario *s)
 {
 	fputs("{\"scenario\":", f);
@@ -307,6 +378,7 @@ static void json_report(FILE *f, const struct scenario *s)
 	json_steps(f, s);
 	json_probes(f, s);
 	json_rules(f, s);
+	json_requests(f, s);
 	fputs("\"expectations\":[", f);
 	for (int i = 0; i < s->nexpects; i++) {
 		const struct sc_expect *e = &s->expects[i];

@@ -121,6 +121,10 @@ struct scenario {
 	int64_t join_wait_ms; /* how long the clock waited for CMD to join */
 	uint64_t not_http;    /* connections HTTP rules met but could not read */
 	bool policy_tmp;      /* policy was written from inline rules: removed at the end */
+	/* The request log (FAULTNET_REQUESTS) of the run's processes, "" for
+	 * none, and the clock's start on CLOCK_MONOTONIC, which its lines use. */
+	char requests[PATH_MAX + 32];
+	int64_t t0_mono_us;
 };
 
 const char *sc_verb_name(enum sc_verb v);

@@ -155,6 +155,16 @@ def test_storm():
               % (mode, workers[0]["errors_5xx"] if workers else "?"),
               workers and workers[0]["errors_5xx"] == wasted[mode] and not workers[0]["conn_errors"],
               (workers, wasted))
+        rq = rep.get("requests", {})
+        logged = os.path.join(out, "requests.jsonl")
+        check("retry storm (%s): the report folder has the run's request log, and report.json "
+              "its requests by outcome: %s answered by the fault (the rule's count), %s by the "
+              "server; per second, the fault's only while the outage lasts"
+              % (mode, rq.get("fault"), rq.get("server")),
+              os.path.exists(logged) and rq.get("fault") == answered and rq.get("server", 0) > 0
+              and sum(rq["per_second"]["fault"]) == answered
+              and not any(rq["per_second"]["fault"][:1] + rq["per_second"]["fault"][5:]),
+              rq)
     check("retry storm: the breaker wastes %dx fewer requests (%d vs %d)"
           % (wasted["none"] // max(wasted["breaker"], 1), wasted["none"], wasted["breaker"]),
           wasted["breaker"] > 0 and wasted["none"] >= 5 * wasted["breaker"], wasted)
