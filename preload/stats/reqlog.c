@@ -185,7 +185,7 @@ static void esc(char *buf, size_t cap, size_t *at, const char *s, size_t n)
 		int k;
 		if (c == '"' || c == '\\')
 			k = snprintf(tmp, sizeof(tmp), "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
+		else if (c < 0x20 || c >= 0x7f) /* the line stays ASCII, so valid UTF-8 */
 			k = snprintf(tmp, sizeof(tmp), "\\u%04x", c);
 		else
 			tmp[0] = (char)c, k = 1;

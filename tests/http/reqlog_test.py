@@ -389,9 +389,15 @@ def test_bad_input():
     check("faultctl requests names the file and line of a line that is not the log's",
           r.returncode == 1 and "%s:2:" % bad in r.stderr, r.stderr)
     log = os.path.join(TMP, "mode.jsonl")
-    fetch(["http://%s:9000/secret/z" % HOST], FAULTNET_REQUESTS=log)
+    fetch(["-H", "User-Agent: caf\u00e9\t\"q\"", "http://%s:9000/secret/z" % HOST],
+          FAULTNET_REQUESTS=log)
     check("the log is made mode 0600", os.path.exists(log)
           and stat.S_IMODE(os.stat(log).st_mode) == 0o600, log)
+    raw = open(log, "rb").read() if os.path.exists(log) else b""
+    ua = dict(json.loads(raw.decode("ascii"))["req_headers"]).get("user-agent") \
+        if raw.isascii() and raw else None
+    check("a header with Latin-1, tab and quote characters: an ASCII line, the value "
+          "escaped and read back as sent", ua == "caf\u00e9\t\"q\"", raw)
 
 
 def test_cap():
