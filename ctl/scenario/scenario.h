@@ -125,6 +125,10 @@ struct scenario {
 	 * none, and the clock's start on CLOCK_MONOTONIC, which its lines use. */
 	char requests[PATH_MAX + 32];
 	int64_t t0_mono_us;
+	/* Its requests by outcome (fault, server, failed): in total, and per
+	 * second of the run (rq_secs entries each; NULL when not read). */
+	uint64_t rq_total[3], *rq_per[3];
+	int rq_secs;
 };
 
 const char *sc_verb_name(enum sc_verb v);
@@ -142,7 +146,8 @@ int cmd_scenario(int argc, char **argv, const char *self);
 /* report.c: evaluates the expectations, then writes report.json,
  * report.svg and junit.xml into dir (if given) and the summary to out. */
 void sc_evaluate(struct scenario *s);
-bool sc_write_report(const struct scenario *s, const char *dir, char *err, size_t errlen);
+/* Reads the run's request log first (s->requests), for both reports. */
+bool sc_write_report(struct scenario *s, const char *dir, char *err, size_t errlen);
 void sc_summary(const struct scenario *s, FILE *out);
 /* Whether the run passed: every step ran, on time (late_ms_max) and was
  * taken, every expectation held, it ran its duration, and under --strict

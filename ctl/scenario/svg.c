@@ -1,8 +1,9 @@
 /* svg.c - report.svg: one timeline a person reads at a glance.
  * Steps are shaded bands over the whole picture, each probe is a row of
  * green (healthy) and red (unhealthy) segments, the rules' attempts and
- * faults per second are plotted below, and the measured times to notice
- * and to recover are marked with labelled lines. Every part carries a
+ * faults per second are plotted below (and, with a request log, the
+ * requests per second by outcome below that), and the measured times to
+ * notice and to recover are marked with labelled lines. Every part carries a
  * class (and data- attributes), so that tests can find it in the picture. */
 #include <stdio.h>
 #include <string.h>
@@ -20,8 +21,8 @@ static const char *const step_colors[] = {"#3b6fd8", "#e08a00", "#8a4fd8", "#2aa
 static const char *const line_colors[] = {"#1f3b73", "#b5179e", "#0b7a75", "#7a4b00"};
 
 struct geo {
-	double span; /* ms the x axis covers */
-	int top, rows, plot, bottom;
+	double span;			   /* ms the x axis covers */
+	int top, rows, plot, reqs, bottom; /* reqs: the requests' plot, or 0 */
 };
 
 static double xt(const struct geo *g, int64_t ms)
@@ -150,6 +151,42 @@ static void plot(FILE *f, const struct scenario *s, const struct geo *g)
 	}
 }
 
+/* The request log's requests per second: answered by a fault (red),
+ * by the server (green), or not at all (grey). */
+static void requests_plot(FILE *f, const struct scenario *s, const struct geo *g)
+{
+	static const char *const names[] = {"fault", "server", "failed"};
+	static const char *const colors[] = {"#d0342c", "#2e9d48", "#777777"};
+	double top = 1;
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < s->rq_secs; i++)
+			top = (double)s->rq_per[k][i] > top ? (double)s->rq_per[k][i] : top;
+	char label[64];
+	snprintf(label, sizeof(label), "per second (max %.0f)", top);
+	text(f, 10, g->reqs + 12, "start", 12, "#222222", "requests-label", "requests:");
+	for (int k = 0; k < 3; k++)
+		text(f, 10, g->reqs + 27 + 14 * k, "start", 12, colors[k], "requests-label",
+		     k == 0   ? "by a fault"
+		     : k == 1 ? "by the server"
+			      : "no answer");
+	text(f, 10, g->reqs + 72, "start", 11, "#555555", "requests-label", label);
+	fprintf(f,
+		"<rect class=\"plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+		"stroke=\"#bbbbbb\"/>\n",
+		X0, g->reqs, X1 - X0, PLOT);
+	for (int k = 0; k < 3; k++) {
+		fprintf(f,
+			"<polyline class=\"requests\" data-outcome=\"%s\" fill=\"none\" "
+			"stroke=\"%s\" stroke-width=\"2\" points=\"",
+			names[k], colors[k]);
+		/* Each second's count at its end, as the rules' rates are. */
+		for (int i = 0; i < s->rq_secs; i++)
+			fprintf(f, "%.1f,%.1f ", xt(g, (int64_t)(i + 1) * 1000),
+				g->reqs + PLOT - PLOT * (double)s->rq_per[k][i] / top);
+		fputs("\"/>\n", f);
+	}
+}
+
 static void markers(FILE *f, const struct scenario *s, const struct geo *g)
 {
 	for (int i = 0; i < s->nexpects; i++) {
@@ -200,7 +237,8 @@ void sc_svg(FILE *f, const struct scenario *s)
 	g.top = 76;
 	g.rows = g.top + 42;
 	g.plot = g.rows + s->nprobes * ROW + 16;
-	g.bottom = g.plot + PLOT;
+	g.reqs = s->rq_secs ? g.plot + PLOT + 16 : 0;
+	g.bottom = (g.reqs ? g.reqs : g.plot) + PLOT;
 	int h = g.bottom + 40;
 	fprintf(f,
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
@@ -219,6 +257,8 @@ void sc_svg(FILE *f, const struct scenario *s)
 	bands(f, s, &g);
 	probe_rows(f, s, &g);
 	plot(f, s, &g);
+	if (g.reqs)
+		requests_plot(f, s, &g);
 	markers(f, s, &g);
 	key(f, &g);
 	fputs("</svg>\n", f);

@@ -165,6 +165,17 @@ def test_storm():
               and sum(rq["per_second"]["fault"]) == answered
               and not any(rq["per_second"]["fault"][:1] + rq["per_second"]["fault"][5:]),
               rq)
+        svg = os.path.join(out, "report.svg")
+        lines = {x.get("data-outcome"): x for x in ET.parse(svg).getroot().findall(SVG + "polyline")
+                 if x.get("class") == "requests"} if os.path.exists(svg) else {}
+        ys = [float(pt.split(",")[1]) for pt in lines["fault"].get("points").split()] \
+            if "fault" in lines else []
+        check("retry storm (%s): report.svg plots the requests per second by outcome, the "
+              "fault's line rising in the outage only" % mode,
+              set(lines) == {"fault", "server", "failed"} and rq
+              and len(ys) == len(rq["per_second"]["fault"])
+              and [y < ys[0] for y in ys] == [n > 0 for n in rq["per_second"]["fault"]],
+              (ys, rq.get("per_second")))
     check("retry storm: the breaker wastes %dx fewer requests (%d vs %d)"
           % (wasted["none"] // max(wasted["breaker"], 1), wasted["none"], wasted["breaker"]),
           wasted["breaker"] > 0 and wasted["none"] >= 5 * wasted["breaker"], wasted)
