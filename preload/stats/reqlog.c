@@ -323,17 +323,18 @@ static size_t line(const struct fn_reqrec *r, char *b)
 	return at;
 }
 
-/* The cap: the file's size is known from this process's writes and
- * looked at again (fstat) once they say it is reached, since other
- * processes append too. Said once, in the file and on stderr. */
+/* The cap, for a regular file (a FIFO's reader keeps what it wants): the
+ * file's size is known from this process's writes and looked at again
+ * (fstat) once they say it is reached, since other processes append too.
+ * Said once, in the file and on stderr. */
 static bool room_for(size_t n)
 {
 	if (written + n <= cap_bytes)
 		return true;
 	struct stat sb;
-	if (!file.pipe && fstat(file.fd, &sb) == 0)
+	if (fstat(file.fd, &sb) == 0)
 		written = (uint64_t)sb.st_size;
-	if (file.pipe || written + n > cap_bytes) {
+	if (written + n > cap_bytes) {
 		if (__atomic_exchange_n(&capped, 1, __ATOMIC_RELAXED))
 			return false;
 		char t[160];
