@@ -7,6 +7,7 @@
 #include "preload/relay/relay_http.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,15 +278,26 @@ static void target_path(char *t)
 static void ensure_upstream(struct fn_conn *c);
 static struct hreq *awaiting(struct fn_hconn *h);
 
+/* src into dst, cut to fit. */
+static void copy(char *dst, size_t cap, const char *src)
+{
+	size_t n = strnlen(src, cap - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
 /* The request's line for FAULTNET_REQUESTS, begun once it is decided;
  * NULL when memory is short (the request goes unlogged, nothing else). */
 static struct fn_reqrec *log_start(struct fn_hconn *h, const char *method, const struct fn_rule *r,
 				   enum fn_req_fate fate, const struct hreq *e)
 {
 	static const char *const fates[] = {"forwarded", "answered", "slowed", "aborted"};
-	struct fn_reqrec *lg = calloc(1, sizeof(*lg));
+	struct fn_reqrec *lg = malloc(sizeof(*lg));
 	if (!lg)
 		return NULL;
+	/* The numbers cleared, the strings each written: clearing the whole
+	 * record would cost a request thousands of instructions. */
+	memset(lg, 0, offsetof(struct fn_reqrec, method));
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	lg->wall_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
@@ -293,11 +305,12 @@ static struct fn_reqrec *log_start(struct fn_hconn *h, const char *method, const
 	lg->conn = h->conn_id;
 	lg->n = ++h->nreq;
 	lg->https = h->tls != NULL;
-	snprintf(lg->method, sizeof(lg->method), "%s", method);
-	snprintf(lg->host, sizeof(lg->host), "%s", h->host);
-	snprintf(lg->path, sizeof(lg->path), "%s", h->path);
+	copy(lg->method, sizeof(lg->method), method);
+	copy(lg->host, sizeof(lg->host), h->host);
+	copy(lg->path, sizeof(lg->path), h->path);
 	fn_reqlog_query(lg->query, sizeof(lg->query), h->query);
-	snprintf(lg->rule, sizeof(lg->rule), "%s", r ? r->name : "");
+	copy(lg->rule, sizeof(lg->rule), r ? r->name : "");
+	lg->resph[0] = '\0';
 	lg->fate = fates[fate];
 	lg->rule_status = fate == FN_REQ_ANSWERED ? r->http->status : 0;
 	lg->slowed_ms = fate == FN_REQ_SLOWED ? (int64_t)(e->delay_ns / MS) : 0;

@@ -26,6 +26,8 @@
 static struct fn_jsonl file = {-1, false};
 static char wanted_buf[1024], secret_buf[1024];
 static const char *wanted[NAMES_MAX], *secret[NAMES_MAX];
+/* Whether an entry is a pattern (fnmatch) or a name (compared as bytes). */
+static bool wanted_glob[NAMES_MAX], secret_glob[NAMES_MAX];
 static int nwanted, nsecret;
 static uint64_t cap_bytes = 64ull << 20;
 static uint64_t written; /* the file's size as last known */
@@ -113,6 +115,10 @@ static const char *read_lists(void)
 	    !split("FAULTNET_REQUESTS_REDACT", r, secret_buf, sizeof(secret_buf), secret, &nsecret,
 		   why, sizeof(why)))
 		return why;
+	for (int i = 0; i < nwanted; i++)
+		wanted_glob[i] = strpbrk(wanted[i], "*?[") != NULL;
+	for (int i = 0; i < nsecret; i++)
+		secret_glob[i] = strpbrk(secret[i], "*?[") != NULL;
 	if (m && *m && !parse_size(m, &cap_bytes)) {
 		snprintf(why, sizeof(why),
 			 "FAULTNET_REQUESTS_MAX: '%.64s' is not a size in bytes (a whole number, "
@@ -156,23 +162,36 @@ void fn_reqlog_fd_lost(int fd)
 	fn_jsonl_lost(&file, fd);
 }
 
-static bool listed(const char *const *names, int n, const char *name, size_t len)
+/* Whether name (len bytes, any case) is one of names (lower case): by
+ * length and bytes for plain names, fnmatch only for patterns, since every
+ * header of every request is looked up. */
+static bool listed(const char *const *names, const bool *glob, int n, const char *name, size_t len)
 {
 	char low[128];
-	if (len >= sizeof(low))
-		len = sizeof(low) - 1;
-	for (size_t i = 0; i < len; i++)
-		low[i] = (char)tolower((unsigned char)name[i]);
-	low[len] = '\0';
-	for (int i = 0; i < n; i++)
-		if (fnmatch(names[i], low, 0) == 0)
+	bool lowered = false;
+	for (int i = 0; i < n; i++) {
+		const char *p = names[i];
+		if (!glob[i]) {
+			if (strlen(p) == len && strncasecmp(p, name, len) == 0)
+				return true;
+			continue;
+		}
+		if (!lowered) {
+			size_t k = len < sizeof(low) - 1 ? len : sizeof(low) - 1;
+			for (size_t j = 0; j < k; j++)
+				low[j] = (char)tolower((unsigned char)name[j]);
+			low[k] = '\0';
+			lowered = true;
+		}
+		if (fnmatch(p, low, 0) == 0)
 			return true;
+	}
 	return false;
 }
 
 bool fn_reqlog_wants(const char *name, size_t len)
 {
-	return listed(wanted, nwanted, name, len);
+	return listed(wanted, wanted_glob, nwanted, name, len);
 }
 
 /* Appends s (n bytes) to buf as JSON string content, as far as cap allows
@@ -180,6 +199,22 @@ bool fn_reqlog_wants(const char *name, size_t len)
 static void esc(char *buf, size_t cap, size_t *at, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
+		size_t run = 0; /* plain characters, copied at once */
+		while (i + run < n && (unsigned char)s[i + run] >= 0x20 &&
+		       (unsigned char)s[i + run] < 0x7f && s[i + run] != '"' && s[i + run] != '\\')
+			run++;
+		if (run) {
+			bool cut = *at + run + 1 > cap;
+			if (cut)
+				run = cap > *at + 1 ? cap - *at - 1 : 0;
+			memcpy(buf + *at, s + i, run);
+			*at += run;
+			buf[*at] = '\0';
+			if (cut)
+				return;
+			i += run - 1;
+			continue;
+		}
 		unsigned char c = (unsigned char)s[i];
 		char tmp[8];
 		int k;
@@ -211,7 +246,7 @@ void fn_reqlog_header(char *buf, size_t cap, size_t *len, const char *name, cons
 {
 	size_t nlen = strlen(name);
 	char red[40];
-	bool hide = listed(secret, nsecret, name, nlen);
+	bool hide = listed(secret, secret_glob, nsecret, name, nlen);
 	if (hide) {
 		snprintf(red, sizeof(red), "(redacted:%zu)", total);
 		value = red;
@@ -239,7 +274,7 @@ void fn_reqlog_query(char *dst, size_t cap, const char *q)
 		size_t len = strcspn(p, "&"), klen = strcspn(p, "=&");
 		if (at)
 			put(dst, cap, &at, "&");
-		if (klen < len && listed(secret, nsecret, p, klen)) {
+		if (klen < len && listed(secret, secret_glob, nsecret, p, klen)) {
 			char red[40];
 			snprintf(red, sizeof(red), "=(redacted:%zu)", len - klen - 1);
 			size_t room = cap - at - 1;
@@ -261,6 +296,43 @@ void fn_reqlog_query(char *dst, size_t cap, const char *q)
 	}
 }
 
+/* A whole number, in decimal (snprintf costs a request thousands of
+ * instructions more). */
+static void put_num(char *b, size_t *at, int64_t v)
+{
+	static const char pairs[] = "0001020304050607080910111213141516171819"
+				    "2021222324252627282930313233343536373839"
+				    "4041424344454647484950515253545556575859"
+				    "6061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
+	char t[24];
+	int k = 0;
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	for (; u >= 100; u /= 100) { /* two digits a division */
+		t[k++] = pairs[(u % 100) * 2 + 1];
+		t[k++] = pairs[(u % 100) * 2];
+	}
+	t[k++] = (char)('0' + u % 10);
+	if (u >= 10)
+		t[k++] = (char)('0' + u / 10);
+	if (v < 0)
+		t[k++] = '-';
+	if (*at + (size_t)k + 1 > LINE_MAX_)
+		return;
+	while (k)
+		b[(*at)++] = t[--k];
+	b[*at] = '\0';
+}
+
+/* ,"key":number */
+static void num_field(char *b, size_t *at, const char *key, int64_t v)
+{
+	put(b, LINE_MAX_, at, ",\"");
+	put(b, LINE_MAX_, at, key);
+	put(b, LINE_MAX_, at, "\":");
+	put_num(b, at, v);
+}
+
 static void field(char *b, size_t *at, const char *key, const char *val, size_t max)
 {
 	put(b, LINE_MAX_, at, ",\"");
@@ -272,27 +344,31 @@ static void field(char *b, size_t *at, const char *key, const char *val, size_t 
 }
 
 /* Mono ns as wall and monotonic microseconds, or nulls. */
-static void stamp(char *b, size_t *at, const char *name, const struct fn_reqrec *r, uint64_t ns)
+static void stamp(char *b, size_t *at, const char *wall, const char *mono,
+		  const struct fn_reqrec *r, uint64_t ns)
 {
-	char t[160];
-	if (!ns)
-		snprintf(t, sizeof(t), ",\"%s_wall_us\":null,\"%s_mono_us\":null", name, name);
-	else
-		snprintf(t, sizeof(t), ",\"%s_wall_us\":%" PRId64 ",\"%s_mono_us\":%" PRIu64, name,
-			 r->wall_us + (int64_t)(ns - r->req_ns) / 1000, name, ns / 1000);
-	put(b, LINE_MAX_, at, t);
+	if (!ns) {
+		put(b, LINE_MAX_, at, ",\"");
+		put(b, LINE_MAX_, at, wall);
+		put(b, LINE_MAX_, at, "\":null,\"");
+		put(b, LINE_MAX_, at, mono);
+		put(b, LINE_MAX_, at, "\":null");
+		return;
+	}
+	num_field(b, at, wall, r->wall_us + ((int64_t)ns - (int64_t)r->req_ns) / 1000);
+	num_field(b, at, mono, (int64_t)(ns / 1000));
 }
 
 static size_t line(const struct fn_reqrec *r, char *b)
 {
 	size_t at = 0;
-	char t[400];
-	snprintf(t, sizeof(t), "{\"pid\":%d,\"conn\":%" PRIu64 ",\"n\":%" PRIu64, (int)getpid(),
-		 r->conn, r->n);
-	put(b, LINE_MAX_, &at, t);
-	stamp(b, &at, "req", r, r->req_ns);
-	stamp(b, &at, "first", r, r->first_ns);
-	stamp(b, &at, "end", r, r->end_ns);
+	put(b, LINE_MAX_, &at, "{\"pid\":");
+	put_num(b, &at, getpid());
+	num_field(b, &at, "conn", (int64_t)r->conn);
+	num_field(b, &at, "n", (int64_t)r->n);
+	stamp(b, &at, "req_wall_us", "req_mono_us", r, r->req_ns);
+	stamp(b, &at, "first_wall_us", "first_mono_us", r, r->first_ns);
+	stamp(b, &at, "end_wall_us", "end_mono_us", r, r->end_ns);
 	field(b, &at, "method", r->method, 40);
 	field(b, &at, "scheme", r->https ? "https" : "http", 8);
 	field(b, &at, "host", r->host, 300);
@@ -303,13 +379,14 @@ static size_t line(const struct fn_reqrec *r, char *b)
 	else
 		put(b, LINE_MAX_, &at, ",\"rule\":null");
 	field(b, &at, "fate", r->fate, 16);
-	snprintf(t, sizeof(t),
-		 ",\"rule_status\":%d,\"slowed_ms\":%" PRId64
-		 ",\"reached_server\":%s,\"status\":%d,"
-		 "\"req_bytes\":%" PRIu64 ",\"resp_bytes\":%" PRIu64 ",\"req_headers\":[",
-		 r->rule_status, r->slowed_ms, r->reached ? "true" : "false", r->status,
-		 r->req_bytes, r->resp_bytes);
-	put(b, LINE_MAX_, &at, t);
+	num_field(b, &at, "rule_status", r->rule_status);
+	num_field(b, &at, "slowed_ms", r->slowed_ms);
+	put(b, LINE_MAX_, &at,
+	    r->reached ? ",\"reached_server\":true" : ",\"reached_server\":false");
+	num_field(b, &at, "status", r->status);
+	num_field(b, &at, "req_bytes", (int64_t)r->req_bytes);
+	num_field(b, &at, "resp_bytes", (int64_t)r->resp_bytes);
+	put(b, LINE_MAX_, &at, ",\"req_headers\":[");
 	/* The header lists were built whole pair by pair; one that no longer
 	 * fits is left out entirely rather than cut inside a pair. */
 	if (at + r->reqhlen + r->resphlen + 40 < LINE_MAX_) {

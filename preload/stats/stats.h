@@ -93,15 +93,17 @@ struct fn_reqrec {
 	int64_t wall_us;		   /* wall time at the request */
 	uint64_t req_ns, first_ns, end_ns; /* fn_now_ns(); 0: never */
 	bool https, reached;		   /* reached: forwarded to the server */
-	char method[16], host[256], path[1024], query[1024], rule[64];
-	const char *fate; /* "answered", "slowed", "aborted", "forwarded" */
-	int rule_status;  /* answered: the rule's status */
+	const char *fate;		   /* "answered", "slowed", "aborted", "forwarded" */
+	int rule_status;		   /* answered: the rule's status */
 	int64_t slowed_ms;
 	int status; /* the status the app received; 0: none */
 	uint64_t req_bytes, resp_bytes;
+	size_t reqhlen, resphlen;
+	/* The strings last: a record is cleared only up to method (a
+	 * request's cost), and they are each written with their NUL. */
+	char method[16], host[256], path[1024], query[1024], rule[64];
 	/* ["name","value"] pairs, comma-separated, escaped and redacted */
 	char reqh[FN_REQLOG_HDRS], resph[FN_REQLOG_HDRS];
-	size_t reqhlen, resphlen;
 };
 /* Reads FAULTNET_REQUESTS and its companions; NULL or a message naming the
  * variable, *fatal for bad input (the caller's exit 78) rather than a file

@@ -393,6 +393,13 @@ def test_bad_input():
           FAULTNET_REQUESTS=log)
     check("the log is made mode 0600", os.path.exists(log)
           and stat.S_IMODE(os.stat(log).st_mode) == 0o600, log)
+    long = "/secret/" + "a" * 1000
+    r = fetch([("http://%s:9000" % HOST) + long, "http://%s:9000/secret/after" % HOST],
+              FAULTNET_REQUESTS=os.path.join(TMP, "long.jsonl"))
+    got = lines(os.path.join(TMP, "long.jsonl")) if r.stdout.split() == ["503"] * 2 else []
+    check("a path longer than a line keeps is cut, and the next request is logged too",
+          [x["path"] for x in got][1:] == ["/secret/after"] and got[0]["path"].startswith("/secret/aaa")
+          and len(got[0]["path"]) < len(long), (r.stdout, [x["path"][:20] for x in got]))
     raw = open(log, "rb").read() if os.path.exists(log) else b""
     ua = dict(json.loads(raw.decode("ascii"))["req_headers"]).get("user-agent") \
         if raw.isascii() and raw else None
