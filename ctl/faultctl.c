@@ -21,9 +21,14 @@
 #include "ctl/scenario/scenario.h"
 #include "ctl/state/render.h"
 #include "ctl/run.h"
+#include "ctl/requests.h"
 #include "ctl/change.h"
 #include "ctl/state/segread.h"
 #include "ctl/targets.h"
+
+#ifndef FN_VERSION
+#define FN_VERSION "unknown"
+#endif
 
 /* Every verb, once: its name, its arguments and what it does. The usage
  * text, `faultctl VERB --help`, `faultctl help --verbs` (read by the shell
@@ -46,18 +51,25 @@ static int verb_run(struct opts *o, int argc, char **argv);
 static int verb_help(struct opts *o, int argc, char **argv);
 static int verb_gc(struct opts *o, int argc, char **argv);
 static int verb_mark(struct opts *o, int argc, char **argv);
+static int verb_requests(struct opts *o, int argc, char **argv);
 static const struct verb verbs[] = {
     {"check", "FILE", "validate a policy or scenario file", V_OWN, verb_check},
     {"scenario", "FILE [--report DIR] [--strict] [-- CMD [ARG...]]",
      "run a timed fault plan with probes; report", V_OWN, verb_scenario},
     {"run",
-     "[--config FILE] [--zone Z] [-g GROUP] [--stats] [--strict] [--allow-unreached] "
+     "[--config FILE] [--zone Z] [-g GROUP] [--stats] [--requests FILE] [--strict] "
+     "[--allow-unreached] "
      "[--backend=shim|bpf|auto] -- CMD [ARG...]",
      "run a command under the shim", V_OWN, verb_run},
     {"ps", "", "processes under the shim", V_QUERY, NULL},
     {"rules", "", "rules with their state, faults and attempts", V_QUERY, NULL},
     {"stats", "", "attempts and faults per rule and destination", V_QUERY, NULL},
     {"events", "[--follow]", "connection attempts and faults, one a line", V_QUERY, NULL},
+    {"requests",
+     "[--rule NAME] [--host GLOB] [--status N] [--follow | --per-call[=HEADER] | --har OUT] "
+     "FILE",
+     "the request log (FAULTNET_REQUESTS): listed, followed, per call, or as HAR", V_OWN,
+     verb_requests},
     {"enable", "NAME", "switch a rule on", V_CHANGE, NULL},
     {"disable", "NAME", "switch a rule off", V_CHANGE, NULL},
     {"add", "[--first] 'RULE'", "add a rule (config file syntax, one entry)", V_CHANGE, NULL},
@@ -792,6 +804,11 @@ static int verb_check(struct opts *o, int argc, char **argv)
 	return cmd_check(argc, argv);
 }
 
+static int verb_requests(struct opts *o, int argc, char **argv)
+{
+	return cmd_requests(argc, argv, o->json, FN_VERSION);
+}
+
 static int verb_run(struct opts *o, int argc, char **argv)
 {
 	return cmd_run(argc, argv, o->sel.group, o->json);
@@ -831,10 +848,6 @@ static int run_shared(struct opts *o, const struct verb *v, int argc, char **arg
 		return fail_usage("unexpected argument");
 	return o->follow ? cmd_follow(o) : cmd_query(o, v->name);
 }
-
-#ifndef FN_VERSION
-#define FN_VERSION "unknown"
-#endif
 
 int main(int argc, char **argv)
 {

@@ -115,6 +115,23 @@ static int set_config(const char *file)
 	return setenv("FAULTNET_CONFIG", abs, 1);
 }
 
+/* --requests FILE: the request log (FAULTNET_REQUESTS), made absolute so
+ * that a child that changes directory writes to the same file. */
+static int set_requests(const char *file)
+{
+	char abs[PATH_MAX];
+	if (file[0] == '/')
+		snprintf(abs, sizeof(abs), "%s", file);
+	else if (!getcwd(abs, sizeof(abs)) || strlen(abs) + strlen(file) + 2 > sizeof(abs)) {
+		fprintf(stderr, "faultctl run: --requests %s: %s\n", file, strerror(errno));
+		return -1;
+	} else {
+		strcat(abs, "/");
+		strcat(abs, file);
+	}
+	return setenv("FAULTNET_REQUESTS", abs, 1);
+}
+
 /* Sums "rule", "dest" and "http" records by name across processes. The
  * request counts are those of HTTP rules and of "http" records. */
 #define NCOUNTS 9
@@ -323,12 +340,12 @@ static int wait_and_report(pid_t pid, const char *dir, bool print, bool json)
 
 static int usage_error(const char *what)
 {
-	fprintf(
-	    stderr,
-	    "faultctl run: %s\nusage: faultctl run [--config FILE] [--zone ZONE] "
-	    "[-g GROUP] [--stats] [--strict] [--allow-unreached] [--backend=shim|bpf|auto] -- CMD "
-	    "[ARG...]\n",
-	    what);
+	fprintf(stderr,
+		"faultctl run: %s\nusage: faultctl run [--config FILE] [--zone ZONE] "
+		"[-g GROUP] [--stats] [--requests FILE] [--strict] [--allow-unreached] "
+		"[--backend=shim|bpf|auto] -- CMD "
+		"[ARG...]\n",
+		what);
 	return 2;
 }
 
@@ -364,7 +381,7 @@ static int run_bpf(const char *config, const char *group, char **argv, bool stat
 int cmd_run(int argc, char **argv, const char *group, bool json)
 {
 	int i = 0;
-	const char *config = NULL, *backend = "shim";
+	const char *config = NULL, *backend = "shim", *requests = NULL;
 	bool stats = false, allow_unreached = false;
 	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
@@ -375,6 +392,8 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 			group = argv[++i];
 		else if (strcmp(argv[i], "--stats") == 0)
 			stats = true;
+		else if (strcmp(argv[i], "--requests") == 0 && i + 1 < argc)
+			requests = argv[++i];
 		else if (strcmp(argv[i], "--strict") == 0)
 			strict.on = true;
 		else if (strcmp(argv[i], "--json") == 0)
@@ -414,6 +433,8 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 		setenv("FAULTNET_GROUP", group, 1);
 	if (config && set_config(config) < 0)
 		return FN_EXIT_CONFIG;
+	if (requests && set_requests(requests) < 0)
+		return 1;
 	if (set_preload() < 0)
 		return 1;
 	char dir[] = "/tmp/faultctl-stats-XXXXXX";

@@ -171,6 +171,12 @@ __attribute__((constructor)) static void fn_init(void)
 	why = fn_events_open();
 	if (why)
 		fn_say("faultnet: FAULTNET_EVENTS: %s", why);
+	bool fatal;
+	if ((why = fn_reqlog_open(&fatal))) {
+		fn_say("faultnet: %s", why);
+		if (fatal)
+			_exit(FN_EXIT_CONFIG);
+	}
 	if ((why = fn_control_start()))
 		config_error(why, passthrough);
 }

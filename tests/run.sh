@@ -134,6 +134,8 @@ s_http() {
 	pyscript tests/http/http_faults.py "$1" "$2"
 	echo "=== $1: HTTP conversations played directly and through the engine"
 	pyscript tests/http/http_engine.py "$1" "$2"
+	echo "=== $1: the request log (FAULTNET_REQUESTS) and faultctl requests: per call, HAR, credentials"
+	ASAN_OPTIONS=detect_leaks=0 pyscript tests/http/reqlog_test.py "$1" "$2"
 }
 
 s_dns() {

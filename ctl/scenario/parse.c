@@ -700,6 +700,8 @@ void sc_free(struct scenario *s)
 	}
 	free(s->rates);
 	free(s->marks);
+	for (int k = 0; k < 3; k++)
+		free(s->rq_per[k]);
 	if (s->policy_tmp)
 		unlink(s->policy);
 	free(s->steps);

@@ -293,6 +293,85 @@ bool sc_passed(const struct scenario *s)
 	       !strict_problem(s, why, sizeof(why));
 }
 
+/* ---- the request log ----------------------------------------------------------- */
+
+/* An integer or true/false after "key": in a line of the request log; the
+ * keys are searched with the comma before them, which no string value can
+ * hold unescaped. -1 when absent. */
+static int64_t field_num(const char *line, const char *key)
+{
+	char pat[40];
+	snprintf(pat, sizeof(pat), ",\"%s\":", key);
+	const char *p = strstr(line, pat);
+	if (!p)
+		return -1;
+	p += strlen(pat);
+	return strncmp(p, "true", 4) == 0    ? 1
+	       : strncmp(p, "false", 5) == 0 ? 0
+					     : strtoll(p, NULL, 10);
+}
+
+enum { RQ_FAULT, RQ_SERVER, RQ_FAILED, RQ_KINDS };
+static const char *const rq_names[] = {"fault", "server", "failed"};
+
+/* Answered or aborted by a rule; else answered by the server; else failed
+ * (no answer: the server was out of reach or cut it). */
+static int rq_kind(const char *line)
+{
+	if (strstr(line, ",\"fate\":\"answered\"") || strstr(line, ",\"fate\":\"aborted\""))
+		return RQ_FAULT;
+	return field_num(line, "reached_server") == 1 && field_num(line, "status") > 0 ? RQ_SERVER
+										       : RQ_FAILED;
+}
+
+/* The log's requests by outcome, in total and per second of the run
+ * (those before its clock started in the first second, those after its end
+ * in the last), into s. Nothing when there is no log. */
+static void read_requests(struct scenario *s)
+{
+	FILE *in = s->requests[0] ? fopen(s->requests, "r") : NULL;
+	if (!in)
+		return;
+	int secs = s->seconds > 0 ? s->seconds : 1;
+	for (int k = 0; k < RQ_KINDS; k++)
+		s->rq_per[k] = calloc((size_t)secs, sizeof(uint64_t));
+	char *line = NULL;
+	size_t cap = 0;
+	while (s->rq_per[RQ_KINDS - 1] && s->rq_per[0] && s->rq_per[1] &&
+	       getline(&line, &cap, in) > 0) {
+		int64_t t = field_num(line, "req_mono_us");
+		if (t < 0 || !strstr(line, ",\"method\":"))
+			continue; /* not a request (the cap's note) */
+		int k = rq_kind(line);
+		int64_t sec = (t - s->t0_mono_us) / 1000000;
+		sec = sec < 0 ? 0 : sec >= secs ? secs - 1 : sec;
+		s->rq_total[k]++;
+		s->rq_per[k][sec]++;
+	}
+	free(line);
+	fclose(in);
+	s->rq_secs = s->rq_per[0] && s->rq_per[1] && s->rq_per[2] ? secs : 0;
+}
+
+/* "requests": what read_requests found. */
+static void json_requests(FILE *f, const struct scenario *s)
+{
+	if (!s->rq_secs)
+		return;
+	fputs("\"requests\":{\"file\":", f);
+	jstr(f, s->requests);
+	for (int k = 0; k < RQ_KINDS; k++)
+		fprintf(f, ",\"%s\":%llu", rq_names[k], (unsigned long long)s->rq_total[k]);
+	fputs(",\"per_second\":{", f);
+	for (int k = 0; k < RQ_KINDS; k++) {
+		fprintf(f, "%s\"%s\":[", k ? "," : "", rq_names[k]);
+		for (int i = 0; i < s->rq_secs; i++)
+			fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)s->rq_per[k][i]);
+		fputc(']', f);
+	}
+	fputs("}},\n", f);
+}
+
 static void json_report(FILE *f, const struct scenario *s)
 {
 	fputs("{\"scenario\":", f);
@@ -324,6 +403,7 @@ static void json_report(FILE *f, const struct scenario *s)
 	json_marks(f, s);
 	json_probes(f, s);
 	json_rules(f, s);
+	json_requests(f, s);
 	fputs("\"expectations\":[", f);
 	for (int i = 0; i < s->nexpects; i++) {
 		const struct sc_expect *e = &s->expects[i];
@@ -548,8 +628,10 @@ static bool write_one(const char *dir, const char *name, const struct scenario *
 	return true;
 }
 
-bool sc_write_report(const struct scenario *s, const char *dir, char *err, size_t errlen)
+bool sc_write_report(struct scenario *s, const char *dir, char *err, size_t errlen)
 {
+	if (!s->rq_secs)
+		read_requests(s);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
 		snprintf(err, errlen, "--report %s: %s", dir, strerror(errno));
 		return false;

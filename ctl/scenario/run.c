@@ -608,6 +608,25 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
+/* --report DIR: every process of the run logs its HTTP requests in
+ * DIR/requests.jsonl (a previous run's is removed), for report.json; a
+ * FAULTNET_REQUESTS the caller set is kept, and read instead. A report
+ * folder that cannot be made is said when the report is written. */
+static void requests_log(struct scenario *s, const char *report)
+{
+	const char *own = getenv("FAULTNET_REQUESTS");
+	char dir[PATH_MAX];
+	if (own && *own) {
+		snprintf(s->requests, sizeof(s->requests), "%s", own);
+		return;
+	}
+	if ((mkdir(report, 0755) < 0 && errno != EEXIST) || !realpath(report, dir))
+		return;
+	snprintf(s->requests, sizeof(s->requests), "%s/requests.jsonl", dir);
+	unlink(s->requests);
+	setenv("FAULTNET_REQUESTS", s->requests, 1);
+}
+
 int cmd_scenario(int argc, char **argv, const char *self)
 {
 	const char *file = NULL, *report = NULL;
@@ -652,10 +671,13 @@ int cmd_scenario(int argc, char **argv, const char *self)
 		return 1;
 	}
 	open_marks(&r);
+	if (report)
+		requests_log(s, report);
 	start_cmd(&r);
 	wait_join(&r);
 	wait_ready(&r);
 	r.t0_ns = (int64_t)fn_now_ns();
+	s->t0_mono_us = r.t0_ns / 1000;
 	loop(&r);
 	cleanup(&r);
 	sc_evaluate(s);

@@ -147,6 +147,14 @@ struct scenario {
 	bool policy_tmp;       /* policy was written from inline rules: removed at the end */
 	struct sc_mark *marks; /* the app's marks, in the order read */
 	int nmarks, capmarks;
+	/* The request log (FAULTNET_REQUESTS) of the run's processes, "" for
+	 * none, and the clock's start on CLOCK_MONOTONIC, which its lines use. */
+	char requests[PATH_MAX + 32];
+	int64_t t0_mono_us;
+	/* Its requests by outcome (fault, server, failed): in total, and per
+	 * second of the run (rq_secs entries each; NULL when not read). */
+	uint64_t rq_total[3], *rq_per[3];
+	int rq_secs;
 };
 
 const char *sc_verb_name(enum sc_verb v);
@@ -173,7 +181,8 @@ void sc_marks_poll(struct scenario *s, struct sc_marks_src *src, int64_t t0_ns, 
 /* report.c: evaluates the expectations, then writes report.json,
  * report.svg and junit.xml into dir (if given) and the summary to out. */
 void sc_evaluate(struct scenario *s);
-bool sc_write_report(const struct scenario *s, const char *dir, char *err, size_t errlen);
+/* Reads the run's request log first (s->requests), for both reports. */
+bool sc_write_report(struct scenario *s, const char *dir, char *err, size_t errlen);
 void sc_summary(const struct scenario *s, FILE *out);
 /* Whether the run passed: every step ran, on time (late_ms_max) and was
  * taken, every expectation held, it ran its duration, and under --strict

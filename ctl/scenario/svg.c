@@ -2,7 +2,8 @@
  * shaded bands over the whole picture, each probe is a row of green
  * (healthy) and red (unhealthy) segments, the rules' attempts (a line) and
  * faults (a shaded area under it) per second are plotted below on an axis
- * with values, and the measured times to notice and to recover are marked
+ * with values (and, with a request log, the requests per second by outcome
+ * below that), and the measured times to notice and to recover are marked
  * with labelled lines, the app's own marks with dashed ones. Labels that
  * would overlap another or cross a marker's line are moved to another side
  * or lane (label widths are estimated on the generous side: tests check the
@@ -40,9 +41,9 @@ struct placed {
 };
 
 struct geo {
-	double span; /* ms the x axis covers */
-	int top, rows, plot, bottom;
-	int *row_y, *row_lanes; /* per probe: its bar's top, its lanes of labels */
+	double span;			   /* ms the x axis covers */
+	int top, rows, plot, reqs, bottom; /* reqs: the requests' plot, or 0 */
+	int *row_y, *row_lanes;		   /* per probe: its bar's top, its lanes of labels */
 };
 
 static double xt(const struct geo *g, int64_t ms)
@@ -341,6 +342,42 @@ static void plot(FILE *f, const struct scenario *s, const struct geo *g)
 	}
 }
 
+/* The request log's requests per second: answered by a fault (red),
+ * by the server (green), or not at all (grey). */
+static void requests_plot(FILE *f, const struct scenario *s, const struct geo *g)
+{
+	static const char *const names[] = {"fault", "server", "failed"};
+	static const char *const colors[] = {"#d0342c", "#2e9d48", "#777777"};
+	double top = 1;
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < s->rq_secs; i++)
+			top = (double)s->rq_per[k][i] > top ? (double)s->rq_per[k][i] : top;
+	char label[64];
+	snprintf(label, sizeof(label), "per second (max %.0f)", top);
+	text(f, 10, g->reqs + 12, "start", 12, "#222222", "requests-label", "requests:");
+	for (int k = 0; k < 3; k++)
+		text(f, 10, g->reqs + 27 + 14 * k, "start", 12, colors[k], "requests-label",
+		     k == 0   ? "by a fault"
+		     : k == 1 ? "by the server"
+			      : "no answer");
+	text(f, 10, g->reqs + 72, "start", 11, "#555555", "requests-label", label);
+	fprintf(f,
+		"<rect class=\"plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+		"stroke=\"#bbbbbb\"/>\n",
+		X0, g->reqs, X1 - X0, PLOT);
+	for (int k = 0; k < 3; k++) {
+		fprintf(f,
+			"<polyline class=\"requests\" data-outcome=\"%s\" fill=\"none\" "
+			"stroke=\"%s\" stroke-width=\"2\" points=\"",
+			names[k], colors[k]);
+		/* Each second's count at its end, as the rules' rates are. */
+		for (int i = 0; i < s->rq_secs; i++)
+			fprintf(f, "%.1f,%.1f ", xt(g, (int64_t)(i + 1) * 1000),
+				g->reqs + PLOT - PLOT * (double)s->rq_per[k][i] / top);
+		fputs("\"/>\n", f);
+	}
+}
+
 static void marker_label(const struct sc_expect *e, char *label, size_t len)
 {
 	char d[32];
@@ -444,7 +481,8 @@ static bool layout(const struct scenario *s, struct geo *g)
 		y = g->row_y[i] + BAR + GAP;
 	}
 	g->plot = y + 16;
-	g->bottom = g->plot + PLOT;
+	g->reqs = s->rq_secs ? g->plot + PLOT + 16 : 0;
+	g->bottom = (g->reqs ? g->reqs : g->plot) + PLOT;
 	return true;
 }
 
@@ -477,6 +515,8 @@ void sc_svg(FILE *f, const struct scenario *s)
 	bands(f, s, &g);
 	probe_rows(f, s, &g);
 	plot(f, s, &g);
+	if (g.reqs)
+		requests_plot(f, s, &g);
 	markers(f, s, &g);
 	key(f, &g);
 	fputs("</svg>\n", f);

@@ -7,12 +7,14 @@
 #include "preload/relay/relay_http.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <linux/sockios.h>
 
 #include "core/chance.h"
@@ -55,6 +57,7 @@ struct hreq {
 	 * answers before it turn out to be unframeable (see unframed). */
 	bool gate;
 	uint64_t hold_from, hold_to; /* its bytes in the held stream */
+	struct fn_reqrec *log;	     /* FAULTNET_REQUESTS: its line, or NULL */
 };
 
 struct obuf {
@@ -72,8 +75,17 @@ struct fn_hconn {
 	size_t uparsed;		/* dir[0]: [lo, lo + uparsed) parsed, not yet routed */
 	uint64_t rabs;		/* server stream: bytes parsed */
 	/* The request head being read. */
-	char path[1024], host[256], field[24], expect[32];
+	char path[1024], host[256], field[64], expect[32];
 	size_t pathlen, hostlen, expectlen, fieldlen;
+	/* FAULTNET_REQUESTS (logging): the header being read, when kept, and
+	 * the kept ones of the request head being read. */
+	bool logging;
+	uint64_t conn_id, nreq;
+	char query[1024], val[512], rfield[64], rval[512];
+	size_t vallen, valtotal, rfieldlen, rvallen, rvaltotal;
+	bool rin_value;
+	char reqh[FN_REQLOG_HDRS];
+	size_t reqhlen;
 	bool in_value, saw_url, not_http, upgrading;
 	struct obuf toup, toapp;
 	bool passthrough; /* requests go on as bytes, untouched */
@@ -194,6 +206,8 @@ static int on_req_begin(http_parser *p)
 	h->pathlen = h->hostlen = h->expectlen = h->fieldlen = 0;
 	h->path[0] = h->host[0] = h->expect[0] = h->field[0] = '\0';
 	h->in_value = false;
+	h->reqhlen = h->vallen = h->valtotal = 0;
+	h->reqh[0] = '\0';
 	return 0;
 }
 
@@ -205,11 +219,32 @@ static int on_url(http_parser *p, const char *at, size_t n)
 	return 0;
 }
 
+/* A value chunk of a kept header: its first bytes kept, all counted (a
+ * credential's length is what the log says of it). */
+static void keep_value(char *val, size_t cap, size_t *len, size_t *total, const char *at, size_t n)
+{
+	size_t room = cap - 1 - *len, k = n < room ? n : room;
+	memcpy(val + *len, at, k);
+	*len += k;
+	*total += n;
+}
+
+/* The request header just read, if the log keeps it. */
+static void req_header_done(struct fn_hconn *h)
+{
+	if (h->logging && h->in_value && fn_reqlog_wants(h->field, h->fieldlen))
+		fn_reqlog_header(h->reqh, sizeof(h->reqh), &h->reqhlen, h->field, h->val, h->vallen,
+				 h->valtotal);
+	h->vallen = h->valtotal = 0;
+}
+
 static int on_field(http_parser *p, const char *at, size_t n)
 {
 	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
-	if (h->in_value)
+	if (h->in_value) {
+		req_header_done(h);
 		h->fieldlen = 0;
+	}
 	h->in_value = false;
 	append(h->field, sizeof(h->field), &h->fieldlen, at, n);
 	return 0;
@@ -223,6 +258,8 @@ static int on_value(http_parser *p, const char *at, size_t n)
 		append(h->host, sizeof(h->host), &h->hostlen, at, n);
 	else if (strcasecmp(h->field, "expect") == 0)
 		append(h->expect, sizeof(h->expect), &h->expectlen, at, n);
+	if (h->logging)
+		keep_value(h->val, sizeof(h->val), &h->vallen, &h->valtotal, at, n);
 	return 0;
 }
 
@@ -245,6 +282,47 @@ static void target_path(char *t)
 static void ensure_upstream(struct fn_conn *c);
 static struct hreq *awaiting(struct fn_hconn *h);
 
+/* src into dst, cut to fit. */
+static void copy(char *dst, size_t cap, const char *src)
+{
+	size_t n = strnlen(src, cap - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* The request's line for FAULTNET_REQUESTS, begun once it is decided;
+ * NULL when memory is short (the request goes unlogged, nothing else). */
+static struct fn_reqrec *log_start(struct fn_hconn *h, const char *method, const struct fn_rule *r,
+				   enum fn_req_fate fate, const struct hreq *e)
+{
+	static const char *const fates[] = {"forwarded", "answered", "slowed", "aborted"};
+	struct fn_reqrec *lg = malloc(sizeof(*lg));
+	if (!lg)
+		return NULL;
+	/* The numbers cleared, the strings each written: clearing the whole
+	 * record would cost a request thousands of instructions. */
+	memset(lg, 0, offsetof(struct fn_reqrec, method));
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	lg->wall_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	lg->req_ns = fn_now_ns();
+	lg->conn = h->conn_id;
+	lg->n = ++h->nreq;
+	lg->https = h->tls != NULL;
+	copy(lg->method, sizeof(lg->method), method);
+	copy(lg->host, sizeof(lg->host), h->host);
+	copy(lg->path, sizeof(lg->path), h->path);
+	fn_reqlog_query(lg->query, sizeof(lg->query), h->query);
+	copy(lg->rule, sizeof(lg->rule), r ? r->name : "");
+	lg->resph[0] = '\0';
+	lg->fate = fates[fate];
+	lg->rule_status = fate == FN_REQ_ANSWERED ? r->http->status : 0;
+	lg->slowed_ms = fate == FN_REQ_SLOWED ? (int64_t)(e->delay_ns / MS) : 0;
+	memcpy(lg->reqh, h->reqh, h->reqhlen + 1);
+	lg->reqhlen = h->reqhlen;
+	return lg;
+}
+
 /* What the rules say of one request; its entry joins the queue. */
 static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 {
@@ -254,6 +332,13 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 		return NULL;
 	e->after_bytes = -1;
 	e->head = p->method == HTTP_HEAD;
+	if (h->logging) {
+		char *q = strchr(h->path, '?');
+		h->query[0] = '\0';
+		if (q)
+			snprintf(h->query, sizeof(h->query), "%.*s", (int)strcspn(q + 1, "#"),
+				 q + 1);
+	}
 	target_path(h->path);
 	const char *method = h->lib->method_str((enum http_method)p->method);
 	/* Host patterns name hosts: the header's port is not part of it. */
@@ -303,6 +388,8 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 	}
 	e->expect = e->kind != HK_FORWARD && strcasecmp(h->expect, "100-continue") == 0;
 	fn_stats_request(seen, r, &h->ep, method, h->host, h->path, fate);
+	if (h->logging)
+		e->log = log_start(h, method, r, fate, e);
 	fn_policy_exit(&hold);
 	(void)now;
 	return e;
@@ -316,6 +403,7 @@ static int on_req_headers(http_parser *p)
 		h->not_http = true; /* HTTP/2 or later: handled as a parse failure */
 		return -1;
 	}
+	req_header_done(h);
 	struct hreq *e = decide(c, p, fn_now_ns());
 	if (!e)
 		return -1;
@@ -376,6 +464,8 @@ static void route(struct fn_conn *c, size_t n)
 		to_server(c, dr->buf + dr->lo, n);
 	if (taken && e->gate)
 		e->hold_to = h->held_in;
+	if (e && e->log)
+		e->log->req_bytes += n;
 	dr->lo += n;
 	h->uparsed -= n;
 	if (dr->lo == dr->hi)
@@ -474,6 +564,44 @@ static int on_res_begin(http_parser *p)
 		e->started = true;
 		e->first_ns = fn_now_ns();
 	}
+	h->rfieldlen = h->rvallen = h->rvaltotal = 0;
+	h->rin_value = false;
+	h->rfield[0] = '\0';
+	return 0;
+}
+
+/* The answer header just read, kept in its request's line if the log
+ * keeps it. */
+static void res_header_done(struct fn_hconn *h)
+{
+	struct hreq *e = h->rin_value ? awaiting(h) : NULL;
+	if (e && e->log && fn_reqlog_wants(h->rfield, h->rfieldlen))
+		fn_reqlog_header(e->log->resph, sizeof(e->log->resph), &e->log->resphlen, h->rfield,
+				 h->rval, h->rvallen, h->rvaltotal);
+	h->rvallen = h->rvaltotal = 0;
+	h->rin_value = false;
+}
+
+static int on_res_field(http_parser *p, const char *at, size_t n)
+{
+	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
+	if (!h->logging)
+		return 0;
+	if (h->rin_value) {
+		res_header_done(h);
+		h->rfieldlen = 0;
+	}
+	append(h->rfield, sizeof(h->rfield), &h->rfieldlen, at, n);
+	return 0;
+}
+
+static int on_res_value(http_parser *p, const char *at, size_t n)
+{
+	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
+	if (!h->logging)
+		return 0;
+	h->rin_value = true;
+	keep_value(h->rval, sizeof(h->rval), &h->rvallen, &h->rvaltotal, at, n);
 	return 0;
 }
 
@@ -484,6 +612,9 @@ static int on_res_headers(http_parser *p)
 	/* 1: this answer has no body, whatever its Content-Length says: the
 	 * answer to a HEAD, a 204 or a 304 (RFC 9112 6.3). */
 	bool bodyless = p->status_code == 204 || p->status_code == 304;
+	res_header_done(h);
+	if (e && e->log && p->status_code / 100 != 1)
+		e->log->status = p->status_code;
 	return e && (e->head || bodyless) ? 1 : 0;
 }
 
@@ -527,6 +658,8 @@ static void unframed(struct fn_conn *c)
 		e->gate = false;
 		e->kind = HK_FORWARD;
 		e->expect = false;
+		if (e->log)
+			e->log->fate = "forwarded";
 		ensure_upstream(c);
 	}
 	h->gates = 0;
@@ -575,9 +708,21 @@ static void parse_answers(struct fn_conn *c)
 
 /* ---- answers back to the app, in request order ---------------------------- */
 
+/* The request's line, once its answer has ended (end_ns set) or its
+ * connection has. */
+static void log_end(struct fn_hconn *h, struct hreq *e)
+{
+	struct fn_reqrec *lg = e->log;
+	lg->reached = e->kind == HK_FORWARD && (e->started || h->up_ok);
+	fn_reqlog_write(lg);
+	free(lg);
+}
+
 static void pop(struct fn_hconn *h)
 {
 	struct hreq *e = h->head;
+	if (e->log)
+		log_end(h, e);
 	h->head = e->next;
 	if (!h->head)
 		h->tail = NULL;
@@ -587,6 +732,33 @@ static void pop(struct fn_hconn *h)
 		h->parsing = NULL;
 	free(e->answer);
 	free(e);
+}
+
+/* An answer faultnet wrote: its status and kept headers, from its head. */
+static void log_answer(struct hreq *e)
+{
+	struct fn_reqrec *lg = e->log;
+	lg->first_ns = lg->end_ns = fn_now_ns();
+	lg->resp_bytes = e->alen;
+	lg->status = lg->rule_status;
+	const char *p = memchr(e->answer, '\n', e->alen), *end = e->answer + e->alen;
+	while (p && ++p < end && *p != '\r' && *p != '\n') {
+		const char *eol = memchr(p, '\n', (size_t)(end - p)), *colon;
+		eol = eol ? eol : end;
+		colon = memchr(p, ':', (size_t)(eol - p));
+		if (colon && fn_reqlog_wants(p, (size_t)(colon - p))) {
+			char name[64];
+			snprintf(name, sizeof(name), "%.*s", (int)(colon - p), p);
+			const char *v = colon + 1, *ve = eol;
+			while (v < ve && *v == ' ')
+				v++;
+			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' '))
+				ve--;
+			fn_reqlog_header(lg->resph, sizeof(lg->resph), &lg->resphlen, name, v,
+					 (size_t)(ve - v), (size_t)(ve - v));
+		}
+		p = eol;
+	}
 }
 
 /* abort: a reset once the app has what went before, or a FIN. */
@@ -668,11 +840,19 @@ static bool release_forward(struct fn_conn *c, struct hreq *e, uint64_t now)
 	dr->lo += n;
 	dr->out += n;
 	e->sent += n;
+	if (e->log && n) {
+		e->log->first_ns = e->log->first_ns ? e->log->first_ns : fn_now_ns();
+		e->log->resp_bytes += n;
+	}
 	if (e->after_bytes >= 0 && e->sent >= (uint64_t)e->after_bytes) {
+		if (e->log)
+			e->log->end_ns = fn_now_ns();
 		cut(c, e->mode);
 		return true;
 	}
 	if (e->resp_done && dr->out == e->resp_end) {
+		if (e->log)
+			e->log->end_ns = fn_now_ns();
 		/* The server said it closes after this answer: nothing
 		 * after it is answered, and the app's side ends as the
 		 * server's does (release). */
@@ -758,6 +938,8 @@ static void release(struct fn_conn *c, uint64_t now)
 			break;
 		}
 		if (e->kind == HK_ABORT) {
+			if (e->log)
+				e->log->end_ns = fn_now_ns();
 			cut(c, e->mode);
 			pop(h);
 			break;
@@ -767,6 +949,8 @@ static void release(struct fn_conn *c, uint64_t now)
 			break;
 		}
 		obuf_add(&h->toapp, e->answer, e->alen);
+		if (e->log)
+			log_answer(e);
 		if (e->close_after)
 			h->fin_wanted = true;
 		pop(h);
@@ -1251,6 +1435,8 @@ static void settings_init(void)
 	req_settings.on_headers_complete = on_req_headers;
 	req_settings.on_message_complete = on_req_complete;
 	res_settings.on_message_begin = on_res_begin;
+	res_settings.on_header_field = on_res_field;
+	res_settings.on_header_value = on_res_value;
 	res_settings.on_headers_complete = on_res_headers;
 	res_settings.on_message_complete = on_res_complete;
 }
@@ -1275,14 +1461,23 @@ bool fn_http_conn_init(struct fn_conn *c)
 	lib->init(&h->req, HTTP_REQUEST);
 	lib->init(&h->res, HTTP_RESPONSE);
 	h->req.data = h->res.data = c;
+	static uint64_t conns; /* the relay thread's alone */
+	h->conn_id = ++conns;
+	h->logging = fn_reqlog_on();
 	c->http = h;
 	return true;
 }
 
 void fn_http_atfork_forget(struct fn_conn *c)
 {
-	if (c->http)
-		c->http->tls = NULL;
+	if (!c->http)
+		return;
+	c->http->tls = NULL;
+	/* The parent's requests are the parent's to log, not the child's. */
+	for (struct hreq *e = c->http->head; e; e = e->next) {
+		free(e->log);
+		e->log = NULL;
+	}
 }
 
 void fn_http_conn_free(struct fn_conn *c)

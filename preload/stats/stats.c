@@ -29,7 +29,7 @@ int fn_sockets_seen;
 static struct fn_seg own;
 struct fn_seg *fn_seg = &own;
 
-static int events_fd = -1;
+static struct fn_jsonl events = {-1, false};
 
 #define SEG_PAGES ((sizeof(struct fn_seg) + 4095) / 4096)
 static char backing_path[4400];
@@ -38,9 +38,6 @@ static char *backing_base;
 static int backing; /* 1 while fn_seg is the file's mapping */
 static int backing_fd = -1;
 static uint64_t backed[(SEG_PAGES + 63) / 64];
-/* FAULTNET_EVENTS is not a regular file (a FIFO, a terminal): a write may
- * find it full or its reader gone, and must neither wait nor kill. */
-static bool events_pipe;
 
 bool fn_stats_private(void)
 {
@@ -177,15 +174,12 @@ static int64_t usec(clockid_t c)
 
 /* A FIFO's reader that left raises SIGPIPE in the writing thread: blocked
  * around the write, and taken back unless one was already pending. A line
- * the reader has no room for is dropped and counted (the fd is
- * non-blocking); lines are shorter than PIPE_BUF, so never torn. */
-static void events_write_fd(int fd, const char *line, size_t n)
+ * the reader has no room for is dropped (the fd is non-blocking); lines are
+ * shorter than PIPE_BUF, so never torn. */
+static bool write_fd(const struct fn_jsonl *j, int fd, const char *line, size_t n)
 {
-	if (!events_pipe) {
-		ssize_t w = write(fd, line, n);
-		(void)w;
-		return;
-	}
+	if (!j->pipe)
+		return write(fd, line, n) == (ssize_t)n;
 	sigset_t pipe, old, pending;
 	sigemptyset(&pipe);
 	sigaddset(&pipe, SIGPIPE);
@@ -197,27 +191,57 @@ static void events_write_fd(int fd, const char *line, size_t n)
 		sigtimedwait(&pipe, NULL, &zero);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (w != (ssize_t)n)
-		__atomic_add_fetch(&fn_seg->h.events_dropped, 1, __ATOMIC_RELAXED);
+	return w == (ssize_t)n;
 }
 
 /* With cancellation off: write is a cancellation point, and the caller may
  * hold a section on the policy (preload/base/policy.h), which a cancelled
- * thread would never close. */
-static void events_write(const char *line, size_t n)
+ * thread would never close. errno is kept. */
+bool fn_jsonl_write(struct fn_jsonl *j, const char *line, size_t n)
 {
-	int cancel;
+	int fd = __atomic_load_n(&j->fd, __ATOMIC_RELAXED);
+	if (fd < 0)
+		return true;
+	int cancel, e = errno;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	events_write_fd(__atomic_load_n(&events_fd, __ATOMIC_RELAXED), line, n);
+	bool ok = write_fd(j, fd, line, n);
 	pthread_setcancelstate(cancel, NULL);
+	errno = e;
+	return ok;
+}
+
+const char *fn_jsonl_open(struct fn_jsonl *j, const char *path, bool nofollow)
+{
+	/* Non-blocking: a FIFO nobody reads yet must not hold the process
+	 * before main; it gets no lines. */
+	int fd = open(path,
+		      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK |
+			  (nofollow ? O_NOFOLLOW : 0),
+		      0600);
+	if (fd < 0)
+		return errno == ENXIO ? "nothing reads it (a FIFO without a reader, or a socket): "
+					"nothing written"
+		       : errno == ELOOP && nofollow
+			   ? "a symbolic link: not followed, nothing written"
+			   : strerror(errno);
+	struct stat sb;
+	j->pipe = fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode);
+	__atomic_store_n(&j->fd, fn_fd_move_high(fd, FN_RANGE_CONTROL), __ATOMIC_RELAXED);
+	return NULL;
+}
+
+void fn_jsonl_lost(struct fn_jsonl *j, int fd)
+{
+	int cur = fd;
+	__atomic_compare_exchange_n(&j->fd, &cur, -1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 static void json_event(const struct fn_seg_event *e)
 {
 	char line[512];
 	size_t n = fn_seg_event_json(e, (int)getpid(), line, sizeof(line));
-	if (n)
-		events_write(line, n);
+	if (n && !fn_jsonl_write(&events, line, n))
+		__atomic_add_fetch(&fn_seg->h.events_dropped, 1, __ATOMIC_RELAXED);
 }
 
 static void record_event(int fd, const struct fn_rule *r, const struct fn_rule *seen,
@@ -238,7 +262,7 @@ static void record_event(int fd, const struct fn_rule *r, const struct fn_rule *
 	snprintf(e->rule, sizeof(e->rule), "%s", seen ? seen->name : "-");
 	snprintf(e->outcome, sizeof(e->outcome), "%s", outcome);
 	__atomic_store_n(&e->seq, seq + 1, __ATOMIC_RELEASE);
-	if (__atomic_load_n(&events_fd, __ATOMIC_RELAXED) >= 0)
+	if (__atomic_load_n(&events.fd, __ATOMIC_RELAXED) >= 0)
 		json_event(e);
 }
 
@@ -283,9 +307,8 @@ void fn_stats_bytes(int handle, uint64_t bytes)
 
 void fn_stats_fd_lost(int fd)
 {
-	int cur = fd;
-	__atomic_compare_exchange_n(&events_fd, &cur, -1, false, __ATOMIC_RELAXED,
-				    __ATOMIC_RELAXED);
+	fn_jsonl_lost(&events, fd);
+	fn_reqlog_fd_lost(fd);
 }
 
 void fn_stats_atfork_child(void)
@@ -300,15 +323,5 @@ const char *fn_events_open(void)
 	const char *path = secure_getenv("FAULTNET_EVENTS");
 	if (!path || !*path)
 		return NULL;
-	/* Non-blocking: a FIFO nobody reads yet must not hold the process
-	 * before main; it gets no events. */
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0600);
-	if (fd < 0)
-		return errno == ENXIO ? "nothing reads it (a FIFO without a reader, or a socket): "
-					"no events written"
-				      : strerror(errno);
-	struct stat sb;
-	events_pipe = fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode);
-	events_fd = fn_fd_move_high(fd, FN_RANGE_CONTROL);
-	return NULL;
+	return fn_jsonl_open(&events, path, false);
 }

@@ -69,6 +69,58 @@ void fn_stats_atfork_child(void);
 /* Opens FAULTNET_EVENTS, if set. NULL or a message. */
 const char *fn_events_open(void);
 
+/* A JSON-lines file the shim appends to (FAULTNET_EVENTS,
+ * FAULTNET_REQUESTS): mode 0600, O_APPEND, never waited for (a FIFO is
+ * written non-blocking, a reader that left costs no SIGPIPE), one write
+ * per line, so lines from every process sharing it never interleave. */
+struct fn_jsonl {
+	int fd; /* -1: none */
+	bool pipe;
+};
+/* Opens path into j; nofollow refuses a symbolic link. NULL or why not. */
+const char *fn_jsonl_open(struct fn_jsonl *j, const char *path, bool nofollow);
+/* One line, in one write; false when it was not written whole. */
+bool fn_jsonl_write(struct fn_jsonl *j, const char *line, size_t n);
+/* The app closed fd: if it was j's, stop writing. */
+void fn_jsonl_lost(struct fn_jsonl *j, int fd);
+
+/* reqlog.c: FAULTNET_REQUESTS, one JSON line per HTTP request the relay
+ * saw, written when its answer ends (or its connection does). The relay
+ * thread fills a record; credentials are redacted as they are captured. */
+#define FN_REQLOG_HDRS 1536
+struct fn_reqrec {
+	uint64_t conn, n;		   /* connection id, request number on it */
+	int64_t wall_us;		   /* wall time at the request */
+	uint64_t req_ns, first_ns, end_ns; /* fn_now_ns(); 0: never */
+	bool https, reached;		   /* reached: forwarded to the server */
+	const char *fate;		   /* "answered", "slowed", "aborted", "forwarded" */
+	int rule_status;		   /* answered: the rule's status */
+	int64_t slowed_ms;
+	int status; /* the status the app received; 0: none */
+	uint64_t req_bytes, resp_bytes;
+	size_t reqhlen, resphlen;
+	/* The strings last: a record is cleared only up to method (a
+	 * request's cost), and they are each written with their NUL. */
+	char method[16], host[256], path[1024], query[1024], rule[64];
+	/* ["name","value"] pairs, comma-separated, escaped and redacted */
+	char reqh[FN_REQLOG_HDRS], resph[FN_REQLOG_HDRS];
+};
+/* Reads FAULTNET_REQUESTS and its companions; NULL or a message naming the
+ * variable, *fatal for bad input (the caller's exit 78) rather than a file
+ * that cannot be opened. */
+const char *fn_reqlog_open(bool *fatal);
+bool fn_reqlog_on(void);
+/* Whether a header named name (len bytes) is captured. */
+bool fn_reqlog_wants(const char *name, size_t len);
+/* Appends the pair to buf (cap, *len): a credential's value becomes its
+ * length. value holds the first vlen bytes of a value total bytes long. */
+void fn_reqlog_header(char *buf, size_t cap, size_t *len, const char *name, const char *value,
+		      size_t vlen, size_t total);
+/* q (a query string) into dst with credential parameters' values redacted. */
+void fn_reqlog_query(char *dst, size_t cap, const char *q);
+void fn_reqlog_write(const struct fn_reqrec *r);
+void fn_reqlog_fd_lost(int fd);
+
 /* Set once the shim has seen the app create or accept an IPv4 or IPv6
  * socket: faultctl ps tells a process that loaded the shim but makes its
  * own system calls (a Go program built with cgo) by its absence. Kept

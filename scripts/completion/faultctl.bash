@@ -34,6 +34,8 @@ _faultctl()
 	-g | -p | --zone) return 0 ;;
 	--config | load) COMPREPLY=($(compgen -f -X '!*.conf' -- "$cur") $(compgen -d -- "$cur")); return 0 ;;
 	--report) COMPREPLY=($(compgen -d -- "$cur")); return 0 ;;
+	--requests | --har) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+	--rule | --host | --status) return 0 ;;
 	esac
 	if [ -z "$verb" ]; then
 		COMPREPLY=($(compgen -W "$verbs -p -g --json --help --version" -- "$cur"))
@@ -43,8 +45,9 @@ _faultctl()
 	enable | disable | rm) COMPREPLY=($(compgen -W "$(_faultctl_rules)" -- "$cur")) ;;
 	check) COMPREPLY=($(compgen -f -X '!*.@(conf|scenario)' -- "$cur") $(compgen -d -- "$cur")) ;;
 	scenario) COMPREPLY=($(compgen -W "--report --strict --" -- "$cur") $(compgen -f -X '!*.scenario' -- "$cur")) ;;
-	run) COMPREPLY=($(compgen -W "--config --zone -g --stats --strict --allow-unreached --backend=shim --backend=bpf --backend=auto --" -- "$cur")) ;;
+	run) COMPREPLY=($(compgen -W "--config --zone -g --stats --requests --strict --allow-unreached --backend=shim --backend=bpf --backend=auto --" -- "$cur")) ;;
 	events) COMPREPLY=($(compgen -W "--follow" -- "$cur")) ;;
+	requests) COMPREPLY=($(compgen -W "--rule --host --status --json --follow --per-call --har" -- "$cur") $(compgen -f -- "$cur")) ;;
 	add) COMPREPLY=($(compgen -W "--first" -- "$cur")) ;;
 	esac
 	return 0

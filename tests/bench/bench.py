@@ -476,22 +476,61 @@ def http_cost():
         " rule whose path never matches: each request and answer is parsed and the rules are"
         " consulted); %d rounds, medians of each round's median." % (n, rounds))
     say("")
-    res = {"direct": [], "relay": [], "http": []}
+    log = os.path.join(TMP, "requests.jsonl")
+    res = {"direct": [], "relay": [], "http": [], "logged": []}
     for _ in range(rounds):
         for name, env in (("direct", plain_env()), ("relay", shim_env(relay)),
-                          ("http", shim_env(http))):
+                          ("http", shim_env(http)),
+                          ("logged", shim_env(http, {"FAULTNET_REQUESTS": log}))):
+            if os.path.exists(log):
+                os.unlink(log)
             v = [float(x) for x in stream(["http", SERVER_IP, str(PORT), str(n)], env) if x]
             res[name].append(statistics.median(v))
-    d, r, h = (statistics.median(res[k]) for k in ("direct", "relay", "http"))
+    d, r, h, g = (statistics.median(res[k]) for k in ("direct", "relay", "http", "logged"))
     say("| path | µs per request | over direct | over relayed |")
     say("|---|---|---|---|")
     say("| direct | %.1f | | |" % d)
     say("| relayed as bytes | %.1f | %+.1f | |" % (r, r - d))
     say("| relayed under an HTTP rule that forwards | %.1f | %+.1f | **%+.1f** |" % (h, h - d, h - r))
+    say("| the same with the request log on (`FAULTNET_REQUESTS`) | %.1f | %+.1f | %+.1f |"
+        % (g, g - d, g - r))
     say("")
     say("The HTTP rule's own cost is the last column: parsing the request and the answer and"
         " one rule decision per request, on top of the relay.")
     say("")
+    off, on = per_request(shim_env(http)), per_request(shim_env(http, {"FAULTNET_REQUESTS": log}))
+    say("The request log's cost, by callgrind (user-space instructions of every thread of"
+        " `stream http`, per request, from the difference of two runs):")
+    say("")
+    say("| request log | instructions per request | added |")
+    say("|---|---|---|")
+    say("| off | %.0f | |" % off)
+    say("| on | %.0f | **%+.0f** |" % (on, on - off))
+    say("")
+
+
+def callgrind_threads(env, argv):
+    """User-space instructions of every thread of a program, summed."""
+    for f in os.listdir(TMP):
+        if f.startswith("cgt."):
+            os.unlink(os.path.join(TMP, f))
+    subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
+                    "--callgrind-out-file=" + os.path.join(TMP, "cgt")] + argv,
+                   env=env, check=True, capture_output=True, timeout=900)
+    total = 0
+    for f in os.listdir(TMP):
+        if f.startswith("cgt"):
+            with open(os.path.join(TMP, f)) as fh:
+                total += next((int(x.split()[1]) for x in fh
+                               if x.startswith(("summary:", "totals:"))), 0)
+    return total
+
+
+def per_request(env):
+    lo, hi = (20, 120) if SMOKE else (200, 1200)
+    run = lambda n: callgrind_threads(  # noqa: E731
+        env, [os.path.join(BIN, "stream"), "http", SERVER_IP, str(PORT), str(n)])
+    return (run(hi) - run(lo)) / (hi - lo)
 
 
 # ---- 8. name lookups ------------------------------------------------------

@@ -110,7 +110,9 @@ ROOMS = [
      "(stats.c), per-request counts by method, Host and path prefix "
      "(requests.c, written by the relay thread only), per-name counts of the "
      "resolver hooks (lookups.c), all in the member's published state (fn_seg), "
-     "and the policy's listing there (listing.c)."),
+     "and the policy's listing there (listing.c); the request log "
+     "(reqlog.c: FAULTNET_REQUESTS, a JSON line per HTTP request the relay "
+     "thread filled, credentials redacted, through the events file's writer)."),
     ("preload/fd", {"preload/base", "core"},
      "the per-fd flag table and fault records, moving the shim's fds high, fd "
      "identity (dev, ino) (fdtab.c), TCP acked bytes (tcpbytes.c)."),
@@ -127,7 +129,8 @@ ROOMS = [
      "dispatch, the usage text and help --verbs): check, run (run.c; reach.c: "
      "the programs the shim cannot reach), ps, rules, stats, events (the live "
      "members found and asked by targets.c; stats also sums the kept counts of "
-     "members gone), gc and mark (faultctl.c) and every change verb (change.c: "
+     "members gone), gc and mark (faultctl.c), requests (requests.c: the request log "
+     "read back, filtered, followed, per call, as HAR) and every change verb (change.c: "
      "journaled, checked by faultctl itself against a member's policy, "
      "check.c, and put in force by the group's counter; journal.c writes the "
      "group's journal and counter)."),

@@ -280,6 +280,27 @@ def test_storm():
               % (mode, workers[0]["errors_5xx"] if workers else "?"),
               workers and workers[0]["errors_5xx"] == wasted[mode] and not workers[0]["conn_errors"],
               (workers, wasted))
+        rq = rep.get("requests", {})
+        logged = os.path.join(out, "requests.jsonl")
+        check("retry storm (%s): the report folder has the run's request log, and report.json "
+              "its requests by outcome: %s answered by the fault (the rule's count), %s by the "
+              "server; per second, the fault's only while the outage lasts"
+              % (mode, rq.get("fault"), rq.get("server")),
+              os.path.exists(logged) and rq.get("fault") == answered and rq.get("server", 0) > 0
+              and sum(rq["per_second"]["fault"]) == answered
+              and not any(rq["per_second"]["fault"][:1] + rq["per_second"]["fault"][5:]),
+              rq)
+        svg = os.path.join(out, "report.svg")
+        lines = {x.get("data-outcome"): x for x in ET.parse(svg).getroot().findall(SVG + "polyline")
+                 if x.get("class") == "requests"} if os.path.exists(svg) else {}
+        ys = [float(pt.split(",")[1]) for pt in lines["fault"].get("points").split()] \
+            if "fault" in lines else []
+        check("retry storm (%s): report.svg plots the requests per second by outcome, the "
+              "fault's line rising in the outage only" % mode,
+              set(lines) == {"fault", "server", "failed"} and rq
+              and len(ys) == len(rq["per_second"]["fault"])
+              and [y < ys[0] for y in ys] == [n > 0 for n in rq["per_second"]["fault"]],
+              (ys, rq.get("per_second")))
     check("retry storm: the breaker wastes %dx fewer requests (%d vs %d)"
           % (wasted["none"] // max(wasted["breaker"], 1), wasted["none"], wasted["breaker"]),
           wasted["breaker"] > 0 and wasted["none"] >= 5 * wasted["breaker"], wasted)

@@ -486,6 +486,31 @@ def counted(d):
         checks.skip()
 
 
+def logged(d, srv):
+    """The request log (FAULTNET_REQUESTS) of a terminated connection: its
+    requests decrypted, said to be https, the answered one and the one the
+    server answered each with its status."""
+    conf = policy(d, "logged", [rule("r503", PORT, 'path = "/503*";')])
+    log = os.path.join(d, "requests.jsonl")
+    e = env(d, conf)
+    e["FAULTNET_REQUESTS"] = log
+    p = subprocess.run(["curl", "-sS", "--max-time", "20", "-o", os.devnull,
+                        "https://api.test:%d/503?k=v" % PORT, "-o", os.devnull,
+                        "https://api.test:%d/1024" % PORT], env=e, capture_output=True,
+                       timeout=60)
+    got = []
+    if os.path.exists(log):
+        with open(log) as f:
+            got = [json.loads(x) for x in f]
+    want = [("https", "api.test:%d" % PORT, "/503", "k=v", "answered", 503, False),
+            ("https", "api.test:%d" % PORT, "/1024", "", "forwarded", 200, True)]
+    check("the request log of an HTTPS connection the relay terminates: scheme https, the "
+          "answered request and the forwarded one with their statuses",
+          p.returncode == 0 and [(r["scheme"], r["host"], r["path"], r["query"], r["fate"],
+                                  r["status"], r["reached_server"]) for r in got] == want,
+          (got, p.stderr[-300:]))
+
+
 def main():
     reexec()
     d = tempfile.mkdtemp(prefix="fn-https-")
@@ -519,7 +544,7 @@ def main():
                                   lambda: app_trust(d, priv_ca[1]), lambda: own_ca(d, own_ca_pem[1]),
                                   lambda: server_refuses(d), lambda: server_sees_refusal(d, seen),
                                   lambda: counted(d),
-                                  lambda: uncovered(d, srv)]):
+                                  lambda: uncovered(d, srv), lambda: logged(d, srv)]):
             print("--- " + checks.name_of(t))
             t()
         with open(BUNDLE) as f:
