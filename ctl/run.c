@@ -22,6 +22,7 @@
 #include "core/config.h"
 #include "core/rundir.h"
 #include "core/wire.h"
+#include "ctl/cavars.h"
 #include "ctl/reach.h"
 #include "ctl/state/render.h"
 
@@ -111,6 +112,7 @@ static int set_config(const char *file)
 	if (strict.on)
 		strict_rules(p);
 	run_warn_broad(file, p);
+	run_ca_vars(p);
 	fn_policy_free(p);
 	return setenv("FAULTNET_CONFIG", abs, 1);
 }
