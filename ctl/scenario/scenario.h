@@ -120,6 +120,7 @@ struct scenario {
 	int joined;	      /* processes of the group seen (their state files) */
 	int64_t join_wait_ms; /* how long the clock waited for CMD to join */
 	uint64_t not_http;    /* connections HTTP rules met but could not read */
+	uint64_t tls_passed;  /* of them, TLS passed through (h2 only, unavailable) */
 	bool policy_tmp;      /* policy was written from inline rules: removed at the end */
 };
 

@@ -7,6 +7,7 @@
 #include "preload/relay/relay_http.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +20,14 @@
 #include "core/clock.h"
 #include "core/hparse.h"
 #include "core/http.h"
+#include "core/rundir.h"
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
+#include "preload/base/say.h"
 #include "preload/relay/relay_tls.h"
 #include "preload/relay/shape.h"
 #include "preload/stats/stats.h"
+#include "preload/tls/trust.h"
 
 #define IN_BUF (128 * 1024) /* holds a request head up to the parser's limit */
 #define OUT_MAX (256 * 1024)
@@ -75,6 +79,7 @@ struct fn_hconn {
 	char path[1024], host[256], field[24], expect[32];
 	size_t pathlen, hostlen, expectlen, fieldlen;
 	bool in_value, saw_url, not_http, upgrading;
+	bool opaque_said; /* say_opaque has seen this connection */
 	struct obuf toup, toapp;
 	bool passthrough; /* requests go on as bytes, untouched */
 	bool down_raw;	  /* the server's bytes go on as bytes, untouched */
@@ -378,6 +383,47 @@ static void route(struct fn_conn *c, size_t n)
 		dr->lo = dr->hi = 0;
 }
 
+static bool strict, ca_variable;
+
+void fn_http_env_init(void)
+{
+	const char *v = secure_getenv("FAULTNET_STRICT");
+	strict = v && *v && strcmp(v, "0") != 0;
+	const char *ca = secure_getenv("NODE_EXTRA_CA_CERTS");
+	const char *base = ca ? strrchr(ca, '/') : NULL;
+	char dir[4096];
+	if (!base || (strcmp(base, "/ca.pem") != 0 && strncmp(base, "/ca.node-", 9) != 0) ||
+	    fn_rundir(dir, sizeof(dir)))
+		return;
+	ca_variable = strlen(dir) == (size_t)(base - ca) && strncmp(ca, dir, strlen(dir)) == 0;
+}
+
+/* How the run's CA reached the process, as of this handshake: the trust
+ * hook's count, and the variable. */
+static void note_trust(void)
+{
+	fn_stats_tls_set(FN_TLS_TRUSTED_BY_HOOK, fn_trust_count());
+	fn_stats_tls_set(FN_TLS_CA_VARIABLE, ca_variable);
+}
+
+/* Under --strict, the first connection of the process that HTTP rules
+ * cover and cannot read, said once on stderr: where their faults did not
+ * reach, not only that the run failed. */
+static void say_opaque(struct fn_hconn *h, const char *what)
+{
+	static atomic_bool said;
+	if (h->opaque_said || !strict)
+		return;
+	h->opaque_said = true;
+	if (atomic_exchange(&said, true))
+		return;
+	char dest[80];
+	fn_endpoint_format(&h->ep, dest, sizeof(dest));
+	fn_say("faultnet: --strict: HTTP rules cover a connection to %s they cannot read (%s): "
+	       "their faults do not reach it",
+	       dest, what);
+}
+
 /* The parser gave up: what it has not routed, and all that follows, goes
  * to the server untouched. Reported once. */
 static void give_up_parsing(struct fn_conn *c)
@@ -387,6 +433,8 @@ static void give_up_parsing(struct fn_conn *c)
 	 * other protocol) or names another version (HTTP/2's preface). */
 	fn_stats_unparsed(&h->ep,
 			  h->saw_url && !h->not_http ? FN_UNPARSED_REQUEST : FN_UNPARSED_NOT_HTTP);
+	if (!(h->saw_url && !h->not_http))
+		say_opaque(h, h->not_http ? "HTTP/2" : "not HTTP");
 	if (h->parsing && h->parsing->kind != HK_FORWARD) {
 		/* Inside a request a rule took: its bytes, and what follows,
 		 * never were the server's. Faultnet, its server, ends the
@@ -1023,12 +1071,15 @@ static bool tls_handshakes(struct fn_conn *c)
 	if (r == FN_TLS_HS_FAILED) {
 		/* The app refused the leaf (or went away): its own choice. */
 		fn_stats_tls(&h->ep, FN_TLS_REFUSED_BY_APP);
+		note_trust();
 		fn_conn_finish(c, false);
 		return false;
 	}
 	h->app_hs = r == FN_TLS_HS_DONE;
-	if (h->app_hs)
+	if (h->app_hs) {
 		fn_stats_tls(&h->ep, FN_TLS_TERMINATED);
+		note_trust();
+	}
 	if (h->app_hs && fn_tls_downgraded(h->tls))
 		fn_stats_tls(&h->ep, FN_TLS_ALPN_DOWNGRADED);
 	return true;
@@ -1063,6 +1114,8 @@ static bool sniff(struct fn_conn *c)
 		/* Passed through: the engine counts it as not HTTP too. */
 		fn_stats_tls(&h->ep, r == FN_TLS_H2_ONLY ? FN_TLS_PASSED_H2_ONLY
 							 : FN_TLS_PASSED_UNAVAILABLE);
+		say_opaque(h, r == FN_TLS_H2_ONLY ? "TLS offering only h2, passed through"
+						  : "TLS passed through: termination unavailable");
 	}
 	return true;
 }

@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -74,6 +75,12 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct seen seen[SEEN];
 static unsigned seen_next;
 static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_ulong trusts; /* verifications let trust the run's CA */
+
+unsigned long fn_trust_count(void)
+{
+	return atomic_load_explicit(&trusts, memory_order_relaxed);
+}
 
 /* Looks up e's functions in h, OpenSSL 3's by version, else the name's
  * default version (another OpenSSL: forwarded, nothing added). */
@@ -282,8 +289,10 @@ int fn_trust_ctx_init(void *ctx, void *store, void *x509, void *chain, const voi
 	/* This verification alone may use the run's CA, and only when the
 	 * server behind the leaf passes the app's own store: the store is
 	 * left as it was, for every later verification. */
-	if (!s.reached || (s.chain && server_trusted(e, store, &s)))
+	if (!s.reached || (s.chain && server_trusted(e, store, &s))) {
 		e->X509_STORE_CTX_set0_trusted_stack(ctx, trusted);
+		atomic_fetch_add_explicit(&trusts, 1, memory_order_relaxed);
+	}
 	free(s.chain);
 	return r;
 }

@@ -31,6 +31,10 @@ int fn_trust_ctx_init(void *ctx, void *store, void *x509, void *chain, const voi
 void fn_trust_record(unsigned char *leaf, size_t leaf_len, unsigned char *chain, size_t chain_len,
 		     bool reached, const char *name, bool ip);
 
+/* How many verifications of the app's own OpenSSL the hook let trust the
+ * run's CA in this process so far. */
+unsigned long fn_trust_count(void);
+
 /* In a fork child: the table's lock made free again. */
 void fn_trust_atfork_child(void);
 

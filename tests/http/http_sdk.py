@@ -258,6 +258,9 @@ def test_https_s3(node):
     check("https: faultctl run --stats counted the same sends (%d), decrypted by the relay"
           % sum(implied), got and rule_stat(recs, "s3-500", "answered") == sum(got)
           and tls and tls[0].get("terminated", 0) >= 1, recs)
+    vias = [r.get("via") for r in recs if r.get("type") == "trust"]
+    check("https: run --stats says the variable reached the S3 SDK's Node.js (%s)" % vias,
+          vias == ["variable"], recs)
     check_ca_private(rundir, "https S3 SDK")
     # A user's own NODE_EXTRA_CA_CERTS is kept: the file Node.js reads holds
     # the user's certificates and the run's CA.
@@ -289,6 +292,9 @@ def test_https_boto3():
           "per GetObject", out == [["SlowDown", 3]] * 3, out)
     check("https: ...and faultctl run --stats counts 9, decrypted by the relay",
           rule_stat(recs, "s3-slowdown", "answered") == 9, recs)
+    vias = [r.get("via") for r in recs if r.get("type") == "trust"]
+    check("https: run --stats says the trust hook reached boto3 (%s)" % vias, vias == ["hook"],
+          recs)
     check_ca_private(rundir, "https boto3")
 
 

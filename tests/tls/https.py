@@ -365,12 +365,18 @@ def counted(d):
     n = dict(kv.split("=") for kv in line[0].split()[1:]) if line else {}
     want = {"terminated": "2" if node else "1", "passed_h2_only": "1",
             "passed_unavailable": "0", "refused_by_app": "1" if node else "0",
-            "server_unverified": "1", "alpn_downgraded": "1"}
+            "server_unverified": "1", "alpn_downgraded": "1", "trusted_by_hook": "1",
+            "ca_variable": "2" if node else "1"}
     check("run --stats: the tls record counts curl's termination (its h2 offer downgraded), "
           "the h2-only client passed through, the untrusted server%s: %s"
           % (", a static Node.js trusting the leaf through NODE_EXTRA_CA_CERTS and one "
              "without it refusing the leaf" if node else "",
              line[0].strip() if line else "no tls record"), n == want, out[-800:])
+    vias = sorted(ln.split()[2] for ln in out.splitlines() if ln.strip().startswith("trust "))
+    check("run --stats: a trust line per process that terminated or refused a connection, "
+          "saying what reached it: %s" % vias,
+          vias == (["via=hook", "via=none", "via=variable"] if node else ["via=hook"]),
+          out[-800:])
     if node:
         check("that Node.js, with faultctl run's NODE_EXTRA_CA_CERTS, got the rule's 503",
               "node 503" in out, out[-400:])
