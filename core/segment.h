@@ -60,7 +60,7 @@ static inline void fn_slot_ready(int *state)
  * then how the run's CA reached the process, as of its last terminated or
  * refused handshake: verifications of the app's own OpenSSL the trust hook
  * let trust it, and 1 when the process started with NODE_EXTRA_CA_CERTS
- * naming it (set by faultctl run). */
+ * or JAVA_TOOL_OPTIONS naming it (set by faultctl run). */
 enum fn_seg_tls {
 	FN_TLS_TERMINATED,
 	FN_TLS_PASSED_H2_ONLY,

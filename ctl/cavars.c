@@ -1,11 +1,14 @@
 /* cavars.c - trust for clients that read it once, from a variable, at start
  * (see cavars.h): the run's CA made by faultctl before the command runs,
  * since the shim makes it only when a connection is terminated, too late
- * for them; and NODE_EXTRA_CA_CERTS naming it, or a combined file. */
+ * for them; NODE_EXTRA_CA_CERTS naming it, or a combined file; and
+ * JAVA_TOOL_OPTIONS naming a combined JKS trust store. */
 #include "ctl/cavars.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,7 @@
 #include "core/actions.h"
 #include "core/hash.h"
 #include "core/rundir.h"
+#include "ctl/jks.h"
 #include "preload/tls/ca.h"
 
 #define PEM_MAX (1 << 20) /* a user's bundle: Debian's whole store is ~200 KiB */
@@ -45,7 +49,13 @@ static char *slurp(const char *path, size_t *n)
 	return buf;
 }
 
-/* data written whole to path, mode 0600, through a temporary name. */
+/* Java's own trust store on Debian (ca-certificates-java), which JDKs'
+ * lib/security/cacerts links to. */
+#define JAVA_CACERTS "/etc/ssl/certs/java/cacerts"
+#define JAVA_STORE "-Djavax.net.ssl.trustStore="
+#define JAVA_PASS "-Djavax.net.ssl.trustStorePassword="
+
+/* a then b written whole to path, mode 0600, through a temporary name. */
 static int write_file(const char *path, const char *a, size_t an, const char *b, size_t bn)
 {
 	char tmp[4200];
@@ -53,8 +63,9 @@ static int write_file(const char *path, const char *a, size_t an, const char *b,
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	bool ok = write(fd, a, an) == (ssize_t)an && write(fd, "\n", 1) == 1 &&
-		  write(fd, b, bn) == (ssize_t)bn;
+	/* Between two PEM files a newline: the first may lack its last. */
+	bool ok = write(fd, a, an) == (ssize_t)an && (!bn || write(fd, "\n", 1) == 1) &&
+		  (!bn || write(fd, b, bn) == (ssize_t)bn);
 	ok = close(fd) == 0 && ok;
 	if (!ok || rename(tmp, path) < 0) {
 		unlink(tmp);
@@ -103,6 +114,77 @@ static void set_node(const char *dir, const char *ca)
 	setenv("NODE_EXTRA_CA_CERTS", both, 1);
 }
 
+/* The value of -Dname=... in a JAVA_TOOL_OPTIONS value (up to a space),
+ * into out; false when it is not there. The last one is Java's. */
+static bool java_opt(const char *opts, const char *name, char *out, size_t len)
+{
+	const char *at = NULL;
+	for (const char *s = opts; (s = strstr(s, name)); s++)
+		at = s + strlen(name);
+	if (!at)
+		return false;
+	snprintf(out, len, "%.*s", (int)strcspn(at, " \t"), at);
+	return true;
+}
+
+/* The store src (the user's, or Java's own) with the run's CA added, in
+ * the run directory under a name made of their contents, into out. */
+static const char *java_combine(const char *dir, const char *src, const char *pass,
+				const struct fn_ca *ca, char *out, size_t len)
+{
+	const struct fn_ossl *o = fn_ossl_get(NULL);
+	size_t sn = 0;
+	char *store = slurp(src, &sn);
+	int dn = o ? o->i2d_X509(ca->cert, NULL) : -1;
+	unsigned char *der = store && dn > 0 ? malloc((size_t)dn) : NULL, *dp = der, *jks = NULL;
+	size_t jn = 0;
+	const char *bad = !store ? strerror(errno) : !der ? "no memory" : NULL;
+	if (!bad) {
+		o->i2d_X509(ca->cert, &dp);
+		bad = fn_jks_add((unsigned char *)store, sn, der, (size_t)dn, "faultnet-run-ca",
+				 pass, &jks, &jn);
+	}
+	if (!bad) {
+		/* Named by what went in (never the entry's time): reused. */
+		uint64_t h = fn_hash_bytes(fn_hash_str(pass), store, sn);
+		h = fn_hash_bytes(h, der, (size_t)dn);
+		snprintf(out, len, "%s/ca.java-%016llx.jks", dir, (unsigned long long)h);
+		if (access(out, R_OK) != 0 && write_file(out, (char *)jks, jn, "", 0) < 0)
+			bad = strerror(errno);
+	}
+	free(store);
+	free(der);
+	free(jks);
+	return bad;
+}
+
+/* JAVA_TOOL_OPTIONS: a trust store of the roots Java trusted (the user's
+ * javax.net.ssl.trustStore, else Java's own) and the run's CA, named after
+ * what was there (the last -D of a name is Java's). */
+static void set_java(const char *dir, const struct fn_ca *ca)
+{
+	const char *old = getenv("JAVA_TOOL_OPTIONS");
+	char src[2048] = JAVA_CACERTS, pass[256] = "changeit", jks[4200], val[8192];
+	bool mine = old && java_opt(old, JAVA_STORE, src, sizeof(src));
+	if (old)
+		java_opt(old, JAVA_PASS, pass, sizeof(pass));
+	if (strncmp(src, dir, strlen(dir)) == 0 && strstr(src, "/ca.java-"))
+		return; /* ours already (a faultctl run inside another) */
+	if (!mine && access(src, R_OK) != 0)
+		return; /* no Java here */
+	const char *bad = java_combine(dir, src, pass, ca, jks, sizeof(jks));
+	if (bad) {
+		fprintf(stderr,
+			"faultctl run: the Java trust store %s: %s: JAVA_TOOL_OPTIONS left as it "
+			"is, without the run's CA (Java will refuse the relay's leaves)\n",
+			src, bad);
+		return;
+	}
+	snprintf(val, sizeof(val), "%s%s" JAVA_STORE "%s -Djavax.net.ssl.trustStoreType=JKS",
+		 old ? old : "", old && *old ? " " : "", jks);
+	setenv("JAVA_TOOL_OPTIONS", val, 1);
+}
+
 void run_ca_vars(const struct fn_policy *p)
 {
 	if (!has_http(p))
@@ -110,7 +192,8 @@ void run_ca_vars(const struct fn_policy *p)
 	const char *why = NULL;
 	char dir[4096], ca[4200];
 	const char *bad = fn_rundir(dir, sizeof(dir));
-	if (!bad && !fn_ca_get(&why))
+	const struct fn_ca *the_ca = bad ? NULL : fn_ca_get(&why);
+	if (!bad && !the_ca)
 		bad = why;
 	if (bad) {
 		fprintf(stderr,
@@ -122,4 +205,5 @@ void run_ca_vars(const struct fn_policy *p)
 	}
 	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
 	set_node(dir, ca);
+	set_java(dir, the_ca);
 }

@@ -12,7 +12,11 @@
  * its start), and NODE_EXTRA_CA_CERTS set for the command: the CA's file,
  * or, when the user had set it, a file of the user's certificates followed
  * by the CA (mode 0600, in the run directory): what the user trusted is
- * kept. A failure is a warning on stderr, never fatal. */
+ * kept; and JAVA_TOOL_OPTIONS given -Djavax.net.ssl.trustStore naming a
+ * JKS store of the user's trust store (the last -Djavax.net.ssl.trustStore
+ * already in JAVA_TOOL_OPTIONS, with its password), else Java's own
+ * (/etc/ssl/certs/java/cacerts, when there is one), plus the CA. A
+ * failure is a warning on stderr, never fatal. */
 void run_ca_vars(const struct fn_policy *p);
 
 #endif

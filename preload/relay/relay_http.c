@@ -390,12 +390,16 @@ void fn_http_env_init(void)
 	const char *v = secure_getenv("FAULTNET_STRICT");
 	strict = v && *v && strcmp(v, "0") != 0;
 	const char *ca = secure_getenv("NODE_EXTRA_CA_CERTS");
+	const char *java = secure_getenv("JAVA_TOOL_OPTIONS");
 	const char *base = ca ? strrchr(ca, '/') : NULL;
-	char dir[4096];
-	if (!base || (strcmp(base, "/ca.pem") != 0 && strncmp(base, "/ca.node-", 9) != 0) ||
-	    fn_rundir(dir, sizeof(dir)))
+	bool node = base && (strcmp(base, "/ca.pem") == 0 || strncmp(base, "/ca.node-", 9) == 0);
+	char dir[4096], store[4200];
+	if ((!node && !(java && strstr(java, "/ca.java-"))) || fn_rundir(dir, sizeof(dir)))
 		return;
-	ca_variable = strlen(dir) == (size_t)(base - ca) && strncmp(ca, dir, strlen(dir)) == 0;
+	snprintf(store, sizeof(store), "-Djavax.net.ssl.trustStore=%s/ca.java-", dir);
+	ca_variable =
+	    (node && strlen(dir) == (size_t)(base - ca) && strncmp(ca, dir, strlen(dir)) == 0) ||
+	    (java && strstr(java, store));
 }
 
 /* How the run's CA reached the process, as of this handshake: the trust

@@ -28,8 +28,9 @@ void fn_http_atfork_forget(struct fn_conn *c);
  * under which the first connection of the process that HTTP rules cover
  * but cannot read (not HTTP, TLS passed through) is said on stderr; and
  * whether NODE_EXTRA_CA_CERTS names the run's CA (a file ca.pem or
- * ca.node-*.pem of the run directory, as faultctl run sets it), for the
- * "tls" record's ca_variable. */
+ * ca.node-*.pem of the run directory) or JAVA_TOOL_OPTIONS a trust store
+ * with it (ca.java-*.jks there), as faultctl run sets them, for the "tls"
+ * record's ca_variable. */
 void fn_http_env_init(void);
 
 #endif

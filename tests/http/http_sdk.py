@@ -298,6 +298,74 @@ def test_https_boto3():
     check_ca_private(rundir, "https boto3")
 
 
+JAVA_GET = r'''
+import java.net.URI;
+import java.net.http.*;
+import java.time.Duration;
+
+public class Get {
+    public static void main(String[] a) throws Exception {
+        HttpClient c = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+        try {
+            HttpRequest q = HttpRequest.newBuilder(URI.create(a[0]))
+                .timeout(Duration.ofSeconds(10)).build();
+            System.out.println(c.send(q, HttpResponse.BodyHandlers.ofString()).statusCode());
+        } catch (Exception e) {
+            System.out.println(e.getClass().getSimpleName());
+        }
+        System.out.println("kept=" + System.getProperty("fn.user.option"));
+    }
+}
+'''
+
+
+def test_https_java():
+    """Java's HttpClient, default https port, no server: Java reads its trust
+    store once, at start, so faultctl run gives it JAVA_TOOL_OPTIONS naming a
+    JKS store of Java's own roots plus the run's CA; a value the user had is
+    kept."""
+    src = os.path.join(TMP, "Get.java")
+    with open(src, "w") as f:
+        f.write(JAVA_GET)
+    subprocess.run(["javac", "-d", TMP, src], check=True)
+    conf = os.path.join(TMP, "java-https.conf")
+    with open(conf, "w") as f:
+        f.write('rules = (\n  { name = "n"; action = "dns"; answer = [ "127.85.0.9" ]; '
+                'match = { host = "api.example.test"; }; },\n'
+                '  { name = "r"; action = "respond"; status = 503; '
+                'match = { host = "api.example.test"; port = 443; }; }\n);\n')
+    rundir = https_rundir("java-https")
+    cmd = ["java", "-cp", TMP, "Get", "https://api.example.test/x"]
+    out, recs = run_stats(conf, cmd, netns=True, FAULTNET_RUNDIR=rundir)
+    err = out.get("error", "") if isinstance(out, dict) else ""
+    p = subprocess.run(["unshare", "-n" if os.geteuid() == 0 else "-rn", "sh", "-c",
+                        'ip link set lo up && exec "$@"', "sh", CTL, "run", "--config", conf, "--"]
+                       + cmd, env={k: v for k, v in os.environ.items() if k not in CA_VARS
+                                   and not k.startswith("FAULTNET_")}
+                       | {"FAULTNET_RUNDIR": rundir, "JAVA_TOOL_OPTIONS": "-Dfn.user.option=yes"},
+                       capture_output=True, text=True, timeout=120)
+    check("https: Java HttpClient, no CA variable set by the test, gets the rule's 503 "
+          "through the trust store faultctl run names in JAVA_TOOL_OPTIONS", p.stdout.split()[:1]
+          == ["503"] and "kept=yes" in p.stdout, (p.stdout, p.stderr[-500:], err))
+    check("https: the JVM says so on stderr, the user's JAVA_TOOL_OPTIONS kept first",
+          "Picked up JAVA_TOOL_OPTIONS: -Dfn.user.option=yes -Djavax.net.ssl.trustStore=" + rundir
+          in p.stderr, p.stderr[-500:])
+    vias = [r.get("via") for r in recs if r.get("type") == "trust"]
+    check("https: run --stats says the variable reached Java (%s)" % vias, vias == ["variable"],
+          recs)
+    stores = [f for f in os.listdir(rundir) if f.startswith("ca.java-")]
+    listed = subprocess.run(["keytool", "-list", "-keystore", os.path.join(rundir, stores[0]),
+                             "-storepass", "changeit"] if stores else ["false"],
+                            capture_output=True, text=True).stdout
+    system = subprocess.run(["keytool", "-list", "-keystore", "/etc/ssl/certs/java/cacerts",
+                             "-storepass", "changeit"], capture_output=True, text=True).stdout
+    count = lambda t: int(re.search(r"contains (\d+) entr", t).group(1)) if "contains" in t else -1  # noqa: E731
+    check("https: that store holds Java's own roots (%d) and the run's CA (%d entries, its "
+          "digest valid)" % (count(system), count(listed)),
+          count(listed) == count(system) + 1 and "faultnet-run-ca" in listed, listed[-300:])
+    check_ca_private(rundir, "https Java")
+
+
 # ---- the storm and the breaker -----------------------------------------------
 
 def test_storm():
@@ -354,7 +422,7 @@ def test_policies():
 
 def main():
     tests = checks.selected([test_s3_quota, test_retry_after, test_boto3, test_https_s3,
-                             test_https_boto3, test_storm, test_policies])
+                             test_https_boto3, test_https_java, test_storm, test_policies])
     node = node_bin()
     check("Node.js 20 or later for the S3 SDK (make test installs it)", node is not None)
     for t in tests:

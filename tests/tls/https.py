@@ -366,7 +366,7 @@ def counted(d):
     want = {"terminated": "2" if node else "1", "passed_h2_only": "1",
             "passed_unavailable": "0", "refused_by_app": "1" if node else "0",
             "server_unverified": "1", "alpn_downgraded": "1", "trusted_by_hook": "1",
-            "ca_variable": "2" if node else "1"}
+            "ca_variable": "3" if node else "1"}
     check("run --stats: the tls record counts curl's termination (its h2 offer downgraded), "
           "the h2-only client passed through, the untrusted server%s: %s"
           % (", a static Node.js trusting the leaf through NODE_EXTRA_CA_CERTS and one "
