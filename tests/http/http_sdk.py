@@ -296,6 +296,19 @@ def test_https_boto3():
     check("https: run --stats says the trust hook reached boto3 (%s)" % vias, vias == ["hook"],
           recs)
     check_ca_private(rundir, "https boto3")
+    # A bundle that replaces the system's (as CI images set AWS_CA_BUNDLE):
+    # boto3 builds its store from it, and the hook adds the run's CA to that
+    # store's verification; nothing of the user's is dropped.
+    bundle = os.path.join(TMP, "user-bundle.pem")
+    with open("/etc/ssl/certs/ca-certificates.crt") as src, open(bundle, "w") as dst:
+        dst.write(src.read())
+    out, recs = run_stats(os.path.join(POL, "s3-slowdown-https.conf"), [PY, script, "s3-https", "1"],
+                          netns=True, FAULTNET_RUNDIR=rundir, AWS_CA_BUNDLE=bundle)
+    vias = [r.get("via") for r in recs if r.get("type") == "trust"]
+    check("https: boto3 with the user's own AWS_CA_BUNDLE: 3 sends, reached by the hook (%s), "
+          "the bundle untouched" % vias, out == [["SlowDown", 3]] and vias == ["hook"]
+          and open(bundle).read() == open("/etc/ssl/certs/ca-certificates.crt").read(),
+          (out, recs))
 
 
 JAVA_GET = r'''
