@@ -89,7 +89,10 @@ $(BUILD)/libfaultnet.so: $(call obj,$(PRELOAD_SRC)) $(CORE_LIB) $(BUILD)/gen/exp
 		-Wl,--version-script=$(BUILD)/gen/exports.map -Wl,--no-undefined-version -Wl,-z,now -Wl,-z,defs -ldl -lresolv -lpthread
 
 $(call obj,$(CTL_SRC) $(BPF_SRC)): $(BPF_HEADERS)
-$(BUILD)/faultctl: $(call obj,$(CTL_SRC) $(BPF_SRC)) $(CORE_LIB)
+# faultctl run makes the run's CA before the command starts (ctl/cavars.c),
+# with the shim's own code for it: preload/tls's CA, on libc's trampolines.
+CTL_TLS := $(call obj,preload/tls/ca.c preload/tls/cert.c preload/tls/ossl.c preload/base/libc.c)
+$(BUILD)/faultctl: $(call obj,$(CTL_SRC) $(BPF_SRC)) $(CTL_TLS) $(CORE_LIB)
 	$(if $(HAVE_BPF),,@echo "faultnet: libbpf-dev, bpftool or clang missing: faultctl is built without the kernel-side backend (--backend=bpf)")
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl -lresolv $(BPF_LIBS) -Wl,--export-dynamic-symbol=faultnet_ctl_idle
 

@@ -22,6 +22,7 @@
 #include "core/config.h"
 #include "core/rundir.h"
 #include "core/wire.h"
+#include "ctl/cavars.h"
 #include "ctl/reach.h"
 #include "ctl/state/render.h"
 
@@ -111,6 +112,7 @@ static int set_config(const char *file)
 	if (strict.on)
 		strict_rules(p);
 	run_warn_broad(file, p);
+	run_ca_vars(p);
 	fn_policy_free(p);
 	return setenv("FAULTNET_CONFIG", abs, 1);
 }
@@ -146,21 +148,17 @@ static const char *const unparsed[NCOUNTS] = {
     "not_http", "bad_request", "bad_response", "-", "-", "-", "-", "-", "-"};
 
 /* "tls": connections the relay terminated, passed through or ended. */
-static const char *const tlsed[NCOUNTS] = {"terminated",
-					   "passed_h2_only",
-					   "passed_unavailable",
-					   "refused_by_app",
-					   "server_unverified",
-					   "alpn_downgraded",
-					   "-",
-					   "-",
-					   "-"};
+static const char *const tlsed[NCOUNTS] = {
+    "terminated",      "passed_h2_only",    "passed_unavailable",
+    "refused_by_app",  "server_unverified", "alpn_downgraded",
+    "trusted_by_hook", "ca_variable",	    "-"};
 
 static const char *const *fields_of(const char *type)
 {
 	return strcmp(type, "name") == 0     ? looked
 	       : strcmp(type, "parser") == 0 ? unparsed
 	       : strcmp(type, "tls") == 0    ? tlsed
+	       : strcmp(type, "trust") == 0  ? tlsed
 					     : counted;
 }
 
@@ -182,14 +180,38 @@ static void record_key(const char *line, const char *type, char *key, size_t len
 		record_get(line, strcmp(type, "dest") == 0 ? "dest" : "name", key, len);
 }
 
+static void add_typed(struct total **t, int *n, const char *line, const char *type,
+		      const char *key);
+
+/* A "tls" record counts in the sum of every process's, and, for a process
+ * that terminated or refused a connection, in a "trust" line of its own:
+ * how the run's CA reached that process. */
+static void add_trust(struct total **t, int *n, const char *line)
+{
+	char v[32], key[32];
+	if (!strtoull(record_get(line, "terminated", v, sizeof(v)), NULL, 10) &&
+	    !strtoull(record_get(line, "refused_by_app", v, sizeof(v)), NULL, 10))
+		return;
+	snprintf(key, sizeof(key), "pid=%s", record_get(line, "pid", v, sizeof(v)));
+	add_typed(t, n, line, "trust", key);
+}
+
 static void add_record(struct total **t, int *n, const char *line)
 {
-	char type[8] = "", key[400], action[16], proto[8], v[32];
+	char type[8] = "", key[400];
 	sscanf(line, "%7s", type);
 	if (strcmp(type, "rule") && strcmp(type, "dest") && strcmp(type, "http") &&
 	    strcmp(type, "name") && strcmp(type, "parser") && strcmp(type, "tls"))
 		return;
 	record_key(line, type, key, sizeof(key));
+	add_typed(t, n, line, type, key);
+	if (strcmp(type, "tls") == 0)
+		add_trust(t, n, line);
+}
+
+static void add_typed(struct total **t, int *n, const char *line, const char *type, const char *key)
+{
+	char action[16], proto[8], v[32];
 	record_get(line, "action", action, sizeof(action));
 	record_get(line, "proto", proto, sizeof(proto));
 	int i = 0;
@@ -211,10 +233,22 @@ static void add_record(struct total **t, int *n, const char *line)
 	(*t)[i].http |= record_get(line, "requests", v, sizeof(v))[0] != '\0';
 }
 
+/* A process's trust line: which mechanism let it trust the relay's leaves. */
+static const char *trust_via(const struct total *t)
+{
+	bool hook = t->n[FN_TLS_TRUSTED_BY_HOOK], var = t->n[FN_TLS_CA_VARIABLE];
+	/* A process of the run has the variable whether it reads it or not:
+	 * where the hook let it trust, the hook is what reached it. */
+	if (hook)
+		return "hook";
+	return var && t->n[FN_TLS_TERMINATED] ? "variable" : "none";
+}
+
 static void print_total(FILE *out, const struct total *t, bool json)
 {
 	bool http = strcmp(t->type, "http") == 0, name = strcmp(t->type, "name") == 0;
-	bool tls = strcmp(t->type, "tls") == 0;
+	bool trust = strcmp(t->type, "trust") == 0;
+	bool tls = trust || strcmp(t->type, "tls") == 0;
 	bool conn = tls || strcmp(t->type, "parser") == 0;
 	int from = http ? 3 : 0, to = name ? NCOUNTS : t->http ? NCOUNTS - 1 : tls ? FN_SEG_TLS : 3;
 	name |= conn; /* no proto or action to print */
@@ -233,6 +267,8 @@ static void print_total(FILE *out, const struct total *t, bool json)
 				strcmp(t->type, "dest") ? "name" : "dest", t->key);
 		if (!http && !name)
 			fprintf(out, ",\"proto\":\"%s\",\"action\":\"%s\"", t->proto, t->action);
+		if (trust)
+			fprintf(out, ",\"via\":\"%s\"", trust_via(t));
 		for (int k = from; k < to; k++)
 			fprintf(out, ",\"%s\":%llu", f[k], t->n[k]);
 		fputs("}\n", out);
@@ -240,6 +276,8 @@ static void print_total(FILE *out, const struct total *t, bool json)
 	}
 	if (http)
 		fprintf(out, "  http %-40s", t->key);
+	else if (trust)
+		fprintf(out, "  trust %-22s via=%s", t->key, trust_via(t));
 	else
 		fprintf(out, "  %s %-24s %-4s", t->type, t->key, t->proto);
 	for (int k = from; k < to; k++)
@@ -278,6 +316,19 @@ static bool strict_failed(const struct total *t, int n, int procs)
 			"faultctl run --strict: HTTP rules met %llu connection%s they could not "
 			"read (not_http)\n",
 			parser->n[0], parser->n[0] == 1 ? "" : "s");
+		failed = true;
+	}
+	/* Of those, the TLS ones passed through, by reason (counted
+	 * not_http too): an h2-only client, or no termination to be had. */
+	const struct total *tls = total_of(t, n, "tls", NULL);
+	unsigned long long h2 = tls ? tls->n[FN_TLS_PASSED_H2_ONLY] : 0;
+	unsigned long long un = tls ? tls->n[FN_TLS_PASSED_UNAVAILABLE] : 0;
+	if (h2 || un) {
+		fprintf(stderr,
+			"faultctl run --strict: of them TLS passed through as bytes: %llu offering "
+			"only h2 (passed_h2_only), %llu with no termination to be had "
+			"(passed_unavailable)\n",
+			h2, un);
 		failed = true;
 	}
 	if (!procs) {
@@ -395,7 +446,7 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 		else if (strcmp(argv[i], "--requests") == 0 && i + 1 < argc)
 			requests = argv[++i];
 		else if (strcmp(argv[i], "--strict") == 0)
-			strict.on = true;
+			strict.on = setenv("FAULTNET_STRICT", "1", 1) == 0;
 		else if (strcmp(argv[i], "--json") == 0)
 			json = true;
 		else if (strcmp(argv[i], "--allow-unreached") == 0)

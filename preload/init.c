@@ -26,6 +26,7 @@
 #include "core/chance.h"
 #include "preload/relay/reinject.h"
 #include "preload/relay/relay.h"
+#include "preload/relay/relay_http.h"
 #include "preload/sink/sink.h"
 #include "preload/stats/stats.h"
 #include "preload/tls/leaf.h"
@@ -167,6 +168,7 @@ __attribute__((constructor)) static void fn_init(void)
 		_exit(FN_EXIT_CONFIG);
 	}
 	load_policy(passthrough);
+	fn_http_env_init();
 	fn_fd_classify_inherited();
 	why = fn_events_open();
 	if (why)

@@ -174,8 +174,9 @@ static bool strict_problem(const struct scenario *s, char *why, size_t len)
 		snprintf(why, len, "--strict: rule %s was switched on and never fired", rule);
 	else if (s->not_http)
 		snprintf(why, len,
-			 "--strict: HTTP rules met %llu connections they could not read (not_http)",
-			 (unsigned long long)s->not_http);
+			 "--strict: HTTP rules met %llu connections they could not read (not_http; "
+			 "%llu of them TLS passed through: h2 only or no termination)",
+			 (unsigned long long)s->not_http, (unsigned long long)s->tls_passed);
 	else if (!s->joined)
 		snprintf(why, len, "--strict: no process joined group %s", s->group);
 	return why[0] != '\0';

@@ -383,6 +383,7 @@ static void read_totals(struct run *r)
 		memset(s->rates[i].total, 0, sizeof(s->rates[i].total));
 	s->joined = 0;
 	s->not_http = 0;
+	s->tls_passed = 0;
 	DIR *d = opendir(r->statsdir);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
@@ -398,6 +399,12 @@ static void read_totals(struct run *r)
 			if (strncmp(line, "parser ", 7) == 0)
 				s->not_http +=
 				    strtoull(record_get(line, "not_http", v, sizeof(v)), NULL, 10);
+			if (strncmp(line, "tls ", 4) == 0)
+				s->tls_passed +=
+				    strtoull(record_get(line, "passed_h2_only", v, sizeof(v)), NULL,
+					     10) +
+				    strtoull(record_get(line, "passed_unavailable", v, sizeof(v)),
+					     NULL, 10);
 			if (strncmp(line, "rule ", 5) != 0)
 				continue;
 			struct sc_rate *rt =
@@ -636,7 +643,7 @@ int cmd_scenario(int argc, char **argv, const char *self)
 		if (strcmp(argv[i], "--report") == 0 && i + 1 < argc)
 			report = argv[++i];
 		else if (strcmp(argv[i], "--strict") == 0)
-			strict = true;
+			strict = setenv("FAULTNET_STRICT", "1", 1) == 0; /* for the shim */
 		else if (!file && argv[i][0] != '-')
 			file = argv[i];
 		else

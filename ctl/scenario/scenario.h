@@ -144,6 +144,7 @@ struct scenario {
 	int64_t ready_wait_ms; /* then for the ready probes to be healthy */
 	const char *not_ready; /* a ready probe that never was, NULL for none */
 	uint64_t not_http;     /* connections HTTP rules met but could not read */
+	uint64_t tls_passed;   /* of them, TLS passed through (h2 only, unavailable) */
 	bool policy_tmp;       /* policy was written from inline rules: removed at the end */
 	struct sc_mark *marks; /* the app's marks, in the order read */
 	int nmarks, capmarks;

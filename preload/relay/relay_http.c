@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +22,14 @@
 #include "core/clock.h"
 #include "core/hparse.h"
 #include "core/http.h"
+#include "core/rundir.h"
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
+#include "preload/base/say.h"
 #include "preload/relay/relay_tls.h"
 #include "preload/relay/shape.h"
 #include "preload/stats/stats.h"
+#include "preload/tls/trust.h"
 
 #define IN_BUF (128 * 1024) /* holds a request head up to the parser's limit */
 #define OUT_MAX (256 * 1024)
@@ -87,6 +91,7 @@ struct fn_hconn {
 	char reqh[FN_REQLOG_HDRS];
 	size_t reqhlen;
 	bool in_value, saw_url, not_http, upgrading;
+	bool opaque_said; /* say_opaque has seen this connection */
 	struct obuf toup, toapp;
 	bool passthrough; /* requests go on as bytes, untouched */
 	bool down_raw;	  /* the server's bytes go on as bytes, untouched */
@@ -472,6 +477,51 @@ static void route(struct fn_conn *c, size_t n)
 		dr->lo = dr->hi = 0;
 }
 
+static bool strict, ca_variable;
+
+void fn_http_env_init(void)
+{
+	const char *v = secure_getenv("FAULTNET_STRICT");
+	strict = v && *v && strcmp(v, "0") != 0;
+	const char *ca = secure_getenv("NODE_EXTRA_CA_CERTS");
+	const char *java = secure_getenv("JAVA_TOOL_OPTIONS");
+	const char *base = ca ? strrchr(ca, '/') : NULL;
+	bool node = base && (strcmp(base, "/ca.pem") == 0 || strncmp(base, "/ca.node-", 9) == 0);
+	char dir[4096], store[4200];
+	if ((!node && !(java && strstr(java, "/ca.java-"))) || fn_rundir(dir, sizeof(dir)))
+		return;
+	snprintf(store, sizeof(store), "-Djavax.net.ssl.trustStore=%s/ca.java-", dir);
+	ca_variable =
+	    (node && strlen(dir) == (size_t)(base - ca) && strncmp(ca, dir, strlen(dir)) == 0) ||
+	    (java && strstr(java, store));
+}
+
+/* How the run's CA reached the process, as of this handshake: the trust
+ * hook's count, and the variable. */
+static void note_trust(void)
+{
+	fn_stats_tls_set(FN_TLS_TRUSTED_BY_HOOK, fn_trust_count());
+	fn_stats_tls_set(FN_TLS_CA_VARIABLE, ca_variable);
+}
+
+/* Under --strict, the first connection of the process that HTTP rules
+ * cover and cannot read, said once on stderr: where their faults did not
+ * reach, not only that the run failed. */
+static void say_opaque(struct fn_hconn *h, const char *what)
+{
+	static atomic_bool said;
+	if (h->opaque_said || !strict)
+		return;
+	h->opaque_said = true;
+	if (atomic_exchange(&said, true))
+		return;
+	char dest[80];
+	fn_endpoint_format(&h->ep, dest, sizeof(dest));
+	fn_say("faultnet: --strict: HTTP rules cover a connection to %s they cannot read (%s): "
+	       "their faults do not reach it",
+	       dest, what);
+}
+
 /* The parser gave up: what it has not routed, and all that follows, goes
  * to the server untouched. Reported once. */
 static void give_up_parsing(struct fn_conn *c)
@@ -481,6 +531,8 @@ static void give_up_parsing(struct fn_conn *c)
 	 * other protocol) or names another version (HTTP/2's preface). */
 	fn_stats_unparsed(&h->ep,
 			  h->saw_url && !h->not_http ? FN_UNPARSED_REQUEST : FN_UNPARSED_NOT_HTTP);
+	if (!(h->saw_url && !h->not_http))
+		say_opaque(h, h->not_http ? "HTTP/2" : "not HTTP");
 	if (h->parsing && h->parsing->kind != HK_FORWARD) {
 		/* Inside a request a rule took: its bytes, and what follows,
 		 * never were the server's. Faultnet, its server, ends the
@@ -1232,6 +1284,7 @@ static bool tls_handshakes(struct fn_conn *c)
 		/* The app refused the leaf (or went away): its own choice, which
 		 * the paused server handshake meets as a rejected certificate. */
 		fn_stats_tls(&h->ep, FN_TLS_REFUSED_BY_APP);
+		note_trust();
 		if (h->up_paused) {
 			fn_tls_verdict(h->tls, false);
 			fn_tls_handshake(h->tls, 1, c->up, &unverified, why, sizeof(why));
@@ -1240,8 +1293,10 @@ static bool tls_handshakes(struct fn_conn *c)
 		return false;
 	}
 	h->app_hs = r == FN_TLS_HS_DONE;
-	if (h->app_hs)
+	if (h->app_hs) {
 		fn_stats_tls(&h->ep, FN_TLS_TERMINATED);
+		note_trust();
+	}
 	if (h->app_hs && fn_tls_downgraded(h->tls))
 		fn_stats_tls(&h->ep, FN_TLS_ALPN_DOWNGRADED);
 	if (h->app_hs && h->up_paused) { /* the server's handshake goes on */
@@ -1325,6 +1380,8 @@ static bool sniff(struct fn_conn *c)
 		/* Passed through: the engine counts it as not HTTP too. */
 		fn_stats_tls(&h->ep, r == FN_TLS_H2_ONLY ? FN_TLS_PASSED_H2_ONLY
 							 : FN_TLS_PASSED_UNAVAILABLE);
+		say_opaque(h, r == FN_TLS_H2_ONLY ? "TLS offering only h2, passed through"
+						  : "TLS passed through: termination unavailable");
 	}
 	return true;
 }

@@ -23,5 +23,14 @@ void fn_http_conn_free(struct fn_conn *c);
  * never freed: the parent's relay thread may have been inside OpenSSL (and
  * its namespace's own malloc, which fork does not make safe) at the fork. */
 void fn_http_atfork_forget(struct fn_conn *c);
+/* Reads, once, in the constructor, before any relay thread runs:
+ * FAULTNET_STRICT (set by faultctl run --strict and scenario --strict),
+ * under which the first connection of the process that HTTP rules cover
+ * but cannot read (not HTTP, TLS passed through) is said on stderr; and
+ * whether NODE_EXTRA_CA_CERTS names the run's CA (a file ca.pem or
+ * ca.node-*.pem of the run directory) or JAVA_TOOL_OPTIONS a trust store
+ * with it (ca.java-*.jks there), as faultctl run sets them, for the "tls"
+ * record's ca_variable. */
+void fn_http_env_init(void);
 
 #endif

@@ -28,6 +28,11 @@ void fn_stats_tls(const struct fn_endpoint *ep, enum fn_seg_tls what)
 	fn_stats_event(NULL, NULL, ep, outcome);
 }
 
+void fn_stats_tls_set(enum fn_seg_tls what, uint64_t v)
+{
+	__atomic_store_n(&fn_seg->h.tls[what], v, __ATOMIC_RELAXED);
+}
+
 /* Beyond FN_SEG_KEYS keys, counts go to the last slot, "other". */
 static struct fn_seg_key *key_for(const char *method, const char *host, const char *prefix)
 {

@@ -150,6 +150,8 @@ void fn_stats_unparsed(const struct fn_endpoint *ep, enum fn_unparsed what);
  * (enum fn_seg_tls): counted in the "tls" record; all but terminated are
  * also events ("tls-" and the count's name). */
 void fn_stats_tls(const struct fn_endpoint *ep, enum fn_seg_tls what);
+/* A "tls" field that is a state, not a count of events: set to v. */
+void fn_stats_tls_set(enum fn_seg_tls what, uint64_t v);
 
 /* lookups.c: one name lookup by the resolver hooks; r is the dns rule that
  * faulted it (NULL when resolved as usual); what is one of the below.

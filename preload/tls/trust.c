@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -69,6 +70,12 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct seen seen[SEEN];
 static unsigned seen_next;
 static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_ulong trusts; /* verifications of the relay's leaves let pass */
+
+unsigned long fn_trust_count(void)
+{
+	return atomic_load_explicit(&trusts, memory_order_relaxed);
+}
 
 /* Looks up e's functions in h, OpenSSL 3's by version, else the name's
  * default version (another OpenSSL: forwarded, nothing added). */
@@ -306,6 +313,9 @@ int fn_trust_verify(void *ctx, const void *caller, const void *self)
 	} else {
 		r = s.chain ? verify_server(e, verify, ctx, &s) : verify(ctx);
 	}
+	/* Counted: a verification of the relay's leaf the hook let pass. */
+	if (r == 1)
+		atomic_fetch_add_explicit(&trusts, 1, memory_order_relaxed);
 	free(s.chain);
 	return r;
 }

@@ -38,6 +38,10 @@ void fn_trust_record(unsigned char *leaf, size_t leaf_len, unsigned char *chain,
  * the relay against the system's roots instead. */
 bool fn_trust_reaches_app(void);
 
+/* How many verifications of the relay's leaves by the app's own OpenSSL
+ * the hook let pass in this process so far. */
+unsigned long fn_trust_count(void);
+
 /* In a fork child: the table's lock made free again. */
 void fn_trust_atfork_child(void);
 

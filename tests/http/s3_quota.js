@@ -4,6 +4,9 @@
 // ($metadata.attempts), each call's outcome, and its duration.
 //
 // usage: node s3_quota.js HOST PORT CALLS [default|fast] [MAX_ATTEMPTS]
+//   HOST PORT: an http endpoint, path-style; HOST "https" (PORT ignored):
+//   no endpoint option at all, the SDK's own default
+//   (https://bucket.s3.us-east-1.amazonaws.com), virtual-hosted;
 //   default: the client as an app would build it (the SDK's own backoff);
 //   fast: the same standard retry strategy and quota, with zero backoff
 //   delays, so that 60 throttled calls take seconds rather than minutes
@@ -16,10 +19,12 @@ const { StandardRetryStrategy } = require(path.join(mods, '@smithy/core/retry'))
 
 const [host, port, calls, mode = 'default', maxAttempts = '3'] = process.argv.slice(2);
 const config = {
-  endpoint: `http://${host}:${port}`, region: 'us-east-1', forcePathStyle: true,
+  region: 'us-east-1',
   credentials: { accessKeyId: 'k', secretAccessKey: 's' }, maxAttempts: Number(maxAttempts),
   logger: { debug() {}, info() {}, warn() {}, error() {} },
 };
+if (host !== 'https')
+  Object.assign(config, { endpoint: `http://${host}:${port}`, forcePathStyle: true });
 if (mode === 'fast')
   config.retryStrategy = new StandardRetryStrategy({
     maxAttempts: Number(maxAttempts),
@@ -28,7 +33,8 @@ if (mode === 'fast')
 const client = new S3Client(config);
 
 async function main() {
-  const out = { attempts: [], outcomes: [], ms: [] };
+  // extra_ca: the file Node.js read its extra roots from (faultctl run's).
+  const out = { attempts: [], outcomes: [], ms: [], extra_ca: process.env.NODE_EXTRA_CA_CERTS };
   for (let i = 0; i < Number(calls); i++) {
     const t0 = Date.now();
     try {

@@ -124,10 +124,13 @@ ROOMS = [
      "(owner.c: vfork detection), signals blocked and the shim's threads "
      "started (signals.c), the end of a process only the shim's threads are "
      "left in (alone.c), messages to stderr (say.c)."),
-    ("ctl", {"ctl/scenario", "ctl/state", "core", "bpf"},
+    ("ctl", {"ctl/scenario", "ctl/state", "core", "bpf", "preload/tls"},
      "faultctl (faultctl.c: options, and the verb table that drives the "
      "dispatch, the usage text and help --verbs): check, run (run.c; reach.c: "
-     "the programs the shim cannot reach), ps, rules, stats, events (the live "
+     "the programs the shim cannot reach; cavars.c: the run's CA made before "
+     "the command starts, with preload/tls's own code, and NODE_EXTRA_CA_CERTS "
+     "naming it, and JAVA_TOOL_OPTIONS a JKS trust store with it (jks.c), for "
+     "clients that read their trust at start), ps, rules, stats, events (the live "
      "members found and asked by targets.c; stats also sums the kept counts of "
      "members gone), gc and mark (faultctl.c), requests (requests.c: the request log "
      "read back, filtered, followed, per call, as HAR) and every change verb (change.c: "

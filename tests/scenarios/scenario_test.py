@@ -358,7 +358,8 @@ def test_bad_files():
 
 SILENT_POLICY = """rules = (
   { name = "deny-a"; action = "refuse"; enabled = false; match = { to = "127.88.0.1/32"; port = 9; }; },
-  { name = "idle"; action = "blackhole"; enabled = false; match = { to = "127.88.0.2/32"; }; }
+  { name = "idle"; action = "blackhole"; enabled = false; match = { to = "127.88.0.2/32"; }; },
+  { name = "h"; action = "respond"; status = 503; match = { to = "127.88.0.3/32"; port = 8099; }; }
 );
 zones = ( { name = "z1"; cidrs = [ "127.88.1.0/24" ]; } );
 """
@@ -551,6 +552,24 @@ def test_marks():
         os.unlink(left)
 
 
+def test_strict_opaque():
+    """--strict: a TLS client offering only h2 under an HTTP rule (passed
+    through as bytes: HTTP/2 is not parsed) fails the scenario, named, and
+    the shim says it on the command's stderr."""
+    h2 = [PY, "-c", "import socket, ssl, time\nctx = ssl.create_default_context()\n"
+          "ctx.set_alpn_protocols(['h2'])\ntry: ctx.wrap_socket(socket.create_connection("
+          "('127.88.0.3', 8099), timeout=2), server_hostname='api.test')\n"
+          "except OSError: pass\ntime.sleep(30)"]
+    p, rep, _ = silent("h2only", "duration_ms = 1500;\n", cmd=h2, args=["--strict"])
+    check("--strict: an h2-only TLS client under an HTTP rule fails the scenario, the "
+          "pass-through named (%s)" % rep.get("strict_problem"),
+          p.returncode == 1 and "1 of them TLS passed through" in rep.get("strict_problem", ""),
+          (p.returncode, p.stdout[-500:]))
+    check("--strict: the shim said it on the command's stderr",
+          "faultnet: --strict: HTTP rules cover a connection to 127.88.0.3:8099 they cannot "
+          "read (TLS offering only h2, passed through)" in p.stderr, p.stderr[-500:])
+
+
 # ---- SIGINT ----------------------------------------------------------------------------
 
 SIGINT_POLICY = """rules = (
@@ -628,7 +647,7 @@ def main():
                ("127.86.1.1", "127.86.2.1", "127.85.0.4", "127.86.3.1", "127.66.0.1")]
     os.makedirs(OUT, exist_ok=True)
     for t in checks.selected([test_bad_files, test_names_resolved, test_step_failures,
-                              test_min_and_unfired, test_ready, test_marks, test_drill, test_storm, test_egress,
+                              test_min_and_unfired, test_ready, test_marks, test_strict_opaque, test_drill, test_storm, test_egress,
                               test_failing_expectation, test_sigint]):
         t()
     for s in servers:

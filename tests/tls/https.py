@@ -437,7 +437,8 @@ def uncovered(d, srv):
 
 def node_static():
     """A Node.js that carries its own OpenSSL (no libssl in its ldd): the trust
-    hook cannot reach it yet, so it refuses the leaf inside the handshake."""
+    hook cannot reach it, so it refuses the leaf inside the handshake unless
+    NODE_EXTRA_CA_CERTS (set by faultctl run) names the run's CA."""
     node = shutil.which("node")
     if not node:
         return None, "no node on PATH"
@@ -450,15 +451,19 @@ def counted(d):
     """faultctl run --stats: the tls record of the processes it ran."""
     node, why = node_static()
     conf = policy(d, "counted", [rule("r503", PORT), rule("rogue", ROGUE)])
-    js = ("require('https').get('https://api.test:%d/10', r => console.log('node', r.statusCode))"
+    js = ("require('https').get('https://api.test:%d/10', {agent: false}, "
+          "r => { r.resume(); console.log('node', r.statusCode); })"
           ".on('error', e => console.log('node', e.code))" % PORT)
     # curl's own store judges the rogue server (the hook reaches it):
     # it refuses the leaf; wget (GnuTLS, no libcrypto in the process) is
     # judged by the relay against the system's roots: server_unverified.
+    # The static Node.js twice: with the NODE_EXTRA_CA_CERTS faultctl run
+    # set (it trusts the leaf), and with it removed (it refuses the leaf).
+    nodes = ("%s -e \"%s\"; env -u NODE_EXTRA_CA_CERTS %s -e \"%s\";" % (node, js, node, js)
+             if node else "")
     script = ("curl -sS https://api.test:%d/10; %s %s issuer api.test %d h2; "
               "curl -sS https://api.test:%d/10; wget -q -O /dev/null https://api.test:%d/10; %s true"
-              % (PORT, PY, os.path.join(HERE, "https_client.py"), PORT, ROGUE, ROGUE,
-                 "%s -e \"%s\";" % (node, js) if node else ""))
+              % (PORT, PY, os.path.join(HERE, "https_client.py"), PORT, ROGUE, ROGUE, nodes))
     e = env(d, conf)
     del e["LD_PRELOAD"], e["FAULTNET_CONFIG"]
     p = subprocess.run([os.path.join(BUILD, "faultctl"), "run", "--config", conf, "--stats",
@@ -469,16 +474,25 @@ def counted(d):
           "for byte", '"der": "%s"' % der_of(GOOD_CERT[0]) in out, out[-600:])
     line = [ln for ln in out.splitlines() if ln.strip().startswith("tls ")]
     n = dict(kv.split("=") for kv in line[0].split()[1:]) if line else {}
-    want = {"terminated": "1", "passed_h2_only": "1", "passed_unavailable": "0",
-            "refused_by_app": "2" if node else "1", "server_unverified": "1",
-            "alpn_downgraded": "1"}
+    want = {"terminated": "2" if node else "1", "passed_h2_only": "1",
+            "passed_unavailable": "0", "refused_by_app": "2" if node else "1",
+            "server_unverified": "1", "alpn_downgraded": "1", "trusted_by_hook": "1",
+            "ca_variable": "4" if node else "2"}
     check("run --stats: the tls record counts curl's termination (its h2 offer downgraded), "
           "the h2-only client passed through, the untrusted server refused by curl's store "
           "and by the relay for wget%s: %s"
-          % (", a static Node.js refusing the leaf" if node else "",
+          % (", a static Node.js trusting the leaf through NODE_EXTRA_CA_CERTS and one "
+             "without it refusing the leaf" if node else "",
              line[0].strip() if line else "no tls record"), n == want, out[-800:])
+    vias = sorted(ln.split()[2] for ln in out.splitlines() if ln.strip().startswith("trust "))
+    check("run --stats: a trust line per process that terminated or refused a connection, "
+          "saying what reached it: %s" % vias,
+          vias == (["via=hook", "via=none", "via=variable"] if node else ["via=hook"]),
+          out[-800:])
     if node:
-        check("that Node.js met a certificate error, never an answer",
+        check("that Node.js, with faultctl run's NODE_EXTRA_CA_CERTS, got the rule's 503",
+              "node 503" in out, out[-400:])
+        check("without it, the same Node.js met a certificate error, never an answer",
               "node UNABLE_TO_VERIFY_LEAF_SIGNATURE" in out or
               "node UNABLE_TO_GET_ISSUER_CERT_LOCALLY" in out, out[-400:])
     else:

@@ -1,0 +1,22 @@
+/* cavars.h - faultctl run's part of HTTPS trust: clients that read their
+ * trust once at start from a variable, out of the trust hook's reach (the
+ * npm node binary links its OpenSSL statically), need the run's CA to exist
+ * before their main. */
+#ifndef FAULTNET_CTL_CAVARS_H
+#define FAULTNET_CTL_CAVARS_H
+
+#include "core/rules.h"
+
+/* When policy p has HTTP rules: the run's CA made in the run directory if
+ * it is not there yet (OpenSSL loaded in faultctl, never in the command at
+ * its start), and NODE_EXTRA_CA_CERTS set for the command: the CA's file,
+ * or, when the user had set it, a file of the user's certificates followed
+ * by the CA (mode 0600, in the run directory): what the user trusted is
+ * kept; and JAVA_TOOL_OPTIONS given -Djavax.net.ssl.trustStore naming a
+ * JKS store of the user's trust store (the last -Djavax.net.ssl.trustStore
+ * already in JAVA_TOOL_OPTIONS, with its password), else Java's own
+ * (/etc/ssl/certs/java/cacerts, when there is one), plus the CA. A
+ * failure is a warning on stderr, never fatal. */
+void run_ca_vars(const struct fn_policy *p);
+
+#endif
