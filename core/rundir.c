@@ -202,6 +202,26 @@ void fn_member_gone(const char *path)
 	unlink(path);
 }
 
+void fn_member_gone_if(const char *path, int fd)
+{
+	size_t n = strlen(path);
+	char done[4200];
+	struct stat was, now;
+	if (n < 5 || strcmp(path + n - 4, ".mem") != 0 || n + 2 >= sizeof(done) ||
+	    fstat(fd, &was) < 0)
+		return;
+	snprintf(done, sizeof(done), "%.*s.done", (int)(n - 4), path);
+	if (rename(path, done) < 0)
+		return;
+	/* stat, not lstat: the run directory's name of a file in
+	 * FAULTNET_STATS_DIR may be a symbolic link to it. */
+	if (stat(done, &now) == 0 && (now.st_ino != was.st_ino || now.st_dev != was.st_dev)) {
+		rename(done, path); /* the new image's file: its name again */
+		return;
+	}
+	utimensat(AT_FDCWD, done, NULL, AT_SYMLINK_NOFOLLOW);
+}
+
 bool fn_done_expire(const char *dir, const char *name, time_t now)
 {
 	size_t n = strlen(name);

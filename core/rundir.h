@@ -90,6 +90,13 @@ void fn_group_file(char *out, size_t len, const char *dir, const char *group, co
  * ".done", a ".sock" one removed. */
 void fn_member_gone(const char *path);
 
+/* fn_member_gone for a ".mem" path that a reader found no process holding
+ * through fd (fn_member_held), unless the name is no longer fd's file: an
+ * exec'd image under the shim makes its file again under the same name
+ * (an exec keeps pid and start time), and may have done so after the
+ * reader opened the old one. The rename is undone then. */
+void fn_member_gone_if(const char *path, int fd);
+
 /* name (an entry of dir) is a ".done" file: true, and it is removed when
  * older than FN_KEEP_S at now. */
 bool fn_done_expire(const char *dir, const char *name, time_t now);

@@ -669,12 +669,15 @@ static int verb_help(struct opts *o, int argc, char **argv)
 }
 
 /* A member's state file that its process holds (core/rundir.h:
- * fn_member_held); opened without waiting, following a link. */
+ * fn_member_held), else kept as its .done; opened without waiting,
+ * following a link. */
 static bool member_live(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	struct stat sb;
 	bool live = fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && fn_member_held(fd);
+	if (fd >= 0 && !live)
+		fn_member_gone_if(path, fd);
 	if (fd >= 0)
 		close(fd);
 	return live;
@@ -707,10 +710,14 @@ static bool gc_entry(const char *dir, const char *name, time_t now, char *group,
 		fn_done_expire(dir, name, now);
 		return access(path, F_OK) == 0;
 	}
-	if (strcmp(ext, ".sock") == 0 ? kill(id.pid, 0) == 0 || errno == EPERM : member_live(path))
+	if (strcmp(ext, ".mem") == 0) {
+		member_live(path);
+		return true; /* the member, or its counts kept */
+	}
+	if (kill(id.pid, 0) == 0 || errno == EPERM)
 		return true;
 	fn_member_gone(path);
-	return strcmp(ext, ".mem") == 0;
+	return false;
 }
 
 /* A group with no member and no counts kept: its journal, counter and lock

@@ -163,9 +163,9 @@ static bool seg_alive(const struct target *t)
 		return false;
 	}
 	bool held = fn_member_held(fd);
-	close(fd);
 	if (!held)
-		fn_member_gone(t->path); /* its counts kept as .done */
+		fn_member_gone_if(t->path, fd); /* its counts kept as .done */
+	close(fd);
 	return held;
 }
 

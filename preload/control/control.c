@@ -52,19 +52,19 @@ static bool sweep_due(void)
 	return true;
 }
 
-/* True when the member file at path is one no live process holds
- * (core/rundir.h: fn_member_held). Opened without waiting (a FIFO put
+/* Keeps the member file at path as its .done when no live process holds
+ * it (core/rundir.h: fn_member_held). Opened without waiting (a FIFO put
  * there by the user would block) and following a link (the run
  * directory's name of a file in FAULTNET_STATS_DIR). */
-static bool unheld(const char *path)
+static void sweep_one(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return false;
+		return;
 	struct stat sb;
-	bool gone = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && !fn_member_held(fd);
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && !fn_member_held(fd))
+		fn_member_gone_if(path, fd);
 	LIBC(close)(fd);
-	return gone;
 }
 
 /* A process that ends with _exit (most fork children do), or is killed,
@@ -92,8 +92,7 @@ static void sweep_dead(void)
 		snprintf(path, sizeof(path), "%s/%s", rundir, e->d_name);
 		if (fn_member_name(e->d_name, g, sizeof(g), &id, &ext) &&
 		    strcmp(ext, ".mem") == 0) {
-			if (unheld(path))
-				fn_member_gone(path);
+			sweep_one(path);
 		} else {
 			fn_done_expire(rundir, e->d_name, now);
 		}

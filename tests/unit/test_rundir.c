@@ -166,6 +166,32 @@ static void test_member_held(void)
 	unlink(path);
 }
 
+/* A reader that found a member's file free renames it to its .done, but
+ * not a file that took the name after the reader opened the old one (an
+ * exec'd image's own, under the same name): that rename is undone. */
+static void test_member_gone_if(void)
+{
+	char dir[] = "/tmp/fn-gone-XXXXXX", mem[100], done[100], other[100];
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(mem, sizeof(mem), "%s/g.1.2.3.mem", dir);
+	snprintf(done, sizeof(done), "%s/g.1.2.3.done", dir);
+	snprintf(other, sizeof(other), "%s/new", dir);
+	int old = open(mem, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	close(open(other, O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+	CU_ASSERT_EQUAL(rename(other, mem), 0); /* the new image's file */
+	fn_member_gone_if(mem, old);
+	CU_ASSERT_EQUAL(access(mem, F_OK), 0);
+	CU_ASSERT_NOT_EQUAL(access(done, F_OK), 0);
+	close(old);
+	old = open(mem, O_RDONLY | O_CLOEXEC); /* now the one found free */
+	fn_member_gone_if(mem, old);
+	CU_ASSERT_NOT_EQUAL(access(mem, F_OK), 0);
+	CU_ASSERT_EQUAL(access(done, F_OK), 0);
+	close(old);
+	unlink(done);
+	rmdir(dir);
+}
+
 void add_rundir_tests(void)
 {
 	CU_pSuite s = CU_add_suite("run directory", NULL, NULL);
@@ -173,4 +199,6 @@ void add_rundir_tests(void)
 	CU_add_test(s, "a symbolic link, however spelt", test_rundir_symlink);
 	CU_add_test(s, "members' names: the id whole, across pid namespaces", test_member_names);
 	CU_add_test(s, "a member's lock, kept by its mapping", test_member_held);
+	CU_add_test(s, "a free member's file kept as .done, not its successor",
+		    test_member_gone_if);
 }
