@@ -190,7 +190,8 @@ def test_start_keeps_host_files():
 def test_live_flip_reaches_pidns():
     """faultctl enable on the host reaches a member in a pid namespace:
     its connects meet the refuse rule at once; -p with its host pid names
-    it alone."""
+    it alone; rules, stats and events read on the host show it by that
+    pid."""
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", 0))
@@ -221,6 +222,14 @@ def test_live_flip_reaches_pidns():
         rule = [json.loads(x) for x in r.stdout.splitlines() if '"cut"' in x]
         check("its counts are read on the host (faults > 0)",
               rule and rule[0].get("faults", 0) > 0, r.stdout)
+        r = ctl("-g", "flip", "--json", "stats")
+        stat = [json.loads(x) for x in r.stdout.splitlines() if '"cut"' in x]
+        check("stats on the host: its faults, under its host pid",
+              stat and stat[0].get("faults", 0) > 0 and stat[0].get("pid") == pid, r.stdout)
+        r = ctl("-p", str(pid), "--json", "events")
+        ev = [json.loads(x) for x in r.stdout.splitlines() if '"cut"' in x]
+        check("events on the host: its refused connects, under its host pid",
+              ev and all(e.get("pid") == pid for e in ev), r.stdout[-500:] + r.stderr)
     finally:
         p.kill()
         p.wait()
