@@ -26,7 +26,7 @@ struct selection {
 	pid_t pids[64];	   /* -p, repeatable */
 	int npids;
 	bool all;   /* no -g and no -p: ps lists everyone */
-	bool quick; /* liveness by the pid alone, no connect to each socket */
+	bool quick; /* a socket's liveness by its pid alone, no connect to it */
 	bool ahead; /* --ahead: a change for a group no process has joined yet */
 };
 
