@@ -258,10 +258,9 @@ bool fn_edit_is_reset(const char *line)
 	return strncmp(line, "reset", 5) == 0 && (!line[5] || line[5] == ' ');
 }
 
-char *fn_edit_target(char *text, pid_t *pid, uint64_t *start)
+char *fn_edit_target(char *text, struct fn_member_id *id)
 {
-	*pid = 0;
-	*start = 0;
+	*id = (struct fn_member_id){0};
 	if (strncmp(text, "pid=", 4) != 0)
 		return text;
 	char *end;
@@ -269,9 +268,13 @@ char *fn_edit_target(char *text, pid_t *pid, uint64_t *start)
 	if (end == text + 4 || *end != '.' || p <= 0)
 		return NULL;
 	char *s = end + 1;
-	*start = strtoull(s, &end, 10);
+	uint64_t start = strtoull(s, &end, 10), ns = 0;
+	if (end != s && *end == '.') {
+		s = end + 1;
+		ns = strtoull(s, &end, 10);
+	}
 	if (end == s || *end != ' ')
 		return NULL;
-	*pid = (pid_t)p;
+	*id = (struct fn_member_id){.pid = (pid_t)p, .ns = ns, .start = start};
 	return end + 1;
 }

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/rundir.h"
+
 struct fn_policy;
 
 /* Each returns a changed copy of cur (NULL: no rules yet) and puts the
@@ -57,12 +59,13 @@ enum fn_edit_kind fn_edit_kind(const char *line, size_t *arg);
  * each caller finds the base its own way. */
 bool fn_edit_is_reset(const char *line);
 
-/* A journal entry's change: "pid=PID.START verb ..." is for the one
- * process with that pid and start time (core/rundir.h: fn_proc_start),
- * which faultctl -p names; returns "verb ..." with *pid and *start set.
- * Any other text is for every member: returned as it is, *pid 0. NULL for
- * a target that does not parse. */
-char *fn_edit_target(char *text, pid_t *pid, uint64_t *start);
+/* A journal entry's change: "pid=PID.START.NS verb ..." is for the one
+ * process with that id (core/rundir.h: struct fn_member_id, the pid and
+ * start time as the member sees them, its pid namespace; "pid=PID.START",
+ * with no NS, names the pid in any namespace), which faultctl -p names;
+ * returns "verb ..." with *id set. Any other text is for every member:
+ * returned as it is, id->pid 0. NULL for a target that does not parse. */
+char *fn_edit_target(char *text, struct fn_member_id *id);
 /* A policy with no rules and no zone. */
 struct fn_policy *fn_edit_empty(void);
 

@@ -7,12 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "core/rules.h"
+
+static const char *fields_of(const char *path, char *buf, size_t len);
+static uint64_t start_of(const char *p);
 
 static const char *check_dir(const char *dir)
 {
@@ -105,10 +110,80 @@ bool fn_sock_path(char *out, size_t len, const char *dir, const char *group, pid
 	return n > 0 && (size_t)n < len && (size_t)n < sizeof(((struct sockaddr_un *)0)->sun_path);
 }
 
-bool fn_mem_path(char *out, size_t len, const char *dir, const char *group, pid_t pid)
+bool fn_mem_path(char *out, size_t len, const char *dir, const char *group,
+		 const struct fn_member_id *id)
 {
-	int n = snprintf(out, len, "%s/%s.%d.mem", dir, group, (int)pid);
+	int n = snprintf(out, len, "%s/%s.%d.%llu.%llu.mem", dir, group, (int)id->pid,
+			 (unsigned long long)id->ns, (unsigned long long)id->start);
 	return n > 0 && (size_t)n < len;
+}
+
+/* The number before *end (exclusive) in name, after a '.': its value, with
+ * *end moved to that '.'; false when there is none. */
+static bool number_before(const char *name, const char **end, unsigned long long *v)
+{
+	const char *p = *end;
+	while (p > name && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	if (p == *end || p == name || p[-1] != '.' || *end - p > 20)
+		return false;
+	*v = strtoull(p, NULL, 10);
+	*end = p - 1;
+	return true;
+}
+
+bool fn_member_name(const char *name, char *group, size_t glen, struct fn_member_id *id,
+		    const char **ext)
+{
+	const char *e = strrchr(name, '.');
+	if (name[0] == '.' || !e)
+		return false;
+	bool sock = strcmp(e, ".sock") == 0;
+	if (!sock && strcmp(e, ".mem") != 0 && strcmp(e, ".done") != 0)
+		return false;
+	unsigned long long pid, ns = 0, start = 0;
+	const char *end = e;
+	if ((!sock && (!number_before(name, &end, &start) || !number_before(name, &end, &ns))) ||
+	    !number_before(name, &end, &pid) || pid == 0 || pid > 0x7fffffff ||
+	    (size_t)(end - name) >= glen)
+		return false;
+	memcpy(group, name, (size_t)(end - name));
+	group[end - name] = '\0';
+	*id = (struct fn_member_id){.pid = (pid_t)pid, .ns = ns, .start = start};
+	*ext = e;
+	return true;
+}
+
+bool fn_member_held(int fd)
+{
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+		flock(fd, LOCK_UN);
+		return false;
+	}
+	return errno == EWOULDBLOCK;
+}
+
+uint64_t fn_pidns_self(void)
+{
+	struct stat sb;
+	return stat("/proc/self/ns/pid", &sb) == 0 ? (uint64_t)sb.st_ino : 0;
+}
+
+const struct fn_member_id *fn_self_id(void)
+{
+	static struct fn_member_id me;
+	if (me.pid == getpid())
+		return &me;
+	char buf[1024];
+	/* /proc/self, not /proc/PID: a process in a pid namespace of its own
+	 * under the host's /proc has another number there. */
+	me.start = start_of(fields_of("/proc/self/stat", buf, sizeof(buf)));
+	me.ns = fn_pidns_self();
+	while (!me.start && getrandom(&me.start, sizeof(me.start), 0) < 0 && errno == EINTR)
+		;
+	me.start = me.start ? me.start : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	me.pid = getpid();
+	return &me;
 }
 
 void fn_member_gone(const char *path)
@@ -127,6 +202,26 @@ void fn_member_gone(const char *path)
 	unlink(path);
 }
 
+void fn_member_gone_if(const char *path, int fd)
+{
+	size_t n = strlen(path);
+	char done[4200];
+	struct stat was, now;
+	if (n < 5 || strcmp(path + n - 4, ".mem") != 0 || n + 2 >= sizeof(done) ||
+	    fstat(fd, &was) < 0)
+		return;
+	snprintf(done, sizeof(done), "%.*s.done", (int)(n - 4), path);
+	if (rename(path, done) < 0)
+		return;
+	/* stat, not lstat: the run directory's name of a file in
+	 * FAULTNET_STATS_DIR may be a symbolic link to it. */
+	if (stat(done, &now) == 0 && (now.st_ino != was.st_ino || now.st_dev != was.st_dev)) {
+		rename(done, path); /* the new image's file: its name again */
+		return;
+	}
+	utimensat(AT_FDCWD, done, NULL, AT_SYMLINK_NOFOLLOW);
+}
+
 bool fn_done_expire(const char *dir, const char *name, time_t now)
 {
 	size_t n = strlen(name);
@@ -141,10 +236,8 @@ bool fn_done_expire(const char *dir, const char *name, time_t now)
 	return true;
 }
 
-const char *fn_proc_fields(pid_t pid, char *buf, size_t len)
+static const char *fields_of(const char *path, char *buf, size_t len)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	/* stdio: read and close are the shim's own hooks (core is linked
 	 * into it), which core never calls. */
 	FILE *f = fopen(path, "re");
@@ -157,14 +250,25 @@ const char *fn_proc_fields(pid_t pid, char *buf, size_t len)
 	return p && p[1] == ' ' ? p + 1 : NULL;
 }
 
-uint64_t fn_proc_start(pid_t pid)
+const char *fn_proc_fields(pid_t pid, char *buf, size_t len)
 {
-	char buf[1024];
-	const char *p = fn_proc_fields(pid, buf, sizeof(buf));
-	/* The start time is the 22nd field, the 20th after the name. */
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	return fields_of(path, buf, len);
+}
+
+/* The start time is the 22nd field, the 20th after the name. */
+static uint64_t start_of(const char *p)
+{
 	for (int field = 3; p && field < 22; field++)
 		p = strchr(p + 1, ' ');
 	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+uint64_t fn_proc_start(pid_t pid)
+{
+	char buf[1024];
+	return start_of(fn_proc_fields(pid, buf, sizeof(buf)));
 }
 
 void fn_group_file(char *out, size_t len, const char *dir, const char *group, const char *ext)

@@ -29,16 +29,57 @@ const char *fn_proc_fields(pid_t pid, char *buf, size_t len);
  * the process is gone or unreadable. */
 uint64_t fn_proc_start(pid_t pid);
 
+/* Who a member is, whatever pid namespace it runs in: its pid as it sees
+ * it, the inode of its pid namespace (/proc/self/ns/pid) and its start
+ * time. Two namespaces' pid 1 differ in ns; a reused pid differs in start.
+ * Without /proc (a chroot that has none) ns is 0 and start a random
+ * number, still unique. */
+struct fn_member_id {
+	pid_t pid;
+	uint64_t ns, start;
+};
+
+/* The calling process's id, made again when getpid() has changed (a fork
+ * child); an exec keeps it (the same process). */
+const struct fn_member_id *fn_self_id(void);
+
+/* True when who is the member want names (want->ns 0: in any pid
+ * namespace). */
+static inline bool fn_member_is(const struct fn_member_id *want, const struct fn_member_id *who)
+{
+	return want->pid == who->pid && want->start == who->start &&
+	       (!want->ns || want->ns == who->ns);
+}
+
+/* The inode of the caller's pid namespace, 0 without /proc. */
+uint64_t fn_pidns_self(void);
+
 /* "DIR/GROUP.PID.sock" (a control socket: faultctl run --backend=bpf),
- * "DIR/GROUP.PID.mem" (a member's published state, core/segment.h),
- * "DIR/GROUP.journal", "DIR/GROUP.lock". False if the path does not fit
- * (a socket path must fit a Unix socket address). */
+ * "DIR/GROUP.PID.NS.START.mem" (a member's published state,
+ * core/segment.h), "DIR/GROUP.journal", "DIR/GROUP.lock". False if the
+ * path does not fit (a socket path must fit a Unix socket address). */
 bool fn_sock_path(char *out, size_t len, const char *dir, const char *group, pid_t pid);
-bool fn_mem_path(char *out, size_t len, const char *dir, const char *group, pid_t pid);
+bool fn_mem_path(char *out, size_t len, const char *dir, const char *group,
+		 const struct fn_member_id *id);
+
+/* A member's file name parsed: "GROUP.PID.NS.START.mem" or ".done" (id
+ * whole), "GROUP.PID.sock" (ns and start 0). Its extension (".mem",
+ * ".done", ".sock") in *ext; false for any other name, or a group that does
+ * not fit glen. */
+bool fn_member_name(const char *name, char *group, size_t glen, struct fn_member_id *id,
+		    const char **ext);
+
+/* A member holds a lock (flock, exclusive) on its state file for as long
+ * as it lives: taken on the file before it has its name, kept by the
+ * file's shared mapping after its fd is closed, let go by the kernel when
+ * the process exits, execs or is killed. fd, the file open for reading:
+ * true when a process holds it. Tried with a shared lock, let go at once,
+ * so that two readers never hold each other up. */
+bool fn_member_held(int fd);
 void fn_group_file(char *out, size_t len, const char *dir, const char *group, const char *ext);
 
 /* The counts of a member that has gone are kept this long (seconds): its
- * "GROUP.PID.mem" becomes "GROUP.PID.done" (fn_member_gone), which
+ * "GROUP.PID.NS.START.mem" becomes its ".done" (fn_member_gone), which
  * faultctl -g GROUP stats still sums, and which a sweep removes once it
  * is older than this (fn_done_expire, by the time it was renamed), as
  * faultctl gc does, with the journal, lock and counter of a group that has
@@ -48,6 +89,13 @@ void fn_group_file(char *out, size_t len, const char *dir, const char *group, co
 /* A member's file whose process has gone: a ".mem" path is renamed to its
  * ".done", a ".sock" one removed. */
 void fn_member_gone(const char *path);
+
+/* fn_member_gone for a ".mem" path that a reader found no process holding
+ * through fd (fn_member_held), unless the name is no longer fd's file: an
+ * exec'd image under the shim makes its file again under the same name
+ * (an exec keeps pid and start time), and may have done so after the
+ * reader opened the old one. The rename is undone then. */
+void fn_member_gone_if(const char *path, int fd);
 
 /* name (an entry of dir) is a ".done" file: true, and it is removed when
  * older than FN_KEEP_S at now. */

@@ -1,5 +1,5 @@
 /* segment.h - a member's state, published in a file of the run directory
- * ("GROUP.PID.mem") that the member maps shared and writes as it goes, and
+ * ("GROUP.PID.NS.START.mem", core/rundir.h) that the member maps shared and writes as it goes, and
  * that faultctl reads: who the process is, the rules of its policy with
  * their counters, its destinations, HTTP requests, name lookups and recent
  * events. faultctl never asks a member anything, so the process needs no
@@ -16,7 +16,7 @@
 #include "core/rules.h"
 #include "core/wire.h"
 
-#define FN_SEG_MAGIC 0x32304d45534e4655ull /* "UFNSEM02" */
+#define FN_SEG_MAGIC 0x33304d45534e4655ull /* "UFNSEM03" */
 #define FN_SEG_RULES 4096		   /* rule names with counters */
 #define FN_SEG_DESTS 1024		   /* beyond this many, counts go to "other" */
 #define FN_SEG_EVENTS 4096
@@ -79,6 +79,7 @@ struct fn_seg_head {
 	int32_t pid;
 	uint32_t sockets_seen; /* the app created or accepted an IP socket */
 	uint64_t start;	       /* start time, clock ticks after boot (/proc/PID/stat) */
+	uint64_t pidns;	       /* its pid namespace's inode: pid is the pid seen there */
 	char group[FN_NAME_MAX];
 	char config[4096]; /* FAULTNET_CONFIG as an absolute path; "" for none */
 	char start_zone[FN_NAME_MAX];

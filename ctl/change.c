@@ -228,7 +228,7 @@ static int group_change(const char *dir, struct selection *sel, bool json, const
 }
 
 /* A change for one member: an entry of its group's journal that names it
- * (core/edit.h: "pid=PID.START verb ..."), checked against its policy. */
+ * (core/edit.h: "pid=PID.START.NS verb ..."), checked against its policy. */
 static int member_change(const char *dir, struct target *t, bool json, const char *line)
 {
 	char err[4300], reply[1200], who[100];
@@ -239,7 +239,9 @@ static int member_change(const char *dir, struct target *t, bool json, const cha
 		return 1;
 	}
 	struct fn_buf entry = {0};
-	fn_buf_printf(&entry, "pid=%d.%llu %s", (int)t->pid, (unsigned long long)s->h.start, line);
+	/* Named as the member sees itself: its pid in its own namespace. */
+	fn_buf_printf(&entry, "pid=%d.%llu.%llu %s", (int)s->h.pid, (unsigned long long)s->h.start,
+		      (unsigned long long)s->h.pidns, line);
 	unsigned long long seq;
 	int lock = entry.s ? journal_append(dir, t->group, entry.s, &seq, err, sizeof(err)) : -1;
 	int rc = 1;

@@ -74,15 +74,15 @@ static bool replay(struct fn_policy **p, const struct fn_policy *base, const str
 	char *line = NULL, reply[1200];
 	size_t cap = 0;
 	ssize_t n;
+	const struct fn_member_id who = {.pid = h->pid, .ns = h->pidns, .start = h->start};
 	while ((n = getline(&line, &cap, f)) > 0 && line[n - 1] == '\n') {
 		line[n - 1] = '\0';
 		char *rest, *change;
 		unsigned long long s = strtoull(line, &rest, 10);
-		pid_t pid;
-		uint64_t start;
+		struct fn_member_id id;
 		if (rest != line && *rest == ' ' && s <= upto &&
-		    (change = fn_edit_target(rest + 1, &pid, &start)) &&
-		    (!pid || (pid == h->pid && start == h->start)))
+		    (change = fn_edit_target(rest + 1, &id)) &&
+		    (!id.pid || fn_member_is(&id, &who)))
 			edit(p, base, h->config, change, reply, sizeof(reply));
 	}
 	free(line);

@@ -327,24 +327,24 @@ static void print_stats(const struct opts *o, char **lines, int nlines)
 }
 
 /* stats of a group also counts its members that have gone: their files
- * kept as GROUP.PID.done for FN_KEEP_S (core/rundir.h), read as faultctl
+ * kept as GROUP.PID.NS.START.done for FN_KEEP_S (core/rundir.h), read as faultctl
  * run --stats reads a stats directory. Their texts go to *texts (freed by
  * the caller), their records to *lines; the number of files read. */
 static int done_records(const struct opts *o, char ***texts, char ***lines, int *nlines)
 {
 	const char *group = o->sel.group ? o->sel.group : FN_GROUP_DEFAULT;
-	size_t glen = strlen(group);
 	DIR *d = opendir(rundir());
 	struct dirent *e;
 	int n = 0;
 	time_t now = time(NULL);
 	while (d && (e = readdir(d))) {
 		const char *name = e->d_name;
-		size_t len = strlen(name);
 		char path[4400], err[600];
-		if (len <= glen + 6 || strncmp(name, group, glen) != 0 || name[glen] != '.' ||
-		    strspn(name + glen + 1, "0123456789") != len - glen - 6 ||
-		    strcmp(name + len - 5, ".done") != 0)
+		char g[FN_NAME_MAX];
+		struct fn_member_id id;
+		const char *ext;
+		if (!fn_member_name(name, g, sizeof(g), &id, &ext) || strcmp(ext, ".done") != 0 ||
+		    strcmp(g, group) != 0)
 			continue;
 		fn_done_expire(rundir(), name, now);
 		snprintf(path, sizeof(path), "%s/%s", rundir(), name);
@@ -682,12 +682,26 @@ static int verb_help(struct opts *o, int argc, char **argv)
 	return 0;
 }
 
+/* A member's state file that its process holds (core/rundir.h:
+ * fn_member_held), else kept as its .done; opened without waiting,
+ * following a link. */
+static bool member_live(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat sb;
+	bool live = fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && fn_member_held(fd);
+	if (fd >= 0 && !live)
+		fn_member_gone_if(path, fd);
+	if (fd >= 0)
+		close(fd);
+	return live;
+}
+
 /* gc, one entry of the run directory: a dead member's file kept as its
  * .done, a .done past FN_KEEP_S removed. The group it names, if any, in
  * group; true when that group has a member or counts still kept. */
 static bool gc_entry(const char *dir, const char *name, time_t now, char *group, size_t len)
 {
-	size_t n = strlen(name);
 	const char *ext = strrchr(name, '.');
 	group[0] = '\0';
 	if (name[0] == '.' || !ext || ext == name)
@@ -698,23 +712,26 @@ static bool gc_entry(const char *dir, const char *name, time_t now, char *group,
 	}
 	if (strcmp(ext, ".mem") && strcmp(ext, ".sock") && strcmp(ext, ".done"))
 		return false; /* not ours to judge (the run's CA, the sweep stamp) */
-	const char *dot = ext - 1;
-	while (dot > name && *dot != '.')
-		dot--;
-	long pid = strtol(dot + 1, NULL, 10);
-	if (dot == name || pid <= 0)
+	struct fn_member_id id;
+	if (!fn_member_name(name, group, len, &id, &ext)) {
+		group[0] = '\0'; /* an earlier faultnet's name: its counts only */
+		fn_done_expire(dir, name, now);
 		return false;
-	snprintf(group, len, "%.*s", (int)(dot - name), name);
+	}
 	char path[4400];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if (strcmp(ext, ".done") == 0) {
 		fn_done_expire(dir, name, now);
 		return access(path, F_OK) == 0;
 	}
-	if (kill((pid_t)pid, 0) == 0 || errno == EPERM)
+	if (strcmp(ext, ".mem") == 0) {
+		member_live(path);
+		return true; /* the member, or its counts kept */
+	}
+	if (kill(id.pid, 0) == 0 || errno == EPERM)
 		return true;
 	fn_member_gone(path);
-	return n > 4 && strcmp(ext, ".mem") == 0;
+	return false;
 }
 
 /* A group with no member and no counts kept: its journal, counter and lock

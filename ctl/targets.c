@@ -20,35 +20,107 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-/* "GROUP.PID.mem" or "GROUP.PID.sock" */
+/* "GROUP.PID.NS.START.mem" or "GROUP.PID.sock" */
 static bool parse_name(const char *name, struct target *t)
 {
-	size_t n = strlen(name);
-	t->seg = n > 6 && strcmp(name + n - 4, ".mem") == 0;
-	size_t ext = t->seg ? 4 : 5;
-	if (name[0] == '.' || n < ext + 2 || (!t->seg && strcmp(name + n - 5, ".sock") != 0))
+	const char *ext;
+	if (!fn_member_name(name, t->group, sizeof(t->group), &t->id, &ext) ||
+	    strcmp(ext, ".done") == 0)
 		return false;
-	const char *end = name + n - ext, *p = end;
-	while (p > name && p[-1] >= '0' && p[-1] <= '9')
-		p--;
-	if (p == end || p == name || p[-1] != '.' || (size_t)(p - 1 - name) >= sizeof(t->group))
+	t->seg = strcmp(ext, ".mem") == 0;
+	t->pid = t->id.pid;
+	t->seen = true;
+	return true;
+}
+
+/* Members in other pid namespaces than faultctl's, by the pids faultctl
+ * sees them as: every process holding a file lock (/proc/locks lists those
+ * faultctl's /proc can see, by its pids) with its pid namespace and its
+ * pid there (the last of /proc/PID/status's NSpid). Read once per listing,
+ * and only when a member of another namespace is met. */
+struct nsmap {
+	struct fn_member_id *v; /* pid: as faultctl sees it; start unused */
+	int n;
+	bool tried;
+};
+
+/* pid's namespace and its pid there into *m; false when it is gone. */
+static bool ns_view(pid_t pid, struct fn_member_id *m)
+{
+	char path[64], line[256];
+	struct stat sb;
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	if (stat(path, &sb) < 0)
 		return false;
-	memcpy(t->group, name, (size_t)(p - 1 - name));
-	t->group[p - 1 - name] = '\0';
-	t->pid = (pid_t)atoi(p);
-	t->start = 0;
-	return t->pid > 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	long inner = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "NSpid:", 6) == 0) {
+			const char *p = strrchr(line, '\t');
+			inner = strtol(p ? p + 1 : line + 6, NULL, 10);
+		}
+	if (f)
+		fclose(f);
+	*m = (struct fn_member_id){.pid = pid, .ns = (uint64_t)sb.st_ino, .start = (uint64_t)inner};
+	return inner > 0;
+}
+
+static void nsmap_read(struct nsmap *m)
+{
+	m->tried = true;
+	FILE *f = fopen("/proc/locks", "re");
+	char line[256], kind[16];
+	int pid, cap = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*d: %15s %*s %*s %d", kind, &pid) != 2 ||
+		    strcmp(kind, "FLOCK") != 0 || pid <= 0)
+			continue;
+		if (m->n == cap) {
+			struct fn_member_id *grown =
+			    realloc(m->v, (size_t)(cap ? 2 * cap : 64) * sizeof(*m->v));
+			if (!grown)
+				break;
+			m->v = grown;
+			cap = cap ? 2 * cap : 64;
+		}
+		m->n += ns_view((pid_t)pid, &m->v[m->n]);
+	}
+	if (f)
+		fclose(f);
+}
+
+/* t's pid as faultctl sees it: its own where it shares faultctl's pid
+ * namespace, else found in *m; else the pid it sees itself as, not
+ * faultctl's (seen false: -p never names it). */
+static void host_pid(struct target *t, struct nsmap *m)
+{
+	static uint64_t own;
+	if (!own)
+		own = fn_pidns_self();
+	if (!t->seg || !t->id.ns || t->id.ns == own)
+		return;
+	if (!m->tried)
+		nsmap_read(m);
+	t->seen = false;
+	for (int i = 0; i < m->n; i++)
+		if (m->v[i].ns == t->id.ns && m->v[i].start == (uint64_t)t->id.pid) {
+			t->pid = m->v[i].pid;
+			t->seen = true;
+			return;
+		}
 }
 
 static bool selected(const struct selection *sel, const struct target *t)
 {
 	if (sel->npids) {
 		for (int i = 0; i < sel->npids; i++)
-			if (sel->pids[i] == t->pid)
+			if (t->seen && sel->pids[i] == t->pid)
 				return true;
 		return false;
 	}
@@ -74,23 +146,34 @@ static int connect_to(const char *path)
 	return fd;
 }
 
-/* A member's file whose process is gone, or is another process now (the
- * pid was reused), is kept as its .done (fn_member_gone); so is a socket nobody serves, whose
- * process is gone. */
+/* A member is alive while it holds its file's lock (core/rundir.h:
+ * fn_member_held), whatever pid namespace it or faultctl run in; a file no
+ * process holds is kept as its .done (fn_member_gone). Opened without
+ * waiting (a FIFO) and following a link (a file of FAULTNET_STATS_DIR). */
+static bool seg_alive(const struct target *t)
+{
+	int fd = open(t->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		if (fd >= 0 || errno != ENOENT) /* ENOENT: swept meanwhile */
+			fprintf(stderr, "faultctl: %s: %s\n", t->path,
+				fd < 0 ? strerror(errno) : "not a regular file");
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	bool held = fn_member_held(fd);
+	if (!held)
+		fn_member_gone_if(t->path, fd); /* its counts kept as .done */
+	close(fd);
+	return held;
+}
+
+/* A socket nobody serves, whose process is gone, is removed. */
 static bool alive(struct target *t)
 {
-	if (t->seg) {
-		char err[600];
-		struct fn_seg *s = seg_read(t->path, SEG_HEAD, 0, err, sizeof(err));
-		t->start = s ? s->h.start : 0;
-		bool same = s && s->h.pid == (int32_t)t->pid && t->start == fn_proc_start(t->pid);
-		free(s);
-		if ((s && !same) || (!s && kill(t->pid, 0) < 0 && errno == ESRCH))
-			fn_member_gone(t->path); /* its counts kept as .done */
-		else if (!s)
-			fprintf(stderr, "faultctl: process %d: %s\n", (int)t->pid, err);
-		return same;
-	}
+	if (t->seg)
+		return seg_alive(t);
 	int fd = connect_to(t->path);
 	if (fd >= 0) {
 		close(fd);
@@ -145,8 +228,8 @@ static void live_list(struct live *l)
 		qsort(l->pids, (size_t)l->n, sizeof(pid_t), cmp_pid);
 }
 
-/* Liveness without reading anything: a group of thousands is listed in a
- * few milliseconds. The first members are asked with kill(pid, 0); past
+/* The liveness of faultctl run's sockets without connecting: the first
+ * are asked with kill(pid, 0); past
  * LIVE_LISTING of them, /proc is listed once, and a pid missing there is
  * asked before its file goes (it may have started since). A pid reused by
  * a process outside the shim counts until its file is next read. */
@@ -199,22 +282,25 @@ int targets_count(const char *dir, const struct selection *sel, int keep, struct
 	}
 	struct target *v = NULL, t;
 	struct live live = {0};
+	struct nsmap ns = {0};
 	int n = 0, cap = 0, seen = 0, count = 0, segs = 0;
 	size_t dirlen = strlen(dir);
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		size_t len = strlen(e->d_name);
-		if (!parse_name(e->d_name, &t) || !selected(sel, &t) ||
-		    dirlen + 1 + len >= sizeof(t.path))
+		if (!parse_name(e->d_name, &t) || dirlen + 1 + len >= sizeof(t.path))
+			continue;
+		host_pid(&t, &ns);
+		if (!selected(sel, &t))
 			continue;
 		bool keep_it = !t.seg || keep < 0 || segs < keep;
-		if (keep_it || !sel->quick)
-			set_path(&t, dir, dirlen, e->d_name, len);
-		bool live_now = sel->quick ? exists(&t, &live, seen++) : alive(&t);
-		if (!live_now && sel->quick) {
-			set_path(&t, dir, dirlen, e->d_name, len);
+		set_path(&t, dir, dirlen, e->d_name, len);
+		/* A socket is looked at by its pid alone when quick; a state
+		 * file always by its lock. */
+		bool by_pid = sel->quick && !t.seg;
+		bool live_now = by_pid ? exists(&t, &live, seen++) : alive(&t);
+		if (!live_now && by_pid)
 			fn_member_gone(t.path);
-		}
 		if (!live_now)
 			continue;
 		count++;
@@ -229,6 +315,7 @@ int targets_count(const char *dir, const struct selection *sel, int keep, struct
 	}
 	closedir(d);
 	free(live.pids);
+	free(ns.v);
 	if (count < 0) {
 		free(v);
 		v = NULL, n = 0;
@@ -321,6 +408,9 @@ static bool answer(const struct target *t, const char *line, struct fn_buf *repl
 	}
 	uint64_t since = 0;
 	struct fn_policy *p = info || line[0] == 'r' ? in_force(t, s) : NULL;
+	/* Shown as faultctl sees it (a member of another pid namespace knows
+	 * only its pid there); the rebuild above used the member's own. */
+	s->h.pid = t->pid;
 	if (info)
 		info_of(s, p, reply);
 	else if (events)

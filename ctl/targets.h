@@ -9,13 +9,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/rundir.h"
 #include "core/wire.h"
 
 struct target {
-	pid_t pid;
+	pid_t pid; /* as faultctl sees it where known (seen), else as it sees itself */
+	bool seen; /* pid is faultctl's view: -p may name it */
 	char group[64];
-	bool seg;	/* a member's state file (GROUP.PID.mem), not a socket */
-	uint64_t start; /* the process's start time (seg only; 0 before read) */
+	bool seg;		/* a member's state file (GROUP.PID.NS.START.mem), not a socket */
+	struct fn_member_id id; /* a state file's member (core/rundir.h) */
 	char path[512];
 };
 
@@ -24,7 +26,7 @@ struct selection {
 	pid_t pids[64];	   /* -p, repeatable */
 	int npids;
 	bool all;   /* no -g and no -p: ps lists everyone */
-	bool quick; /* liveness by the pid alone, no connect to each socket */
+	bool quick; /* a socket's liveness by its pid alone, no connect to it */
 	bool ahead; /* --ahead: a change for a group no process has joined yet */
 };
 

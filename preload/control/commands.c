@@ -195,31 +195,18 @@ static bool batch_edit(char *line)
 	return true;
 }
 
-/* This process's pid and start time, for entries meant for one process;
- * a fork child finds its own. */
-static bool for_me(pid_t pid, uint64_t start)
-{
-	static pid_t me;
-	static uint64_t my_start;
-	if (me != getpid()) {
-		me = getpid();
-		my_start = fn_proc_start(me);
-	}
-	return pid == me && start == my_start;
-}
-
-/* Applies one journal line "SEQ [pid=PID.START ]verb ..." if it is the next
- * one (and, with a target, this process is it). */
+/* Applies one journal line "SEQ [pid=PID.START.NS ]verb ..." if it is the
+ * next one (and, with a target, this process is it: fn_self_id, which a
+ * fork child makes anew). */
 static void apply_entry(char *line)
 {
 	char *end;
 	unsigned long long seq = strtoull(line, &end, 10);
 	if (end == line || *end != ' ' || seq <= applied_seq)
 		return;
-	pid_t pid;
-	uint64_t start;
-	char *change = fn_edit_target(end + 1, &pid, &start);
-	if (change && (!pid || for_me(pid, start)) && !batch_edit(change)) {
+	struct fn_member_id id;
+	char *change = fn_edit_target(end + 1, &id);
+	if (change && (!id.pid || fn_member_is(&id, fn_self_id())) && !batch_edit(change)) {
 		batch_flush();
 		if (strncmp(change, "load ", 5) == 0 && !parser_held)
 			parser_held = !fn_lcfg_open(&parser);

@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,21 +26,6 @@
 
 static char rundir[4096], group[FN_NAME_MAX];
 static bool publishing; /* FAULTNET_CONTROL is not off: the file is wanted */
-
-/* "GROUP.PID.mem" (or the ".sock" an earlier faultnet or a faultctl run
- * with the kernel-side backend leaves): the pid, or 0. */
-static long pid_of(const char *name)
-{
-	size_t n = strlen(name);
-	size_t ext = n > 4 && strcmp(name + n - 4, ".mem") == 0	   ? 4
-		     : n > 5 && strcmp(name + n - 5, ".sock") == 0 ? 5
-								   : 0;
-	if (!ext || name[0] == '.')
-		return 0;
-	char base[256], *dot;
-	snprintf(base, sizeof(base), "%.*s", (int)(n - ext), name);
-	return (dot = strrchr(base, '.')) ? strtol(dot + 1, NULL, 10) : 0;
-}
 
 /* A sweep at most this often per run directory: a start must cost the
  * same in a group of 10 or 10,000 members. */
@@ -68,13 +52,32 @@ static bool sweep_due(void)
 	return true;
 }
 
+/* Keeps the member file at path as its .done when no live process holds
+ * it (core/rundir.h: fn_member_held). Opened without waiting (a FIFO put
+ * there by the user would block) and following a link (the run
+ * directory's name of a file in FAULTNET_STATS_DIR). */
+static void sweep_one(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat sb;
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && !fn_member_held(fd))
+		fn_member_gone_if(path, fd);
+	LIBC(close)(fd);
+}
+
 /* A process that ends with _exit (most fork children do), or is killed,
  * leaves its file behind. A process that starts (not a fork child, which
- * must stay cheap) keeps those of processes that no longer exist as
- * GROUP.PID.done (their counts) and removes those kept past FN_KEEP_S, before
- * main, when no other has done so lately (sweep_due): they never pile up,
- * and a start does not pay a kill() per member of the run directory.
- * faultctl removes them too whenever it lists a group. */
+ * must stay cheap) keeps those no live process holds as their ".done"
+ * (their counts) and removes those kept past FN_KEEP_S, before main, when
+ * no other has done so lately (sweep_due): they never pile up, and a start
+ * does not pay a look per member of the run directory each time. Liveness
+ * is the file's lock, never the pid: from inside a pid namespace every
+ * process outside it looks gone. For the same reason the ".sock" of a
+ * faultctl run (named by its pid) is left to faultctl, which connects to
+ * it. faultctl removes dead members' files too whenever it lists a
+ * group. */
 static void sweep_dead(void)
 {
 	if (!sweep_due())
@@ -83,12 +86,14 @@ static void sweep_dead(void)
 	struct dirent *e;
 	time_t now = time(NULL);
 	while (d && (e = readdir(d))) {
-		long pid = pid_of(e->d_name);
-		char path[4400];
-		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
-			snprintf(path, sizeof(path), "%s/%s", rundir, e->d_name);
-			fn_member_gone(path);
-		} else if (pid <= 0) {
+		char path[4400], g[FN_NAME_MAX];
+		struct fn_member_id id;
+		const char *ext;
+		snprintf(path, sizeof(path), "%s/%s", rundir, e->d_name);
+		if (fn_member_name(e->d_name, g, sizeof(g), &id, &ext) &&
+		    strcmp(ext, ".mem") == 0) {
+			sweep_one(path);
+		} else {
 			fn_done_expire(rundir, e->d_name, now);
 		}
 	}
@@ -101,7 +106,7 @@ static void publish_state(void)
 	const char *why = fn_segfile_create(rundir, group, fn_cmd_base_config(), fn_cmd_base_zone(),
 					    fn_cmd_applied());
 	if (why)
-		fn_say("faultnet: faultctl cannot see this process: %s/%s.%d.mem: %s", rundir,
+		fn_say("faultnet: faultctl cannot see this process: %s/%s.%d.*.mem: %s", rundir,
 		       group, (int)getpid(), why);
 }
 

@@ -1,12 +1,15 @@
 /* segfile.c - the member's published state (core/segment.h) as a file:
- * "GROUP.PID.mem" in the run directory, mapped shared at one address for
- * the process's life, which faultctl reads without asking the process.
+ * "GROUP.PID.NS.START.mem" in the run directory (core/rundir.h: the
+ * member's id, unique across pid namespaces), mapped shared at one address
+ * for the process's life, which faultctl reads without asking the process.
+ * The process holds a lock on it while it lives (fn_member_held): taken
+ * before the file has its name, kept by the mapping once the fd is closed.
  * With FAULTNET_STATS_DIR (faultctl run --stats, scenarios) the file is
- * "PID.mem" there, and the run directory's name is a link to it, so that
- * the counts stay after the process has gone. At exit the run directory's
- * name becomes "GROUP.PID.done", kept FN_KEEP_S for faultctl stats. A file appears whole: it is
- * filled under a dot name and renamed into place, and never truncated
- * afterwards (a reader may be mapping it). */
+ * "PID.NS.START.mem" there, and the run directory's name is a link to it,
+ * so that the counts stay after the process has gone. At exit the run
+ * directory's name becomes its ".done", kept FN_KEEP_S for faultctl stats.
+ * A file appears whole: it is filled under a dot name and renamed into
+ * place, and never truncated afterwards (a reader may be mapping it). */
 #include "preload/control/segfile.h"
 
 #include <errno.h>
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,6 +25,7 @@
 #include "core/rundir.h"
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
+#include "preload/base/say.h"
 #include "preload/stats/stats.h"
 
 static void *mapped; /* the address, kept across fork: see the fork child */
@@ -31,9 +36,11 @@ static int made_fd = -1; /* the file while it is being made */
 static void fill_head(struct fn_seg_head *h, const char *group, const char *config,
 		      const char *zone, uint64_t seq)
 {
+	const struct fn_member_id *me = fn_self_id();
 	h->size = sizeof(struct fn_seg);
-	h->pid = getpid();
-	h->start = fn_proc_start(h->pid);
+	h->pid = me->pid;
+	h->start = me->start;
+	h->pidns = me->ns;
 	h->seq = seq;
 	snprintf(h->group, sizeof(h->group), "%s", group);
 	snprintf(h->config, sizeof(h->config), "%s", config ? config : "");
@@ -55,6 +62,13 @@ static struct fn_seg *map_new(const char *tmp, const char *final)
 	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return NULL;
+	/* The member's liveness, whatever pid namespace the reader is in: the
+	 * lock belongs to this open file, which the shared mapping keeps open
+	 * after the fd is closed, until exit or exec. A new file: no one else
+	 * can hold it. */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		fn_say("faultnet: %s: no lock (%m): faultctl will take this process for gone",
+		       final);
 	void *m = MAP_FAILED;
 	struct stat sb;
 	/* The head's blocks first: it is written at once; every other page
@@ -91,15 +105,17 @@ static struct fn_seg *map_new(const char *tmp, const char *final)
  * from the run directory. tmp and final name the file itself. */
 static bool places(const char *rundir, const char *group, char *tmp, char *final, size_t len)
 {
-	if (!fn_mem_path(run_path, sizeof(run_path), rundir, group, getpid()))
+	const struct fn_member_id *me = fn_self_id();
+	if (!fn_mem_path(run_path, sizeof(run_path), rundir, group, me))
 		return false;
 	const char *stats = secure_getenv("FAULTNET_STATS_DIR");
+	const char *base = strrchr(run_path, '/') + 1 + strlen(group) + 1; /* "PID.NS.START.mem" */
 	if (stats && *stats) {
-		snprintf(final, len, "%s/%d.mem", stats, (int)getpid());
-		snprintf(tmp, len, "%s/.%d.mem.new", stats, (int)getpid());
+		snprintf(final, len, "%s/%s", stats, base);
+		snprintf(tmp, len, "%s/.%s.new", stats, base);
 	} else {
 		snprintf(final, len, "%s", run_path);
-		snprintf(tmp, len, "%s/.%s.%d.mem.new", rundir, group, (int)getpid());
+		snprintf(tmp, len, "%s/.%s.%s.new", rundir, group, base);
 	}
 	return true;
 }
@@ -162,7 +178,7 @@ bool fn_segfile_atfork_child(void)
 
 __attribute__((destructor)) static void fn_segfile_remove(void)
 {
-	/* The run directory's name becomes GROUP.PID.done, which faultctl -g
+	/* The run directory's name becomes its .done, which faultctl -g
 	 * GROUP stats still counts for FN_KEEP_S; a stats directory's file
 	 * stays for faultctl run --stats. A fork child that made no file of
 	 * its own must not touch its parent's. */

@@ -5,6 +5,8 @@ them to $FN_COUNTS.
 
 usage: control_test.py BUILD_DIR [PRELOAD_FIRST]
 """
+import fcntl
+import glob
 import json
 import os
 import resource
@@ -246,13 +248,13 @@ def test_bad_input():
     directory: a file that is not a member's whole state (cut short,
     garbage, open to others) is reported and skipped, never believed."""
     a = Agent.start(group="hostile")
-    real = os.path.join(RUNDIR, "hostile.%d.mem" % a.pid)
+    real = member_file("hostile", a.pid)
     check("a member publishes its state in the run directory, mode 0600",
           os.path.exists(real) and os.stat(real).st_mode & 0o777 == 0o600)
     with open(real, "rb") as f:
         state = f.read()
-    me = os.getpid()  # a live process that is not a member
-    fake = os.path.join(RUNDIR, "hostile.%d.mem" % me)
+    me = os.getpid()  # a live process that is not a member, holding the file's lock
+    fake = os.path.join(RUNDIR, "hostile.%d.%d.1.mem" % (me, os.stat("/proc/self/ns/pid").st_ino))
     cases = [("cut short", state[:4096], 0o600, "shorter than a member's state"),
              ("garbage", b"\xff" * len(state), 0o600, "not a member's state"),
              ("open to others", state, 0o644, "open to other users")]
@@ -260,7 +262,9 @@ def test_bad_input():
         with open(fake, "wb") as f:
             f.write(data)
         os.chmod(fake, mode)
-        r = ctl("-g", "hostile", "rules")
+        with open(fake, "rb") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            r = ctl("-g", "hostile", "rules")
         check("a member file %s: faultctl says so and lists the others" % what,
               said in r.stderr and "bh" in r.stdout and str(me) not in r.stdout,
               r.stdout + r.stderr)
@@ -282,6 +286,13 @@ def test_bad_input():
         _, st = os.waitpid(pid, 0)
         check("another uid reads nothing of the member's", os.WEXITSTATUS(st) == 0, str(st))
     a.stop()
+
+
+def member_file(group, pid):
+    """The state file of member pid of group (GROUP.PID.NS.START.mem), or
+    None."""
+    got = glob.glob(os.path.join(RUNDIR, "%s.%d.*.*.mem" % (group, pid)))
+    return got[0] if got else None
 
 
 def resident_pages(path):
@@ -330,7 +341,7 @@ def test_stats_and_events(servers):
     # parts that hold data (reading a hole on a disk file system, /tmp
     # here, fills the page cache with zeroes: 622 of 622 pages before).
     ctl("-p", str(a.pid), "rules")
-    got, pages = resident_pages(os.path.join(RUNDIR, "count.%d.mem" % a.pid))
+    got, pages = resident_pages(member_file("count", a.pid))
     check("rules and stats read only the state file's pages that hold data (%s of %d in memory)"
           % (got, pages), got is not None and got * 4 < pages)
     r = ctl("-p", str(a.pid), "--json", "events")
@@ -443,8 +454,8 @@ def test_verbs():
     check("-p of a process not under the shim: exit non-zero", r.returncode != 0)
     a.proc.kill()
     a.proc.wait()
-    mem = os.path.join(RUNDIR, "verbs.%d.mem" % a.pid)
-    existed = os.path.exists(mem)
+    mem = member_file("verbs", a.pid)
+    existed = mem is not None and os.path.exists(mem)
     ctl("ps")
     check("ps removes the files left by dead processes", existed and not os.path.exists(mem))
 
@@ -657,9 +668,10 @@ def test_long_journal():
 
 
 def test_large_group_liveness():
-    """A flip for a group past 32 members lists /proc once instead of a
-    kill(pid, 0) per member, and still counts only the live ones and
-    removes the files of the dead."""
+    """A flip for a group of 48 members finds the live ones by their state
+    files' locks, never by a kill(pid, 0) (a pid says nothing of a member
+    in another pid namespace): it counts only the live ones and removes the
+    files of the dead."""
     group, n, dead = "big", 48, 6
     ps = [subprocess.Popen(["sleep", "60"], env=env(group)) for _ in range(n)]
     def files():
@@ -682,8 +694,8 @@ def test_large_group_liveness():
         kills = sum(1 for line in f if "kill(" in line)
     check("a flip of %d members, %d of them dead: counts %d" % (n, dead, n - dead),
           r.returncode == 0 and "(%d processes)" % (n - dead) in r.stdout, r.stdout + r.stderr)
-    check("it lists /proc instead of a kill per member: %d kill calls for %d members"
-          " (at most 32 + the %d dead)" % (kills, n, dead), kills <= 32 + dead, str(kills))
+    check("liveness by each member's lock, no kill per member: %d kill calls for %d members"
+          % (kills, n), kills == 0, str(kills))
     left = {int(f.split(".")[1]) for f in files()}
     check("the files of the dead members are removed",
           not left & {p.pid for p in gone} and len(left) == n - dead, str(sorted(left)))

@@ -7,6 +7,7 @@
  * program re-executed. */
 #include <CUnit/Basic.h>
 #include <dirent.h>
+#include <glob.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -294,11 +295,17 @@ static int child_pages(void)
 	const char *dir = getenv("FAULTNET_RUNDIR"), *stats = getenv("FAULTNET_STATS_DIR"),
 		   *group = getenv("FAULTNET_GROUP");
 	char path[4200];
+	/* "[GROUP.]PID.NS.START.mem": this pid's, in any namespace */
 	if (stats && *stats)
-		snprintf(path, sizeof(path), "%s/%d.mem", stats, (int)getpid());
+		snprintf(path, sizeof(path), "%s/%d.*.*.mem", stats, (int)getpid());
 	else
-		snprintf(path, sizeof(path), "%s/%s.%d.mem", dir ? dir : "?",
+		snprintf(path, sizeof(path), "%s/%s.%d.*.*.mem", dir ? dir : "?",
 			 group && *group ? group : "default", (int)getpid());
+	glob_t g;
+	if (glob(path, 0, NULL, &g) == 0) {
+		snprintf(path, sizeof(path), "%s", g.gl_pathv[0]);
+		globfree(&g);
+	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) != 0) {

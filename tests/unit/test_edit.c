@@ -251,6 +251,23 @@ static void test_add_builds_once(void)
 
 /* The kind of a change line is its first word, with its space: what the
  * shim's catch-up batch goes by. */
+/* A journal entry for one process names it as it sees itself: pid,
+ * start time and, since pid namespaces, its namespace; an entry without
+ * one (an earlier faultctl's) names the pid in any namespace. */
+static void test_target(void)
+{
+	struct fn_member_id id;
+	char a[] = "pid=1.77.4026532370 enable x", b[] = "pid=12.5 disable y", c[] = "enable z",
+	     bad[] = "pid=1.x enable x";
+	CU_ASSERT_STRING_EQUAL(fn_edit_target(a, &id), "enable x");
+	CU_ASSERT_TRUE(id.pid == 1 && id.start == 77 && id.ns == 4026532370u);
+	CU_ASSERT_STRING_EQUAL(fn_edit_target(b, &id), "disable y");
+	CU_ASSERT_TRUE(id.pid == 12 && id.start == 5 && id.ns == 0);
+	CU_ASSERT_STRING_EQUAL(fn_edit_target(c, &id), "enable z");
+	CU_ASSERT_EQUAL(id.pid, 0);
+	CU_ASSERT_PTR_NULL(fn_edit_target(bad, &id));
+}
+
 static void test_kind(void)
 {
 	CU_ASSERT_EQUAL(fn_edit_kind("enable x since=2", NULL), FN_EDIT_ENABLE);
@@ -272,6 +289,7 @@ void add_edit_tests(void)
 {
 	CU_pSuite s = CU_add_suite("edit", NULL, NULL);
 	CU_add_test(s, "add and rm: copies, replies, refusals", test_add_rm);
+	CU_add_test(s, "an entry's target: pid, start and pid namespace", test_target);
 	CU_add_test(s, "load and zone: copies, replies, refusals", test_load_zone);
 	CU_add_test(s, "a change line: verb, rule switched, refusals", test_line);
 	CU_add_test(s, "reset, told apart from other lines", test_is_reset);

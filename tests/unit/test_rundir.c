@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -110,9 +111,94 @@ static void test_rundir_symlink(void)
 	CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
+/* A member's name carries its id whole, whatever its group holds: two
+ * pid namespaces' pid 1 are two names, and the parse gives back what
+ * fn_mem_path wrote. */
+static void test_member_names(void)
+{
+	const struct fn_member_id a = {.pid = 1, .ns = 4026532370u, .start = 77},
+				  b = {.pid = 1, .ns = 4026532372u, .start = 77};
+	char pa[200], pb[200], group[64];
+	CU_ASSERT_TRUE(fn_mem_path(pa, sizeof(pa), "/r", "g.1.2", &a));
+	CU_ASSERT_TRUE(fn_mem_path(pb, sizeof(pb), "/r", "g.1.2", &b));
+	CU_ASSERT_STRING_NOT_EQUAL(pa, pb);
+	struct fn_member_id got;
+	const char *ext;
+	CU_ASSERT_TRUE(fn_member_name(pa + 3, group, sizeof(group), &got, &ext));
+	CU_ASSERT_STRING_EQUAL(group, "g.1.2");
+	CU_ASSERT_STRING_EQUAL(ext, ".mem");
+	CU_ASSERT_TRUE(got.pid == 1 && got.ns == a.ns && got.start == 77);
+	CU_ASSERT_TRUE(fn_member_name("g.5.6.7.done", group, sizeof(group), &got, &ext));
+	CU_ASSERT_TRUE(got.pid == 5 && got.ns == 6 && got.start == 7 && !strcmp(ext, ".done"));
+	CU_ASSERT_TRUE(fn_member_name("g.42.sock", group, sizeof(group), &got, &ext));
+	CU_ASSERT_TRUE(got.pid == 42 && got.ns == 0 && !strcmp(group, "g"));
+	/* an earlier faultnet's GROUP.PID.mem, a dot file, no group, pid 0 */
+	CU_ASSERT_FALSE(fn_member_name("g.42.mem", group, sizeof(group), &got, &ext));
+	CU_ASSERT_FALSE(fn_member_name(".g.1.2.3.mem", group, sizeof(group), &got, &ext));
+	CU_ASSERT_FALSE(fn_member_name("1.2.3.mem", group, sizeof(group), &got, &ext));
+	CU_ASSERT_FALSE(fn_member_name("g.0.2.3.mem", group, sizeof(group), &got, &ext));
+	CU_ASSERT_FALSE(fn_member_name("g.1.2.3.seq", group, sizeof(group), &got, &ext));
+	CU_ASSERT_FALSE(fn_member_name("toolong.1.2.3.mem", group, 4, &got, &ext));
+	const struct fn_member_id any = {.pid = 1, .start = 77};
+	CU_ASSERT_TRUE(fn_member_is(&a, &a) && fn_member_is(&any, &b));
+	CU_ASSERT_FALSE(fn_member_is(&a, &b));
+}
+
+/* Held while an open file of it holds the lock, even with every fd of
+ * that open file closed but a mapping; free once the mapping goes. */
+static void test_member_held(void)
+{
+	char path[] = "/tmp/fn-held-XXXXXX";
+	int fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(ftruncate(fd, 4096), 0);
+	int other = open(path, O_RDONLY | O_CLOEXEC);
+	CU_ASSERT_FALSE(fn_member_held(other));
+	CU_ASSERT_FALSE(fn_member_held(other)); /* the try let its lock go */
+	CU_ASSERT_EQUAL(flock(fd, LOCK_EX | LOCK_NB), 0);
+	void *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	CU_ASSERT_FATAL(m != MAP_FAILED);
+	close(fd);
+	CU_ASSERT_TRUE(fn_member_held(other));
+	munmap(m, 4096);
+	CU_ASSERT_FALSE(fn_member_held(other));
+	close(other);
+	unlink(path);
+}
+
+/* A reader that found a member's file free renames it to its .done, but
+ * not a file that took the name after the reader opened the old one (an
+ * exec'd image's own, under the same name): that rename is undone. */
+static void test_member_gone_if(void)
+{
+	char dir[] = "/tmp/fn-gone-XXXXXX", mem[100], done[100], other[100];
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(mem, sizeof(mem), "%s/g.1.2.3.mem", dir);
+	snprintf(done, sizeof(done), "%s/g.1.2.3.done", dir);
+	snprintf(other, sizeof(other), "%s/new", dir);
+	int old = open(mem, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	close(open(other, O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+	CU_ASSERT_EQUAL(rename(other, mem), 0); /* the new image's file */
+	fn_member_gone_if(mem, old);
+	CU_ASSERT_EQUAL(access(mem, F_OK), 0);
+	CU_ASSERT_NOT_EQUAL(access(done, F_OK), 0);
+	close(old);
+	old = open(mem, O_RDONLY | O_CLOEXEC); /* now the one found free */
+	fn_member_gone_if(mem, old);
+	CU_ASSERT_NOT_EQUAL(access(mem, F_OK), 0);
+	CU_ASSERT_EQUAL(access(done, F_OK), 0);
+	close(old);
+	unlink(done);
+	rmdir(dir);
+}
+
 void add_rundir_tests(void)
 {
 	CU_pSuite s = CU_add_suite("run directory", NULL, NULL);
 	CU_add_test(s, "the group's change counter", test_seq_shared);
 	CU_add_test(s, "a symbolic link, however spelt", test_rundir_symlink);
+	CU_add_test(s, "members' names: the id whole, across pid namespaces", test_member_names);
+	CU_add_test(s, "a member's lock, kept by its mapping", test_member_held);
+	CU_add_test(s, "a free member's file kept as .done, not its successor",
+		    test_member_gone_if);
 }
