@@ -77,6 +77,24 @@ KNOWN = [
     (mode, case, "the-servers-view-of-the-apps-port") for mode in ("relay", "http")
     for case in ("test.test_asyncio.test_sock_lowlevel.*.test_sock_accept",
                  "test.test_ssl.ThreadedTests.test_server_accept")
+] + [
+    # A TLS connection the HTTP rule terminates is two TLS sessions: client
+    # certificates, what each end negotiates, bytes before the handshake,
+    # the handshake's own timing and records.
+    ("http", case, "a-terminated-tls-connection-is-two-tls-sessions")
+    for case in ("test.test_ssl.TestPostHandshakeAuth.*",
+                 "test.test_ssl.TestPreHandshakeClose.test_preauth_data_to_tls_*",
+                 "test.test_ssl.ThreadedTests.test_PROTOCOL_TLS",
+                 "test.test_ssl.ThreadedTests.test_dh_params",
+                 "test.test_ssl.ThreadedTests.test_ecdh_curve",
+                 "test.test_ssl.ThreadedTests.test_no_shared_ciphers",
+                 "test.test_ssl.ThreadedTests.test_session",
+                 "test.test_ssl.ThreadedTests.test_tls_unique_channel_binding",
+                 "test.test_ssl.ThreadedTests.test_wrong_cert_tls12",
+                 "test.test_asyncio.test_ssl.TestSSL.test_ssl_handshake_timeout",
+                 "test.test_asyncio.test_sslproto.*.test_handshake_timeout",
+                 "test.test_asyncio.test_ssl*.test_start_tls_client_corrupted_ssl",
+                 "test.test_asyncio.test_ssl.TestSSL.test_shutdown_timeout_handler_not_set")
 ]
 
 
