@@ -105,6 +105,7 @@ struct fn_hconn {
 	int gates; /* requests with gate set */
 	bool up_started, up_ok, up_failed, up_shut;
 	bool up_reset;	/* the server reset the connection: read to its end */
+	bool app_reset; /* the app reset it: its last bytes go on, then the reset */
 	bool up_last;	/* the server's last answer is out: it closes next */
 	bool up_tcp;	/* the server's connect succeeded (up_ok: and its TLS) */
 	bool up_paused; /* its TLS handshake waits for the app's (relay_tls.h) */
@@ -1107,11 +1108,14 @@ static bool fill(struct fn_conn *c, int d, int fd)
 			dr->eof = true;
 			return true;
 		}
-		if (n < 0 && d == 1 && errno == ECONNRESET) {
-			/* The server's reset: every byte it sent before is
-			 * in; the app gets them, then the reset (server_gone). */
+		if (n < 0 && errno == ECONNRESET) {
+			/* A reset: every byte its end sent before is in; the
+			 * other end gets them, then the reset (server_gone;
+			 * app_gone), as a direct peer reads them. An app that
+			 * closes with unread bytes resets: a TLS client's
+			 * last alert must still reach the server. */
 			dr->eof = true;
-			c->http->up_reset = true;
+			*(d == 1 ? &c->http->up_reset : &c->http->app_reset) = true;
 			return true;
 		}
 		if (n < 0)
@@ -1194,6 +1198,15 @@ static void watch(struct fn_conn *c, bool app_blocked, bool up_blocked, uint64_t
 	fn_relay_watch(c, 0, app);
 	if (h->tls)
 		tls_wake(c, app_reads, up_reads, now);
+}
+
+/* The app reset the connection and the server has every byte it sent
+ * before (or cannot take them): the reset goes on to the server. */
+static bool app_gone(const struct fn_conn *c)
+{
+	const struct fn_hconn *h = c->http;
+	return h->app_reset && c->dir[0].lo == c->dir[0].hi &&
+	       (!h->up_ok || c->up < 0 || !obuf_pending(&h->toup));
 }
 
 /* Done: the app has closed its side and has everything it is owed. */
@@ -1454,7 +1467,7 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 	/* Answers are released OUT_MAX at a time: while the app takes them
 	 * all, release more, or the server's buffered bytes would wait for
 	 * an event that never comes (nothing to read, the app not blocked). */
-	for (;;) {
+	for (; !h->app_reset;) { /* an app that reset is owed nothing */
 		uint64_t out = c->dir[1].out;
 		release(c, now);
 		bool more = c->dir[1].out != out || obuf_pending(&h->toapp);
@@ -1466,6 +1479,10 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 			break;
 	}
 	if (h->up_ok && !obuf_flush(c, 1, &h->toup, c->up, &up_blocked)) {
+		fn_conn_finish(c, true);
+		return;
+	}
+	if (app_gone(c)) {
 		fn_conn_finish(c, true);
 		return;
 	}

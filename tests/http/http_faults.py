@@ -352,10 +352,48 @@ def test_live():
     o.shutdown()
 
 
+def test_last_bytes_then_reset():
+    """An app that closes with bytes it never read resets the connection:
+    the server still reads every byte the app sent before, then the reset,
+    as directly (a TLS client's last alert, sent as it gives up on a
+    certificate, then its close: CPython's test_poplib STLS case)."""
+    port = 18114
+    ls = socket.create_server((HOST, port))
+    got = []
+
+    def serve():
+        c, _ = ls.accept()
+        c.sendall(b"hello\r\n" + b"x" * 4000)  # the app reads the greeting alone
+        data, end = b"", b""
+        try:
+            while not data.endswith(b"LAST"):
+                b = c.recv(100)
+                if not b:
+                    break
+                data += b
+            end = c.recv(100)
+        except OSError as e:
+            end = type(e).__name__
+        got.extend([data, end])
+        c.close()
+    t = threading.Thread(target=serve)
+    t.start()
+    code = ("import socket,time\ns=socket.create_connection((%r,%d))\ns.recv(7)\n"
+            "time.sleep(0.2)\ns.sendall(b'LAST')\ns.close()" % (HOST, port))
+    conf = policy("lastbytes", [rule("any", "respond", port, "status = 503;", 'path = "/never/*";')])
+    subprocess.run([PY, "-c", code], env=env(conf), timeout=30)
+    t.join(10)
+    ls.close()
+    check("an app's last bytes before a close that resets (it left bytes unread) reach the "
+          "server, then the reset, as directly: %s" % got,
+          got[:1] == [b"LAST"] and got[1:] in ([b""], ["ConnectionResetError"]), got)
+
+
 def main():
     for t in checks.selected([test_counts, test_live, test_keepalive, test_pipelined,
                               test_head_and_expect, test_close_cases, test_no_server, test_slow,
-                              test_abort, test_window, test_not_http]):
+                              test_abort, test_window, test_not_http,
+                              test_last_bytes_then_reset]):
         t()
     subprocess.run(["rm", "-rf", TMP])
     sys.exit(1 if checks.failed else 0)
