@@ -17,6 +17,10 @@ struct fn_http *fn_http_new(void)
 		h->refs = 1;
 		h->retry_after = -1;
 		h->mode = FN_ABORT_RESET;
+		h->grpc_status = -1;
+		h->grpc_pushback_ms = -1;
+		h->rst_stream = -1;
+		h->goaway = -1;
 	}
 	return h;
 }
@@ -36,7 +40,51 @@ void fn_http_put(struct fn_http *h)
 	free(h->headers);
 	free(h->body);
 	free(h->body_file);
+	free(h->grpc_message);
 	free(h);
+}
+
+static const char *const h2_errors[] = {
+    "NO_ERROR",	      "PROTOCOL_ERROR", "INTERNAL_ERROR",	  "FLOW_CONTROL_ERROR",
+    "SETTINGS_TIMEOUT", "STREAM_CLOSED",  "FRAME_SIZE_ERROR",	  "REFUSED_STREAM",
+    "CANCEL",	      "COMPRESSION_ERROR", "CONNECT_ERROR",	  "ENHANCE_YOUR_CALM",
+    "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED"};
+
+static const char *const grpc_codes[] = {
+    "OK",	       "CANCELLED",	    "UNKNOWN",		"INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED", "NOT_FOUND",	    "ALREADY_EXISTS",	"PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",	"OUT_OF_RANGE",
+    "UNIMPLEMENTED",	   "INTERNAL",	    "UNAVAILABLE",	"DATA_LOSS",
+    "UNAUTHENTICATED"};
+
+#define NWORDS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int word_of(const char *const *words, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcasecmp(words[i], name) == 0)
+			return i;
+	return -1;
+}
+
+const char *fn_h2_error_name(int code)
+{
+	return code >= 0 && code < NWORDS(h2_errors) ? h2_errors[code] : NULL;
+}
+
+int fn_h2_error_of(const char *name)
+{
+	return word_of(h2_errors, NWORDS(h2_errors), name);
+}
+
+const char *fn_grpc_status_name(int code)
+{
+	return code >= 0 && code < NWORDS(grpc_codes) ? grpc_codes[code] : NULL;
+}
+
+int fn_grpc_status_of(const char *name)
+{
+	return word_of(grpc_codes, NWORDS(grpc_codes), name);
 }
 
 static bool glob_ok(const char *pattern, const char *s, int flags)

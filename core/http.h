@@ -32,7 +32,32 @@ struct fn_http {
 	int mode;	     /* abort: FN_ABORT_RESET or FN_ABORT_CLOSE */
 	int tls_fault;	     /* tls: enum fn_tls_fault */
 	int tls_alert;	     /* tls, fault alert: the alert's code (RFC 8446 6) */
+	/* HTTP/2 and gRPC (preload/h2/). respond with grpc_status answers a
+	 * gRPC call: Trailers-Only, or after the server's own response
+	 * headers when grpc_after_headers (the call is then committed). */
+	int grpc_status;	  /* 0 to 16; -1 for none */
+	char *grpc_message;	  /* its grpc-message, or NULL */
+	int64_t grpc_pushback_ms; /* grpc-retry-pushback-ms; -1 for none */
+	bool grpc_after_headers;
+	/* abort on an HTTP/2 stream: an RST_STREAM with this code (RFC 9113
+	 * 7), at the request (rst_after FN_RST_REQUEST), after the server's
+	 * response headers, or after after_bytes of its DATA; or a GOAWAY
+	 * with goaway's code whose last-stream-id leaves this stream and all
+	 * later ones refused. -1 for none; on HTTP/1.1, either is mode. */
+	int rst_stream;
+	int rst_after; /* FN_RST_REQUEST or FN_RST_HEADERS */
+	int goaway;
 };
+
+enum { FN_RST_REQUEST, FN_RST_HEADERS };
+
+/* An HTTP/2 error code's name (RFC 9113 7: "REFUSED_STREAM") and back; -1
+ * for an unknown name, NULL for an unknown code. */
+const char *fn_h2_error_name(int code);
+int fn_h2_error_of(const char *name);
+/* A gRPC status code's name ("UNAVAILABLE") and back; -1 for unknown. */
+const char *fn_grpc_status_name(int code);
+int fn_grpc_status_of(const char *name);
 
 /* What a tls rule does to a handshake (its key fault). */
 enum fn_tls_fault {
