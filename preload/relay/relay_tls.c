@@ -222,7 +222,11 @@ static void choose_alpn(struct fn_tls *t)
 		sl = h1 ? 8 : 2;
 	}
 	t->h2 = sl == 2 && memcmp(sel, "h2", 2) == 0;
-	fn_leaf_set_alpn(t->s[FN_TLS_APP].ssl, sel, sl);
+	unsigned char wire[256];
+	wire[0] = (unsigned char)sl;
+	if (sl)
+		memcpy(wire + 1, sel, sl);
+	fn_leaf_set_alpn(t->s[FN_TLS_APP].ssl, wire, sl ? sl + 1 : 0);
 }
 
 enum fn_tls_first fn_tls_hello(const char *p, size_t n, struct fn_hello *h)
