@@ -308,6 +308,9 @@ bool cfg_http_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r, c
 	    FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_ABORT,   FN_ACT_TLS,
 	    FN_ACT_TLS,	    FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
 	    FN_ACT_RESPOND, FN_ACT_ABORT,   FN_ACT_ABORT,   FN_ACT_ABORT};
+	_Static_assert(sizeof(owner) / sizeof(owner[0]) + 1 ==
+			   sizeof(cfg_http_keys) / sizeof(cfg_http_keys[0]),
+		       "a key without its owner");
 	int k = 0;
 	while (keys[k] && strcmp(keys[k], key) != 0)
 		k++;
