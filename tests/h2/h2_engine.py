@@ -11,6 +11,8 @@ nghttp2-client) against nghttpd, a server that speaks first:
   alone, the reset used to wait for an event that never came);
 - ALPN: an HTTPS client offering h2 and http/1.1 gets the server's choice
   (h2) through the termination, and a respond rule answers it over h2;
+- Upgrade: h2c: the streams of an upgraded connection are read (they
+  went on as bytes, out of the rules' reach);
 - a TLS client offering only h2 to a port where no server listens and the
   rules answer: h2 chosen once its handshake is done, never read as
   HTTP/1.1 (about one run in five was reset).
@@ -30,7 +32,7 @@ from checks import check  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 LIB = os.path.join(BUILD, "libfaultnet.so")
-PLAIN, TLS, NONE, GRPC = 18180, 18543, 18599, 18651
+PLAIN, TLS, NONE, GRPC, H2C = 18180, 18543, 18599, 18651, 18182
 
 
 def reexec():
@@ -169,6 +171,24 @@ def grpc_rst_after_headers(d):
           out.startswith("err INTERNAL") and float(out.split()[-1]) < 5, out[-300:])
 
 
+def h2c_upgrade(d):
+    """Upgrade: h2c (curl --http2 on http://): the upgraded request and the
+    streams after it are read as HTTP/2, rules included."""
+    conf = policy(d, "h2c", ['{ name = "fail"; action = "respond"; status = 503; body = "nope"; '
+                             'match = { to = "127.0.0.1/32"; port = %d; path = "/fail"; }; }' % H2C])
+    url = "http://127.0.0.1:%d/" % H2C
+    args = ["curl", "-sS", "--http2", "-w", " %{http_code} %{http_version}\n"]
+    rc, direct = run(args + [url + "a?n=100000", "-o", os.devnull, url + "b"],
+                     {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
+    rc1, via = run(args + [url + "a?n=100000", "-o", os.devnull, url + "b", url + "fail"],
+                   env(d, conf))
+    check("curl --http2 upgrades (h2c) through faultnet as directly: the upgraded stream 1 "
+          "(100,000 bytes) and the next over HTTP/2 (%r, directly %r)" % (via, direct),
+          rc1 == 0 and via.startswith(direct) and direct == " 200 2\n/b/b/b 200 2\n", via)
+    check("and a respond rule answers a later stream of the upgraded connection over HTTP/2",
+          via.endswith("nope 503 2\n"), via)
+
+
 def make_certs(d):
     def o(*a):
         subprocess.run(["openssl"] + list(a), check=True, capture_output=True)
@@ -238,12 +258,15 @@ def main():
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
              subprocess.Popen(["nghttpd", "-d", www, str(TLS), skey, crt],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-             subprocess.Popen([sys.executable, "-c", GRPC_SERVER, str(GRPC)])]
+             subprocess.Popen([sys.executable, "-c", GRPC_SERVER, str(GRPC)]),
+             subprocess.Popen([sys.executable, os.path.join(HERE, "h2c_server.py"), str(H2C)])]
     try:
         wait_port(PLAIN)
         wait_port(TLS)
         wait_port(GRPC)
+        wait_port(H2C)
         server_first(d)
+        h2c_upgrade(d)
         rst_after_headers(d)
         grpc_rst_after_headers(d)
         alpn_h2(d, ca)
