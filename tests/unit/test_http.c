@@ -374,6 +374,19 @@ static void test_answers_all(void)
 	    {"{ name = \"a\"; action = \"respond\"; status = 503; match = { to = \"127.0.0.1\"; "
 	     "host = \"*.other.org\"; }; }",
 	     false},
+	    /* gRPC statuses and resets after the server's own headers need it. */
+	    {"{ name = \"a\"; action = \"respond\"; grpc_status = 14; match = { to = "
+	     "\"127.0.0.1\"; }; }",
+	     true},
+	    {"{ name = \"a\"; action = \"respond\"; grpc_status = 14; grpc_after_headers = true; "
+	     "match = { to = \"127.0.0.1\"; }; }",
+	     false},
+	    {"{ name = \"a\"; action = \"abort\"; rst_stream = \"CANCEL\"; match = { to = "
+	     "\"127.0.0.1\"; }; }",
+	     true},
+	    {"{ name = \"a\"; action = \"abort\"; rst_stream = \"CANCEL\"; rst_after = "
+	     "\"headers\"; match = { to = \"127.0.0.1\"; }; }",
+	     false},
 	};
 	bool (*was)(const struct fn_endpoint *, const char *) = fn_host_resolved;
 	fn_host_resolved = resolved;
