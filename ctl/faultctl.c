@@ -316,7 +316,7 @@ static void print_stats(const struct opts *o, char **lines, int nlines)
 	print_records(o, lines, nlines, "parser", ustats, 4);
 	static const char *const tstats[] = {"pid",
 					     "terminated",
-					     "passed_h2_only",
+					     "passed_other_alpn",
 					     "passed_unavailable",
 					     "refused_by_app",
 					     "server_unverified",

@@ -1404,7 +1404,7 @@ static bool sniff(struct fn_conn *c)
 	if (r == FN_TLS_WAIT && !dr->eof && dr->hi < dr->cap)
 		return false;
 	h->sniffed = true;
-	if (r != FN_TLS_TERMINATE && r != FN_TLS_H2_ONLY)
+	if (r != FN_TLS_TERMINATE && r != FN_TLS_OTHER_ALPN)
 		return true;
 	bool untouched;
 	int fault = tls_rules(c, hello.sni, &untouched);
@@ -1428,11 +1428,11 @@ static bool sniff(struct fn_conn *c)
 			h->up_err = ECONNRESET;
 		}
 		ensure_upstream(c);
-	} else if (r == FN_TLS_H2_ONLY || why) {
+	} else if (r == FN_TLS_OTHER_ALPN || why) {
 		/* Passed through: the engine counts it as not HTTP too. */
-		fn_stats_tls(&h->ep, r == FN_TLS_H2_ONLY ? FN_TLS_PASSED_H2_ONLY
+		fn_stats_tls(&h->ep, r == FN_TLS_OTHER_ALPN ? FN_TLS_PASSED_OTHER_ALPN
 							 : FN_TLS_PASSED_UNAVAILABLE);
-		say_opaque(h, r == FN_TLS_H2_ONLY
+		say_opaque(h, r == FN_TLS_OTHER_ALPN
 				  ? "TLS whose ALPN offers neither h2 nor http/1.1, passed through"
 				  : "TLS passed through: termination unavailable");
 	}
