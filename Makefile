@@ -52,7 +52,8 @@ CORE_LIB := $(BUILD)/libfaultnet-core.a
 FUZZERS := build/fuzz/fuzz_config build/fuzz/fuzz_rule build/fuzz/fuzz_protocol
 
 .PHONY: all deps test-deps install man deb demo test test-progs check unit integration clients sanitize \
-	check-exports conformance stress bench bench-progs fuzz fresh-check clean format depcheck
+	check-exports conformance stress bench bench-progs fuzz fresh-check clean format depcheck \
+	bundle
 all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl $(BUILD)/faultnet-probe
 
 # Installs the Debian packages the build and the tests need when missing.
@@ -120,6 +121,13 @@ $(BUILD)/obj/ctl/faultctl.o: CFLAGS += -DFN_VERSION='"$(FN_VERSION)"'
 # the shim (faultctl keeps the shim idle in itself).
 $(BUILD)/faultnet-probe: $(call obj,ctl/probe/probe.c)
 	$(CC) $(ALL_CFLAGS) -o $@ $^
+
+# The self-contained bundle for containers: the shim and every library it
+# loads at run time, in $(BUILD)/bundle, mounted read-only into an image by
+# faultctl docker run and compose (scripts/bundle.sh, ctl/container.c).
+bundle: $(BUILD)/libfaultnet.so
+	@command -v patchelf >/dev/null 2>&1 || scripts/deps.sh test
+	scripts/bundle.sh $(BUILD)
 
 # Manual pages, from one scdoc source each (docs/man).
 MAN_PAGES := $(patsubst docs/man/%.scd,$(BUILD)/man/%,$(wildcard docs/man/*.scd))
