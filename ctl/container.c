@@ -50,7 +50,8 @@ static int spawn(char *const argv[], char *out, size_t len, bool quiet)
 	pid_t pid = fork();
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
-		dup2(out ? fds[1] : null, 1);
+		if (out || quiet)
+			dup2(out ? fds[1] : null, 1);
 		if (quiet)
 			dup2(null, 2);
 		execvp(argv[0], argv);
