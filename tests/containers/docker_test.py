@@ -121,9 +121,18 @@ def stop_engine():
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
-    if not subprocess.run(["findmnt", "-rno", "TARGET"], capture_output=True,
-                          text=True).stdout.count(ENGINE):
-        shutil.rmtree(ENGINE, ignore_errors=True)
+    # dockerd leaves the host's network namespace bound in its exec root.
+    mounts = subprocess.run(["findmnt", "-rno", "TARGET"], capture_output=True,
+                            text=True).stdout.split()
+    for m in sorted((m for m in mounts if m.startswith(EXEC_ROOT + "/")), reverse=True):
+        subprocess.run(["umount", m], capture_output=True)
+    for m in (ENGINE, EXEC_ROOT):
+        if not any(x.startswith(m + "/") for x in subprocess.run(
+                ["findmnt", "-rno", "TARGET"], capture_output=True, text=True).stdout.split()):
+            shutil.rmtree(m, ignore_errors=True)
+    for f in (SOCK, EXEC_ROOT + ".pid"):
+        if os.path.exists(f):
+            os.unlink(f)
 
 
 def import_tar(name, root):
