@@ -37,6 +37,10 @@ ENGINE = tempfile.mkdtemp(prefix="fn-dockerd-", dir="/var/tmp")
 SOCK = "/run/fn-dockerd-%d.sock" % os.getpid()
 EXEC_ROOT = "/run/fn-dockerd-%d" % os.getpid()
 IMAGE = "faultnet-test/curl:bookworm"
+# An account of the test's own (created and removed by it), in a group the
+# engine's socket is given to: a host user who is not root.
+USER = "fnctr%d" % (os.getpid() % 100000)
+USER_MADE = False
 DOCKER = "/usr/bin/docker" if os.path.exists("/usr/bin/docker") else "docker"
 ENV = dict(os.environ, DOCKER_HOST="unix://" + SOCK, FAULTNET_RUNDIR=RUNDIR,
            FAULTNET_DOCKER=DOCKER)
@@ -93,7 +97,8 @@ def start_engine():
     start_engine.proc = subprocess.Popen(
         ["dockerd", "--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false",
          "-H", "unix://" + SOCK, "--data-root", os.path.join(ENGINE, "data"),
-         "--exec-root", EXEC_ROOT, "--pidfile", EXEC_ROOT + ".pid"],
+         "--exec-root", EXEC_ROOT, "--pidfile", EXEC_ROOT + ".pid"]
+        + (["--group", USER] if USER_MADE else []),
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     end = time.time() + 30
     while time.time() < end:
@@ -275,6 +280,65 @@ def test_refused_with_the_reason():
           r.returncode == 1 and "glibc is 2.28" in r.stderr, r.stderr)
 
 
+def make_user():
+    global USER_MADE
+    r = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--shell",
+                        "/usr/sbin/nologin", USER], capture_output=True, text=True)
+    USER_MADE = r.returncode == 0
+    return r.stderr.strip()
+
+
+def remove_user():
+    if USER_MADE:
+        subprocess.run(["userdel", USER], capture_output=True)
+        subprocess.run(["groupdel", USER], capture_output=True)
+
+
+def test_root_container_beside_a_user():
+    """A host user who is not root, with the engine's socket: the image's
+    root container is refused (the run directory is the user's, mode
+    0700); with --user the user's uid it runs, joins and is counted."""
+    if not USER_MADE:
+        print("  skip - a host user who is not root: useradd failed: %s" % make_user.why)
+        checks.skip()
+        return
+    import pwd
+    uid = pwd.getpwnam(USER).pw_uid
+    d = tempfile.mkdtemp(prefix="user-", dir=WORK)
+    os.chmod(WORK, 0o755)
+    os.chmod(d, 0o755)
+    shutil.copy(CTL, d)
+    shutil.copytree(os.path.join(BUILD, "bundle"), os.path.join(d, "bundle"))
+    for sub in ("run", "pol", "home"):
+        os.mkdir(os.path.join(d, sub), 0o700)
+        os.chown(os.path.join(d, sub), uid, uid)
+    conf = os.path.join(d, "pol", "p.conf")
+    with open(conf, "w") as f:
+        f.write('rules = ( { name = "cut"; action = "refuse"; '
+                'match = { to = "127.0.0.9/32"; port = 80; }; } );\n')
+    os.chown(conf, uid, uid)
+
+    def as_user(*args):
+        return subprocess.run(
+            ["runuser", "-u", USER, "--", "env", "-i", "PATH=/usr/bin:/bin",
+             "HOME=" + os.path.join(d, "home"), "DOCKER_HOST=unix://" + SOCK,
+             "FAULTNET_DOCKER=" + DOCKER, "FAULTNET_RUNDIR=" + os.path.join(d, "run"),
+             os.path.join(d, "faultctl")] + list(args),
+            capture_output=True, text=True, timeout=60)
+    probe = ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.9/80"]
+    r = as_user("docker", "run", "--config", conf, "-g", "u", "--network", "none", "--rm",
+                IMAGE, *probe)
+    check("user %d, the image's root container: refused, saying both uids" % uid,
+          r.returncode == 1 and "uid 0 (the image's USER)" in r.stderr and
+          "uid %d's" % uid in r.stderr, r.stdout + r.stderr)
+    r = as_user("docker", "run", "--config", conf, "-g", "u", "--stats", "--network", "none",
+                "--rm", "--user", "%d:%d" % (uid, uid), IMAGE, *probe)
+    faults = re.search(r"rule cut .*faults=(\d+)", r.stderr)
+    check("with --user %d it runs as the user, joins and is counted (faults=%s)"
+          % (uid, faults and faults.group(1)), faults and faults.group(1) == "1",
+          r.stdout + r.stderr)
+
+
 SERVER = (r'$s=IO::Socket::INET->new(LocalAddr=>"127.0.0.1",LocalPort=>$ARGV[0],Listen=>64,'
           r'ReuseAddr=>1) or die "listen: $!"; open(L,">>",$ARGV[1]) or die; L->autoflush(1);'
           r'while($c=$s->accept){ while(<$c>){ last if /^\r?$/ } print L "req\n";'
@@ -353,11 +417,13 @@ def test_compose_override():
 def main():
     print("faultctl docker and compose on a Docker engine of its own (%s)" % BUILD)
     os.mkdir(RUNDIR, 0o700)
+    make_user.why = make_user()
     why = start_engine()
     if why:
         print("  skip - the Docker part: the engine cannot start here: %s" % why)
         checks.skip()
         stop_engine()
+        remove_user()
         shutil.rmtree(WORK, ignore_errors=True)
         sys.exit(0)
     try:
@@ -371,7 +437,7 @@ def main():
         r = import_tar(IMAGE, root)
         check("imported as the image %s" % IMAGE, r.returncode == 0, r.stderr)
         tests = [test_curl_blackhole_flipped_from_host, test_two_containers_pid_1,
-                 test_refused_with_the_reason]
+                 test_refused_with_the_reason, test_root_container_beside_a_user]
         if shutil.which("docker-compose"):
             tests.append(test_compose_override)
         else:
@@ -384,6 +450,7 @@ def main():
                 check("%s ran to its end" % checks.name_of(t), False, traceback.format_exc())
     finally:
         stop_engine()
+        remove_user()
         shutil.rmtree(WORK, ignore_errors=True)
     sys.exit(1 if checks.failed else 0)
 
