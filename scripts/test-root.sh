@@ -5,16 +5,17 @@
 #   minbase  debootstrap --variant=minbase: glibc, bash, coreutils, none of the
 #            libraries the shim loads at run time (libconfig, http-parser,
 #            OpenSSL, nghttp2), so a bundle can be shown to bring its own.
-#   curl     minbase with curl (and what curl needs): the image the Docker
-#            part imports.
+#   py       minbase with curl and python3-requests (and what they need):
+#            the image the Docker part imports (curl, and the Python
+#            retry-storm workers of tests/http/storm.py).
 # The cache is $FAULTNET_ROOTS (default /var/tmp/faultnet-roots); a root is
 # used only once complete (built into NAME.tmp, then renamed). Needs root.
 set -u
-name=${1:?usage: test-root.sh minbase|curl}
+name=${1:?usage: test-root.sh minbase|py}
 case $name in
 minbase) include="" ;;
-curl) include="--include=curl" ;;
-*) echo "test-root: unknown root $name (minbase or curl)" >&2; exit 2 ;;
+py) include="--include=curl,python3-requests" ;;
+*) echo "test-root: unknown root $name (minbase or py)" >&2; exit 2 ;;
 esac
 cache=${FAULTNET_ROOTS:-/var/tmp/faultnet-roots}
 root=$cache/$name

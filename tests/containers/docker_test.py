@@ -2,7 +2,8 @@
 Docker engine (Debian 12's docker.io) that this script starts itself with no
 network of its own (--bridge=none, --iptables=false, its own socket, data
 and exec roots, stopped and removed at the end). The image is a Debian 12
-root with curl built by debootstrap (scripts/test-root.sh curl, cached) and
+root with curl and python3-requests built by debootstrap (scripts/test-root.sh
+py, cached) and
 imported; containers run with --network host, so every packet stays on
 loopback. Where the engine cannot start, one line says why and the checks
 are skipped (the namespace part, ns_bundle_test.py, never skips).
@@ -36,7 +37,7 @@ RUNDIR = os.path.join(WORK, "run")
 ENGINE = tempfile.mkdtemp(prefix="fn-dockerd-", dir="/var/tmp")
 SOCK = "/run/fn-dockerd-%d.sock" % os.getpid()
 EXEC_ROOT = "/run/fn-dockerd-%d" % os.getpid()
-IMAGE = "faultnet-test/curl:bookworm"
+IMAGE = "faultnet-test/py:bookworm"
 # An account of the test's own (created and removed by it), in a group the
 # engine's socket is given to: a host user who is not root.
 USER = "fnctr%d" % (os.getpid() % 100000)
@@ -414,6 +415,66 @@ def test_compose_override():
                         override, "down"], env=ENV, capture_output=True, timeout=60)
 
 
+def compose_cmd(project, *files):
+    argv = ["docker-compose", "-p", project]
+    for f in files:
+        argv += ["-f", f]
+    return argv
+
+
+def test_compose_retry_storm():
+    """The issue's second acceptance: a two-service Compose file (the
+    origin server and the retry-storm workers of tests/http, host network),
+    the workers alone under faultnet by faultctl compose's override: 6
+    workers against a 3 s outage of 503s (policies/http-5xx-then-healthy.conf
+    scaled down), without and with a circuit breaker; the 503s the workers
+    met are the rule's answers counted on the host, and the breaker cuts the
+    waste."""
+    port = 19000 + os.getpid() % 1000
+    conf = policy(open(os.path.join(SRC, "policies", "http-5xx-then-healthy.conf")).read()
+                  .replace("for_ms = 60000", "for_ms = 3000").replace("port = 8080", "port = %d" % port))
+    http_dir = os.path.join(SRC, "tests", "http")
+    compose = os.path.join(WORK, "storm.yml")
+    serve = ("import sys; sys.path.insert(0, %r); import origin; "
+             "origin.Origin(%d, '127.85.0.4').serve_forever()" % (http_dir, port))
+    with open(compose, "w") as f:
+        f.write('version: "3.8"\nservices:\n'
+                '  server:\n    image: %s\n    network_mode: host\n    volumes: ["%s:%s:ro"]\n'
+                '    command: ["python3", "-c", %s]\n'
+                '  client:\n    image: %s\n    network_mode: host\n    volumes: ["%s:%s:ro"]\n'
+                '    command: ["true"]\n'
+                % (IMAGE, http_dir, http_dir, json.dumps(serve), IMAGE, http_dir, http_dir))
+    project = "fnstorm%d" % os.getpid()
+    try:
+        up = run(compose_cmd(project, compose) + ["up", "-d", "server"], timeout=60)
+        check("the server service is up (not under faultnet)", up.returncode == 0, up.stderr)
+        res = {}
+        for mode in ("none", "breaker"):
+            override = os.path.join(WORK, "storm-%s.yml" % mode)
+            r = ctl("compose", "--config", conf, "-g", "storm-" + mode, "-o", override, "client")
+            w = run(compose_cmd(project, compose, override) + [
+                "run", "--rm", "-T", "client", "python3", os.path.join(http_dir, "storm.py"),
+                "127.85.0.4", str(port), "6", "1.5", mode], timeout=120)
+            out = [json.loads(x) for x in w.stdout.splitlines() if x.startswith("{")]
+            out = out[-1] if out else {"error": w.stdout[-300:] + w.stderr[-600:]}
+            st = ctl("-g", "storm-" + mode, "--json", "stats")
+            recs = [json.loads(y) for y in st.stdout.splitlines() if y.startswith("{")]
+            ans = sum(x.get("answered", 0) for x in recs
+                      if x.get("type") == "rule" and x.get("name") == "degraded-60s")
+            res[mode] = (out, ans)
+            check("storm (%s) in the client container: the 503s the workers met (%s) are the "
+                  "rule's answers read on the host (%d)" % (mode, out.get("errors_5xx"), ans),
+                  r.returncode == 0 and out.get("errors_5xx") == ans > 0, (out, st.stdout[-800:]))
+            check("storm (%s): the workers recover from the real server container once the 3 s "
+                  "outage ends (first success at %s s)" % (mode, out.get("first_ok")),
+                  out.get("first_ok") and 2.9 < out["first_ok"] < 6.5, out)
+        a, b = res["none"][1], res["breaker"][1]
+        check("storm: 6 workers waste %d requests without a circuit breaker, %d with one"
+              % (a, b), b > 0 and a >= 3 * b, res)
+    finally:
+        run(compose_cmd(project, compose) + ["down"], timeout=60)
+
+
 def main():
     print("faultctl docker and compose on a Docker engine of its own (%s)" % BUILD)
     os.mkdir(RUNDIR, 0o700)
@@ -429,17 +490,17 @@ def main():
     try:
         print("  (engine %s, no bridge, no iptables; networks: %s)"
               % (docker("info", "-f", "{{.ServerVersion}}").stdout.strip(), " ".join(networks())))
-        r = subprocess.run([os.path.join(SRC, "scripts", "test-root.sh"), "curl"],
+        r = subprocess.run([os.path.join(SRC, "scripts", "test-root.sh"), "py"],
                            capture_output=True, text=True)
         root = r.stdout.strip()
-        check("a debootstrap root with curl (scripts/test-root.sh curl)", r.returncode == 0 and
+        check("a debootstrap root with curl and python3-requests (scripts/test-root.sh py)", r.returncode == 0 and
               root, r.stderr)
         r = import_tar(IMAGE, root)
         check("imported as the image %s" % IMAGE, r.returncode == 0, r.stderr)
         tests = [test_curl_blackhole_flipped_from_host, test_two_containers_pid_1,
                  test_refused_with_the_reason, test_root_container_beside_a_user]
         if shutil.which("docker-compose"):
-            tests.append(test_compose_override)
+            tests += [test_compose_override, test_compose_retry_storm]
         else:
             print("  skip - compose: docker-compose is not installed")
             checks.skip()
