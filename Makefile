@@ -150,6 +150,9 @@ install: all man
 	install -m 0755 $(BUILD)/faultnet-probe $(DESTDIR)$(PREFIX)/bin/faultnet-probe
 	install -d $(DESTDIR)$(PREFIX)/share/faultnet/policies
 	install -m 0644 policies/*.conf $(DESTDIR)$(PREFIX)/share/faultnet/policies/
+	# The container bundle, when made (make bundle): faultctl docker finds it there.
+	if [ -f $(BUILD)/bundle/faultnet-bundle.txt ]; then install -d $(DESTDIR)$(PREFIX)/lib/faultnet/bundle && \
+		install -m 0644 $(BUILD)/bundle/* $(DESTDIR)$(PREFIX)/lib/faultnet/bundle/; fi
 
 # A Debian package from the committed tree (git archive), built apart from
 # the working tree: build/deb/faultnet_VERSION_amd64.deb.

@@ -84,8 +84,15 @@ static const char *check_image(const struct setup *s, const char *image, char *f
 	    (char *)s->docker,	       "create",      "--network", "none", "--entrypoint",
 	    "/faultnet-never-started", (char *)image, NULL};
 	if (spawn(create, cid, sizeof(cid), true) != 0 || !cid[0]) {
-		snprintf(err, len, "%s create %s failed: is the image there (docker images)?",
-			 s->docker, image);
+		char ver[64];
+		char *info[] = {(char *)s->docker, "info", "-f", "{{.ServerVersion}}", NULL};
+		if (spawn(info, ver, sizeof(ver), true) != 0)
+			snprintf(err, len, "cannot reach the Docker engine ('%s info' failed)",
+				 s->docker);
+		else
+			snprintf(err, len,
+				 "%s create %s failed: is the image there (docker images)?",
+				 s->docker, image);
 		return err;
 	}
 	const char *why = NULL;
@@ -162,7 +169,7 @@ static const char *check_uid(const struct setup *s, const char *user, const char
 			 "is another account here, which the run directory %s (uid %u's, mode "
 			 "0700) refuses; run it with --userns=host",
 			 uid, s->rundir, (unsigned)geteuid());
-		return strstr(user ? user : "", "") && 0 ? NULL : err;
+		return err;
 	}
 	/* A rootless engine runs the container's root as the engine's user. */
 	long want = strstr(info, "name=rootless") ? 0 : (long)geteuid();

@@ -920,7 +920,10 @@ int main(int argc, char **argv)
 		print_usage(stderr);
 		return 2;
 	}
-	for (int i = v + 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+	/* docker run's arguments after faultctl's own are docker's and the
+	 * container command's: only a --help right after the verb is ours. */
+	int scan_end = verb->own == verb_docker ? (v + 2 < argc ? v + 2 : argc) : argc;
+	for (int i = v + 1; i < scan_end && strcmp(argv[i], "--") != 0; i++)
 		if (strcmp(argv[i], "--help") == 0) {
 			printf("usage: faultctl [-p PID]... [-g GROUP] [--json] %s ...\n", name);
 			print_verb(stdout, verb);
