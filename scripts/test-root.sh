@@ -27,6 +27,10 @@ mirror=$(grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}' 
 [ -n "$mirror" ] || mirror=$(grep -hs '^deb ' /etc/apt/sources.list | awk '{print $2}' | grep -v security | head -1)
 mirror=${mirror:-http://deb.debian.org/debian}
 mkdir -p "$cache" && chmod 755 "$cache"
+# Two test runs at once build it once: the second waits, then finds it.
+exec 9>"$cache/.lock"
+flock 9
+if [ -x "$root/bin/bash" ]; then echo "$root"; exit 0; fi
 rm -rf --one-file-system "$root.tmp"
 # shellcheck disable=SC2086
 if ! debootstrap --variant=minbase $include bookworm "$root.tmp" "$mirror" >"$root.log" 2>&1; then
