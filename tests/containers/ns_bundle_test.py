@@ -205,6 +205,50 @@ def test_live_flip_in_chroot():
         srv.close()
 
 
+def test_http_rule_in_chroot():
+    """An HTTP rule in the chroot: the shim's HTTP engine parses the request
+    with the bundle's libhttp_parser (the root has none) and answers 503;
+    the library is mapped from /opt/faultnet."""
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    port = srv.getsockname()[1]
+    with open(CONF, "w") as f:
+        f.write('rules = ( { name = "r503"; action = "respond"; status = 503; '
+                'match = { to = "127.0.0.1/32"; port = %d; }; } );\n' % port)
+    script = ('exec 3<>/dev/tcp/127.0.0.1/$1; printf "GET /x HTTP/1.1\\r\\nHost: t\\r\\n'
+              '\\r\\n" >&3; read -r line <&3; echo "$line"; '
+              'grep -o "/opt/faultnet/libhttp_parser[^ ]*" /proc/$$/maps | sort -u')
+    p = in_chroot("http", ["bash", "-c", script, "h", str(port)],
+                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out = p.communicate(timeout=30)[0]
+    finally:
+        srv.close()
+    check("an HTTP rule in the chroot answers 503 (the request parsed by the bundle's "
+          "libhttp_parser, mapped from /opt/faultnet)", out.startswith("HTTP/1.1 503") and
+          "/opt/faultnet/libhttp_parser.so.2.9" in out, out)
+    # HTTP/2 with prior knowledge: the preface and an empty SETTINGS frame
+    # hand the connection to the engine's HTTP/2 side, on libnghttp2.
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", port))
+    srv.listen(16)
+    script = ('exec 3<>/dev/tcp/127.0.0.1/$1; printf "PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n'
+              '\\0\\0\\0\\4\\0\\0\\0\\0\\0" >&3; read -r -N 9 -t 3 x <&3; echo "read $?"; '
+              'grep -o "/opt/faultnet/libnghttp2[^ ]*" /proc/$$/maps | sort -u')
+    p = in_chroot("http", ["bash", "-c", script, "h", str(port)],
+                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out = p.communicate(timeout=30)[0]
+    finally:
+        srv.close()
+    check("HTTP/2 with prior knowledge under the rule in the chroot: the HTTP engine "
+          "loads the bundle's libnghttp2 (mapped from /opt/faultnet)",
+          "/opt/faultnet/libnghttp2.so.14" in out, out)
+
+
 def test_two_chroots_pid_1_gone_in_a_second():
     """Two chrooted members, each pid 1 of its namespace: two members; one
     that exits is gone for ps within a second."""
@@ -287,7 +331,8 @@ def main():
     os.makedirs(ROOT + WORK)
     tests = [test_bundle_holds_what_the_shim_loads, test_root_has_none_of_them,
              test_libraries_resolve_in_the_chroot, test_shim_alone_fails_there,
-             test_live_flip_in_chroot, test_two_chroots_pid_1_gone_in_a_second,
+             test_live_flip_in_chroot, test_http_rule_in_chroot,
+             test_two_chroots_pid_1_gone_in_a_second,
              test_bundle_check]
     try:
         for t in checks.selected(tests):
