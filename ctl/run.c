@@ -409,6 +409,11 @@ static bool print_totals(const char *dir, bool print, bool json)
 	return failed;
 }
 
+void run_print_stats(const char *dir, bool json)
+{
+	print_totals(dir, true, json);
+}
+
 /* CMD's status; under --strict 1 when it exited 0 but the run failed. */
 static int wait_and_report(pid_t pid, const char *dir, bool print, bool json)
 {
