@@ -12,7 +12,11 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load(void)
 {
-	void *h = dlmopen(LM_ID_BASE, "libnghttp2.so.14", RTLD_NOW | RTLD_LOCAL);
+	/* A namespace of its own, as OpenSSL's: an app with its own nghttp2
+	 * linked in (Node.js exports one, of another version) would otherwise
+	 * have the library's calls to itself bound to the app's copy, whose
+	 * structures differ: Node's gRPC client died of SIGSEGV. */
+	void *h = dlmopen(LM_ID_NEWLM, "libnghttp2.so.14", RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		const char *e = dlerror();
 		snprintf(failbuf, sizeof(failbuf),

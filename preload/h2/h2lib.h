@@ -1,7 +1,7 @@
 /* h2lib.h - HTTP/2's framing and HPACK: Debian's libnghttp2, loaded with
- * dlmopen(RTLD_LOCAL) on the first HTTP/2 connection and kept, so that the
- * shim does not link it and an app's own copy is never disturbed (the
- * library keeps no global state: each session is the caller's). */
+ * dlmopen into a namespace of its own on the first HTTP/2 connection and
+ * kept, so that the shim does not link it and an app's own copy (Node.js
+ * exports one) neither disturbs it nor is disturbed. */
 #ifndef FAULTNET_H2LIB_H
 #define FAULTNET_H2LIB_H
 
