@@ -137,6 +137,7 @@ static void stream_free(struct fn_h2 *h, struct fn_h2s *s)
 	free(s->req.s);
 	free(s->resp.s);
 	free(s->body);
+	fn_h2_log_end(s);
 	free(s);
 }
 
@@ -236,6 +237,7 @@ bool fn_h2_respond(struct fn_h2 *h, struct fn_h2s *s, const nghttp2_nv *nv, size
 	fn_h2_app_preface(h);
 	nghttp2_data_provider prd = {.source.ptr = s, .read_callback = resp_read};
 	s->submitted = true;
+	fn_h2_log_answer(s, nv, n);
 	return h->ng->nghttp2_submit_response(h->app, s->a, nv, n, with_body ? &prd : NULL) == 0;
 }
 
@@ -445,6 +447,25 @@ static void up_headers(struct fn_h2 *h, struct fn_h2s *s, bool end)
 	response_in(h, s);
 }
 
+/* The server reset a forwarded stream: the app meets the reset after
+ * what the server sent before it (its headers and DATA, as a direct
+ * client reads them), never before. */
+static void server_reset(struct fn_h2 *h, struct fn_h2s *s, uint32_t code)
+{
+	if (!s->resp_final) { /* nothing of the answer: at once */
+		h->ng->nghttp2_submit_rst_stream(h->app, NGHTTP2_FLAG_NONE, s->a, code);
+		s->app_dead = true;
+		return;
+	}
+	int64_t upto = (int64_t)(s->sent + bq_len(&s->resp));
+	if (s->after_bytes < 0 || s->after_bytes > upto) { /* a rule's cut first */
+		s->rst_code = (int)code;
+		s->after_bytes = upto;
+	}
+	s->resp_end = false; /* its end is the reset, not END_STREAM */
+	resume(h, h->app, s->a);
+}
+
 static int up_frame(struct fn_h2 *h, const nghttp2_frame *f)
 {
 	const struct fn_ngh2 *ng = h->ng;
@@ -473,11 +494,8 @@ static int up_frame(struct fn_h2 *h, const nghttp2_frame *f)
 					f->ping.opaque_data);
 		break;
 	case NGHTTP2_RST_STREAM:
-		if (s && !s->app_dead && !s->app_closed && s->kind == SK_FORWARD) {
-			ng->nghttp2_submit_rst_stream(h->app, NGHTTP2_FLAG_NONE, s->a,
-						      f->rst_stream.error_code);
-			s->app_dead = true;
-		}
+		if (s && !s->app_dead && !s->app_closed && s->kind == SK_FORWARD)
+			server_reset(h, s, f->rst_stream.error_code);
 		break;
 	case NGHTTP2_GOAWAY:
 		fn_h2_app_preface(h);
@@ -510,6 +528,8 @@ static int on_data(nghttp2_session *ses, uint8_t flags, int32_t id, const uint8_
 	(void)flags;
 	struct fn_h2 *h = ud;
 	struct fn_h2s *s = stream_of(h, ses, id);
+	if (ses == h->app && s && s->log)
+		s->log->req_bytes += len;
 	if (ses == h->app && s && s->kind == SK_FORWARD && !s->app_dead && !s->up_closed) {
 		if (!bq_add(&s->req, data, len))
 			return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -535,6 +555,7 @@ static int on_close(nghttp2_session *ses, int32_t id, uint32_t code, void *ud)
 		return 0;
 	if (ses == h->app) {
 		s->app_closed = true;
+		fn_h2_log_end(s);
 		if (s->u && !s->up_closed && !s->resp_end)
 			h->ng->nghttp2_submit_rst_stream(h->up, NGHTTP2_FLAG_NONE, s->u,
 							 NGHTTP2_CANCEL);
@@ -594,7 +615,7 @@ bool fn_h2_server_first(const char *p, size_t n)
 }
 
 struct fn_h2 *fn_h2_new(const struct fn_endpoint *ep, uint64_t key, bool tls, bool server,
-			const char **why)
+			uint64_t conn_id, const char **why)
 {
 	const struct fn_ngh2 *ng = fn_ngh2_get(why);
 	struct fn_h2 *h = ng ? calloc(1, sizeof(*h)) : NULL;
@@ -608,6 +629,8 @@ struct fn_h2 *fn_h2_new(const struct fn_endpoint *ep, uint64_t key, bool tls, bo
 	h->key = key;
 	h->tls = tls;
 	h->server = server;
+	h->conn_id = conn_id;
+	h->logging = fn_reqlog_on();
 	nghttp2_session_callbacks *cb = callbacks(ng);
 	nghttp2_option *o = options(ng);
 	bool ok = cb && o && !ng->nghttp2_session_server_new2(&h->app, cb, h, o) &&
@@ -746,7 +769,7 @@ ssize_t fn_h2_recv(struct fn_h2 *h, int side, const char *p, size_t n, uint64_t 
 	if (side == 1) {
 		/* Held until the app's preface SETTINGS are the server's
 		 * session's first: its ACK of the server's must not precede them. */
-		if (!h->app_preface)
+		if (!h->app_preface || !h->up_sent)
 			return 0;
 		if (h->ng->nghttp2_session_mem_recv(h->up, (const uint8_t *)p, n) < 0)
 			fn_h2_server_gone(h);
@@ -778,6 +801,7 @@ size_t fn_h2_out(struct fn_h2 *h, int side, const char **p)
 		h->state = FN_H2_RESET;
 		return 0;
 	}
+	h->up_sent = h->up_sent || (side == 1 && n > 0);
 	*p = (const char *)d;
 	return (size_t)n;
 }

@@ -36,9 +36,10 @@ bool fn_h2_server_first(const char *p, size_t n);
 /* A new engine for a connection to ep. key seeds the slow rule's jitter;
  * tls says whether it came through the TLS termination (ALPN h2).
  * server: whether the server is being reached (false when the rules answer
- * every request and none was dialled). NULL with *why on failure. */
+ * every request and none was dialled). conn_id: the connection's number
+ * in FAULTNET_REQUESTS' lines. NULL with *why on failure. */
 struct fn_h2 *fn_h2_new(const struct fn_endpoint *ep, uint64_t key, bool tls, bool server,
-			const char **why);
+			uint64_t conn_id, const char **why);
 void fn_h2_free(struct fn_h2 *h);
 
 /* An HTTP/1.1 request with Upgrade: h2c, forwarded, was answered 101 by

@@ -219,6 +219,9 @@ bool fn_h2_decide(struct fn_h2 *h, struct fn_h2s *s)
 	enum fn_req_fate fate = FN_REQ_FORWARDED;
 	bool ok = apply(h, s, r, strcmp(method, "HEAD") == 0, &fate);
 	fn_stats_request(seen, r, &h->ep, method, auth, path, fate);
+	fn_h2_log_start(h, s, r, fate, auth, path);
+	if (s->submitted) /* answered here at once, before its line began */
+		fn_h2_log_answer(s, s->resph.nv, s->resph.n);
 	fn_policy_exit(&hold);
 	return ok;
 }

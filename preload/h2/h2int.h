@@ -7,6 +7,7 @@
 #include "preload/h2/h2lib.h"
 
 #include "core/rules.h"
+#include "preload/stats/stats.h"
 
 /* A header list as read, in order (names and values owned). */
 struct fn_hl {
@@ -50,6 +51,7 @@ struct fn_h2s {
 	char *body;
 	size_t blen, boff;
 	struct fn_hl ans_tr;
+	struct fn_reqrec *log; /* FAULTNET_REQUESTS: its line, or NULL */
 };
 
 struct fn_h2 {
@@ -65,6 +67,10 @@ struct fn_h2 {
 	bool skip_app_settings; /* the app session's first SETTINGS: mirrored already */
 	bool upgraded;		/* h2c: HTTP2-Settings were the app's first SETTINGS */
 	bool upgrading;		/* inside the app session's upgrade2 */
+	/* The server's session's preface went out: the server's bytes are
+	 * read from then on (after an h2c upgrade its answer comes at once,
+	 * encoded for the SETTINGS the preface carries). */
+	bool up_sent;
 	bool forwarded;
 	int32_t last_taken; /* the newest app stream decided before the current */
 	bool goaway_sent;
@@ -72,8 +78,8 @@ struct fn_h2 {
 	enum fn_h2_state state;
 	uint64_t now;
 	struct fn_h2s *streams;
-	char *buf; /* fn_h2_out's copy */
-	size_t buflen;
+	bool logging; /* FAULTNET_REQUESTS is on */
+	uint64_t conn_id, nreq;
 };
 
 /* h2.c */
@@ -103,5 +109,13 @@ bool fn_h2_decide(struct fn_h2 *h, struct fn_h2s *s);
  * changes them (grpc_after_headers, rst_after "headers"); true when it
  * took them. */
 bool fn_h2_on_response(struct fn_h2 *h, struct fn_h2s *s);
+
+/* h2log.c: a stream's FAULTNET_REQUESTS line: begun at the decision
+ * (host and path as the rules saw them), its answer's head as it goes to
+ * the app, written when the app's stream closes. */
+void fn_h2_log_start(struct fn_h2 *h, struct fn_h2s *s, const struct fn_rule *r,
+		     enum fn_req_fate fate, const char *host, const char *path);
+void fn_h2_log_answer(struct fn_h2s *s, const nghttp2_nv *nv, size_t n);
+void fn_h2_log_end(struct fn_h2s *s);
 
 #endif

@@ -1477,7 +1477,8 @@ static void h2_start(struct fn_conn *c)
 {
 	struct fn_hconn *h = c->http;
 	const char *why = NULL;
-	h->h2 = fn_h2_new(&h->ep, c->key, h->tls != NULL, c->up >= 0 && !h->up_failed, &why);
+	h->h2 = fn_h2_new(&h->ep, c->key, h->tls != NULL, c->up >= 0 && !h->up_failed, h->conn_id,
+			  &why);
 	if (!h->h2) {
 		fn_stats_unparsed(&h->ep, FN_UNPARSED_NOT_HTTP);
 		say_opaque(h, why ? why : "HTTP/2 engine unavailable");
