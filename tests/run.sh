@@ -333,12 +333,17 @@ s_tls() {
 	pyscript tests/tls/tls_faults.py build
 }
 
+s_h2fid() {
+	echo "=== HTTP/2 fidelity: h2 streams no rule takes, played directly and through faultnet; real h2 clients"
+	pyscript tests/h2/h2_fidelity.py build
+}
+
 s_layout() {
 	echo "=== layout: only the hooks name exported symbols; calls go only downward"
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach bpf tls asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
+ALL="$PER_BUILD reach bpf tls h2fid asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"
