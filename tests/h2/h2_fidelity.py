@@ -248,65 +248,97 @@ BLOB = peer.body(1 << 20, 5)
 BLOB_SHA = hashlib.sha256(BLOB).hexdigest()
 
 
-def curl(mode):
-    def get(url, conf):
-        out = os.path.join(TMP, "curl.out")
-        if os.path.exists(out):
-            os.unlink(out)
-        p = subprocess.run(["curl", "-s", mode, "--max-time", "30", "-o", out, "-w",
-                            "%{http_code} %{http_version}", url], env=env(conf),
-                           capture_output=True, text=True, timeout=60)
+def lines(p, who):
+    """The JSON lines a client printed, one per request (an error else)."""
+    out = []
+    for ln in p.stdout.splitlines():
         try:
-            status, version = p.stdout.split()
+            out.append(json.loads(ln))
         except ValueError:
-            return {"error": "curl exit %d: %r" % (p.returncode, p.stdout)}
-        data = open(out, "rb").read() if os.path.exists(out) else b""
-        return {"status": int(status), "version": version,
-                "sha": hashlib.sha256(data).hexdigest(), "n": len(data)}
+            pass
+    return out or [{"error": "%s exit %d: %s" % (who, p.returncode, p.stderr[-400:])}]
+
+
+def curl(mode):
+    def get(base, paths, conf):
+        outs = [os.path.join(TMP, "curl%d.out" % i) for i in range(len(paths))]
+        args = []
+        for o, path in zip(outs, paths):
+            if os.path.exists(o):
+                os.unlink(o)
+            args += ["-o", o, base + path]
+        p = subprocess.run(["curl", "-s", mode, "--max-time", "30", "-w",
+                            "%{http_code} %{http_version}\n"] + args, env=env(conf),
+                           capture_output=True, text=True, timeout=60)
+        res = []
+        for o, ln in zip(outs, p.stdout.splitlines()):
+            status, version = ln.split()
+            data = open(o, "rb").read() if os.path.exists(o) else b""
+            res.append({"status": int(status), "version": version,
+                        "sha": hashlib.sha256(data).hexdigest(), "n": len(data)})
+        return res or [{"error": "curl exit %d: %r" % (p.returncode, p.stdout)}]
     return get
 
 
-def node(url, conf):
+def node(base, paths, conf):
     n = checks.node_bin(os.path.dirname(HERE))
-    p = subprocess.run([n, os.path.join(HERE, "h2fid_node.js"), url.rsplit("/", 1)[0],
-                        "/" + url.rsplit("/", 1)[1]], env=env(conf), capture_output=True,
-                       text=True, timeout=60)
-    try:
-        r = json.loads(p.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        return {"error": "node exit %d: %s" % (p.returncode, p.stderr[-400:])}
-    if r.get("status") is not None:
-        r["status"] = int(r["status"])
-    return r
+    p = subprocess.run([n, os.path.join(HERE, "h2fid_node.js"), base] + paths, env=env(conf),
+                       capture_output=True, text=True, timeout=60)
+    res = lines(p, "node")
+    for r in res:
+        if r.get("status") is not None:
+            r["status"] = int(r["status"])
+    return res
 
 
 JAVA_DIR = os.path.join(TMP, "java")
 
 
-def java(url, conf):
-    p = subprocess.run(["java", "-cp", JAVA_DIR, "H2fidClient", url], env=env(conf),
-                       capture_output=True, text=True, timeout=90)
-    try:
-        return json.loads(p.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        return {"error": "java exit %d: %s" % (p.returncode, p.stderr[-400:])}
+def java(base, paths, conf):
+    p = subprocess.run(["java", "-cp", JAVA_DIR, "H2fidClient"] + [base + x for x in paths],
+                       env=env(conf), capture_output=True, text=True, timeout=90)
+    return lines(p, "java")
 
 
-def real(name, get, port, blob="/blob.bin"):
+def real(name, get, port):
+    """A client's GETs of the file directly and through faultnet; then under
+    `respond status=503` on /fault*: that path alone, and the file then that
+    path on one connection (for an h2c client: its upgrade, then a stream)."""
     base = "http://%s:%d" % (HOST, port)
-    d = get(base + blob, None)
-    f = get(base + blob, QUIET)
+    key = lambda r: (r.get("status"), r.get("version"), r.get("sha"))  # noqa: E731
+    d = get(base, ["/blob.bin"], None)[0]
+    f = get(base, ["/blob.bin"], QUIET)[0]
     check("%s directly: 200 over HTTP/2, the file whole (the test's own)" % name,
-          (d.get("status"), d.get("version"), d.get("sha")) == (200, "2", BLOB_SHA), d)
+          key(d) == (200, "2", BLOB_SHA), d)
     check("%s through faultnet: the same status, body (sha256) and HTTP/2" % name,
-          (f.get("status"), f.get("version"), f.get("sha")) ==
-          (d.get("status"), d.get("version"), d.get("sha")), "direct %s, faultnet %s" % (d, f))
-    d = get(base + "/fault.bin", None)
-    f = get(base + "/fault.bin", FAULT)
-    check("%s directly: /fault.bin is 200 (the rule's path exists on the server)" % name,
-          d.get("status") == 200, d)
-    check("%s under `respond status=503` on /fault*: 503, over HTTP/2" % name,
-          (f.get("status"), f.get("version")) == (503, "2"), f)
+          key(f) == key(d), "direct %s, faultnet %s" % (d, f))
+    d = get(base, ["/fault.bin"], None)[0]
+    check("%s directly: /fault.bin is 200 over HTTP/2 (the rule's path exists on the server)"
+          % name, key(d) == (200, "2", BLOB_SHA), d)
+    f = get(base, ["/fault.bin"], FAULT)[0]
+    check("%s under `respond status=503` on /fault*: its first request, /fault.bin, is 503 "
+          "(HTTP/%s)" % (name, f.get("version")), f.get("status") == 503, f)
+    d = get(base, ["/blob.bin", "/fault.bin"], None)
+    if [key(r) for r in d] != [(200, "2", BLOB_SHA)] * 2:
+        # curl 7.88.1's second transfer on a reused prior-knowledge
+        # connection fails even directly (status 000).
+        print("  skip - %s, two requests on one connection: the client fails it directly: %s"
+              % (name, d))
+        checks.skip()
+        return
+    f = get(base, ["/blob.bin", "/fault.bin"], FAULT)
+    want = [(200, "2", BLOB_SHA), (503, "2")]
+    got = [key(f[0])] + [key(r)[:2] for r in f[1:2]]
+    check("%s under the same rule, one connection: /blob.bin forwarded whole, then "
+          "/fault.bin 503, both over HTTP/2" % name, got == want, f)
+
+
+def test_policy_control():
+    """The rule of the 503 checks does answer /fault* (HTTP/1.1 to the h2c
+    server): an h2 client's 200 there is the engine's, not the policy's."""
+    f = curl("--http1.1")("http://%s:%d" % (HOST, H2C), ["/fault.bin"], FAULT)[0]
+    check("control: curl --http1.1 under `respond status=503` on /fault*: 503 over HTTP/1.1",
+          (f.get("status"), f.get("version")) == (503, "1.1"), f)
 
 
 def test_curl_prior_knowledge():
@@ -355,7 +387,8 @@ def main():
         except OSError:
             time.sleep(0.05)
     try:
-        for t in checks.selected([test_basics, test_bulk, test_window, test_curl_prior_knowledge,
+        for t in checks.selected([test_basics, test_bulk, test_window, test_policy_control,
+                                  test_curl_prior_knowledge,
                                   test_curl_h2c, test_node_http2, test_java_httpclient]):
             print("  -- %s" % t.__name__)
             t()
