@@ -96,6 +96,7 @@ class Out:
         self.data = bytearray(data)
         self.end, self.trailers = end, trailers
         self.sent = 0
+        self.reset = None  # (bytes sent first, RST_STREAM code)
         self.blocked_at = None  # (time, bytes sent) the window first stopped it
         self.first_update = None  # (time, bytes sent) of the first WINDOW_UPDATE after
 
@@ -126,6 +127,10 @@ class Loop:
                 except (h2.exceptions.StreamClosedError, h2.exceptions.NoSuchStreamError):
                     del self.sends[sid]
                     break
+                if o.reset:
+                    w = min(w, o.reset[0] - o.sent)
+                if o.reset and w <= 0:
+                    break
                 if w <= 0:
                     if o.blocked_at is None:
                         o.blocked_at = (time.monotonic(), o.sent)
@@ -134,6 +139,10 @@ class Loop:
                 del o.data[:w]
                 o.sent += w
                 self.flush()
+            if o.reset and o.sent >= o.reset[0] and sid in self.sends:
+                self.conn.reset_stream(sid, o.reset[1])
+                del self.sends[sid]
+                continue
             if not o.data and o.end and sid in self.sends:
                 if o.trailers:
                     self.conn.send_headers(sid, o.trailers, end_stream=True)
@@ -236,18 +245,20 @@ def http1_head(sock):
     return (lines[0], hdrs, rest), buf
 
 
-def serve(sock, settings, h2c=False):
+def serve(sock, settings, h2c=False, rule=True):
     """Serves one connection to its end; returns what the server saw. With
     h2c, a connection may open with an HTTP/1.1 request asking for
     `Upgrade: h2c` (answered 101, then served as stream 1), or with the
     HTTP/2 preface; an HTTP/1.1 request without the upgrade is answered in
-    HTTP/1.1 (and seen as such by its client)."""
+    HTTP/1.1 (and seen as such by its client). rule: /inj/ streams are
+    answered as the engine's rule answers them (a direct server's part);
+    without, 421 "reached the server" (they should never have)."""
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False,
                                                                 header_encoding=None))
     local(conn, settings)
     streams, paths = {}, {}
     seen = {"client_settings": [], "pings": [], "ping_acks": [], "goaway": None,
-            "error": None, "upgraded": False}
+            "error": None, "upgraded": False, "rule": rule}
     first, upgrade = b"", None
     if h2c:
         upgrade, first = http1_head(sock)
@@ -326,13 +337,11 @@ def serve_event(conn, lp, ev, streams, paths, seen):
         lp.window_updated(ev)
     elif isinstance(ev, E.RequestReceived):
         s = streams[ev.stream_id] = Stream()
+        s.rule = seen["rule"]
         s.headers = text(ev.headers)
         path = dict(ev.headers).get(b":path", b"?").decode("latin-1")
         paths[ev.stream_id] = path
-        answer_head(conn, lp, ev.stream_id, path, s)
-        if ev.stream_ended:
-            s.ended = True
-            answer_end(conn, lp, ev.stream_id, path, s)
+        answer_head(conn, lp, ev.stream_id, path, s)  # its end: the StreamEnded after
     elif isinstance(ev, E.DataReceived):
         s = streams[ev.stream_id]
         s.sha.update(ev.data)
@@ -399,7 +408,7 @@ def answer_head(conn, lp, sid, path, s):
         conn.send_headers(sid, [(":status", "200"), ("content-type", "application/octet-stream"),
                                 ("x-echo", "1")])
         s.out = Out(end=False)
-    elif path.startswith("/slowack"):
+    elif path.startswith(("/slowack", "/g/", "/inj/")):
         s.out = None  # answered at the end
         return
     else:
@@ -416,6 +425,61 @@ def answer_end(conn, lp, sid, path, s):
         conn.send_headers(sid, [(":status", "200"), ("content-length", "2")])
         s.out = Out(b"ok")
         lp.queue(sid, s.out)
+    elif path.startswith("/inj/"):
+        # what the engine's rule answers (conv.py's convention): a direct
+        # server gives the same itself; the engine's should never see them
+        if s.rule:
+            conn.send_headers(sid, [(":status", "503"), ("content-length", "8")])
+            s.out = Out(b"injected")
+        else:
+            conn.send_headers(sid, [(":status", "421"), ("content-length", "18")])
+            s.out = Out(b"reached the server")
+        lp.queue(sid, s.out)
+    elif path.startswith("/g/"):
+        s.out = generated_answer(conn, sid, path)
+        lp.queue(sid, s.out)
+
+
+# ------------------------------------------------ generated conversations ----
+RST_CODES = [2, 7, 8, 11]  # INTERNAL_ERROR, REFUSED_STREAM, CANCEL, ENHANCE_YOUR_CALM
+
+
+def generate(seed):
+    """A conversation of 1 to 8 streams opened at once: (path, method, body
+    or None); the path says how the server answers (status, how many extra
+    headers, body size, trailers, a reset after half the body, a
+    content-length) and /inj/ paths are the engine rule's."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(rng.randint(1, 8)):
+        status = rng.choice([200, 200, 201, 204, 404, 500, 503])
+        size = 0 if status == 204 else rng.choice([0, 1, 1000, 16384, 65536, 200000, 1 << 20])
+        rst = rng.choice(RST_CODES) if rng.random() < 0.15 else -1
+        path = "/%s/%d/%d/%d/%d/%d/%d/%d" % (
+            "inj" if rng.random() < 0.15 else "g", status, rng.randint(0, 12), size,
+            rng.random() < 0.3, rst, rst == -1 and rng.random() < 0.5, i)
+        method = rng.choice(["GET", "GET", "POST", "PUT", "DELETE"])
+        req = None
+        if method in ("POST", "PUT"):
+            req = body(rng.choice([0, 1, 100, 16384, 20000, 70000, 300000]), seed * 31 + i)
+        out.append((path, method, req))
+    return out
+
+
+def generated_answer(conn, sid, path):
+    _, _, status, nh, size, trl, rst, cl, _ = path.split("/")
+    rng = random.Random(path)
+    hdrs = [(":status", status)]
+    for _ in range(int(nh)):
+        hdrs.append(("x-g-%d" % rng.randint(0, 4),
+                     "".join(rng.choice("abc xyz-=;,0123") for _ in range(rng.randint(0, 40)))))
+    if cl == "1":
+        hdrs.append(("content-length", size))
+    conn.send_headers(sid, hdrs)
+    o = Out(body(int(size), 9), trailers=[("x-t", "1"), ("x-t2", "two")] if trl == "1" else None)
+    if rst != "-1":
+        o.reset = (int(size) // 2, int(rst))
+    return o
 
 
 # ---------------------------------------------------------------- client ----
@@ -429,6 +493,8 @@ def requests_of(conv, port):
                 [("/echo/%d" % n, "POST", body(n, 1)) for n in SIZES])
     if conv == "window":
         return [("/slowack", "POST", body(30000, 2)), ("/blockdl/50000", "GET", None)]
+    if conv.startswith("gen:"):
+        return generate(int(conv[4:]))
     raise SystemExit("no conversation %r" % conv)
 
 
