@@ -9,7 +9,8 @@ usage: http_engine.py BUILD_DIR [PRELOAD_FIRST] [NAME...]
        [--seed S] [--count N] [--mib M] [--seconds T] [--generated-only]
        --h2 [--seed S] [--count N]
 NAMEs pick named cases and seeds (seed-N) alone. --h2 plays generated
-HTTP/2 conversations instead (conv_h2.py: seeds S to S+N-1)."""
+HTTP/2 conversations instead (conv_h2.py: seeds S to S+N-1, 40 unless
+said; FN_CHECK=h2-seed-N picks some)."""
 import argparse
 import collections
 import json
@@ -165,6 +166,12 @@ def main():
     p.add_argument("--generated-only", action="store_true")
     p.add_argument("--h2", action="store_true")
     a = p.parse_args()
+    if a.h2:
+        import conv_h2
+        lib = (a.first + ":" if a.first else "") + os.path.join(os.path.abspath(a.build),
+                                                                "libfaultnet.so")
+        conv_h2.run(HOST, H2_DIRECT, H2_ENGINE, lib, list(range(a.seed, a.seed + (a.count or 40))))
+        sys.exit(1 if checks.failed else 0)
     if not a.names and os.environ.get("FN_CHECK"):  # the conversations' and seeds' names
         sys.path.insert(0, HERE)
         a.names = checks.chosen([c[0] for c in __import__("conv_cases").cases()] +
@@ -177,10 +184,6 @@ def main():
     a.count = a.count or (10 if a.first else 40)
     lib = (a.first + ":" if a.first else "") + os.path.join(os.path.abspath(a.build),
                                                             "libfaultnet.so")
-    if a.h2:
-        import conv_h2
-        conv_h2.run(HOST, H2_DIRECT, H2_ENGINE, lib, list(range(a.seed, a.seed + a.count)))
-        sys.exit(1 if checks.failed else 0)
     cases = [n for n in a.names if not n.startswith("seed-")]
     if not a.generated_only and (cases or not a.names):
         for r in run(lib, "conv_cases", cases):
