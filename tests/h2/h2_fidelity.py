@@ -163,7 +163,8 @@ def compare(tag, conv, port, nstreams):
             check("%s directly: the %s ends without error" % (tag, who), False, v["error"])
     check("%s directly: every stream ended (the test's own conversation)" % tag,
           len(dc.get("streams", {})) == nstreams and
-          all(s["ended"] for s in dc.get("streams", {}).values()), short(dc))
+          all(s["ended"] or s["reset"] is not None for s in dc.get("streams", {}).values()),
+          short(dc))
     check("%s through faultnet: the client and the server end without error" % tag,
           not fc.get("error") and not fs.get("error"),
           "client %s, server %s" % (fc.get("error"), fs.get("error")))
@@ -219,13 +220,17 @@ def compare(tag, conv, port, nstreams):
 
 
 def test_basics():
-    dc, _, fc, _ = compare("basics:", "basics", MAIN, 4)
+    dc, _, fc, _ = compare("basics:", "basics", MAIN, 5)
     check("basics: the client's connection window as the server set it (directly %s)" %
           dc.get("conn_window"), fc.get("conn_window") == dc.get("conn_window"),
           fc.get("conn_window"))
     h = dc["streams"]["/headers"]["headers"]
     check("basics directly: /headers came as the server sent it (the test's own)",
           h == [list(x) for x in peer.ODD_HEADERS], h)
+    r = dc["streams"][peer.RESET_PATH]
+    check("basics directly: %s came as HEADERS, 20000 bytes, RST_STREAM CANCEL (the test's own)"
+          % peer.RESET_PATH, (r["headers"] is not None, r["body"][0], r["reset"]) ==
+          (True, 20000, 8), r)
     t = dc["streams"]["/trailers"]["trailers"]
     check("basics directly: /trailers' trailers came after its DATA (the test's own)",
           t == [list(x) for x in peer.TRAILERS], t)

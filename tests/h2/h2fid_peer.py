@@ -6,8 +6,8 @@ client is this file run as a program (under the shim, or not):
 
 usage: h2fid_peer.py HOST PORT CONVERSATION   (prints what the client saw, JSON)
 
-Conversations: basics (odd header lists, trailers, small bodies, PINGs both
-ways, the server's SETTINGS), bulk (downloads and echoed uploads of 1 KiB,
+Conversations: basics (odd header lists, trailers, small bodies, a server's
+RST_STREAM after HEADERS and DATA, PINGs both ways, the server's SETTINGS), bulk (downloads and echoed uploads of 1 KiB,
 1 MiB, 16 MiB and 64 MiB, all eight streams at once) and window (each side
 holds back its WINDOW_UPDATEs for a second with a small initial window).
 Only bytes and decoded frames are recorded: HPACK's encoding, DATA frame
@@ -441,7 +441,8 @@ def answer_end(conn, lp, sid, path, s):
 
 
 # ------------------------------------------------ generated conversations ----
-RST_CODES = [2, 7, 8, 11]  # INTERNAL_ERROR, REFUSED_STREAM, CANCEL, ENHANCE_YOUR_CALM
+RST_CODES = [2, 7, 8, 11]
+RESET_PATH = "/g/200/3/40000/0/8/0/0"  # INTERNAL_ERROR, REFUSED_STREAM, CANCEL, ENHANCE_YOUR_CALM
 
 
 def generate(seed):
@@ -486,8 +487,11 @@ def generated_answer(conn, sid, path):
 def requests_of(conv, port):
     """(path, method, body or None) of a conversation's streams."""
     if conv == "basics":
+        # the last: HEADERS, 20000 bytes of DATA, then the server's
+        # RST_STREAM (CANCEL)
         return [("/headers", "GET", None), ("/trailers", "GET", None),
-                ("/data/1024", "GET", None), ("/echo/1024", "POST", body(1024, 1))]
+                ("/data/1024", "GET", None), ("/echo/1024", "POST", body(1024, 1)),
+                (RESET_PATH, "GET", None)]
     if conv == "bulk":
         return ([("/data/%d" % n, "GET", None) for n in SIZES] +
                 [("/echo/%d" % n, "POST", body(n, 1)) for n in SIZES])
