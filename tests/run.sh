@@ -336,7 +336,7 @@ s_tls() {
 s_h2fid() {
 	echo "=== HTTP/2 fidelity: h2 streams no rule takes, played directly and through faultnet; real h2 clients"
 	pyscript tests/h2/h2_fidelity.py build
-	echo "=== HTTP/2 over TLS (ALPN h2) through the HTTPS termination: curl and Node against nghttpd"
+	echo "=== HTTP/2 over TLS (ALPN h2) through the HTTPS termination: curl, Node and Java against nghttpd"
 	pyscript tests/h2/h2fid_tls.py build
 	echo "=== the HTTP engine's differential test, h2 mode: generated HTTP/2 conversations directly and through the engine"
 	pyscript tests/http/http_engine.py build --h2 --count 40

@@ -2,8 +2,10 @@
 nghttpd serving a file with a certificate from a test CA that the system
 store trusts (a bundle bind-mounted over Debian's, in a private mount and
 network namespace, h2fid.test in a bind-mounted /etc/hosts), and real
-clients under `faultctl run`: curl --http2 and Node's http2 module (which
-trusts the test CA through its own NODE_EXTRA_CA_CERTS, as a user sets it).
+clients under `faultctl run`: curl --http2, Node's http2 module (which
+trusts the test CA through its own NODE_EXTRA_CA_CERTS, as a user sets it)
+and Java's HttpClient (version HTTP_2; the test CA added to a copy of
+Java's store, bind-mounted over /etc/ssl/certs/java/cacerts).
 Each: the same status, body sha256 and protocol (h2) directly and through
 faultnet under a rule that takes no request, and under `respond
 status=503` on /fault*: 503 over h2 for that path, alone and after a
@@ -36,6 +38,7 @@ BLOB_SHA = hashlib.sha256(BLOB).hexdigest()
 CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
            "NODE_EXTRA_CA_CERTS")
 D = []  # the run's folder
+JAVA_CACERTS = "/etc/ssl/certs/java/cacerts"
 
 
 def reexec():
@@ -120,6 +123,18 @@ def node(paths, conf):
     return res or [{"error": "node exit %d: %s" % (p.returncode, p.stderr[-300:])}]
 
 
+def java(paths, conf):
+    p = run(["java", "-cp", os.path.join(D[0], "java"), "H2fidClient"] +
+            ["https://%s:%d%s" % (NAME, PORT, x) for x in paths], conf)
+    res = []
+    for ln in p.stdout.splitlines():
+        try:
+            res.append(json.loads(ln))
+        except ValueError:
+            pass
+    return res or [{"error": "java exit %d: %s" % (p.returncode, p.stderr[-300:])}]
+
+
 def real(name, get):
     quiet, fault = policy("quiet", "/h2fid-never-used*"), policy("fault", "/fault*")
     key = lambda r: (r.get("status"), r.get("version"), r.get("sha"))  # noqa: E731
@@ -155,6 +170,26 @@ def test_node_tls():
     real("Node http2 client https:// (nghttpd)", node)
 
 
+def test_java_tls():
+    j = os.path.join(D[0], "java")
+    os.makedirs(j, exist_ok=True)
+    p = subprocess.run(["javac", "-d", j, os.path.join(HERE, "H2fidClient.java")],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode:
+        check("javac H2fidClient.java", False, p.stderr[-400:])
+        return
+    store = os.path.join(D[0], "cacerts")
+    shutil.copy(JAVA_CACERTS, store)
+    p = subprocess.run(["keytool", "-importcert", "-noprompt", "-keystore", store, "-storepass",
+                        "changeit", "-alias", "h2fid-test-ca", "-file",
+                        os.path.join(D[0], "ca.pem")], capture_output=True, text=True)
+    if p.returncode:
+        check("keytool adds the test CA to a copy of Java's store", False, p.stderr[-400:])
+        return
+    subprocess.run(["mount", "--bind", store, JAVA_CACERTS], check=True)
+    real("Java HttpClient HTTP_2 https:// (nghttpd)", java)
+
+
 def main():
     reexec()
     d = tempfile.mkdtemp(prefix="fn-h2tls-")
@@ -183,7 +218,7 @@ def main():
                 break
             except OSError:
                 time.sleep(0.05)
-        for t in checks.selected([test_curl_tls, test_node_tls]):
+        for t in checks.selected([test_curl_tls, test_node_tls, test_java_tls]):
             print("  -- %s" % t.__name__)
             t()
     finally:
