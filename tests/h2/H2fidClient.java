@@ -17,7 +17,7 @@ public class H2fidClient {
                 .connectTimeout(Duration.ofSeconds(10)).build();
         for (String url : args) {
             HttpRequest req = HttpRequest.newBuilder(URI.create(url))
-                    .timeout(Duration.ofSeconds(30)).GET().build();
+                    .timeout(Duration.ofSeconds(10)).GET().build();
             try {
                 HttpResponse<byte[]> r = c.send(req, HttpResponse.BodyHandlers.ofByteArray());
                 StringBuilder hex = new StringBuilder();
