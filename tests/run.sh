@@ -342,12 +342,31 @@ s_h2fid() {
 	pyscript tests/http/http_engine.py build --h2 --count 40
 }
 
+# Containers (issue 44): the bundle in a chroot with no engine, then a real
+# Docker engine started by the section itself (tests/containers/).
+s_containers() {
+	echo "=== containers: the bundle (make bundle) in a debootstrap chroot, in pid and mount namespaces"
+	if [ "$(id -u)" != 0 ]; then
+		echo "  skip - containers: needs root (mounts, chroot, debootstrap, dockerd)"
+		echo skip >>"$FN_COUNTS"
+		return
+	fi
+	if ! make -s bundle >/dev/null; then
+		echo "  FAIL - make bundle"
+		echo fail >>"$FN_COUNTS"
+		return
+	fi
+	pyscript tests/containers/ns_bundle_test.py build
+	echo "=== containers: faultctl docker run and compose on a Docker engine of the section's own"
+	pyscript tests/containers/docker_test.py build
+}
+
 s_layout() {
 	echo "=== layout: only the hooks name exported symbols; calls go only downward"
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach bpf tls h2fid asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
+ALL="$PER_BUILD reach bpf tls h2fid containers asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"

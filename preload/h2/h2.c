@@ -384,6 +384,8 @@ static int app_frame(struct fn_h2 *h, const nghttp2_frame *f)
 	case NGHTTP2_PING:
 		if (f->hd.flags & NGHTTP2_FLAG_ACK)
 			ng->nghttp2_submit_ping(h->up, NGHTTP2_FLAG_ACK, f->ping.opaque_data);
+		else if (h->pings_dropped)
+			break; /* a peer whose answers stopped: neither passed on nor answered */
 		else
 			ng->nghttp2_submit_ping(live ? h->up : h->app,
 						live ? NGHTTP2_FLAG_NONE : NGHTTP2_FLAG_ACK,

@@ -68,6 +68,7 @@ struct fn_h2 {
 	bool forwarded;
 	int32_t last_taken; /* the newest app stream decided before the current */
 	bool goaway_sent;
+	bool pings_dropped; /* an abort ping = "unanswered" rule took a stream */
 	enum fn_h2_state state;
 	uint64_t now;
 	struct fn_h2s *streams;

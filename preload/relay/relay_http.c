@@ -409,6 +409,8 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 		int64_t d = (int64_t)r->par.delay_ms * (int64_t)MS + j;
 		e->delay_ns = d > 0 ? (uint64_t)d : 0;
 		fate = FN_REQ_SLOWED;
+	} else if (r && r->action == FN_ACT_ABORT && r->http->ping_unanswered) {
+		r = NULL; /* HTTP/1.1 has no PING: the request goes on */
 	} else if (r && r->action == FN_ACT_ABORT) {
 		e->mode = r->http->mode;
 		e->after_bytes = r->par.after_bytes;
@@ -1404,7 +1406,7 @@ static bool sniff(struct fn_conn *c)
 	if (r == FN_TLS_WAIT && !dr->eof && dr->hi < dr->cap)
 		return false;
 	h->sniffed = true;
-	if (r != FN_TLS_TERMINATE && r != FN_TLS_H2_ONLY)
+	if (r != FN_TLS_TERMINATE && r != FN_TLS_OTHER_ALPN)
 		return true;
 	bool untouched;
 	int fault = tls_rules(c, hello.sni, &untouched);
@@ -1428,11 +1430,11 @@ static bool sniff(struct fn_conn *c)
 			h->up_err = ECONNRESET;
 		}
 		ensure_upstream(c);
-	} else if (r == FN_TLS_H2_ONLY || why) {
+	} else if (r == FN_TLS_OTHER_ALPN || why) {
 		/* Passed through: the engine counts it as not HTTP too. */
-		fn_stats_tls(&h->ep, r == FN_TLS_H2_ONLY ? FN_TLS_PASSED_H2_ONLY
-							 : FN_TLS_PASSED_UNAVAILABLE);
-		say_opaque(h, r == FN_TLS_H2_ONLY
+		fn_stats_tls(&h->ep, r == FN_TLS_OTHER_ALPN ? FN_TLS_PASSED_OTHER_ALPN
+							    : FN_TLS_PASSED_UNAVAILABLE);
+		say_opaque(h, r == FN_TLS_OTHER_ALPN
 				  ? "TLS whose ALPN offers neither h2 nor http/1.1, passed through"
 				  : "TLS passed through: termination unavailable");
 	}

@@ -11,6 +11,8 @@ nghttp2-client) against nghttpd, a server that speaks first:
   alone, the reset used to wait for an event that never came);
 - ALPN: an HTTPS client offering h2 and http/1.1 gets the server's choice
   (h2) through the termination, and a respond rule answers it over h2;
+- ping = "unanswered" (a feature, no regression): keepalive PINGs met by
+  silence, and the gRPC client giving its connection up;
 - Upgrade: h2c: the streams of an upgraded connection are read (they
   went on as bytes, out of the rules' reach);
 - a TLS client offering only h2 to a port where no server listens and the
@@ -140,8 +142,10 @@ def rst_after_headers(d):
 GRPC_SERVER = """
 import grpc, sys
 from concurrent import futures
+import time
 h = grpc.method_handlers_generic_handler("pkg.Svc", {
-    "Ping": grpc.unary_unary_rpc_method_handler(lambda req, ctx: b"pong:" + req)})
+    "Ping": grpc.unary_unary_rpc_method_handler(lambda req, ctx: b"pong:" + req),
+    "Slow": grpc.unary_unary_rpc_method_handler(lambda req, ctx: time.sleep(3) or b"late")})
 s = grpc.server(futures.ThreadPoolExecutor(2))
 s.add_generic_rpc_handlers((h,))
 s.add_insecure_port("127.0.0.1:" + sys.argv[1])
@@ -151,10 +155,13 @@ s.wait_for_termination()
 
 GRPC_CALL = """
 import grpc, sys, time
-ch = grpc.insecure_channel("127.0.0.1:" + sys.argv[1])
+keep = [("grpc.keepalive_time_ms", 300), ("grpc.keepalive_timeout_ms", 500),
+        ("grpc.http2.max_pings_without_data", 0)] if len(sys.argv) > 2 else []
+ch = grpc.insecure_channel("127.0.0.1:" + sys.argv[1], options=keep)
 t = time.monotonic()
 try:
-    print("ok", ch.unary_unary("/pkg.Svc/Ping")(b"x", timeout=10))
+    print("ok", ch.unary_unary("/pkg.Svc/" + (sys.argv[2] if len(sys.argv) > 2 else "Ping"))(
+        b"x", timeout=10), "%.1f" % (time.monotonic() - t))
 except grpc.RpcError as e:
     print("err", e.code().name, "%.1f" % (time.monotonic() - t))
 """
@@ -188,6 +195,23 @@ def h2c_upgrade(d):
           rc1 == 0 and via.startswith(direct) and direct == " 200 2\n/b/b/b 200 2\n", via)
     check("and a respond rule answers a later stream of the upgraded connection over HTTP/2",
           via.endswith("nope 503 2\n"), via)
+
+
+def ping_unanswered(d):
+    """abort ping = "unanswered": a gRPC client's keepalive PINGs meet no
+    answer, and it gives the connection up (UNAVAILABLE) within its
+    keepalive timeout, long before the 3 s its call takes; without the
+    rule the same client's PINGs are answered and the call ends."""
+    conf = policy(d, "ping", ['{ name = "deaf"; action = "abort"; ping = "unanswered"; '
+                              'match = { to = "127.0.0.1/32"; port = %d; path = "/pkg.Svc/Slow"; }; }'
+                              % GRPC])
+    rc, direct = run([sys.executable, "-c", GRPC_CALL, str(GRPC), "Slow"],
+                     {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
+    rc, via = run([sys.executable, "-c", GRPC_CALL, str(GRPC), "Slow"], env(d, conf))
+    check("a gRPC call with 300 ms keepalive PINGs: answered directly (%r), unanswered under "
+          "the rule: UNAVAILABLE well before the 3 s call ends (%r)" % (direct.strip(), via.strip()),
+          direct.startswith("ok b'late'") and via.startswith("err UNAVAILABLE") and
+          float(via.split()[-1]) < 2.5, (direct, via))
 
 
 def make_certs(d):
@@ -271,7 +295,7 @@ def main():
         # h2_only_no_server reads the run's CA: a TLS connection must have
         # been terminated before it (alpn_h2) when both run.
         for t in checks.selected([lambda: server_first(d), lambda: h2c_upgrade(d),
-                                  lambda: rst_after_headers(d), lambda: grpc_rst_after_headers(d),
+                                  lambda: rst_after_headers(d), lambda: grpc_rst_after_headers(d), lambda: ping_unanswered(d),
                                   lambda: alpn_h2(d, ca), lambda: h2_only_no_server(d)]):
             print("--- " + checks.name_of(t))
             t()

@@ -147,7 +147,9 @@ ROOMS = [
      "read back, filtered, followed, per call, as HAR) and every change verb (change.c: "
      "journaled, checked by faultctl itself against a member's policy, "
      "check.c, and put in force by the group's counter; journal.c writes the "
-     "group's journal and counter)."),
+     "group's journal and counter); bundle, docker and compose (bundle.c: the "
+     "self-contained bundle found and checked against a root's C library; "
+     "container.c: docker run and the Compose override with it)."),
     ("ctl/scenario", {"ctl/state", "core"},
      "faultctl scenario: the file parsed and checked (parse.c), run (run.c), "
      "reported as report.json and junit.xml (report.c) and report.svg "
