@@ -333,6 +333,15 @@ s_tls() {
 	pyscript tests/tls/tls_faults.py build
 }
 
+s_h2fid() {
+	echo "=== HTTP/2 fidelity: h2 streams no rule takes, played directly and through faultnet; real h2 clients"
+	pyscript tests/h2/h2_fidelity.py build
+	echo "=== HTTP/2 over TLS (ALPN h2) through the HTTPS termination: curl, Node and Java against nghttpd"
+	pyscript tests/h2/h2fid_tls.py build
+	echo "=== the HTTP engine's differential test, h2 mode: generated HTTP/2 conversations directly and through the engine"
+	pyscript tests/http/http_engine.py build --h2 --count 40
+}
+
 # Containers (issue 44): the bundle in a chroot with no engine, then a real
 # Docker engine started by the section itself (tests/containers/).
 s_containers() {
@@ -357,7 +366,7 @@ s_layout() {
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach bpf tls containers asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
+ALL="$PER_BUILD reach bpf tls h2fid containers asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"
