@@ -42,9 +42,10 @@ function done(err) {
 
 const method = '/' + SVC + '/' + (spec.method || 'Unary');
 if (spec.call === 'unary' || spec.call === 'flood') {
-  client.makeUnaryRequest(method, raw, raw, Buffer.from('ping'), new grpc.Metadata(),
+  const msg = spec.payload || 'ping';
+  client.makeUnaryRequest(method, raw, raw, Buffer.from(msg), new grpc.Metadata(),
     { deadline: deadline() }, (err, r) => {
-      if (!err) out.got = r.toString() === 'ping' ? 1 : -1;
+      if (!err) out.got = r.toString() === msg ? 1 : -1;
       done(err);
     });
 } else {
