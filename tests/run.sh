@@ -333,12 +333,17 @@ s_tls() {
 	pyscript tests/tls/tls_faults.py build
 }
 
+s_h2() {
+	echo "=== HTTP/2 and gRPC: grpcio and grpc-js against real servers doing each fault, and under faultnet"
+	ASAN_OPTIONS=detect_leaks=0 pyscript tests/h2/grpc_test.py build
+}
+
 s_layout() {
 	echo "=== layout: only the hooks name exported symbols; calls go only downward"
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach bpf tls asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
+ALL="$PER_BUILD reach bpf tls h2 asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"
