@@ -19,6 +19,7 @@ usage: grpc_test.py BUILD_DIR"""
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -64,7 +65,7 @@ class GrpcServer:
     the calls its handlers saw, those that completed, and those the client
     cancelled."""
 
-    def __init__(self, port, behaviour="ok"):
+    def __init__(self, port, behaviour="ok", tls=None):
         import grpc
         self.grpc, self.behaviour, self.port = grpc, behaviour, port
         self.lock = threading.Lock()
@@ -75,7 +76,12 @@ class GrpcServer:
             "Stream": grpc.unary_stream_rpc_method_handler(self.stream)})
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
         self.server.add_generic_rpc_handlers((h,))
-        self.server.add_insecure_port("%s:%d" % (ADDR, port))
+        if tls:  # (certificate file, key file): ALPN h2, as grpcio always offers
+            cert, key = (open(f, "rb").read() for f in tls)
+            self.server.add_secure_port("%s:%d" % (ADDR, port),
+                                        grpc.ssl_server_credentials([(key, cert)]))
+        else:
+            self.server.add_insecure_port("%s:%d" % (ADDR, port))
         self.server.start()
 
     def reset(self):
@@ -147,9 +153,14 @@ class RawH2Server:
     message (5-byte length prefix, bytes) and grpc-status 0. Counts the
     streams seen and the calls answered."""
 
-    def __init__(self, port, mode):
+    def __init__(self, port, mode, tls=None):
         self.mode, self.streams, self.answered = mode, 0, 0
         self.lock = threading.Lock()
+        self.ctx = None
+        if tls:
+            self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.ctx.load_cert_chain(*tls)
+            self.ctx.set_alpn_protocols(["h2"])
         self.ls = socket.create_server((ADDR, port))
         threading.Thread(target=self.accept, daemon=True).start()
 
@@ -165,6 +176,12 @@ class RawH2Server:
             threading.Thread(target=self.serve, args=(c,), daemon=True).start()
 
     def serve(self, c):
+        if self.ctx:
+            try:
+                c = self.ctx.wrap_socket(c, server_side=True)
+            except (OSError, ssl.SSLError):
+                c.close()
+                return
         import h2.config
         import h2.connection
         import h2.errors
@@ -216,11 +233,12 @@ class RawH2Server:
 
 
 # ---- the clients -----------------------------------------------------------
-def clean_env():
+def clean_env(**extra):
     e = {k: v for k, v in os.environ.items()
          if not k.startswith("FAULTNET_") and k not in CA_VARS and k != "LD_PRELOAD"}
     e.update(FAULTNET_RUNDIR=os.path.join(TMP, "run"), ASAN_OPTIONS="detect_leaks=0",
              GRPC_VERBOSITY="NONE")
+    e.update(extra)
     return e
 
 
@@ -230,14 +248,15 @@ def client_cmd(lang, spec):
     return [NODE, os.path.join(HERE, "grpc_client.js"), MODULES, json.dumps(spec)]
 
 
-def run_client(lang, spec, conf=None):
+def run_client(lang, spec, conf=None, env=None):
     """The client's outcome, and under faultnet (conf) the records of
     faultctl run --stats --json: (outcome or {"error": ...}, records)."""
     cmd = client_cmd(lang, spec)
     if conf:
         cmd = [CTL, "run", "--config", conf, "--stats", "--json", "--"] + cmd
     try:
-        p = subprocess.run(cmd, env=clean_env(), capture_output=True, text=True, timeout=60)
+        p = subprocess.run(cmd, env=clean_env(**(env or {})), capture_output=True, text=True,
+                           timeout=60)
     except subprocess.TimeoutExpired as e:
         return {"error": "timed out: %s" % (e.stderr or "")[-300:]}, []
     recs = []
@@ -280,70 +299,77 @@ def klass(out, deadline):
 
 def policy(name, action, match_path="/%s/*" % SVC, port=None):
     path = os.path.join(TMP, name + ".conf")
+    path_key = 'path = "%s"; ' % match_path if match_path else ""
     with open(path, "w") as f:
-        f.write('rules = (\n { name = "%s"; %s match = { to = "%s/32"; port = %d; '
-                'path = "%s"; }; }\n);\n' % (name, action, ADDR, port, match_path))
+        f.write('rules = (\n { name = "%s"; %s match = { to = "%s/32"; port = %d; %s}; }\n);\n'
+                % (name, action, ADDR, port, path_key))
     return path
 
 
 # ---- the differential cases -------------------------------------------------
-HEALTHY = 18601  # the healthy server every faultnet half calls
+HEALTHY = 18601  # the healthy server every faultnet half calls; the references follow
+TLS_SHIFT = 100  # the same servers over TLS, 100 ports higher
 CASES = [
     # name, the rule's action keys, reference (kind, behaviour), spec, expected
     ("unavail_retried",
      'action = "respond"; grpc_status = 14; grpc_message = "try later"; '
      'grpc_pushback_ms = 50; first = 2;',
-     ("grpc", "unavail_first", 18611), {"call": "unary", "retry": True},
+     ("grpc", "unavail_first", 0), {"call": "unary", "retry": True},
      {"code": "OK", "attempts": 3, "class": "immediate", "server": 1, "faulted": 2}),
     ("unavail_retried_stream",
      'action = "respond"; grpc_status = 14; grpc_message = "try later"; '
      'grpc_pushback_ms = 50; first = 2;',
-     ("grpc", "unavail_first", 18612), {"call": "stream", "n": 5, "retry": True},
+     ("grpc", "unavail_first", 0), {"call": "stream", "n": 5, "retry": True},
      {"code": "OK", "attempts": 3, "class": "immediate", "server": 1, "faulted": 2, "got": 5}),
     ("after_headers_committed",
      'action = "respond"; grpc_status = 14; grpc_message = "try later"; '
      'grpc_after_headers = true;',
-     ("grpc", "headers_then_unavail", 18613), {"call": "unary", "retry": True},
+     ("grpc", "headers_then_unavail", 0), {"call": "unary", "retry": True},
      {"code": "UNAVAILABLE", "attempts": 1, "class": "immediate", "server": 1, "faulted": 1}),
     ("resource_exhausted",
      'action = "respond"; grpc_status = 8; grpc_message = "quota";',
-     ("grpc", "exhausted", 18614), {"call": "unary", "retry": True},
+     ("grpc", "exhausted", 0), {"call": "unary", "retry": True},
      {"code": "RESOURCE_EXHAUSTED", "attempts": 1, "class": "immediate", "server": 0,
       "faulted": 1}),
     ("refused_stream",
      'action = "abort"; rst_stream = "REFUSED_STREAM"; first = 1;',
-     ("h2", "refuse_first", 18615), {"call": "unary", "retry": True},
+     ("h2", "refuse_first", 0), {"call": "unary", "retry": True},
      {"code": "OK", "attempts": 2, "class": "immediate", "server": 1, "faulted": 1}),
     ("goaway",
      'action = "abort"; goaway = "NO_ERROR"; first = 1;',
-     ("h2", "goaway_first", 18616), {"call": "unary", "retry": True},
+     ("h2", "goaway_first", 0), {"call": "unary", "retry": True},
      {"code": "OK", "attempts": 2, "class": "immediate", "server": 1, "faulted": 1}),
     ("slow_past_deadline",
      'action = "slow"; delay_ms = 3000;',
-     ("grpc", "sleep", 18617), {"call": "unary", "deadline": DEADLINE},
+     ("grpc", "sleep", 0), {"call": "unary", "deadline": DEADLINE},
      {"code": "DEADLINE_EXCEEDED", "attempts": 1, "class": "at-deadline", "faulted": 1}),
 ]
 
 
-def differential(lang, case, healthy, refs):
+def differential(lang, case, healthy, refs, tls=None):
+    """One case by one client: the reference, then faultnet; over TLS when
+    tls is the environment naming the test CA (the client trusts it as it
+    trusts its default roots; the relay, through SSL_CERT_FILE)."""
     name, action, (kind, _, rport), spec, want = case
     ref = refs[name]
     ref.reset()
     deadline = spec.get("deadline", 10)
-    out, _ = run_client(lang, dict(spec, target="%s:%d" % (ADDR, rport)))
+    if tls:
+        spec = dict(spec, tls={"roots": None, "name": "api.test"})
+    out, _ = run_client(lang, dict(spec, target="%s:%d" % (ADDR, rport)), env=tls)
     time.sleep(0.2)  # the server's last callbacks
     attempts = ref.calls if kind == "grpc" else ref.streams
     got_ref = (out.get("code"), attempts, klass(out, deadline))
     exp = (want["code"], want["attempts"], want["class"])
-    label = "%s %s" % (lang, name)
+    label = "%s %s%s" % (lang, "tls " if tls else "", name)
     check("%s: the reference server doing the fault: %s, %d attempt(s), %s"
           % (label, *exp), got_ref == exp and out.get("got", 0) >= 0, (got_ref, out))
     if "got" in want:
         check("%s: the reference stream's %d messages in order" % (label, want["got"]),
               out.get("got") == want["got"], out)
-    conf = policy(name.replace("_", "-"), action, port=HEALTHY)
+    conf = policy(name.replace("_", "-"), action, port=healthy.port)
     healthy.reset()
-    out, recs = run_client(lang, dict(spec, target="%s:%d" % (ADDR, HEALTHY)), conf)
+    out, recs = run_client(lang, dict(spec, target="%s:%d" % (ADDR, healthy.port)), conf, tls)
     time.sleep(0.2)
     got, faulted = streams_of(rule_stats(recs, name.replace("_", "-")))
     got_fn = (out.get("code"), got, klass(out, deadline))
@@ -365,29 +391,47 @@ def h2_record(recs):
     return h[0] if h else None
 
 
-def test_differential():
-    healthy = GrpcServer(HEALTHY)
-    refs = {}
-    for case in CASES:
-        kind, behaviour, port = case[2]
-        refs[case[0]] = GrpcServer(port, behaviour) if kind == "grpc" else RawH2Server(port, behaviour)
+def differential_all(tls=None):
+    """Every case by every client, in clear text (prior knowledge) or, tls
+    given, over TLS with ALPN h2 through the relay's HTTPS termination."""
+    base = HEALTHY + (TLS_SHIFT if tls else 0)
+    certs = TLS_CERT if tls else None
+    healthy = GrpcServer(base, tls=certs)
+    refs, cases = {}, [list(c) for c in CASES]
+    for i, case in enumerate(cases):
+        kind, behaviour, _ = case[2]
+        port = base + 10 + i
+        case[2] = (kind, behaviour, port)
+        refs[case[0]] = (GrpcServer(port, behaviour, certs) if kind == "grpc"
+                         else RawH2Server(port, behaviour, certs))
     for lang in LANGS:
-        for case in CASES:
-            recs = differential(lang, case, healthy, refs)
+        for case in cases:
+            recs = differential(lang, case, healthy, refs, tls)
+            label = "%s %s%s" % (lang, "tls " if tls else "", case[0])
+            h = h2_record(recs)
+            text = json.dumps(h) if h else ""
             if case[0] == "unavail_retried":
-                h = h2_record(recs)
-                text = json.dumps(h) if h else ""
-                check("%s unavail_retried: the h2 stats line counts one connection and "
-                      "grpc 14 twice" % lang,
+                check("%s: the h2 stats line counts grpc 14 twice" % label,
                       h is not None and ('"14": 2' in text or '14:2' in text
                                          or '"UNAVAILABLE": 2' in text), recs)
             if case[0] == "goaway":
-                h = h2_record(recs)
-                text = json.dumps(h) if h else ""
-                check("%s goaway: the h2 stats line counts the GOAWAY NO_ERROR sent" % lang,
+                check("%s: the h2 stats line counts the GOAWAY NO_ERROR sent" % label,
                       h is not None and ("NO_ERROR" in text or '"0": 1' in text), recs)
     for s in [healthy] + list(refs.values()):
         s.stop()
+
+
+def test_differential():
+    differential_all()
+
+
+def test_tls_differential():
+    """The same cases over TLS: grpcio trusts the test CA as its default
+    roots (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, which faultctl run combines with
+    the run's CA), grpc-js through NODE_EXTRA_CA_CERTS (likewise), the relay
+    through SSL_CERT_FILE."""
+    differential_all({"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": TLS_CA,
+                      "NODE_EXTRA_CA_CERTS": TLS_CA, "SSL_CERT_FILE": TLS_CA})
 
 
 def test_passthrough():
@@ -436,8 +480,96 @@ def test_passthrough():
     srv.stop()
 
 
+def openssl(*args):
+    subprocess.run(["openssl"] + list(args), check=True, capture_output=True)
+
+
+def make_ca(name):
+    key, pem = os.path.join(TMP, name + ".key"), os.path.join(TMP, name + ".pem")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", pem, "-days", "2", "-subj", "/CN=faultnet h2 " + name,
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign")
+    return key, pem
+
+
+def make_leaf(name, ca_key, ca_pem):
+    """A server certificate for api.test and 127.0.0.1 signed by the CA."""
+    key, csr, pem, ext = (os.path.join(TMP, name + s) for s in (".key", ".csr", ".pem", ".ext"))
+    with open(ext, "w") as f:
+        f.write("subjectAltName=DNS:api.test,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", csr, "-subj", "/CN=api.test")
+    openssl("x509", "-req", "-in", csr, "-CA", ca_pem, "-CAkey", ca_key, "-CAcreateserial",
+            "-out", pem, "-days", "2", "-extfile", ext)
+    return pem, key
+
+
+def test_roots_variable():
+    """faultctl run sets GRPC_DEFAULT_SSL_ROOTS_FILE_PATH when the policy has
+    HTTP rules: a bundle of the roots gRPC would have read and the run's CA.
+    Then grpcio, which verifies with a BoringSSL of its own (out of the
+    trust hook's reach), trusts a server whose certificate the run's CA
+    signed, and still trusts what it trusted before."""
+    rundir = os.path.join(TMP, "roots-run")
+    os.makedirs(rundir, mode=0o700)
+    conf = policy("roots", 'action = "respond"; status = 503;', port=1)
+    show = [PY, "-c", "import os; print(os.environ.get('GRPC_DEFAULT_SSL_ROOTS_FILE_PATH'))"]
+
+    def value(env, c=conf, cmd=show):
+        p = subprocess.run([CTL, "run", "--config", c, "--"] + cmd,
+                           env=clean_env(FAULTNET_RUNDIR=rundir, **env),
+                           capture_output=True, text=True, timeout=60)
+        return p.stdout.strip(), p.stderr
+
+    system = "/etc/ssl/certs/ca-certificates.crt"
+    got, err = value({})
+    ca = open(os.path.join(rundir, "ca.pem"), "rb").read() if os.path.exists(
+        os.path.join(rundir, "ca.pem")) else b"(no ca.pem)"
+    ok = got.startswith(rundir + "/ca.grpc-") and os.path.exists(got)
+    check("roots: unset, it names RUNDIR/ca.grpc-HASH.pem, mode 0600",
+          ok and (os.stat(got).st_mode & 0o777) == 0o600, (got, err))
+    check("roots: that file is the system's bundle, then the run's CA",
+          ok and open(got, "rb").read() == open(system, "rb").read() + b"\n" + ca, got)
+    mine = os.path.join(TMP, "mine.pem")
+    with open(mine, "wb") as f:
+        f.write(open(TLS_CA, "rb").read())
+    got2, err = value({"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": mine})
+    check("roots: the user's own file is kept: their certificates, then the run's CA; "
+          "their file untouched",
+          got2.startswith(rundir + "/ca.grpc-") and open(got2, "rb").read() ==
+          open(TLS_CA, "rb").read() + b"\n" + ca and open(mine, "rb").read() ==
+          open(TLS_CA, "rb").read(), (got2, err))
+    got3, err = value({"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": "/nonexistent/roots.pem"})
+    check("roots: a file that cannot be read is left as it is, with a warning naming it",
+          got3 == "/nonexistent/roots.pem" and "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=/nonexistent"
+          in err, (got3, err))
+    # (through sh: faultctl run refuses faultctl itself as a Go program)
+    got4, _ = value({}, cmd=["sh", "-c", '"$@"', "-", CTL, "run", "--config", conf, "--"] + show)
+    check("roots: a faultctl run inside another keeps the outer run's bundle", got4 == got, got4)
+    plain = policy("plain", 'action = "blackhole";', port=1, match_path=None)
+    got5, _ = value({}, c=plain)
+    check("roots: a policy without HTTP rules sets nothing", got5 == "None", got5)
+    # grpcio itself, with its default roots, against a server signed by the
+    # run's CA (no rule covers it: nothing is terminated, only trusted).
+    port = 18690
+    leaf = make_leaf("runsigned", os.path.join(rundir, "ca.key"), os.path.join(rundir, "ca.pem"))
+    srv = GrpcServer(port, tls=leaf)
+    spec = json.dumps({"target": "%s:%d" % (ADDR, port), "call": "unary", "deadline": 5,
+                       "tls": {"roots": None, "name": "api.test"}})
+    direct = subprocess.run([PY, os.path.join(HERE, "grpc_client.py"), spec],
+                            env=clean_env(FAULTNET_RUNDIR=rundir), capture_output=True,
+                            text=True, timeout=60).stdout
+    under, _ = value({}, cmd=[PY, os.path.join(HERE, "grpc_client.py"), spec])
+    check("roots: grpcio with its default roots refuses a server the run's CA signed "
+          "without faultctl run, and trusts it under it",
+          '"UNAVAILABLE"' in direct and '"OK"' in under, (direct, under))
+    srv.stop()
+
+
 NODE = None
 LANGS = ["python"]
+TLS_CA = TLS_CERT = None
 
 
 def main():
@@ -456,7 +588,11 @@ def main():
     except ImportError as e:
         check("python3-grpcio and python3-h2 installed (scripts/deps.sh test)", False, e)
         return 1
-    for t in checks.selected([test_differential, test_passthrough]):
+    global TLS_CA, TLS_CERT
+    ca = make_ca("testca")
+    TLS_CA, TLS_CERT = ca[1], make_leaf("server", *ca)
+    for t in checks.selected([test_roots_variable, test_differential, test_passthrough,
+                              test_tls_differential]):
         t()
     return 1 if checks.failed else 0
 
