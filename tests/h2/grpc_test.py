@@ -41,7 +41,8 @@ SVC = "faultnet.test.Echo"
 ADDR = "127.0.0.1"
 TMP = tempfile.mkdtemp(prefix="fn-grpc-")
 DEADLINE = 1.5  # the slow case's call deadline (s); the rule holds 3 s
-CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH")
+CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
+           "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH")
 
 
 def reexec():
@@ -430,41 +431,44 @@ def test_tls_differential():
     roots (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, which faultctl run combines with
     the run's CA), grpc-js through NODE_EXTRA_CA_CERTS (likewise), the relay
     through SSL_CERT_FILE."""
-    differential_all({"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": TLS_CA,
-                      "NODE_EXTRA_CA_CERTS": TLS_CA, "SSL_CERT_FILE": TLS_CA})
+    differential_all(TLS_ENV)
 
 
-def test_passthrough():
+def passthrough(tls=None):
     """Calls no rule faults, through faultnet as directly: a stream's
     messages, a client's cancel reaching the server, and a keepalive ping
     flood answered by the server's own GOAWAY ENHANCE_YOUR_CALM. The rule
     covers the connection (its port) but a path no call uses, so the engine
     parses the connection and forwards every stream."""
-    port = 18621
-    srv = GrpcServer(port)
+    port = 18621 + (TLS_SHIFT if tls else 0)
+    srv = GrpcServer(port, tls=TLS_CERT if tls else None)
     conf = policy("unused", 'action = "respond"; status = 503;', port=port,
                   match_path="/faultnet.test.Other/*")
     for lang in LANGS:
         base = {"target": "%s:%d" % (ADDR, port)}
+        if tls:
+            base["tls"] = {"roots": None, "name": "api.test"}
+        who = lang + (" tls" if tls else "")
         for mode, c in (("directly", None), ("through faultnet", conf)):
             srv.reset()
-            out, recs = run_client(lang, dict(base, call="stream", n=50), c)
-            check("%s stream %s: 50 messages in order, OK" % (lang, mode),
+            out, recs = run_client(lang, dict(base, call="stream", n=50), c, tls)
+            check("%s stream %s: 50 messages in order, OK" % (who, mode),
                   (out.get("code"), out.get("got")) == ("OK", 50), out)
             if c:
                 st = rule_stats(recs, "unused")
                 check("%s stream through faultnet: the rule parsed the connection's stream "
-                      "(1 stream, none faulted)" % lang, streams_of(st) == (1, 0), recs)
+                      "(1 stream, none faulted)" % who, streams_of(st) == (1, 0), recs)
             srv.reset()
-            out, _ = run_client(lang, dict(base, call="cancel"), c)
+            out, _ = run_client(lang, dict(base, call="cancel"), c, tls)
             time.sleep(0.5)
             check("%s cancel %s: the client cancelled after one message; the server saw its "
-                  "call cancelled" % (lang, mode),
+                  "call cancelled" % (who, mode),
                   out.get("code") == "CANCELLED" and out.get("got") == 1 and srv.cancelled == 1
                   and srv.completed == 0, (out, srv.cancelled, srv.completed))
         flood = []
         for mode, c in (("directly", None), ("through faultnet", conf)):
-            out, _ = run_client(lang, dict(base, call="flood", method="Sleep", payload="5"), c)
+            spec = dict(base, call="flood", method="Sleep", payload="5")
+            out, _ = run_client(lang, spec, c, tls)
             flood.append(out)
         d, f = flood
         # How each client words a GOAWAY ENHANCE_YOUR_CALM: grpcio as
@@ -474,10 +478,18 @@ def test_passthrough():
             ("RESOURCE_EXHAUSTED", "bandwidth exhausted or memory limit exceeded")) \
             or (o.get("code") == "UNAVAILABLE" and "ping" in o.get("details", "").lower())
         check("%s keepalive ping flood directly: the server's GOAWAY ENHANCE_YOUR_CALM ends "
-              "the call (%s: %s)" % (lang, d.get("code"), d.get("details")), calm(d), d)
-        check("%s keepalive ping flood through faultnet: the same (%s)" % (lang, d.get("code")),
+              "the call (%s: %s)" % (who, d.get("code"), d.get("details")), calm(d), d)
+        check("%s keepalive ping flood through faultnet: the same (%s)" % (who, d.get("code")),
               (f.get("code"), calm(f)) == (d.get("code"), calm(d)), (f, d))
     srv.stop()
+
+
+def test_passthrough():
+    passthrough()
+
+
+def test_tls_passthrough():
+    passthrough(TLS_ENV)
 
 
 def openssl(*args):
@@ -570,6 +582,10 @@ def test_roots_variable():
 NODE = None
 LANGS = ["python"]
 TLS_CA = TLS_CERT = None
+# Over TLS, both halves: grpcio trusts the test CA as its default roots, grpc-js
+# as an extra root, the relay through SSL_CERT_FILE (faultctl run combines the
+# first two with the run's CA).
+TLS_ENV = {}
 
 
 def main():
@@ -591,8 +607,10 @@ def main():
     global TLS_CA, TLS_CERT
     ca = make_ca("testca")
     TLS_CA, TLS_CERT = ca[1], make_leaf("server", *ca)
+    TLS_ENV.update(GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=TLS_CA, NODE_EXTRA_CA_CERTS=TLS_CA,
+                   SSL_CERT_FILE=TLS_CA)
     for t in checks.selected([test_roots_variable, test_differential, test_passthrough,
-                              test_tls_differential]):
+                              test_tls_differential, test_tls_passthrough]):
         t()
     return 1 if checks.failed else 0
 
