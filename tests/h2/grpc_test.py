@@ -60,7 +60,7 @@ class GrpcServer:
     bytes, Stream sends N messages "m0".."mN-1", Sleep answers after the
     seconds its message says),
     doing one behaviour: "ok", "unavail_first" (aborts UNAVAILABLE, with a
-    pushback of 50 ms, on its first two calls), "headers_then_unavail"
+    pushback of PUSHBACK ms, on its first two calls), "headers_then_unavail"
     (sends its initial metadata, then aborts: a committed call),
     "exhausted" (RESOURCE_EXHAUSTED) or "sleep" (answers after 3 s). Counts
     the calls its handlers saw, those that completed, and those the client
@@ -95,10 +95,14 @@ class GrpcServer:
             n = self.calls
         code = self.grpc.StatusCode
         if self.behaviour == "unavail_first" and n <= 2:
-            context.set_trailing_metadata((("grpc-retry-pushback-ms", "50"),))
+            context.set_trailing_metadata((("grpc-retry-pushback-ms", str(PUSHBACK)),))
             context.abort(code.UNAVAILABLE, "try later")
         if self.behaviour == "headers_then_unavail":
+            # The headers alone first: gRPC's C core takes headers and
+            # trailers that arrive in one read for Trailers-Only, and
+            # retries (seen once in a few runs without the pause).
             context.send_initial_metadata(())
+            time.sleep(0.2)
             context.abort(code.UNAVAILABLE, "try later")
         if self.behaviour == "exhausted":
             context.abort(code.RESOURCE_EXHAUSTED, "quota")
@@ -308,19 +312,23 @@ def policy(name, action, match_path="/%s/*" % SVC, port=None):
 
 
 # ---- the differential cases -------------------------------------------------
+# The pushback the servers ask for: two retries then take at least 0.6 s,
+# where the retry policy's own backoff (0.05 s, then 0.1 s, jittered) takes
+# under 0.15 s: the client honoured it.
+PUSHBACK = 300
 HEALTHY = 18601  # the healthy server every faultnet half calls; the references follow
 TLS_SHIFT = 100  # the same servers over TLS, 100 ports higher
 CASES = [
     # name, the rule's action keys, reference (kind, behaviour), spec, expected
     ("unavail_retried",
      'action = "respond"; grpc_status = 14; grpc_message = "try later"; '
-     'grpc_pushback_ms = 50; first = 2;',
+     'grpc_pushback_ms = %d; first = 2;' % PUSHBACK,
      ("grpc", "unavail_first", 0), {"call": "unary", "retry": True},
      {"code": "OK", "attempts": 3, "class": "immediate", "server": 1, "faulted": 2,
-      "h2": ("grpc", "UNAVAILABLE", 2)}),
+      "h2": ("grpc", "UNAVAILABLE", 2), "pushback": True}),
     ("unavail_retried_stream",
      'action = "respond"; grpc_status = 14; grpc_message = "try later"; '
-     'grpc_pushback_ms = 50; first = 2;',
+     'grpc_pushback_ms = %d; first = 2;' % PUSHBACK,
      ("grpc", "unavail_first", 0), {"call": "stream", "n": 5, "retry": True},
      {"code": "OK", "attempts": 3, "class": "immediate", "server": 1, "faulted": 2, "got": 5}),
     ("after_headers_committed",
@@ -366,6 +374,7 @@ def differential(lang, case, healthy, refs, tls=None):
     got_ref = (out.get("code"), attempts, klass(out, deadline))
     exp = (want["code"], want["attempts"], want["class"])
     label = "%s %s%s" % (lang, "tls " if tls else "", name)
+    ref_out = out
     check("%s: the reference server doing the fault: %s, %d attempt(s), %s"
           % (label, *exp), got_ref == exp and out.get("got", 0) >= 0, (got_ref, out))
     if "got" in want:
@@ -379,6 +388,12 @@ def differential(lang, case, healthy, refs, tls=None):
     got_fn = (out.get("code"), got, klass(out, deadline))
     check("%s: under faultnet the same as the reference: %s, %s attempt(s) (the rule's "
           "streams), %s" % (label, *got_ref), got_fn == got_ref, (got_fn, out))
+    if "pushback" in want:
+        check("%s: grpc-retry-pushback-ms honoured, directly and under faultnet (two "
+              "retries took at least 2 x %d ms: %s s, %s s)"
+              % (label, PUSHBACK, ref_out.get("elapsed"), out.get("elapsed")),
+              ref_out.get("elapsed", 0) >= 2 * PUSHBACK / 1000
+              and out.get("elapsed", 0) >= 2 * PUSHBACK / 1000, (ref_out, out))
     if "server" in want:
         check("%s: under faultnet the real server saw %d call(s), the rule faulted %d"
               % (label, want["server"], want["faulted"]),
