@@ -28,7 +28,7 @@ ALL_CFLAGS = $(CFLAGS_BASE) -I$(BUILD)/gen $(LTO) $(SANFLAGS) $(CFLAGS)
 # shim's rooms sit on it, top to bottom (see docs/ARCHITECTURE.md).
 room = $(wildcard $(1)/*.c)
 CORE_SRC := $(call room,core)
-PRELOAD_ROOMS := preload preload/intercept preload/control preload/relay preload/sink preload/stats preload/dns preload/fd preload/tls \
+PRELOAD_ROOMS := preload preload/intercept preload/control preload/relay preload/h2 preload/sink preload/stats preload/dns preload/fd preload/tls \
 	preload/base
 PRELOAD_SRC := $(foreach r,$(PRELOAD_ROOMS),$(call room,$(r)))
 CTL_SRC := $(foreach r,ctl ctl/scenario ctl/state,$(call room,$(r)))

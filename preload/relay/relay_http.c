@@ -26,6 +26,7 @@
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
 #include "preload/base/say.h"
+#include "preload/h2/h2.h"
 #include "preload/relay/relay_tls.h"
 #include "preload/relay/shape.h"
 #include "preload/stats/stats.h"
@@ -118,6 +119,10 @@ struct fn_hconn {
 	/* A tls rule's stall, reset or alert (core/http.h's FN_TLSF_), met at
 	 * the ClientHello; the alert's code. */
 	int tls_fault, tls_alert;
+	/* HTTP/2 (preload/h2/h2.h): the app's first bytes were looked at for
+	 * its preface, or its TLS handshake for ALPN h2; h2 is its engine. */
+	bool h2_checked;
+	struct fn_h2 *h2;
 };
 
 static http_parser_settings req_settings, res_settings;
@@ -1393,8 +1398,9 @@ static bool sniff(struct fn_conn *c)
 		/* Passed through: the engine counts it as not HTTP too. */
 		fn_stats_tls(&h->ep, r == FN_TLS_H2_ONLY ? FN_TLS_PASSED_H2_ONLY
 							 : FN_TLS_PASSED_UNAVAILABLE);
-		say_opaque(h, r == FN_TLS_H2_ONLY ? "TLS offering only h2, passed through"
-						  : "TLS passed through: termination unavailable");
+		say_opaque(h, r == FN_TLS_H2_ONLY
+				  ? "TLS whose ALPN offers neither h2 nor http/1.1, passed through"
+				  : "TLS passed through: termination unavailable");
 	}
 	return true;
 }
@@ -1424,6 +1430,118 @@ static void handshake_fault(struct fn_conn *c)
 	fn_relay_watch(c, 0, EPOLLIN | EPOLLRDHUP);
 	if (c->up >= 0)
 		fn_relay_watch(c, 1, 0);
+}
+
+/* ---- HTTP/2 ------------------------------------------------------------------ */
+
+/* HTTP/2 starts: the app's preface in clear text, or h2 chosen by ALPN.
+ * Without the library, its bytes go on untouched, said as HTTP/1.1's
+ * unreadable ones are. */
+static void h2_start(struct fn_conn *c)
+{
+	struct fn_hconn *h = c->http;
+	const char *why = NULL;
+	h->h2 = fn_h2_new(&h->ep, c->key, h->tls != NULL, c->up >= 0 && !h->up_failed, &why);
+	if (!h->h2) {
+		fn_stats_unparsed(&h->ep, FN_UNPARSED_NOT_HTTP);
+		say_opaque(h, why ? why : "HTTP/2 engine unavailable");
+		h->passthrough = true;
+		return;
+	}
+	fn_stats_h2(NULL, &h->ep, FN_H2S_CONN, h->tls != NULL);
+}
+
+/* Whether the connection is HTTP/2: looked at once, at the app's first
+ * bytes (or its finished TLS handshake). False while a prefix of the
+ * preface leaves it open. */
+static bool h2_check(struct fn_conn *c)
+{
+	struct fn_hconn *h = c->http;
+	struct fn_dir *dr = &c->dir[0];
+	if (h->h2_checked || h->passthrough)
+		return true;
+	if (h->tls) {
+		h->h2_checked = true;
+		if (fn_tls_h2(h->tls))
+			h2_start(c);
+		return true;
+	}
+	if (dr->lo == dr->hi) /* an HTTP/2 server's SETTINGS wait for the app's preface */
+		return !fn_h2_server_first(c->dir[1].buf + c->dir[1].lo,
+					   c->dir[1].hi - c->dir[1].lo);
+	int r = fn_h2_preface(dr->buf + dr->lo, dr->hi - dr->lo);
+	if (r < 0 && !dr->eof)
+		return false;
+	h->h2_checked = true;
+	if (r == 1)
+		h2_start(c);
+	return true;
+}
+
+/* The bytes read go to the engine; false on the app's protocol error. */
+static bool h2_input(struct fn_conn *c, uint64_t now)
+{
+	struct fn_hconn *h = c->http;
+	struct fn_dir *in = &c->dir[0], *down = &c->dir[1];
+	if (down->lo < down->hi) {
+		ssize_t k = fn_h2_recv(h->h2, 1, down->buf + down->lo, down->hi - down->lo, now);
+		down->out += (uint64_t)k;
+		down->lo += (size_t)k;
+		if (down->lo == down->hi)
+			down->lo = down->hi = 0;
+	}
+	if (h->up_failed || down->eof)
+		fn_h2_server_gone(h->h2);
+	if (in->lo < in->hi) {
+		ssize_t k = fn_h2_recv(h->h2, 0, in->buf + in->lo, in->hi - in->lo, now);
+		if (k < 0)
+			return false;
+		in->lo += (size_t)k;
+		if (in->lo == in->hi)
+			in->lo = in->hi = 0;
+	}
+	uint64_t next = fn_h2_tick(h->h2, now);
+	if (next)
+		fn_shape_wake(c, next);
+	return true;
+}
+
+/* The engine's output into the two buffers, OUT_MAX at most each; *full
+ * when the app's stopped there. False when memory is short. */
+static bool h2_output(struct fn_conn *c, bool *full)
+{
+	struct fn_hconn *h = c->http;
+	const char *p;
+	size_t n = 0;
+	while (obuf_pending(&h->toapp) < OUT_MAX && (n = fn_h2_out(h->h2, 0, &p)))
+		if (!obuf_add(&h->toapp, p, n))
+			return false;
+	*full = n != 0;
+	while (obuf_pending(&h->toup) < OUT_MAX && (n = fn_h2_out(h->h2, 1, &p)))
+		if (!obuf_add(&h->toup, p, n))
+			return false;
+	enum fn_h2_state st = fn_h2_state(h->h2);
+	if (st == FN_H2_RESET)
+		c->reset_pending = true;
+	else if (st != FN_H2_RUNNING)
+		h->fin_wanted = true;
+	return true;
+}
+
+/* One pass of an HTTP/2 connection: in, then out while the app takes it. */
+static bool h2_pump(struct fn_conn *c, uint64_t now, bool *app_blocked)
+{
+	struct fn_hconn *h = c->http;
+	if (!h2_input(c, now))
+		return false;
+	for (int i = 0; i < 64; i++) {
+		bool full;
+		if (!h2_output(c, &full) || !obuf_flush(c, 0, &h->toapp, c->app, app_blocked))
+			return false;
+		if (*app_blocked || !full)
+			break;
+	}
+	return true;
 }
 
 void fn_http_pump(struct fn_conn *c, uint64_t now)
@@ -1461,13 +1579,23 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 			return;
 		}
 	}
-	parse_requests(c, now);
-	parse_answers(c);
+	if (!h2_check(c)) {
+		watch(c, false, false, now);
+		return;
+	}
 	bool app_blocked = false, up_blocked = false;
+	if (h->h2 && !h2_pump(c, now, &app_blocked)) {
+		fn_conn_finish(c, true);
+		return;
+	}
+	if (!h->h2) {
+		parse_requests(c, now);
+		parse_answers(c);
+	}
 	/* Answers are released OUT_MAX at a time: while the app takes them
 	 * all, release more, or the server's buffered bytes would wait for
 	 * an event that never comes (nothing to read, the app not blocked). */
-	for (; !h->app_reset;) { /* an app that reset is owed nothing */
+	for (; !h->app_reset && !h->h2;) { /* an app that reset is owed nothing */
 		uint64_t out = c->dir[1].out;
 		release(c, now);
 		bool more = c->dir[1].out != out || obuf_pending(&h->toapp);
@@ -1564,6 +1692,7 @@ void fn_http_conn_free(struct fn_conn *c)
 	free(h->toup.s);
 	free(h->held.s);
 	free(h->toapp.s);
+	fn_h2_free(h->h2);
 	fn_tls_free(h->tls);
 	free(h);
 	c->http = NULL;
