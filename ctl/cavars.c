@@ -3,8 +3,9 @@
  * since the shim makes it only when a connection is terminated, too late
  * for them; NODE_EXTRA_CA_CERTS naming it, or a combined file;
  * JAVA_TOOL_OPTIONS naming a combined JKS trust store; and
- * GRPC_DEFAULT_SSL_ROOTS_FILE_PATH naming a combined PEM bundle (grpcio
- * verifies with a BoringSSL of its own, out of the trust hook's reach). */
+ * GRPC_DEFAULT_SSL_ROOTS_FILE_PATH naming a combined PEM bundle (grpcio's
+ * PyPI wheels verify with a BoringSSL of their own, out of the trust hook's
+ * reach; Debian's build uses the system's OpenSSL, which the hook reaches). */
 #include "ctl/cavars.h"
 
 #include <errno.h>
