@@ -128,9 +128,7 @@ class GrpcServer:
 
     def sleep(self, req, context):
         self.fault(context)
-        time.sleep(float(req))
-        with self.lock:
-            self.completed += 1
+        time.sleep(float(req))  # not counted completed: it may end in a later test
         return req
 
     def stream(self, req, context):
@@ -237,11 +235,49 @@ class RawH2Server:
         self.ls.close()
 
 
-# ---- the clients -----------------------------------------------------------
+# ---- the clients, one thread each ------------------------------------------
+# Python's and Node.js's clients run at once, each against servers of its own
+# (ports LANG_SHIFT apart) and in a run directory of its own, so the section
+# stays well under two minutes; each thread's checks are kept and printed in
+# order once both are done.
+LANG_SHIFT = 50
+MINE = threading.local()
+
+
+def ck(name, cond, detail=""):
+    """check(), or, in a client's thread, kept for per_lang to print."""
+    kept = getattr(MINE, "kept", None)
+    if kept is None:
+        check(name, cond, detail)
+    else:
+        kept.append((name, cond, detail))
+
+
+def per_lang(fn, *args):
+    """fn(lang, shift, *args) for every client at once; their checks, in order."""
+    kept = {lang: [] for lang in LANGS}
+
+    def run(lang, shift):
+        MINE.kept, MINE.rundir = kept[lang], os.path.join(TMP, "run-" + lang)
+        try:
+            fn(lang, shift, *args)
+        except Exception as e:  # one failure, never a lost thread
+            kept[lang].append(("%s: %s ended" % (lang, fn.__name__), False, repr(e)))
+    threads = [threading.Thread(target=run, args=(lang, i * LANG_SHIFT))
+               for i, lang in enumerate(LANGS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for lang in LANGS:
+        for name, cond, detail in kept[lang]:
+            check(name, cond, detail)
+
 def clean_env(**extra):
     e = {k: v for k, v in os.environ.items()
          if not k.startswith("FAULTNET_") and k not in CA_VARS and k != "LD_PRELOAD"}
-    e.update(FAULTNET_RUNDIR=os.path.join(TMP, "run"), ASAN_OPTIONS="detect_leaks=0",
+    e.update(FAULTNET_RUNDIR=getattr(MINE, "rundir", os.path.join(TMP, "run")),
+             ASAN_OPTIONS="detect_leaks=0",
              GRPC_VERBOSITY="NONE")
     e.update(extra)
     return e
@@ -303,7 +339,7 @@ def klass(out, deadline):
 
 
 def policy(name, action, match_path="/%s/*" % SVC, port=None):
-    path = os.path.join(TMP, name + ".conf")
+    path = os.path.join(TMP, "%s-%d.conf" % (name, port))
     path_key = 'path = "%s"; ' % match_path if match_path else ""
     with open(path, "w") as f:
         f.write('rules = (\n { name = "%s"; %s match = { to = "%s/32"; port = %d; %s}; }\n);\n'
@@ -375,33 +411,33 @@ def differential(lang, case, healthy, refs, tls=None):
     exp = (want["code"], want["attempts"], want["class"])
     label = "%s %s%s" % (lang, "tls " if tls else "", name)
     ref_out = out
-    check("%s: the reference server doing the fault: %s, %d attempt(s), %s"
-          % (label, *exp), got_ref == exp and out.get("got", 0) >= 0, (got_ref, out))
+    ck("%s: the reference server doing the fault: %s, %d attempt(s), %s"
+       % (label, *exp), got_ref == exp and out.get("got", 0) >= 0, (got_ref, out))
     if "got" in want:
-        check("%s: the reference stream's %d messages in order" % (label, want["got"]),
-              out.get("got") == want["got"], out)
+        ck("%s: the reference stream's %d messages in order" % (label, want["got"]),
+           out.get("got") == want["got"], out)
     conf = policy(name.replace("_", "-"), action, port=healthy.port)
     healthy.reset()
     out, recs = run_client(lang, dict(spec, target="%s:%d" % (ADDR, healthy.port)), conf, tls)
     time.sleep(0.2)
     got, faulted = streams_of(rule_stats(recs, name.replace("_", "-")))
     got_fn = (out.get("code"), got, klass(out, deadline))
-    check("%s: under faultnet the same as the reference: %s, %s attempt(s) (the rule's "
-          "streams), %s" % (label, *got_ref), got_fn == got_ref, (got_fn, out))
+    ck("%s: under faultnet the same as the reference: %s, %s attempt(s) (the rule's "
+       "streams), %s" % (label, *got_ref), got_fn == got_ref, (got_fn, out))
     if "pushback" in want:
-        check("%s: grpc-retry-pushback-ms honoured, directly and under faultnet (two "
-              "retries took at least 2 x %d ms: %s s, %s s)"
-              % (label, PUSHBACK, ref_out.get("elapsed"), out.get("elapsed")),
-              ref_out.get("elapsed", 0) >= 2 * PUSHBACK / 1000
-              and out.get("elapsed", 0) >= 2 * PUSHBACK / 1000, (ref_out, out))
+        ck("%s: grpc-retry-pushback-ms honoured, directly and under faultnet (two "
+           "retries took at least 2 x %d ms: %s s, %s s)"
+           % (label, PUSHBACK, ref_out.get("elapsed"), out.get("elapsed")),
+           ref_out.get("elapsed", 0) >= 2 * PUSHBACK / 1000
+           and out.get("elapsed", 0) >= 2 * PUSHBACK / 1000, (ref_out, out))
     if "server" in want:
-        check("%s: under faultnet the real server saw %d call(s), the rule faulted %d"
-              % (label, want["server"], want["faulted"]),
-              (healthy.calls, faulted) == (want["server"], want["faulted"]),
-              (healthy.calls, faulted, recs))
+        ck("%s: under faultnet the real server saw %d call(s), the rule faulted %d"
+           % (label, want["server"], want["faulted"]),
+           (healthy.calls, faulted) == (want["server"], want["faulted"]),
+           (healthy.calls, faulted, recs))
     if "got" in want:
-        check("%s: under faultnet the stream's %d messages in order" % (label, want["got"]),
-              out.get("got") == want["got"], out)
+        ck("%s: under faultnet the stream's %d messages in order" % (label, want["got"]),
+           out.get("got") == want["got"], out)
     return recs
 
 
@@ -420,10 +456,10 @@ def h2_count(rec, field, code):
     return 0
 
 
-def differential_all(tls=None):
-    """Every case by every client, in clear text (prior knowledge) or, tls
+def differential_all(lang, shift, tls=None):
+    """Every case by one client, in clear text (prior knowledge) or, tls
     given, over TLS with ALPN h2 through the relay's HTTPS termination."""
-    base = HEALTHY + (TLS_SHIFT if tls else 0)
+    base = HEALTHY + shift + (TLS_SHIFT if tls else 0)
     certs = TLS_CERT if tls else None
     healthy = GrpcServer(base, tls=certs)
     refs, cases = {}, [list(c) for c in CASES]
@@ -433,25 +469,24 @@ def differential_all(tls=None):
         case[2] = (kind, behaviour, port)
         refs[case[0]] = (GrpcServer(port, behaviour, certs) if kind == "grpc"
                          else RawH2Server(port, behaviour, certs))
-    for lang in LANGS:
-        for case in cases:
-            recs = differential(lang, case, healthy, refs, tls)
-            want = case[4].get("h2")
-            if not want:
-                continue
-            h = h2_record(recs) or {}
-            field, code, n = want
-            got = (h2_count(h, field, code), h.get("connections", 0) >= 1,
-                   h.get("tls", 0) >= 1 if tls else True)
-            check("%s %s%s: the h2 line of run --stats: %s=%s:%d, the connection%s counted"
-                  % (lang, "tls " if tls else "", case[0], field, code, n,
-                     " and its TLS" if tls else ""), got == (n, True, True), (got, h or recs))
+    for case in cases:
+        recs = differential(lang, case, healthy, refs, tls)
+        want = case[4].get("h2")
+        if not want:
+            continue
+        h = h2_record(recs) or {}
+        field, code, n = want
+        got = (h2_count(h, field, code), h.get("connections", 0) >= 1,
+               h.get("tls", 0) >= 1 if tls else True)
+        ck("%s %s%s: the h2 line of run --stats: %s=%s:%d, the connection%s counted"
+           % (lang, "tls " if tls else "", case[0], field, code, n,
+           " and its TLS" if tls else ""), got == (n, True, True), (got, h or recs))
     for s in [healthy] + list(refs.values()):
         s.stop()
 
 
 def test_differential():
-    differential_all()
+    per_lang(differential_all)
 
 
 def test_tls_differential():
@@ -459,70 +494,68 @@ def test_tls_differential():
     roots (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, which faultctl run combines with
     the run's CA), grpc-js through NODE_EXTRA_CA_CERTS (likewise), the relay
     through SSL_CERT_FILE."""
-    differential_all(TLS_ENV)
+    per_lang(differential_all, TLS_ENV)
 
 
-def passthrough(tls=None):
+def passthrough(lang, shift, tls=None):
     """Calls no rule faults, through faultnet as directly: a stream's
     messages, a client's cancel reaching the server, and a keepalive ping
     flood answered by the server's own GOAWAY ENHANCE_YOUR_CALM. The rule
     covers the connection (its port) but a path no call uses, so the engine
     parses the connection and forwards every stream."""
-    port = 18621 + (TLS_SHIFT if tls else 0)
+    port = 18621 + shift + (TLS_SHIFT if tls else 0)
     srv = GrpcServer(port, tls=TLS_CERT if tls else None)
     conf = policy("unused", 'action = "respond"; status = 503;', port=port,
                   match_path="/faultnet.test.Other/*")
-    for lang in LANGS:
-        base = {"target": "%s:%d" % (ADDR, port)}
-        if tls:
-            base["tls"] = {"roots": None, "name": "api.test"}
-        who = lang + (" tls" if tls else "")
-        for mode, c in (("directly", None), ("through faultnet", conf)):
-            srv.reset()
-            out, recs = run_client(lang, dict(base, call="stream", n=50), c, tls)
-            check("%s stream %s: 50 messages in order, OK" % (who, mode),
-                  (out.get("code"), out.get("got")) == ("OK", 50), out)
-            if c:
-                # The rule covers the connection but not the path: the
-                # engine carried it (the h2 line), the rule faulted nothing.
-                h = h2_record(recs) or {}
-                got = (h.get("connections", 0), h.get("tls", 0) if tls else 0,
-                       streams_of(rule_stats(recs, "unused"))[1])
-                check("%s stream through faultnet: the HTTP/2 engine carried the connection "
-                      "(the h2 line: connections=1%s), the rule faulted nothing"
-                      % (who, " tls=1" if tls else ""), got == (1, 1 if tls else 0, 0), recs)
-            srv.reset()
-            out, _ = run_client(lang, dict(base, call="cancel"), c, tls)
-            time.sleep(0.5)
-            check("%s cancel %s: the client cancelled after one message; the server saw its "
-                  "call cancelled" % (who, mode),
-                  out.get("code") == "CANCELLED" and out.get("got") == 1 and srv.cancelled == 1
-                  and srv.completed == 0, (out, srv.cancelled, srv.completed))
-        flood = []
-        for mode, c in (("directly", None), ("through faultnet", conf)):
-            spec = dict(base, call="flood", method="Sleep", payload="5")
-            out, _ = run_client(lang, spec, c, tls)
-            flood.append(out)
-        d, f = flood
-        # How each client words a GOAWAY ENHANCE_YOUR_CALM: grpcio as
-        # UNAVAILABLE naming the pings, grpc-js as RESOURCE_EXHAUSTED.
-        calm = lambda o: (o.get("code"), o.get("details", "").lower()) in (  # noqa: E731
-            ("UNAVAILABLE", "too_many_pings"), ("UNAVAILABLE", "too many pings"),
-            ("RESOURCE_EXHAUSTED", "bandwidth exhausted or memory limit exceeded")) \
-            or (o.get("code") == "UNAVAILABLE" and "ping" in o.get("details", "").lower())
-        check("%s keepalive ping flood directly: the server's GOAWAY ENHANCE_YOUR_CALM ends "
-              "the call (%s: %s)" % (who, d.get("code"), d.get("details")), calm(d), d)
-        check("%s keepalive ping flood through faultnet: the same (%s)" % (who, d.get("code")),
-              (f.get("code"), calm(f)) == (d.get("code"), calm(d)), (f, d))
+    base = {"target": "%s:%d" % (ADDR, port)}
+    if tls:
+        base["tls"] = {"roots": None, "name": "api.test"}
+    who = lang + (" tls" if tls else "")
+    for mode, c in (("directly", None), ("through faultnet", conf)):
+        srv.reset()
+        out, recs = run_client(lang, dict(base, call="stream", n=50), c, tls)
+        ck("%s stream %s: 50 messages in order, OK" % (who, mode),
+           (out.get("code"), out.get("got")) == ("OK", 50), out)
+        if c:
+            # The rule covers the connection but not the path: the engine
+            # carried it (the h2 line), the rule faulted nothing.
+            h = h2_record(recs) or {}
+            got = (h.get("connections", 0), h.get("tls", 0) if tls else 0,
+                   streams_of(rule_stats(recs, "unused"))[1])
+            ck("%s stream through faultnet: the HTTP/2 engine carried the connection (the h2 "
+               "line: connections=1%s), the rule faulted nothing" % (who, " tls=1" if tls else ""),
+               got == (1, 1 if tls else 0, 0), recs)
+        srv.reset()
+        out, _ = run_client(lang, dict(base, call="cancel"), c, tls)
+        time.sleep(0.5)
+        ck("%s cancel %s: the client cancelled after one message; the server saw its call "
+           "cancelled" % (who, mode),
+           out.get("code") == "CANCELLED" and out.get("got") == 1 and srv.cancelled == 1
+           and srv.completed == 0, (out, srv.cancelled, srv.completed))
+    flood = []
+    for mode, c in (("directly", None), ("through faultnet", conf)):
+        spec = dict(base, call="flood", method="Sleep", payload="5")
+        flood.append(run_client(lang, spec, c, tls)[0])
+    d, f = flood
+    # How each client words a GOAWAY ENHANCE_YOUR_CALM: grpcio as UNAVAILABLE
+    # naming the pings, grpc-js as RESOURCE_EXHAUSTED.
+    calm = lambda o: (o.get("code"), o.get("details", "").lower()) in (  # noqa: E731
+        ("UNAVAILABLE", "too many pings"),
+        ("RESOURCE_EXHAUSTED", "bandwidth exhausted or memory limit exceeded"))
+    ck("%s keepalive ping flood directly: the server's GOAWAY ENHANCE_YOUR_CALM ends the call "
+       "(%s: %s)" % (who, d.get("code"), d.get("details")), calm(d), d)
+    ck("%s keepalive ping flood through faultnet: the same (%s)" % (who, d.get("code")),
+       (f.get("code"), f.get("details"), calm(f)) == (d.get("code"), d.get("details"), calm(d)),
+       (f, d))
     srv.stop()
 
 
 def test_passthrough():
-    passthrough()
+    per_lang(passthrough)
 
 
 def test_tls_passthrough():
-    passthrough(TLS_ENV)
+    per_lang(passthrough, TLS_ENV)
 
 
 def openssl(*args):
