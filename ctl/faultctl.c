@@ -324,6 +324,12 @@ static void print_stats(const struct opts *o, char **lines, int nlines)
 	if (has_records(lines, nlines, "tls") && !o->json)
 		fputc('\n', stdout);
 	print_records(o, lines, nlines, "tls", tstats, 7);
+	/* HTTP/2: connections, and the gRPC statuses, RST_STREAMs and
+	 * GOAWAYs sent, each a list of NAME:COUNT. */
+	static const char *const h2stats[] = {"pid", "connections", "tls", "grpc", "rst", "goaway"};
+	if (has_records(lines, nlines, "h2") && !o->json)
+		fputc('\n', stdout);
+	print_records(o, lines, nlines, "h2", h2stats, 6);
 }
 
 /* stats of a group also counts its members that have gone: their files

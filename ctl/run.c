@@ -196,10 +196,38 @@ static void add_trust(struct total **t, int *n, const char *line)
 	add_typed(t, n, line, "trust", key);
 }
 
+/* "h2": HTTP/2 connections and the frames the engine sent, by code,
+ * summed over the run's processes. */
+static struct fn_seg_h2 h2_sum;
+static bool h2_seen;
+
+/* Its line, "  h2 connections=N tls=N grpc=NAME:N,...", or its JSON. */
+static void print_h2(FILE *out, bool json)
+{
+	struct fn_buf b = {0};
+	fn_buf_add(&b, "h2", 2);
+	fn_seg_h2_fields(&h2_sum, &b);
+	if (b.oom)
+		return;
+	fn_buf_add(&b, "", 1);
+	if (json) {
+		render_json_record(out, b.s);
+		fputc('\n', out);
+	} else {
+		fprintf(out, "  %s\n", b.s);
+	}
+	fn_buf_free(&b);
+}
+
 static void add_record(struct total **t, int *n, const char *line)
 {
 	char type[8] = "", key[400];
 	sscanf(line, "%7s", type);
+	if (strcmp(type, "h2") == 0) {
+		fn_seg_h2_add(&h2_sum, line);
+		h2_seen = true;
+		return;
+	}
 	if (strcmp(type, "rule") && strcmp(type, "dest") && strcmp(type, "http") &&
 	    strcmp(type, "name") && strcmp(type, "parser") && strcmp(type, "tls"))
 		return;
@@ -373,6 +401,8 @@ static bool print_totals(const char *dir, bool print, bool json)
 		fprintf(out, "faultctl: stats of %d process%s:\n", procs, procs == 1 ? "" : "es");
 	for (int i = 0; print && i < n; i++)
 		print_total(out, &t[i], json);
+	if (print && h2_seen)
+		print_h2(out, json);
 	bool failed = strict.on && strict_failed(t, n, procs);
 	free(t);
 	return failed;

@@ -6,6 +6,8 @@
  * engine's. */
 #include "preload/h2/h2int.h"
 
+#include "core/http.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -670,18 +672,22 @@ static int app_preface(struct fn_h2 *h, const char *p, size_t n)
 	return 1;
 }
 
-/* Post-callback work: streams whose answer reached after_bytes. */
-static void settle(struct fn_h2 *h)
+/* Post-callback work: streams whose answer reached after_bytes. Whether
+ * there was any. */
+static bool settle(struct fn_h2 *h)
 {
+	bool any = false;
 	for (struct fn_h2s *s = h->streams; s; s = s->next) {
 		if (!s->cut_pending)
 			continue;
+		any = true;
 		s->cut_pending = false;
 		if (s->rst_code >= 0)
 			fn_h2_reset(h, s, s->rst_code);
 		else
-			h->state = s->cut_mode == 2 ? FN_H2_CLOSE : FN_H2_RESET;
+			h->state = s->cut_mode == FN_ABORT_CLOSE ? FN_H2_CLOSE : FN_H2_RESET;
 	}
+	return any;
 }
 
 ssize_t fn_h2_recv(struct fn_h2 *h, int side, const char *p, size_t n, uint64_t now)
@@ -712,7 +718,12 @@ size_t fn_h2_out(struct fn_h2 *h, int side, const char **p)
 	if ((side == 0 && !h->up_settings) || (side == 1 && !h->app_preface))
 		return 0;
 	const uint8_t *d;
-	ssize_t n = h->ng->nghttp2_session_mem_send(side ? h->up : h->app, &d);
+	nghttp2_session *ses = side ? h->up : h->app;
+	ssize_t n = h->ng->nghttp2_session_mem_send(ses, &d);
+	/* A read callback in that call may have cut a stream: its reset is
+	 * sent now, not at the next event, which may never come. */
+	if (n == 0 && settle(h))
+		n = h->ng->nghttp2_session_mem_send(ses, &d);
 	if (n < 0) {
 		h->state = FN_H2_RESET;
 		return 0;

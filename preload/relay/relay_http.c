@@ -1461,6 +1461,8 @@ static bool h2_check(struct fn_conn *c)
 	if (h->h2_checked || h->passthrough)
 		return true;
 	if (h->tls) {
+		if (!h->app_hs) /* ALPN is settled with the handshake */
+			return true;
 		h->h2_checked = true;
 		if (fn_tls_h2(h->tls))
 			h2_start(c);

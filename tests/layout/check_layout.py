@@ -108,7 +108,9 @@ ROOMS = [
     ("preload/stats", {"preload/fd", "preload/base", "core"},
      "lock-free counters per destination and rule and the event ring "
      "(stats.c), per-request counts by method, Host and path prefix "
-     "(requests.c, written by the relay thread only), per-name counts of the "
+     "(requests.c, written by the relay thread only), the HTTP/2 engine's "
+     "connections and the gRPC statuses, RST_STREAMs and GOAWAYs it sent, by code "
+     "(h2sent.c), per-name counts of the "
      "resolver hooks (lookups.c), all in the member's published state (fn_seg), "
      "and the policy's listing there (listing.c); the request log "
      "(reqlog.c: FAULTNET_REQUESTS, a JSON line per HTTP request the relay "
