@@ -662,13 +662,13 @@ def main():
     NODE = checks.node_bin(ROOT)
     if NODE and os.path.isdir(os.path.join(MODULES, "@grpc/grpc-js")):
         LANGS.append("node")
-    # FN_H2_LANGS=python (or node): one client only, while debugging.
-    if os.environ.get("FN_H2_LANGS"):
-        LANGS[:] = [x for x in LANGS if x in os.environ["FN_H2_LANGS"].split(",")]
     else:
         print("  skip - the Node.js client: no Node.js 20 or no @grpc/grpc-js in %s "
               "(make test installs it from tests/conformance/package.json)" % MODULES)
         checks.skip()
+    # FN_H2_LANGS=python (or node): one client only, while debugging.
+    if os.environ.get("FN_H2_LANGS"):
+        LANGS[:] = [x for x in LANGS if x in os.environ["FN_H2_LANGS"].split(",")]
     try:
         import grpc  # noqa: F401
         import h2  # noqa: F401
