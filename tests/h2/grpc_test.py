@@ -18,6 +18,7 @@ network namespace (loopback only).
 usage: grpc_test.py BUILD_DIR"""
 import json
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -310,7 +311,11 @@ def run_client(lang, spec, conf=None, env=None):
     try:
         return json.loads(p.stdout.strip().splitlines()[-1]), recs
     except (IndexError, ValueError):
-        return {"error": "exit %d: %s" % (p.returncode, p.stderr.strip()[-400:])}, recs
+        died = ""
+        if p.returncode < 0 or p.returncode > 128:  # faultctl run passes on 128 + signal
+            sig = -p.returncode if p.returncode < 0 else p.returncode - 128
+            died = " (the client died of %s)" % signal.Signals(sig).name
+        return {"error": "exit %d%s: %s" % (p.returncode, died, p.stderr.strip()[-400:])}, recs
 
 
 def rule_stats(recs, name):
