@@ -52,7 +52,8 @@ CORE_LIB := $(BUILD)/libfaultnet-core.a
 FUZZERS := build/fuzz/fuzz_config build/fuzz/fuzz_rule build/fuzz/fuzz_protocol
 
 .PHONY: all deps test-deps install man deb demo test test-progs check unit integration clients sanitize \
-	check-exports conformance stress bench bench-progs fuzz fresh-check clean format depcheck
+	check-exports conformance stress bench bench-progs fuzz fresh-check clean format depcheck \
+	bundle
 all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl $(BUILD)/faultnet-probe
 
 # Installs the Debian packages the build and the tests need when missing.
@@ -121,6 +122,13 @@ $(BUILD)/obj/ctl/faultctl.o: CFLAGS += -DFN_VERSION='"$(FN_VERSION)"'
 $(BUILD)/faultnet-probe: $(call obj,ctl/probe/probe.c)
 	$(CC) $(ALL_CFLAGS) -o $@ $^
 
+# The self-contained bundle for containers: the shim and every library it
+# loads at run time, in $(BUILD)/bundle, mounted read-only into an image by
+# faultctl docker run and compose (scripts/bundle.sh, ctl/container.c).
+bundle: $(BUILD)/libfaultnet.so
+	@command -v patchelf >/dev/null 2>&1 || scripts/deps.sh test
+	scripts/bundle.sh $(BUILD)
+
 # Manual pages, from one scdoc source each (docs/man).
 MAN_PAGES := $(patsubst docs/man/%.scd,$(BUILD)/man/%,$(wildcard docs/man/*.scd))
 $(BUILD)/man/%: docs/man/%.scd
@@ -142,6 +150,9 @@ install: all man
 	install -m 0755 $(BUILD)/faultnet-probe $(DESTDIR)$(PREFIX)/bin/faultnet-probe
 	install -d $(DESTDIR)$(PREFIX)/share/faultnet/policies
 	install -m 0644 policies/*.conf $(DESTDIR)$(PREFIX)/share/faultnet/policies/
+	# The container bundle, when made (make bundle): faultctl docker finds it there.
+	if [ -f $(BUILD)/bundle/faultnet-bundle.txt ]; then install -d $(DESTDIR)$(PREFIX)/lib/faultnet/bundle && \
+		install -m 0644 $(BUILD)/bundle/* $(DESTDIR)$(PREFIX)/lib/faultnet/bundle/; fi
 
 # A Debian package from the committed tree (git archive), built apart from
 # the working tree: build/deb/faultnet_VERSION_amd64.deb.

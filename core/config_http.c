@@ -176,6 +176,7 @@ const char *const cfg_http_keys[] = {"status",
 				     "rst_stream",
 				     "rst_after",
 				     "goaway",
+				     "ping",
 				     NULL};
 
 /* Where the HTTP/2 and gRPC keys start in cfg_http_keys. */
@@ -292,8 +293,16 @@ static bool h2_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r, 
 			    r->name, text);
 		h->rst_after = text[0] == 'h' ? FN_RST_HEADERS : FN_RST_REQUEST;
 		return true;
-	default:
+	case 6:
 		return h2_error(c, s, r, "goaway", &h->goaway);
+	default:
+		if (!cfg_get_string(c, s, "ping", &text))
+			return false;
+		if (strcmp(text, "unanswered"))
+			return cfg_fail(c, s, "rule '%s': ping '%s' must be \"unanswered\"",
+					r->name, text);
+		h->ping_unanswered = true;
+		return true;
 	}
 }
 
@@ -304,10 +313,10 @@ bool cfg_http_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r, c
 {
 	const char *const *keys = cfg_http_keys;
 	static const enum fn_action owner[] = {
-	    FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
-	    FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_ABORT,   FN_ACT_TLS,
-	    FN_ACT_TLS,	    FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
-	    FN_ACT_RESPOND, FN_ACT_ABORT,   FN_ACT_ABORT,   FN_ACT_ABORT};
+	    FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
+	    FN_ACT_RESPOND, FN_ACT_ABORT,   FN_ACT_TLS,	    FN_ACT_TLS,	    FN_ACT_RESPOND,
+	    FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_ABORT,   FN_ACT_ABORT,
+	    FN_ACT_ABORT,   FN_ACT_ABORT};
 	_Static_assert(sizeof(owner) / sizeof(owner[0]) + 1 ==
 			   sizeof(cfg_http_keys) / sizeof(cfg_http_keys[0]),
 		       "a key without its owner");
@@ -420,6 +429,15 @@ static bool rst_check(struct ctx *c, const config_setting_t *s, struct fn_rule *
 				"rule '%s': rst_after and after_bytes: give one (after_bytes "
 				"resets after that many bytes of the answer's DATA)",
 				r->name);
+	const config_setting_t *ping = cfg_member(c, s, "ping");
+	if (ping && (h->rst_stream >= 0 || goaway || r->par.after_bytes >= 0))
+		return cfg_fail(c, ping,
+				"rule '%s': ping and %s: a ping rule leaves the stream as it is; "
+				"give one",
+				r->name,
+				h->rst_stream >= 0 ? "rst_stream"
+				: goaway	   ? "goaway"
+						   : "after_bytes");
 	if (goaway && !cfg_member(c, s, "mode"))
 		h->mode = FN_ABORT_CLOSE;
 	return true;

@@ -141,8 +141,14 @@ bool fn_http_answers_all(const struct fn_policy *p, const struct fn_endpoint *ep
 		if (!fn_rule_http(r))
 			continue;
 		/* A tls rule stands for the server too: its handshake fails. */
-		bool answers = r->action == FN_ACT_RESPOND || r->action == FN_ACT_TLS ||
-			       (r->action == FN_ACT_ABORT && r->par.after_bytes < 0);
+		/* Not one that acts on the server's answer: a gRPC status
+		 * after its headers, a reset after them. */
+		const struct fn_http *h = r->http;
+		bool answers =
+		    (r->action == FN_ACT_RESPOND && !h->grpc_after_headers) ||
+		    r->action == FN_ACT_TLS ||
+		    (r->action == FN_ACT_ABORT && r->par.after_bytes < 0 && !h->ping_unanswered &&
+		     !(h->rst_stream >= 0 && h->rst_after == FN_RST_HEADERS));
 		if (answers && (!r->host || (fn_host_resolved && fn_host_resolved(ep, r->host))))
 			return true;
 	}
@@ -365,8 +371,10 @@ void fn_http_describe(const struct fn_rule *r, char *buf, size_t len, size_t *at
 	}
 	if (r->action == FN_ACT_RESPOND && h->grpc_status >= 0)
 		describe_grpc(h, buf, len, at);
-	if (r->action == FN_ACT_ABORT)
+	if (r->action == FN_ACT_ABORT && !h->ping_unanswered)
 		put(buf, len, at, "mode", h->mode == FN_ABORT_CLOSE ? "close" : "reset");
+	if (r->action == FN_ACT_ABORT && h->ping_unanswered)
+		put(buf, len, at, "ping", "unanswered");
 	if (r->action == FN_ACT_ABORT && h->rst_stream >= 0) {
 		put(buf, len, at, "rst_stream", fn_h2_error_name(h->rst_stream));
 		put(buf, len, at, "rst_after",

@@ -54,16 +54,18 @@ static inline void fn_slot_ready(int *state)
 }
 
 /* The "tls" record's counts: connections the relay terminated, passed
- * through (the app offered only h2; OpenSSL or the CA could not be had),
+ * through (the app's ALPN offered neither h2 nor http/1.1; OpenSSL or the
+ * CA could not be had),
  * the app refused (its handshake with the leaf failed), ended because the
- * server failed verification, and whose ALPN was downgraded to http/1.1;
+ * server failed verification, and whose ALPN was downgraded to http/1.1
+ * (no server reached to choose);
  * then how the run's CA reached the process, as of its last terminated or
  * refused handshake: verifications of the app's own OpenSSL the trust hook
  * let trust it, and 1 when the process started with NODE_EXTRA_CA_CERTS
  * or JAVA_TOOL_OPTIONS naming it (set by faultctl run). */
 enum fn_seg_tls {
 	FN_TLS_TERMINATED,
-	FN_TLS_PASSED_H2_ONLY,
+	FN_TLS_PASSED_OTHER_ALPN,
 	FN_TLS_PASSED_UNAVAILABLE,
 	FN_TLS_REFUSED_BY_APP,
 	FN_TLS_SERVER_UNVERIFIED,

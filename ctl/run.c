@@ -149,7 +149,7 @@ static const char *const unparsed[NCOUNTS] = {
 
 /* "tls": connections the relay terminated, passed through or ended. */
 static const char *const tlsed[NCOUNTS] = {
-    "terminated",      "passed_h2_only",    "passed_unavailable",
+    "terminated",      "passed_other_alpn",    "passed_unavailable",
     "refused_by_app",  "server_unverified", "alpn_downgraded",
     "trusted_by_hook", "ca_variable",	    "-"};
 
@@ -347,14 +347,15 @@ static bool strict_failed(const struct total *t, int n, int procs)
 		failed = true;
 	}
 	/* Of those, the TLS ones passed through, by reason (counted
-	 * not_http too): an h2-only client, or no termination to be had. */
+	 * not_http too): a client whose ALPN offers neither h2 nor http/1.1,
+	 * or no termination to be had. */
 	const struct total *tls = total_of(t, n, "tls", NULL);
-	unsigned long long h2 = tls ? tls->n[FN_TLS_PASSED_H2_ONLY] : 0;
+	unsigned long long h2 = tls ? tls->n[FN_TLS_PASSED_OTHER_ALPN] : 0;
 	unsigned long long un = tls ? tls->n[FN_TLS_PASSED_UNAVAILABLE] : 0;
 	if (h2 || un) {
 		fprintf(stderr,
 			"faultctl run --strict: of them TLS passed through as bytes: %llu offering "
-			"only h2 (passed_h2_only), %llu with no termination to be had "
+			"neither h2 nor http/1.1 (passed_other_alpn), %llu with no termination to be had "
 			"(passed_unavailable)\n",
 			h2, un);
 		failed = true;
@@ -406,6 +407,11 @@ static bool print_totals(const char *dir, bool print, bool json)
 	bool failed = strict.on && strict_failed(t, n, procs);
 	free(t);
 	return failed;
+}
+
+void run_print_stats(const char *dir, bool json)
+{
+	print_totals(dir, true, json);
 }
 
 /* CMD's status; under --strict 1 when it exited 0 but the run failed. */

@@ -238,8 +238,8 @@ s_bench() {
 	local smoke
 	smoke=$(mktemp)
 	if /usr/bin/python3 -u tests/bench/bench.py build "$smoke" --smoke >"$smoke.log" 2>&1 &&
-		[ "$(grep -c '^## ' "$smoke")" = 9 ]; then
-		echo "  ok   - bench.py --smoke wrote all nine sections"
+		[ "$(grep -c '^## ' "$smoke")" = 10 ]; then
+		echo "  ok   - bench.py --smoke wrote all ten sections"
 		echo pass >>"$FN_COUNTS"
 	else
 		echo "  FAIL - bench.py --smoke:"
@@ -333,6 +333,25 @@ s_tls() {
 	pyscript tests/tls/tls_faults.py build
 }
 
+# Containers (issue 44): the bundle in a chroot with no engine, then a real
+# Docker engine started by the section itself (tests/containers/).
+s_containers() {
+	echo "=== containers: the bundle (make bundle) in a debootstrap chroot, in pid and mount namespaces"
+	if [ "$(id -u)" != 0 ]; then
+		echo "  skip - containers: needs root (mounts, chroot, debootstrap, dockerd)"
+		echo skip >>"$FN_COUNTS"
+		return
+	fi
+	if ! make -s bundle >/dev/null; then
+		echo "  FAIL - make bundle"
+		echo fail >>"$FN_COUNTS"
+		return
+	fi
+	pyscript tests/containers/ns_bundle_test.py build
+	echo "=== containers: faultctl docker run and compose on a Docker engine of the section's own"
+	pyscript tests/containers/docker_test.py build
+}
+
 s_h2() {
 	echo "=== HTTP/2 and gRPC: grpcio and grpc-js against real servers doing each fault, and under faultnet"
 	ASAN_OPTIONS=detect_leaks=0 pyscript tests/h2/grpc_test.py build
@@ -343,7 +362,7 @@ s_layout() {
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach bpf tls h2 asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
+ALL="$PER_BUILD reach bpf tls h2 containers asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"

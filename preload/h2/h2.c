@@ -374,6 +374,8 @@ static int app_frame(struct fn_h2 *h, const nghttp2_frame *f)
 	case NGHTTP2_SETTINGS:
 		if (f->hd.flags & NGHTTP2_FLAG_ACK)
 			break;
+		if (h->upgrading)
+			break; /* HTTP2-Settings: the server's session has them */
 		if (h->skip_app_settings)
 			h->skip_app_settings = false; /* the preface's: already sent */
 		else if (live)
@@ -382,6 +384,8 @@ static int app_frame(struct fn_h2 *h, const nghttp2_frame *f)
 	case NGHTTP2_PING:
 		if (f->hd.flags & NGHTTP2_FLAG_ACK)
 			ng->nghttp2_submit_ping(h->up, NGHTTP2_FLAG_ACK, f->ping.opaque_data);
+		else if (h->pings_dropped)
+			break; /* a peer whose answers stopped: neither passed on nor answered */
 		else
 			ng->nghttp2_submit_ping(live ? h->up : h->app,
 						live ? NGHTTP2_FLAG_NONE : NGHTTP2_FLAG_ACK,
@@ -656,6 +660,10 @@ static int app_preface(struct fn_h2 *h, const char *p, size_t n)
 	}
 	if (n < FN_H2_MAGIC_LEN + 9 + len)
 		return 0;
+	if (h->upgraded) { /* h2c: HTTP2-Settings went to the server as these */
+		h->app_preface = h->skip_app_settings = true;
+		return 1;
+	}
 	nghttp2_settings st = {.niv = len / 6};
 	nghttp2_settings_entry iv[32];
 	for (size_t i = 0; i < st.niv; i++) {
@@ -688,6 +696,48 @@ static bool settle(struct fn_h2 *h)
 			h->state = s->cut_mode == FN_ABORT_CLOSE ? FN_H2_CLOSE : FN_H2_RESET;
 	}
 	return any;
+}
+
+/* base64url, unpadded (RFC 7540 3.2.1's HTTP2-Settings): its length in
+ * out, -1 when malformed. */
+static ssize_t b64url(const char *in, uint8_t *out, size_t cap)
+{
+	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	uint32_t acc = 0;
+	int bits = 0;
+	size_t n = 0;
+	for (const char *p = in; *p && *p != '='; p++) {
+		const char *k = strchr(al, *p);
+		if (!k || !*p)
+			return -1;
+		acc = acc << 6 | (uint32_t)(k - al);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (n == cap)
+				return -1;
+			out[n++] = (uint8_t)(acc >> bits);
+		}
+	}
+	return (ssize_t)n;
+}
+
+bool fn_h2_upgrade(struct fn_h2 *h, const char *settings, bool head)
+{
+	uint8_t pl[6 * 32];
+	ssize_t n = b64url(settings, pl, sizeof(pl));
+	struct fn_h2s *s = n >= 0 && n % 6 == 0 ? stream_new(h, 1) : NULL;
+	if (!s)
+		return false;
+	s->u = 1;
+	s->kind = SK_FORWARD;
+	s->req_end = true;
+	h->forwarded = h->upgraded = h->upgrading = true;
+	bool ok = !h->ng->nghttp2_session_upgrade2(h->app, pl, (size_t)n, head, NULL) &&
+		  !h->ng->nghttp2_session_set_stream_user_data(h->app, 1, s) &&
+		  (!h->server || !h->ng->nghttp2_session_upgrade2(h->up, pl, (size_t)n, head, s));
+	h->upgrading = false;
+	return ok;
 }
 
 ssize_t fn_h2_recv(struct fn_h2 *h, int side, const char *p, size_t n, uint64_t now)

@@ -41,6 +41,13 @@ struct fn_h2 *fn_h2_new(const struct fn_endpoint *ep, uint64_t key, bool tls, bo
 			const char **why);
 void fn_h2_free(struct fn_h2 *h);
 
+/* An HTTP/1.1 request with Upgrade: h2c, forwarded, was answered 101 by
+ * the server: it becomes stream 1 of both sessions (the server's answer
+ * to it comes as HTTP/2). settings: its HTTP2-Settings header's value
+ * (base64url); head: it was a HEAD. False when the value is malformed or
+ * memory is short: the connection cannot go on. */
+bool fn_h2_upgrade(struct fn_h2 *h, const char *settings, bool head);
+
 /* Bytes from the app (side 0) or the server (side 1): how many were taken
  * (the app's are held, untaken, until the server's SETTINGS are in: the
  * app must meet them as the first frame), -1 on a protocol error (the

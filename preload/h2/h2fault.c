@@ -143,6 +143,10 @@ static bool abort_stream(struct fn_h2 *h, struct fn_h2s *s, const struct fn_rule
 		fn_stats_h2(r, &h->ep, FN_H2S_GOAWAY, hr->goaway);
 		return true;
 	}
+	if (hr->ping_unanswered) { /* the stream goes on; PINGs go nowhere */
+		h->pings_dropped = true;
+		return fn_h2_forward(h, s);
+	}
 	s->after_bytes = hr->rst_after == FN_RST_HEADERS ? 0 : r->par.after_bytes;
 	s->rst_code = hr->rst_stream;
 	s->cut_mode = hr->mode;

@@ -63,9 +63,12 @@ struct fn_h2 {
 	bool app_preface;	/* the app's first SETTINGS went to the server */
 	bool up_settings;	/* our first SETTINGS went to the app */
 	bool skip_app_settings; /* the app session's first SETTINGS: mirrored already */
+	bool upgraded;		/* h2c: HTTP2-Settings were the app's first SETTINGS */
+	bool upgrading;		/* inside the app session's upgrade2 */
 	bool forwarded;
 	int32_t last_taken; /* the newest app stream decided before the current */
 	bool goaway_sent;
+	bool pings_dropped; /* an abort ping = "unanswered" rule took a stream */
 	enum fn_h2_state state;
 	uint64_t now;
 	struct fn_h2s *streams;

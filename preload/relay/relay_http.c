@@ -123,6 +123,13 @@ struct fn_hconn {
 	 * its preface, or its TLS handshake for ALPN h2; h2 is its engine. */
 	bool h2_checked;
 	struct fn_h2 *h2;
+	/* h2c: the request head's Upgrade and HTTP2-Settings values; the
+	 * forwarded request asking for it (its answer decides), the app's
+	 * bytes held after it (h2c_wait), its 101 parsed (h2c_go). */
+	char upg[32], h2set[300];
+	size_t upglen, h2setlen;
+	struct hreq *h2c;
+	bool h2c_wait, h2c_go, h2c_head;
 };
 
 static http_parser_settings req_settings, res_settings;
@@ -219,6 +226,8 @@ static int on_req_begin(http_parser *p)
 	h->in_value = false;
 	h->reqhlen = h->vallen = h->valtotal = 0;
 	h->reqh[0] = '\0';
+	h->upglen = h->h2setlen = 0;
+	h->upg[0] = h->h2set[0] = '\0';
 	return 0;
 }
 
@@ -269,6 +278,10 @@ static int on_value(http_parser *p, const char *at, size_t n)
 		append(h->host, sizeof(h->host), &h->hostlen, at, n);
 	else if (strcasecmp(h->field, "expect") == 0)
 		append(h->expect, sizeof(h->expect), &h->expectlen, at, n);
+	else if (strcasecmp(h->field, "upgrade") == 0)
+		append(h->upg, sizeof(h->upg), &h->upglen, at, n);
+	else if (strcasecmp(h->field, "http2-settings") == 0)
+		append(h->h2set, sizeof(h->h2set), &h->h2setlen, at, n);
 	if (h->logging)
 		keep_value(h->val, sizeof(h->val), &h->vallen, &h->valtotal, at, n);
 	return 0;
@@ -367,7 +380,12 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 	 * directly (an answer could no longer reach the app, and a server that
 	 * closed resets the app only if the request reaches it). */
 	bool ruled = !h->rules_off && !(h->up_fin && h->app_fin);
-	if (p->upgrade || p->method == HTTP_CONNECT)
+	/* Upgrade: h2c is HTTP/2 to come, which the engine reads: the rules
+	 * take the request as any other, and a 101 turns the rest into
+	 * streams (h2c_switch). Other upgrades go on as bytes. */
+	bool h2c = p->upgrade && p->method != HTTP_CONNECT && strcasestr(h->upg, "h2c") &&
+		   h->h2setlen && h->h2setlen < sizeof(h->h2set) - 1;
+	if ((p->upgrade && !h2c) || p->method == HTTP_CONNECT)
 		h->upgrading = true; /* after it, bytes go through untouched */
 	else if (ruled)
 		r = fn_http_decide(pol, &h->ep, &rq, &seen);
@@ -391,6 +409,8 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 		int64_t d = (int64_t)r->par.delay_ms * (int64_t)MS + j;
 		e->delay_ns = d > 0 ? (uint64_t)d : 0;
 		fate = FN_REQ_SLOWED;
+	} else if (r && r->action == FN_ACT_ABORT && r->http->ping_unanswered) {
+		r = NULL; /* HTTP/1.1 has no PING: the request goes on */
 	} else if (r && r->action == FN_ACT_ABORT) {
 		e->mode = r->http->mode;
 		e->after_bytes = r->par.after_bytes;
@@ -398,6 +418,10 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 		fate = FN_REQ_ABORTED;
 	}
 	e->expect = e->kind != HK_FORWARD && strcasecmp(h->expect, "100-continue") == 0;
+	if (h2c && e->kind == HK_FORWARD) {
+		h->h2c = e;
+		h->h2c_head = e->head;
+	}
 	fn_stats_request(seen, r, &h->ep, method, h->host, h->path, fate);
 	if (h->logging)
 		e->log = log_start(h, method, r, fate, e);
@@ -561,7 +585,7 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 	struct fn_hconn *h = c->http;
 	struct fn_dir *dr = &c->dir[0];
 	bool ended = (h->app_fin && !h->up_fin) || h->app_dropped;
-	while (!h->passthrough && !ended && dr->lo + h->uparsed < dr->hi) {
+	while (!h->passthrough && !ended && !h->h2c_wait && dr->lo + h->uparsed < dr->hi) {
 		size_t n = h->lib->execute(&h->req, &req_settings, dr->buf + dr->lo + h->uparsed,
 					   dr->hi - dr->lo - h->uparsed);
 		h->uparsed += n;
@@ -576,6 +600,9 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 			h->lib->pause(&h->req, 0);
 			if (h->upgrading)
 				h->passthrough = true;
+			/* Its answer says which protocol the app's next bytes are. */
+			if (h->h2c)
+				h->h2c_wait = true;
 		} else if (e != HPE_OK) {
 			give_up_parsing(c);
 		} else {
@@ -587,7 +614,8 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 	/* The app ended its side inside a request's head (a client that sends
 	 * "G" and closes): no rule can decide on it any more, and the server
 	 * reads those bytes and then the FIN, as it would directly. */
-	if (dr->eof && !h->passthrough && !ended && !h->parsing && dr->lo < dr->hi) {
+	if (dr->eof && !h->passthrough && !ended && !h->h2c_wait && !h->parsing &&
+	    dr->lo < dr->hi) {
 		h->passthrough = true;
 		ensure_upstream(c);
 	}
@@ -688,7 +716,13 @@ static void answer_parsed(struct fn_hconn *h)
 {
 	struct hreq *e = awaiting(h);
 	int status = h->res.status_code;
-	if (h->res.upgrade)
+	if (e && e == h->h2c && status / 100 != 1) { /* declined: HTTP/1.1 goes on */
+		h->h2c = NULL;
+		h->h2c_wait = false;
+	}
+	if (h->res.upgrade && e && e == h->h2c && status == 101)
+		h->h2c_go = true; /* the rest is HTTP/2: h2c_switch */
+	else if (h->res.upgrade)
 		h->down_raw = true; /* 101: the rest is another protocol */
 	if (!e || (status / 100 == 1 && status != 101))
 		return; /* an interim answer (100 Continue): the final one follows */
@@ -728,7 +762,7 @@ static void parse_answers(struct fn_conn *c)
 {
 	struct fn_hconn *h = c->http;
 	struct fn_dir *dr = &c->dir[1];
-	while (!h->down_raw && h->rabs < dr->in) {
+	while (!h->down_raw && !h->h2c_go && h->rabs < dr->in) {
 		if (!awaiting(h)) {
 			/* Bytes no request asked for: passed on as they are. */
 			h->down_raw = true;
@@ -748,7 +782,7 @@ static void parse_answers(struct fn_conn *c)
 			break;
 		}
 	}
-	if (dr->eof && !h->down_raw && !h->up_reset) {
+	if (dr->eof && !h->down_raw && !h->h2c_go && !h->up_reset) {
 		/* An answer that runs to the server's close ends here (not
 		 * at a reset, which cuts it). */
 		h->lib->execute(&h->res, &res_settings, NULL, 0);
@@ -786,6 +820,8 @@ static void pop(struct fn_hconn *h)
 		h->tail = NULL;
 	if (h->answering == e)
 		h->answering = NULL;
+	if (h->h2c == e)
+		h->h2c = NULL;
 	if (h->parsing == e)
 		h->parsing = NULL;
 	free(e->answer);
@@ -1014,7 +1050,7 @@ static void release(struct fn_conn *c, uint64_t now)
 		pop(h);
 	}
 	struct fn_dir *dr = &c->dir[1];
-	if (!h->head && !h->fin_wanted && !c->reset_pending && dr->out < dr->in &&
+	if (!h->head && !h->fin_wanted && !c->reset_pending && !h->h2c_go && dr->out < dr->in &&
 	    (h->down_raw || !awaiting(h))) {
 		size_t room = OUT_MAX - obuf_pending(&h->toapp);
 		size_t n = dr->in - dr->out < room ? (size_t)(dr->in - dr->out) : room;
@@ -1370,7 +1406,7 @@ static bool sniff(struct fn_conn *c)
 	if (r == FN_TLS_WAIT && !dr->eof && dr->hi < dr->cap)
 		return false;
 	h->sniffed = true;
-	if (r != FN_TLS_TERMINATE && r != FN_TLS_H2_ONLY)
+	if (r != FN_TLS_TERMINATE && r != FN_TLS_OTHER_ALPN)
 		return true;
 	bool untouched;
 	int fault = tls_rules(c, hello.sni, &untouched);
@@ -1394,11 +1430,11 @@ static bool sniff(struct fn_conn *c)
 			h->up_err = ECONNRESET;
 		}
 		ensure_upstream(c);
-	} else if (r == FN_TLS_H2_ONLY || why) {
+	} else if (r == FN_TLS_OTHER_ALPN || why) {
 		/* Passed through: the engine counts it as not HTTP too. */
-		fn_stats_tls(&h->ep, r == FN_TLS_H2_ONLY ? FN_TLS_PASSED_H2_ONLY
-							 : FN_TLS_PASSED_UNAVAILABLE);
-		say_opaque(h, r == FN_TLS_H2_ONLY
+		fn_stats_tls(&h->ep, r == FN_TLS_OTHER_ALPN ? FN_TLS_PASSED_OTHER_ALPN
+							    : FN_TLS_PASSED_UNAVAILABLE);
+		say_opaque(h, r == FN_TLS_OTHER_ALPN
 				  ? "TLS whose ALPN offers neither h2 nor http/1.1, passed through"
 				  : "TLS passed through: termination unavailable");
 	}
@@ -1478,6 +1514,25 @@ static bool h2_check(struct fn_conn *c)
 	if (r == 1)
 		h2_start(c);
 	return true;
+}
+
+/* The 101 to an Upgrade: h2c request is out to the app: what follows on
+ * both sides is HTTP/2, the request stream 1 of both sessions. */
+static void h2c_switch(struct fn_conn *c, uint64_t now)
+{
+	struct fn_hconn *h = c->http;
+	h->h2c_go = h->h2c_wait = false;
+	h->h2_checked = true;
+	h2_start(c);
+	if (!h->h2) { /* no engine: on as bytes */
+		h->down_raw = true;
+		return;
+	}
+	if (!fn_h2_upgrade(h->h2, h->h2set, h->h2c_head)) {
+		fn_conn_finish(c, true);
+		return;
+	}
+	fn_shape_wake(c, now); /* bytes already read on both sides */
 }
 
 /* The bytes read go to the engine; false on the app's protocol error. */
@@ -1607,6 +1662,11 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 		}
 		if (app_blocked || !more)
 			break;
+	}
+	if (h->h2c_go && !h->head && !obuf_pending(&h->toapp)) {
+		h2c_switch(c, now);
+		if (c->done)
+			return;
 	}
 	if (h->up_ok && !obuf_flush(c, 1, &h->toup, c->up, &up_blocked)) {
 		fn_conn_finish(c, true);

@@ -238,7 +238,7 @@ enum fn_tls_first fn_tls_hello(const char *p, size_t n, struct fn_hello *h)
 		return r == FN_HELLO_MORE ? FN_TLS_WAIT : FN_TLS_NOT;
 	if (h->alpn_len && !alpn_has(h->alpn, h->alpn_len, "http/1.1") &&
 	    !alpn_has(h->alpn, h->alpn_len, "h2"))
-		return FN_TLS_H2_ONLY; /* no protocol the engine reads */
+		return FN_TLS_OTHER_ALPN; /* no protocol the engine reads */
 	return FN_TLS_TERMINATE;
 }
 

@@ -21,7 +21,7 @@ enum fn_tls_side { FN_TLS_APP, FN_TLS_UP };
 
 enum fn_tls_first {
 	FN_TLS_NOT,	  /* not a ClientHello, or one not terminated: bytes go on */
-	FN_TLS_H2_ONLY,	  /* a ClientHello whose ALPN has neither h2 nor http/1.1: bytes go on */
+	FN_TLS_OTHER_ALPN,	  /* a ClientHello whose ALPN has neither h2 nor http/1.1: bytes go on */
 	FN_TLS_WAIT,	  /* a ClientHello's start: read more, then ask again */
 	FN_TLS_TERMINATE, /* *out is ready: the handshakes are the caller's to drive */
 };
@@ -33,7 +33,7 @@ enum fn_tls_hs { FN_TLS_HS_DONE, FN_TLS_HS_WAIT, FN_TLS_HS_FAILED, FN_TLS_HS_PAU
 struct fn_tls;
 
 /* Reads the app's first bytes (p, n): FN_TLS_TERMINATE when they are a
- * whole ClientHello that may be terminated, FN_TLS_H2_ONLY when its ALPN
+ * whole ClientHello that may be terminated, FN_TLS_OTHER_ALPN when its ALPN
  * offers neither h2 nor http/1.1 (no protocol the engine reads); *h then holds its SNI name and ALPN list. */
 enum fn_tls_first fn_tls_hello(const char *p, size_t n, struct fn_hello *h);
 

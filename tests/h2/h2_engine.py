@@ -11,6 +11,10 @@ nghttp2-client) against nghttpd, a server that speaks first:
   alone, the reset used to wait for an event that never came);
 - ALPN: an HTTPS client offering h2 and http/1.1 gets the server's choice
   (h2) through the termination, and a respond rule answers it over h2;
+- ping = "unanswered" (a feature, no regression): keepalive PINGs met by
+  silence, and the gRPC client giving its connection up;
+- Upgrade: h2c: the streams of an upgraded connection are read (they
+  went on as bytes, out of the rules' reach);
 - a TLS client offering only h2 to a port where no server listens and the
   rules answer: h2 chosen once its handshake is done, never read as
   HTTP/1.1 (about one run in five was reset).
@@ -26,11 +30,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+import checks  # noqa: E402
 from checks import check  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 LIB = os.path.join(BUILD, "libfaultnet.so")
-PLAIN, TLS, NONE, GRPC = 18180, 18543, 18599, 18651
+PLAIN, TLS, NONE, GRPC, H2C = 18180, 18543, 18599, 18651, 18182
 
 
 def reexec():
@@ -137,8 +142,10 @@ def rst_after_headers(d):
 GRPC_SERVER = """
 import grpc, sys
 from concurrent import futures
+import time
 h = grpc.method_handlers_generic_handler("pkg.Svc", {
-    "Ping": grpc.unary_unary_rpc_method_handler(lambda req, ctx: b"pong:" + req)})
+    "Ping": grpc.unary_unary_rpc_method_handler(lambda req, ctx: b"pong:" + req),
+    "Slow": grpc.unary_unary_rpc_method_handler(lambda req, ctx: time.sleep(3) or b"late")})
 s = grpc.server(futures.ThreadPoolExecutor(2))
 s.add_generic_rpc_handlers((h,))
 s.add_insecure_port("127.0.0.1:" + sys.argv[1])
@@ -148,10 +155,13 @@ s.wait_for_termination()
 
 GRPC_CALL = """
 import grpc, sys, time
-ch = grpc.insecure_channel("127.0.0.1:" + sys.argv[1])
+keep = [("grpc.keepalive_time_ms", 300), ("grpc.keepalive_timeout_ms", 500),
+        ("grpc.http2.max_pings_without_data", 0)] if len(sys.argv) > 2 else []
+ch = grpc.insecure_channel("127.0.0.1:" + sys.argv[1], options=keep)
 t = time.monotonic()
 try:
-    print("ok", ch.unary_unary("/pkg.Svc/Ping")(b"x", timeout=10))
+    print("ok", ch.unary_unary("/pkg.Svc/" + (sys.argv[2] if len(sys.argv) > 2 else "Ping"))(
+        b"x", timeout=10), "%.1f" % (time.monotonic() - t))
 except grpc.RpcError as e:
     print("err", e.code().name, "%.1f" % (time.monotonic() - t))
 """
@@ -167,6 +177,41 @@ def grpc_rst_after_headers(d):
     check("a gRPC call under rst_after = headers fails at once with INTERNAL (the reset), "
           "never at its 10 s deadline: %r" % out.strip(),
           out.startswith("err INTERNAL") and float(out.split()[-1]) < 5, out[-300:])
+
+
+def h2c_upgrade(d):
+    """Upgrade: h2c (curl --http2 on http://): the upgraded request and the
+    streams after it are read as HTTP/2, rules included."""
+    conf = policy(d, "h2c", ['{ name = "fail"; action = "respond"; status = 503; body = "nope"; '
+                             'match = { to = "127.0.0.1/32"; port = %d; path = "/fail"; }; }' % H2C])
+    url = "http://127.0.0.1:%d/" % H2C
+    args = ["curl", "-sS", "--http2", "-w", " %{http_code} %{http_version}\n"]
+    rc, direct = run(args + [url + "a?n=100000", "-o", os.devnull, url + "b"],
+                     {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
+    rc1, via = run(args + [url + "a?n=100000", "-o", os.devnull, url + "b", url + "fail"],
+                   env(d, conf))
+    check("curl --http2 upgrades (h2c) through faultnet as directly: the upgraded stream 1 "
+          "(100,000 bytes) and the next over HTTP/2 (%r, directly %r)" % (via, direct),
+          rc1 == 0 and via.startswith(direct) and direct == " 200 2\n/b/b/b 200 2\n", via)
+    check("and a respond rule answers a later stream of the upgraded connection over HTTP/2",
+          via.endswith("nope 503 2\n"), via)
+
+
+def ping_unanswered(d):
+    """abort ping = "unanswered": a gRPC client's keepalive PINGs meet no
+    answer, and it gives the connection up (UNAVAILABLE) within its
+    keepalive timeout, long before the 3 s its call takes; without the
+    rule the same client's PINGs are answered and the call ends."""
+    conf = policy(d, "ping", ['{ name = "deaf"; action = "abort"; ping = "unanswered"; '
+                              'match = { to = "127.0.0.1/32"; port = %d; path = "/pkg.Svc/Slow"; }; }'
+                              % GRPC])
+    rc, direct = run([sys.executable, "-c", GRPC_CALL, str(GRPC), "Slow"],
+                     {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
+    rc, via = run([sys.executable, "-c", GRPC_CALL, str(GRPC), "Slow"], env(d, conf))
+    check("a gRPC call with 300 ms keepalive PINGs: answered directly (%r), unanswered under "
+          "the rule: UNAVAILABLE well before the 3 s call ends (%r)" % (direct.strip(), via.strip()),
+          direct.startswith("ok b'late'") and via.startswith("err UNAVAILABLE") and
+          float(via.split()[-1]) < 2.5, (direct, via))
 
 
 def make_certs(d):
@@ -213,6 +258,8 @@ def h2_only_no_server(d):
             "except Exception as e:\n"
             "    print('fail', type(e).__name__)\n" % NONE)
     ca = os.path.join(d, "run", "ca.pem")
+    if not os.path.exists(ca):  # run alone: one terminated connection makes it
+        run(["curl", "-sk", "-o", os.devnull, "https://127.0.0.1:%d/503" % NONE], env(d, conf))
     results = []
     for _ in range(10):
         rc, out = run([sys.executable, "-c", code, ca], env(d, conf))
@@ -238,23 +285,26 @@ def main():
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
              subprocess.Popen(["nghttpd", "-d", www, str(TLS), skey, crt],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-             subprocess.Popen([sys.executable, "-c", GRPC_SERVER, str(GRPC)])]
+             subprocess.Popen([sys.executable, "-c", GRPC_SERVER, str(GRPC)]),
+             subprocess.Popen([sys.executable, os.path.join(HERE, "h2c_server.py"), str(H2C)])]
     try:
         wait_port(PLAIN)
         wait_port(TLS)
         wait_port(GRPC)
-        server_first(d)
-        rst_after_headers(d)
-        grpc_rst_after_headers(d)
-        alpn_h2(d, ca)
-        # The run's CA exists once a TLS connection was terminated above.
-        h2_only_no_server(d)
+        wait_port(H2C)
+        # h2_only_no_server reads the run's CA: a TLS connection must have
+        # been terminated before it (alpn_h2) when both run.
+        for t in checks.selected([lambda: server_first(d), lambda: h2c_upgrade(d),
+                                  lambda: rst_after_headers(d), lambda: grpc_rst_after_headers(d), lambda: ping_unanswered(d),
+                                  lambda: alpn_h2(d, ca), lambda: h2_only_no_server(d)]):
+            print("--- " + checks.name_of(t))
+            t()
     finally:
         for p in procs:
             p.kill()
             p.wait()
         subprocess.run(["rm", "-rf", d])
-    sys.exit(1 if __import__("checks").failed else 0)
+    sys.exit(1 if checks.failed else 0)
 
 
 if __name__ == "__main__":

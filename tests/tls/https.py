@@ -477,7 +477,7 @@ def counted(d):
           "faultnet" not in h2only[0]["issuer"] and h2only[0]["alpn"] is None, out[-600:])
     line = [ln for ln in out.splitlines() if ln.strip().startswith("tls ")]
     n = dict(kv.split("=") for kv in line[0].split()[1:]) if line else {}
-    want = {"terminated": "3" if node else "2", "passed_h2_only": "0",
+    want = {"terminated": "3" if node else "2", "passed_other_alpn": "0",
             "passed_unavailable": "0", "refused_by_app": "2" if node else "1",
             "server_unverified": "1", "alpn_downgraded": "0", "trusted_by_hook": "2",
             "ca_variable": "5" if node else "3"}

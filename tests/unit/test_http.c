@@ -191,6 +191,13 @@ static void test_h2_errors(void)
 	       " rst_after = \"headers\";",
 	       "/tmp/t.conf:3: rule 'h': rst_after and after_bytes: give one (after_bytes resets "
 	       "after that many bytes of the answer's DATA)");
+	EXPECT("action = \"abort\"; ping = \"silent\";",
+	       "/tmp/t.conf:2: rule 'h': ping 'silent' must be \"unanswered\"");
+	EXPECT("action = \"abort\"; rst_stream = \"CANCEL\";\n ping = \"unanswered\";",
+	       "/tmp/t.conf:3: rule 'h': ping and rst_stream: a ping rule leaves the stream as it "
+	       "is; give one");
+	EXPECT("action = \"respond\"; status = 503; ping = \"unanswered\";",
+	       "/tmp/t.conf:2: rule 'h': ping does not apply to action respond (only to abort)");
 	char msg[700], text[800];
 	memset(msg, 'x', 513);
 	msg[513] = '\0';
@@ -216,7 +223,8 @@ static void test_h2_describe(void)
 		 "   grpc_after_headers = true; },\n"
 		 " { name = \"r\"; action = \"abort\"; rst_stream = \"REFUSED_STREAM\";"
 		 "   rst_after = \"headers\"; },\n"
-		 " { name = \"w\"; action = \"abort\"; goaway = \"NO_ERROR\"; }\n);");
+		 " { name = \"w\"; action = \"abort\"; goaway = \"NO_ERROR\"; },\n"
+		 " { name = \"p\"; action = \"abort\"; ping = \"unanswered\"; }\n);");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	char buf[512];
 	fn_rule_describe(&p->rules[0], buf, sizeof(buf));
@@ -230,6 +238,9 @@ static void test_h2_describe(void)
 	fn_rule_describe(&p->rules[2], buf, sizeof(buf));
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "mode=close goaway=NO_ERROR"));
 	CU_ASSERT_PTR_NULL(strstr(buf, "rst_stream"));
+	fn_rule_describe(&p->rules[3], buf, sizeof(buf));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "ping=unanswered"));
+	CU_ASSERT_PTR_NULL(strstr(buf, "mode="));
 	fn_policy_free(p);
 }
 
@@ -373,6 +384,19 @@ static void test_answers_all(void)
 	     true},
 	    {"{ name = \"a\"; action = \"respond\"; status = 503; match = { to = \"127.0.0.1\"; "
 	     "host = \"*.other.org\"; }; }",
+	     false},
+	    /* gRPC statuses and resets after the server's own headers need it. */
+	    {"{ name = \"a\"; action = \"respond\"; grpc_status = 14; match = { to = "
+	     "\"127.0.0.1\"; }; }",
+	     true},
+	    {"{ name = \"a\"; action = \"respond\"; grpc_status = 14; grpc_after_headers = true; "
+	     "match = { to = \"127.0.0.1\"; }; }",
+	     false},
+	    {"{ name = \"a\"; action = \"abort\"; rst_stream = \"CANCEL\"; match = { to = "
+	     "\"127.0.0.1\"; }; }",
+	     true},
+	    {"{ name = \"a\"; action = \"abort\"; rst_stream = \"CANCEL\"; rst_after = "
+	     "\"headers\"; match = { to = \"127.0.0.1\"; }; }",
 	     false},
 	};
 	bool (*was)(const struct fn_endpoint *, const char *) = fn_host_resolved;
