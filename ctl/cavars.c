@@ -1,8 +1,11 @@
 /* cavars.c - trust for clients that read it once, from a variable, at start
  * (see cavars.h): the run's CA made by faultctl before the command runs,
  * since the shim makes it only when a connection is terminated, too late
- * for them; NODE_EXTRA_CA_CERTS naming it, or a combined file; and
- * JAVA_TOOL_OPTIONS naming a combined JKS trust store. */
+ * for them; NODE_EXTRA_CA_CERTS naming it, or a combined file;
+ * JAVA_TOOL_OPTIONS naming a combined JKS trust store; and
+ * GRPC_DEFAULT_SSL_ROOTS_FILE_PATH naming a combined PEM bundle (grpcio's
+ * PyPI wheels verify with a BoringSSL of their own, out of the trust hook's
+ * reach; Debian's build uses the system's OpenSSL, which the hook reaches). */
 #include "ctl/cavars.h"
 
 #include <errno.h>
@@ -75,15 +78,17 @@ static int write_file(const char *path, const char *a, size_t an, const char *b,
 }
 
 /* The user's own file followed by the run's CA, in the run directory under
- * a name made of their contents (so later runs reuse it), into out. */
-static int combine(const char *dir, const char *user, const char *ca, char *out, size_t len)
+ * a name made of what (node, grpc) and their contents (so later runs reuse
+ * it), into out. */
+static int combine(const char *dir, const char *what, const char *user, const char *ca, char *out,
+		   size_t len)
 {
 	size_t un = 0, cn = 0;
 	char *u = slurp(user, &un), *c = u ? slurp(ca, &cn) : NULL;
 	int rc = -1;
 	if (u && c) {
 		uint64_t h = fn_hash_bytes(fn_hash_bytes(FN_HASH_START, u, un), c, cn);
-		snprintf(out, len, "%s/ca.node-%016llx.pem", dir, (unsigned long long)h);
+		snprintf(out, len, "%s/ca.%s-%016llx.pem", dir, what, (unsigned long long)h);
 		rc = access(out, R_OK) == 0 ? 0 : write_file(out, u, un, c, cn);
 	}
 	int e = errno;
@@ -104,7 +109,7 @@ static void set_node(const char *dir, const char *ca)
 			setenv("NODE_EXTRA_CA_CERTS", ca, 1);
 		return; /* ours already (a faultctl run inside another) */
 	}
-	if (combine(dir, old, ca, both, sizeof(both)) < 0) {
+	if (combine(dir, "node", old, ca, both, sizeof(both)) < 0) {
 		fprintf(stderr,
 			"faultctl run: NODE_EXTRA_CA_CERTS=%s: %s: left as it is, without the "
 			"run's CA (Node.js will refuse the relay's leaves)\n",
@@ -112,6 +117,34 @@ static void set_node(const char *dir, const char *ca)
 		return;
 	}
 	setenv("NODE_EXTRA_CA_CERTS", both, 1);
+}
+
+/* gRPC's C core (grpcio, Debian's libgrpc) reads its roots from this file
+ * when it is set, before any other source. Unset, Debian's libgrpc reads
+ * the system's bundle. */
+#define GRPC_ROOTS "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"
+#define SYSTEM_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+
+/* GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: the roots gRPC would have read (the
+ * user's file, else the system's bundle) and the run's CA, combined. The
+ * variable replaces gRPC's roots: never the CA alone, which would leave
+ * every server the relay does not terminate untrusted. */
+static void set_grpc(const char *dir, const char *ca)
+{
+	const char *old = getenv(GRPC_ROOTS);
+	const char *src = old && *old ? old : SYSTEM_BUNDLE;
+	char both[4200];
+	if (strncmp(src, dir, strlen(dir)) == 0 && strstr(src, "/ca.grpc-"))
+		return; /* ours already (a faultctl run inside another) */
+	if (combine(dir, "grpc", src, ca, both, sizeof(both)) < 0) {
+		fprintf(stderr,
+			"faultctl run: %s%s: %s: %s, without the run's CA (gRPC clients will "
+			"refuse the relay's leaves)\n",
+			old && *old ? GRPC_ROOTS "=" : "the system's bundle ", src, strerror(errno),
+			old && *old ? "left as it is" : GRPC_ROOTS " not set");
+		return;
+	}
+	setenv(GRPC_ROOTS, both, 1);
 }
 
 /* The value of -Dname=... in a JAVA_TOOL_OPTIONS value (up to a space),
@@ -206,4 +239,5 @@ void run_ca_vars(const struct fn_policy *p)
 	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
 	set_node(dir, ca);
 	set_java(dir, the_ca);
+	set_grpc(dir, ca);
 }

@@ -15,8 +15,10 @@
  * kept; and JAVA_TOOL_OPTIONS given -Djavax.net.ssl.trustStore naming a
  * JKS store of the user's trust store (the last -Djavax.net.ssl.trustStore
  * already in JAVA_TOOL_OPTIONS, with its password), else Java's own
- * (/etc/ssl/certs/java/cacerts, when there is one), plus the CA. A
- * failure is a warning on stderr, never fatal. */
+ * (/etc/ssl/certs/java/cacerts, when there is one), plus the CA; and
+ * GRPC_DEFAULT_SSL_ROOTS_FILE_PATH naming a PEM bundle of the user's file
+ * (else the system's bundle) followed by the CA, mode 0600, in the run
+ * directory. A failure is a warning on stderr, never fatal. */
 void run_ca_vars(const struct fn_policy *p);
 
 #endif

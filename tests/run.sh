@@ -361,12 +361,19 @@ s_containers() {
 	pyscript tests/containers/docker_test.py build
 }
 
+s_h2() {
+	echo "=== HTTP/2 and gRPC: grpcio and grpc-js against real servers doing each fault, and under faultnet"
+	ASAN_OPTIONS=detect_leaks=0 pyscript tests/h2/grpc_test.py build
+	echo "=== the HTTP/2 engine's own regressions: a server that speaks first, h2c, resets, PINGs, ALPN"
+	ASAN_OPTIONS=detect_leaks=0 pyscript tests/h2/h2_engine.py build
+}
+
 s_layout() {
 	echo "=== layout: only the hooks name exported symbols; calls go only downward"
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach bpf tls h2fid containers asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
+ALL="$PER_BUILD reach bpf tls h2 h2fid containers asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"
