@@ -745,10 +745,60 @@ static ssize_t b64url(const char *in, uint8_t *out, size_t cap)
 	return (ssize_t)n;
 }
 
+/* The HPACK table a server may use at once after an h2c upgrade: the
+ * default. nghttp2's client (the relay's end) applies a larger
+ * SETTINGS_HEADER_TABLE_SIZE only once the server acknowledges it, but
+ * the server may use it from the 101 on (RFC 7540 3.2.1): its first
+ * answer would fail to decode (COMPRESSION_ERROR). */
+#define UPGRADE_TABLE 4096
+
+/* HTTP2-Settings' payload with HEADER_TABLE_SIZE at most UPGRADE_TABLE. */
+static void clamp_table(uint8_t *pl, size_t n)
+{
+	for (size_t i = 0; i + 6 <= n; i += 6) {
+		uint32_t v = (uint32_t)pl[i + 2] << 24 | (uint32_t)pl[i + 3] << 16 |
+			     (uint32_t)pl[i + 4] << 8 | pl[i + 5];
+		if ((pl[i] << 8 | pl[i + 1]) == NGHTTP2_SETTINGS_HEADER_TABLE_SIZE &&
+		    v > UPGRADE_TABLE) {
+			pl[i + 2] = pl[i + 3] = pl[i + 5] = 0;
+			pl[i + 4] = UPGRADE_TABLE >> 8;
+		}
+	}
+}
+
+bool fn_h2_settings_for_server(char *b64, size_t len)
+{
+	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	char in[400];
+	uint8_t pl[6 * 32];
+	if (len >= sizeof(in))
+		return false;
+	memcpy(in, b64, len);
+	in[len] = '\0';
+	ssize_t n = b64url(in, pl, sizeof(pl));
+	if (n < 0 || n % 6)
+		return false;
+	clamp_table(pl, (size_t)n);
+	/* Re-encoded in place: as many bytes, so as many characters. */
+	size_t o = 0;
+	for (ssize_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)pl[i] << 16 | (i + 1 < n ? (uint32_t)pl[i + 1] << 8 : 0) |
+			     (i + 2 < n ? pl[i + 2] : 0);
+		int chars = i + 2 < n ? 4 : i + 1 < n ? 3 : 2;
+		for (int k = 0; k < chars && o < len; k++)
+			b64[o++] = al[(v >> (18 - 6 * k)) & 63];
+	}
+	return true;
+}
+
 bool fn_h2_upgrade(struct fn_h2 *h, const char *settings, bool head)
 {
-	uint8_t pl[6 * 32];
+	uint8_t pl[6 * 32], up[6 * 32];
 	ssize_t n = b64url(settings, pl, sizeof(pl));
+	if (n > 0) {
+		memcpy(up, pl, (size_t)n);
+		clamp_table(up, (size_t)n);
+	}
 	struct fn_h2s *s = n >= 0 && n % 6 == 0 ? stream_new(h, 1) : NULL;
 	if (!s)
 		return false;
@@ -758,7 +808,7 @@ bool fn_h2_upgrade(struct fn_h2 *h, const char *settings, bool head)
 	h->forwarded = h->upgraded = h->upgrading = true;
 	bool ok = !h->ng->nghttp2_session_upgrade2(h->app, pl, (size_t)n, head, NULL) &&
 		  !h->ng->nghttp2_session_set_stream_user_data(h->app, 1, s) &&
-		  (!h->server || !h->ng->nghttp2_session_upgrade2(h->up, pl, (size_t)n, head, s));
+		  (!h->server || !h->ng->nghttp2_session_upgrade2(h->up, up, (size_t)n, head, s));
 	h->upgrading = false;
 	return ok;
 }

@@ -49,6 +49,13 @@ void fn_h2_free(struct fn_h2 *h);
  * memory is short: the connection cannot go on. */
 bool fn_h2_upgrade(struct fn_h2 *h, const char *settings, bool head);
 
+/* The upgrade request's HTTP2-Settings value (len base64url characters,
+ * at b64), rewritten in place as the server is to read it: its
+ * HEADER_TABLE_SIZE at most the default (the relay's end decodes with no
+ * more until the server acknowledges its SETTINGS). False when it is not
+ * a settings payload (left as it is). */
+bool fn_h2_settings_for_server(char *b64, size_t len);
+
 /* Bytes from the app (side 0) or the server (side 1): how many were taken
  * (the app's are held, untaken, until the server's SETTINGS are in: the
  * app must meet them as the first frame), -1 on a protocol error (the

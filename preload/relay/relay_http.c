@@ -128,6 +128,7 @@ struct fn_hconn {
 	 * bytes held after it (h2c_wait), its 101 parsed (h2c_go). */
 	char upg[32], h2set[300];
 	size_t upglen, h2setlen;
+	ptrdiff_t h2set_off; /* its value's offset from dir[0].lo, -1: unknown */
 	struct hreq *h2c;
 	bool h2c_wait, h2c_go, h2c_head;
 };
@@ -280,8 +281,13 @@ static int on_value(http_parser *p, const char *at, size_t n)
 		append(h->expect, sizeof(h->expect), &h->expectlen, at, n);
 	else if (strcasecmp(h->field, "upgrade") == 0)
 		append(h->upg, sizeof(h->upg), &h->upglen, at, n);
-	else if (strcasecmp(h->field, "http2-settings") == 0)
+	else if (strcasecmp(h->field, "http2-settings") == 0) {
+		/* Where it is among the bytes not yet routed, when it came in
+		 * one piece: rewritten there for the server (decide). */
+		struct fn_dir *dr = &((struct fn_conn *)p->data)->dir[0];
+		h->h2set_off = h->h2setlen ? -1 : at - (dr->buf + dr->lo);
 		append(h->h2set, sizeof(h->h2set), &h->h2setlen, at, n);
+	}
 	if (h->logging)
 		keep_value(h->val, sizeof(h->val), &h->vallen, &h->valtotal, at, n);
 	return 0;
@@ -418,9 +424,11 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 		fate = FN_REQ_ABORTED;
 	}
 	e->expect = e->kind != HK_FORWARD && strcasecmp(h->expect, "100-continue") == 0;
-	if (h2c && e->kind == HK_FORWARD) {
+	if (h2c && e->kind == HK_FORWARD && h->h2set_off >= 0) {
 		h->h2c = e;
 		h->h2c_head = e->head;
+		struct fn_dir *dr = &c->dir[0];
+		fn_h2_settings_for_server(dr->buf + dr->lo + h->h2set_off, h->h2setlen);
 	}
 	fn_stats_request(seen, r, &h->ep, method, h->host, h->path, fate);
 	if (h->logging)
