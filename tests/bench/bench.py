@@ -36,6 +36,16 @@ os.mkdir(RUNDIR, 0o700)
 SERVER_IP, PORT = "127.80.0.1", 7400
 report = []
 procs = []
+broken = []  # the bounds a run failed (check_bound), for its exit status
+
+
+def check_bound(what, value, limit):
+    """An instruction or system-call count that must stay under limit in
+    every run, --smoke included (make test): exact figures, so the bound is
+    generous, yet set below what the tree had before the change it keeps.
+    A run that breaks one says so at its end and exits 1."""
+    if value >= limit:
+        broken.append("%s: %.0f, bound %d" % (what, value, limit))
 
 
 def say(line=""):
@@ -269,6 +279,10 @@ def lookups():
         " goes on. Each hook also adds its own call and libc's through a pointer."
         % (base, tcp_only, tcp_only - base, "met" if tcp_only - base < 40 else "missed"))
     say("")
+    # +63 before the send test read one summary bit and the socket hook
+    # kept neither the fd high-water mark nor the first-socket test.
+    check_bound("uncovered UDP socket + sendto + close, added instructions",
+                tcp_only - base, 50)
 
 
 # ---- traffic helpers ------------------------------------------------------
@@ -1000,6 +1014,8 @@ def main():
     with open(OUT, "w") as f:
         f.write("\n".join(report) + "\n")
     shutil.rmtree(TMP, ignore_errors=True)
+    if broken:
+        sys.exit("bench: bounds broken:\n  " + "\n  ".join(broken))
 
 
 if __name__ == "__main__":
