@@ -28,7 +28,7 @@ ALL_CFLAGS = $(CFLAGS_BASE) -I$(BUILD)/gen $(LTO) $(SANFLAGS) $(CFLAGS)
 # shim's rooms sit on it, top to bottom (see docs/ARCHITECTURE.md).
 room = $(wildcard $(1)/*.c)
 CORE_SRC := $(call room,core)
-PRELOAD_ROOMS := preload preload/intercept preload/control preload/relay preload/sink preload/stats preload/dns preload/fd preload/tls \
+PRELOAD_ROOMS := preload preload/intercept preload/control preload/relay preload/h2 preload/sink preload/stats preload/dns preload/fd preload/tls \
 	preload/base
 PRELOAD_SRC := $(foreach r,$(PRELOAD_ROOMS),$(call room,$(r)))
 CTL_SRC := $(foreach r,ctl ctl/scenario ctl/state,$(call room,$(r)))
@@ -52,7 +52,8 @@ CORE_LIB := $(BUILD)/libfaultnet-core.a
 FUZZERS := build/fuzz/fuzz_config build/fuzz/fuzz_rule build/fuzz/fuzz_protocol
 
 .PHONY: all deps test-deps install man deb demo test test-progs check unit integration clients sanitize \
-	check-exports conformance stress bench bench-progs fuzz fresh-check clean format depcheck
+	check-exports conformance stress bench bench-progs fuzz fresh-check clean format depcheck \
+	bundle
 all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl $(BUILD)/faultnet-probe
 
 # Installs the Debian packages the build and the tests need when missing.
@@ -121,6 +122,13 @@ $(BUILD)/obj/ctl/faultctl.o: CFLAGS += -DFN_VERSION='"$(FN_VERSION)"'
 $(BUILD)/faultnet-probe: $(call obj,ctl/probe/probe.c)
 	$(CC) $(ALL_CFLAGS) -o $@ $^
 
+# The self-contained bundle for containers: the shim and every library it
+# loads at run time, in $(BUILD)/bundle, mounted read-only into an image by
+# faultctl docker run and compose (scripts/bundle.sh, ctl/container.c).
+bundle: $(BUILD)/libfaultnet.so
+	@command -v patchelf >/dev/null 2>&1 || scripts/deps.sh test
+	scripts/bundle.sh $(BUILD)
+
 # Manual pages, from one scdoc source each (docs/man).
 MAN_PAGES := $(patsubst docs/man/%.scd,$(BUILD)/man/%,$(wildcard docs/man/*.scd))
 $(BUILD)/man/%: docs/man/%.scd
@@ -142,6 +150,9 @@ install: all man
 	install -m 0755 $(BUILD)/faultnet-probe $(DESTDIR)$(PREFIX)/bin/faultnet-probe
 	install -d $(DESTDIR)$(PREFIX)/share/faultnet/policies
 	install -m 0644 policies/*.conf $(DESTDIR)$(PREFIX)/share/faultnet/policies/
+	# The container bundle, when made (make bundle): faultctl docker finds it there.
+	if [ -f $(BUILD)/bundle/faultnet-bundle.txt ]; then install -d $(DESTDIR)$(PREFIX)/lib/faultnet/bundle && \
+		install -m 0644 $(BUILD)/bundle/* $(DESTDIR)$(PREFIX)/lib/faultnet/bundle/; fi
 
 # A Debian package from the committed tree (git archive), built apart from
 # the working tree: build/deb/faultnet_VERSION_amd64.deb.
@@ -154,8 +165,11 @@ deb:
 
 # ---- test programs -------------------------------------------------------
 # The unit tests link core/, the relay's pure shaping functions, the
-# policy's reclamation and the kernel-side backend's policy compiler.
-UNIT_LINK := $(CORE_LIB) $(call obj,preload/relay/shape.c preload/base/policy.c bpf/compile.c)
+# policy's reclamation and the kernel-side backend's policy compiler, and
+# the stats room's request and HTTP/2 counting (test_h2sent.c stands in for
+# the rest of the room).
+UNIT_LINK := $(CORE_LIB) $(call obj,preload/relay/shape.c preload/base/policy.c bpf/compile.c \
+	preload/stats/requests.c preload/stats/h2sent.c)
 $(BUILD)/tests/unit: $(wildcard tests/unit/*.c tests/unit/*.h) $(UNIT_LINK) $(HEADERS) $(BPF_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(wildcard tests/unit/*.c) $(UNIT_LINK) -ldl -lresolv -lcunit -lpthread

@@ -400,7 +400,7 @@ static bool parse_rule(struct ctx *c, const config_setting_t *s, struct fn_rule 
 		return cfg_fail(c, s, "out of memory");
 	if (r->action == FN_ACT_DNS && !(r->dns = fn_dns_new()))
 		return cfg_fail(c, s, "out of memory");
-	if (!parse_params(c, s, r))
+	if (!parse_params(c, s, r) || (r->http && !cfg_http_check(c, s, r)))
 		return false;
 	if ((m = cfg_member(c, s, "match")) && !parse_match(c, m, r))
 		return false;

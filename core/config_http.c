@@ -1,7 +1,9 @@
 /* config_http.c - the policy loader's part for HTTP rules (respond, slow,
  * abort): their match keys (method, path, host) and their own keys (status,
- * headers, body, body_file, retry_after, close, mode), each problem reported
- * with file, line and field like the rest of config.c. */
+ * headers, body, body_file, retry_after, close, mode; for HTTP/2 and gRPC
+ * grpc_status, grpc_message, grpc_pushback_ms, grpc_after_headers,
+ * rst_stream, rst_after, goaway), each problem reported with file, line and
+ * field like the rest of config.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,8 +160,27 @@ static bool get_http_number(struct ctx *c, const config_setting_t *s, struct fn_
 	return true;
 }
 
-const char *const cfg_http_keys[] = {"status", "headers", "body",  "body_file", "retry_after",
-				     "close",  "mode",	  "fault", "alert",	NULL};
+const char *const cfg_http_keys[] = {"status",
+				     "headers",
+				     "body",
+				     "body_file",
+				     "retry_after",
+				     "close",
+				     "mode",
+				     "fault",
+				     "alert",
+				     "grpc_status",
+				     "grpc_message",
+				     "grpc_pushback_ms",
+				     "grpc_after_headers",
+				     "rst_stream",
+				     "rst_after",
+				     "goaway",
+				     "ping",
+				     NULL};
+
+/* Where the HTTP/2 and gRPC keys start in cfg_http_keys. */
+enum { H2_KEYS = 9 };
 
 /* A tls rule's fault, or its alert: a word of the lists in core/http.c. */
 static bool tls_word(struct ctx *c, const config_setting_t *s, struct fn_rule *r, bool alert)
@@ -183,15 +204,122 @@ static bool tls_word(struct ctx *c, const config_setting_t *s, struct fn_rule *r
 	return true;
 }
 
+/* grpc_status: a code from 0 to 16, or its name in any case. */
+static bool grpc_status(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
+{
+	int t = config_setting_type(s), v = -1;
+	const char *text = NULL;
+	if (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64) {
+		long long n = c->lc.get_int64(s);
+		if (n < 0 || n > 16)
+			return cfg_fail(c, s, "rule '%s': grpc_status %lld is not from 0 to 16",
+					r->name, n);
+		v = (int)n;
+	} else if (t == CONFIG_TYPE_STRING) {
+		text = c->lc.get_string(s);
+		v = fn_grpc_status_of(text);
+	}
+	if (v < 0) {
+		char names[400] = "";
+		for (int i = 0; fn_grpc_status_name(i); i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 i ? ", " : "", fn_grpc_status_name(i));
+		return cfg_fail(c, s,
+				"rule '%s': grpc_status%s%s%s must be a gRPC status code from 0 "
+				"to 16 or its name (%s)",
+				r->name, text ? " '" : "", text ? text : "", text ? "'" : "",
+				names);
+	}
+	r->http->grpc_status = v;
+	return true;
+}
+
+/* rst_stream or goaway: an HTTP/2 error code's name (RFC 9113 7). */
+static bool h2_error(struct ctx *c, const config_setting_t *s, struct fn_rule *r, const char *key,
+		     int *out)
+{
+	const char *text;
+	if (!cfg_get_string(c, s, key, &text))
+		return false;
+	if ((*out = fn_h2_error_of(text)) >= 0)
+		return true;
+	char names[400] = "";
+	for (int i = 0; fn_h2_error_name(i); i++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+			 i ? ", " : "", fn_h2_error_name(i));
+	return cfg_fail(c, s, "rule '%s': %s '%s' must be an HTTP/2 error code's name (%s)",
+			r->name, key, text, names);
+}
+
+/* The HTTP/2 and gRPC keys, k counted from grpc_status. */
+static bool h2_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r, int k)
+{
+	struct fn_http *h = r->http;
+	const char *text;
+	long long v;
+	switch (k) {
+	case 0:
+		return grpc_status(c, s, r);
+	case 1:
+		if (!cfg_get_string(c, s, "grpc_message", &text))
+			return false;
+		if (strpbrk(text, "\r\n"))
+			return cfg_fail(c, s, "rule '%s': grpc_message holds a line break",
+					r->name);
+		if (strlen(text) > 512)
+			return cfg_fail(c, s,
+					"rule '%s': grpc_message is %zu bytes; the limit is 512",
+					r->name, strlen(text));
+		return (h->grpc_message = strdup(text)) ? true : cfg_fail(c, s, "out of memory");
+	case 2:
+		if (!get_http_number(c, s, r, "grpc_pushback_ms", 0, 86400000, &v))
+			return false;
+		h->grpc_pushback_ms = v;
+		return true;
+	case 3:
+		if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+			return cfg_fail(c, s, "rule '%s': grpc_after_headers must be true or false",
+					r->name);
+		h->grpc_after_headers = c->lc.get_bool(s) != 0;
+		return true;
+	case 4:
+		return h2_error(c, s, r, "rst_stream", &h->rst_stream);
+	case 5:
+		if (!cfg_get_string(c, s, "rst_after", &text))
+			return false;
+		if (strcmp(text, "request") && strcmp(text, "headers"))
+			return cfg_fail(
+			    c, s, "rule '%s': rst_after '%s' must be \"request\" or \"headers\"",
+			    r->name, text);
+		h->rst_after = text[0] == 'h' ? FN_RST_HEADERS : FN_RST_REQUEST;
+		return true;
+	case 6:
+		return h2_error(c, s, r, "goaway", &h->goaway);
+	default:
+		if (!cfg_get_string(c, s, "ping", &text))
+			return false;
+		if (strcmp(text, "unanswered"))
+			return cfg_fail(c, s, "rule '%s': ping '%s' must be \"unanswered\"",
+					r->name, text);
+		h->ping_unanswered = true;
+		return true;
+	}
+}
+
 /* The HTTP rule keys that are not plain numbers; true in *done when key
  * was one of them. */
 bool cfg_http_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r, const char *key,
 		  bool *done)
 {
 	const char *const *keys = cfg_http_keys;
-	static const enum fn_action owner[] = {FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
-					       FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
-					       FN_ACT_ABORT,   FN_ACT_TLS,     FN_ACT_TLS};
+	static const enum fn_action owner[] = {
+	    FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND,
+	    FN_ACT_RESPOND, FN_ACT_ABORT,   FN_ACT_TLS,	    FN_ACT_TLS,	    FN_ACT_RESPOND,
+	    FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_RESPOND, FN_ACT_ABORT,   FN_ACT_ABORT,
+	    FN_ACT_ABORT,   FN_ACT_ABORT};
+	_Static_assert(sizeof(owner) / sizeof(owner[0]) + 1 ==
+			   sizeof(cfg_http_keys) / sizeof(cfg_http_keys[0]),
+		       "a key without its owner");
 	int k = 0;
 	while (keys[k] && strcmp(keys[k], key) != 0)
 		k++;
@@ -235,7 +363,7 @@ bool cfg_http_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r, c
 	case 7:
 	case 8:
 		return tls_word(c, s, r, k == 8);
-	default:
+	case 6:
 		if (!cfg_get_string(c, s, "mode", &text))
 			return false;
 		if (strcmp(text, "reset") && strcmp(text, "close"))
@@ -243,7 +371,85 @@ bool cfg_http_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r, c
 					r->name, text);
 		h->mode = text[0] == 'c' ? FN_ABORT_CLOSE : FN_ABORT_RESET;
 		return true;
+	default:
+		return h2_key(c, s, r, k - H2_KEYS);
 	}
+}
+
+/* A respond rule's gRPC keys together: a gRPC status is the whole answer
+ * (in trailers), so it takes no body, Retry-After or close; status may be
+ * left out (200, as gRPC answers). */
+static bool grpc_check(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
+{
+	static const char *const needs[] = {"grpc_message", "grpc_pushback_ms",
+					    "grpc_after_headers"};
+	static const char *const clash[] = {"body", "body_file", "retry_after", "close"};
+	const config_setting_t *m;
+	struct fn_http *h = r->http;
+	for (size_t i = 0; i < 3 && h->grpc_status < 0; i++)
+		if ((m = cfg_member(c, s, needs[i])))
+			return cfg_fail(c, m, "rule '%s': %s needs grpc_status", r->name, needs[i]);
+	for (size_t i = 0; i < 4 && h->grpc_status >= 0; i++)
+		if ((m = cfg_member(c, s, clash[i])))
+			return cfg_fail(c, m,
+					"rule '%s': grpc_status and %s: a gRPC status is answered "
+					"in trailers, without %s; give one",
+					r->name, clash[i], clash[i]);
+	if (h->grpc_status >= 0 && !h->status)
+		h->status = 200;
+	return true;
+}
+
+/* An abort rule's HTTP/2 keys together: one RST_STREAM or one GOAWAY; a
+ * GOAWAY refuses the stream as it arrives, so it takes no point in the
+ * answer; rst_after and after_bytes each say that point. On an HTTP/1.1
+ * connection the rule does what mode says: a GOAWAY's nearest kin there
+ * is a close (the default mode for goaway), an RST_STREAM's a reset. */
+static bool rst_check(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
+{
+	struct fn_http *h = r->http;
+	const config_setting_t *after = cfg_member(c, s, "rst_after"),
+			       *goaway = cfg_member(c, s, "goaway");
+	if (h->rst_stream >= 0 && goaway)
+		return cfg_fail(c, goaway, "rule '%s': rst_stream and goaway: give one", r->name);
+	if (goaway && after)
+		return cfg_fail(c, after,
+				"rule '%s': goaway and rst_after: a GOAWAY refuses the stream as "
+				"it arrives; give one",
+				r->name);
+	if (goaway && r->par.after_bytes >= 0)
+		return cfg_fail(c, goaway,
+				"rule '%s': goaway and after_bytes: a GOAWAY refuses the stream as "
+				"it arrives; give one",
+				r->name);
+	if (after && h->rst_stream < 0)
+		return cfg_fail(c, after, "rule '%s': rst_after needs rst_stream", r->name);
+	if (after && r->par.after_bytes >= 0)
+		return cfg_fail(c, after,
+				"rule '%s': rst_after and after_bytes: give one (after_bytes "
+				"resets after that many bytes of the answer's DATA)",
+				r->name);
+	const config_setting_t *ping = cfg_member(c, s, "ping");
+	if (ping && (h->rst_stream >= 0 || goaway || r->par.after_bytes >= 0))
+		return cfg_fail(c, ping,
+				"rule '%s': ping and %s: a ping rule leaves the stream as it is; "
+				"give one",
+				r->name,
+				h->rst_stream >= 0 ? "rst_stream"
+				: goaway	   ? "goaway"
+						   : "after_bytes");
+	if (goaway && !cfg_member(c, s, "mode"))
+		h->mode = FN_ABORT_CLOSE;
+	return true;
+}
+
+bool cfg_http_check(struct ctx *c, const config_setting_t *s, struct fn_rule *r)
+{
+	if (r->action == FN_ACT_RESPOND)
+		return grpc_check(c, s, r);
+	if (r->action == FN_ACT_ABORT)
+		return rst_check(c, s, r);
+	return true;
 }
 
 /* A policy with HTTP rules needs the parser: said when it is loaded, not

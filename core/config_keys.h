@@ -47,6 +47,9 @@ bool cfg_http_match(struct ctx *c, const config_setting_t *m, struct fn_rule *r)
 extern const char *const cfg_http_keys[];
 bool cfg_http_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r, const char *key,
 		  bool *done);
+/* The keys of HTTP rule r (its group s) that depend on each other (gRPC
+ * and HTTP/2), once all are read. */
+bool cfg_http_check(struct ctx *c, const config_setting_t *s, struct fn_rule *r);
 bool cfg_http_ready(struct ctx *c);
 /* config_dns.c: the dns action's own keys, error and answer. */
 bool cfg_dns_key(struct ctx *c, const config_setting_t *s, struct fn_rule *r, const char *key,

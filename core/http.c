@@ -44,18 +44,26 @@ void fn_http_put(struct fn_http *h)
 	free(h);
 }
 
-static const char *const h2_errors[] = {
-    "NO_ERROR",	      "PROTOCOL_ERROR", "INTERNAL_ERROR",	  "FLOW_CONTROL_ERROR",
-    "SETTINGS_TIMEOUT", "STREAM_CLOSED",  "FRAME_SIZE_ERROR",	  "REFUSED_STREAM",
-    "CANCEL",	      "COMPRESSION_ERROR", "CONNECT_ERROR",	  "ENHANCE_YOUR_CALM",
-    "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED"};
+static const char *const h2_errors[] = {"NO_ERROR",
+					"PROTOCOL_ERROR",
+					"INTERNAL_ERROR",
+					"FLOW_CONTROL_ERROR",
+					"SETTINGS_TIMEOUT",
+					"STREAM_CLOSED",
+					"FRAME_SIZE_ERROR",
+					"REFUSED_STREAM",
+					"CANCEL",
+					"COMPRESSION_ERROR",
+					"CONNECT_ERROR",
+					"ENHANCE_YOUR_CALM",
+					"INADEQUATE_SECURITY",
+					"HTTP_1_1_REQUIRED"};
 
 static const char *const grpc_codes[] = {
-    "OK",	       "CANCELLED",	    "UNKNOWN",		"INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED", "NOT_FOUND",	    "ALREADY_EXISTS",	"PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",	"OUT_OF_RANGE",
-    "UNIMPLEMENTED",	   "INTERNAL",	    "UNAVAILABLE",	"DATA_LOSS",
-    "UNAUTHENTICATED"};
+    "OK",	 "CANCELLED",	   "UNKNOWN",		"INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+    "ABORTED",	 "OUT_OF_RANGE",   "UNIMPLEMENTED",	"INTERNAL",	      "UNAVAILABLE",
+    "DATA_LOSS", "UNAUTHENTICATED"};
 
 #define NWORDS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -133,8 +141,14 @@ bool fn_http_answers_all(const struct fn_policy *p, const struct fn_endpoint *ep
 		if (!fn_rule_http(r))
 			continue;
 		/* A tls rule stands for the server too: its handshake fails. */
-		bool answers = r->action == FN_ACT_RESPOND || r->action == FN_ACT_TLS ||
-			       (r->action == FN_ACT_ABORT && r->par.after_bytes < 0);
+		/* Not one that acts on the server's answer: a gRPC status
+		 * after its headers, a reset after them. */
+		const struct fn_http *h = r->http;
+		bool answers =
+		    (r->action == FN_ACT_RESPOND && !h->grpc_after_headers) ||
+		    r->action == FN_ACT_TLS ||
+		    (r->action == FN_ACT_ABORT && r->par.after_bytes < 0 && !h->ping_unanswered &&
+		     !(h->rst_stream >= 0 && h->rst_after == FN_RST_HEADERS));
 		if (answers && (!r->host || (fn_host_resolved && fn_host_resolved(ep, r->host))))
 			return true;
 	}
@@ -304,6 +318,32 @@ static void put(char *buf, size_t len, size_t *at, const char *key, const char *
 		*at += (size_t)n;
 }
 
+/* A respond rule's gRPC answer; the message quoted, as it may hold spaces
+ * (a quote or backslash in it escaped). */
+static void describe_grpc(const struct fn_http *h, char *buf, size_t len, size_t *at)
+{
+	char num[32], msg[2 * 512 + 3];
+	put(buf, len, at, "grpc_status", fn_grpc_status_name(h->grpc_status));
+	if (h->grpc_message) {
+		size_t n = 0;
+		msg[n++] = '"';
+		for (const char *p = h->grpc_message; *p && n < sizeof(msg) - 3; p++) {
+			if (*p == '"' || *p == '\\')
+				msg[n++] = '\\';
+			msg[n++] = *p;
+		}
+		msg[n++] = '"';
+		msg[n] = '\0';
+		put(buf, len, at, "grpc_message", msg);
+	}
+	if (h->grpc_pushback_ms >= 0) {
+		snprintf(num, sizeof(num), "%lld", (long long)h->grpc_pushback_ms);
+		put(buf, len, at, "grpc_pushback_ms", num);
+	}
+	if (h->grpc_after_headers)
+		put(buf, len, at, "grpc_after_headers", "true");
+}
+
 void fn_http_describe(const struct fn_rule *r, char *buf, size_t len, size_t *at)
 {
 	const struct fn_http *h = r->http;
@@ -329,8 +369,19 @@ void fn_http_describe(const struct fn_rule *r, char *buf, size_t len, size_t *at
 		if (h->close)
 			put(buf, len, at, "close", "true");
 	}
-	if (r->action == FN_ACT_ABORT)
+	if (r->action == FN_ACT_RESPOND && h->grpc_status >= 0)
+		describe_grpc(h, buf, len, at);
+	if (r->action == FN_ACT_ABORT && !h->ping_unanswered)
 		put(buf, len, at, "mode", h->mode == FN_ABORT_CLOSE ? "close" : "reset");
+	if (r->action == FN_ACT_ABORT && h->ping_unanswered)
+		put(buf, len, at, "ping", "unanswered");
+	if (r->action == FN_ACT_ABORT && h->rst_stream >= 0) {
+		put(buf, len, at, "rst_stream", fn_h2_error_name(h->rst_stream));
+		put(buf, len, at, "rst_after",
+		    h->rst_after == FN_RST_HEADERS ? "headers" : "request");
+	}
+	if (r->action == FN_ACT_ABORT && h->goaway >= 0)
+		put(buf, len, at, "goaway", fn_h2_error_name(h->goaway));
 	if (r->action == FN_ACT_TLS)
 		put(buf, len, at, "fault", fn_tls_fault_name(h->tls_fault));
 	if (r->action == FN_ACT_TLS && h->tls_fault == FN_TLSF_ALERT)

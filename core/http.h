@@ -47,6 +47,10 @@ struct fn_http {
 	int rst_stream;
 	int rst_after; /* FN_RST_REQUEST or FN_RST_HEADERS */
 	int goaway;
+	/* abort ping = "unanswered": the stream goes on, and from it on the
+	 * connection's PINGs from the app are never answered (a peer whose
+	 * keepalive answers stopped); nothing on HTTP/1.1, which has none. */
+	bool ping_unanswered;
 };
 
 enum { FN_RST_REQUEST, FN_RST_HEADERS };

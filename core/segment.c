@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "core/http.h"
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define PROBES FN_SEG_RULE_PROBES
@@ -237,7 +238,7 @@ static void key_record(struct fn_buf *b, const struct fn_seg *s, const struct fn
 
 /* The record's field names, in enum fn_seg_tls's order. */
 const char *const fn_seg_tls_names[FN_SEG_TLS] = {
-    "terminated",	 "passed_h2_only",  "passed_unavailable", "refused_by_app",
+    "terminated",	 "passed_other_alpn",  "passed_unavailable", "refused_by_app",
     "server_unverified", "alpn_downgraded", "trusted_by_hook",	  "ca_variable"};
 
 static void tls_record(const struct fn_seg *s, struct fn_buf *b)
@@ -253,10 +254,100 @@ static void tls_record(const struct fn_seg *s, struct fn_buf *b)
 	fn_buf_add(b, "\n", 1);
 }
 
+/* A list's name for code i of n named ones (past them: any other code). */
+static const char *h2_code(bool grpc, int i, int n)
+{
+	const char *name = grpc ? fn_grpc_status_name(i) : fn_h2_error_name(i);
+	return i < n && name ? name : "other";
+}
+
+static const char *const h2_keys[] = {"grpc", "rst", "goaway"};
+
+/* List k of h (0 gRPC statuses, 1 RST_STREAM codes, 2 GOAWAY codes); *n
+ * its named codes. */
+static uint64_t *h2_list(const struct fn_seg_h2 *h, int k, int *n)
+{
+	*n = k ? FN_SEG_H2_CODES : FN_SEG_GRPC_CODES;
+	const uint64_t *v = k == 0 ? h->grpc : k == 1 ? h->rst : h->goaway;
+	return (uint64_t *)v;
+}
+
+void fn_seg_h2_fields(const struct fn_seg_h2 *h, struct fn_buf *b)
+{
+	fn_buf_printf(b, " connections=%llu tls=%llu", (unsigned long long)LOAD(h->conns),
+		      (unsigned long long)LOAD(h->tls));
+	for (int k = 0; k < 3; k++) {
+		int n;
+		const uint64_t *v = h2_list(h, k, &n);
+		bool any = false;
+		for (int i = 0; i <= n; i++) {
+			uint64_t c = LOAD(v[i]);
+			if (!c)
+				continue;
+			if (!any)
+				fn_buf_printf(b, " %s=", h2_keys[k]);
+			fn_buf_printf(b, "%s%s:%llu", any ? "," : "", h2_code(!k, i, n),
+				      (unsigned long long)c);
+			any = true;
+		}
+	}
+}
+
+/* Adds a list's "NAME:COUNT,..." to list (n named codes). */
+static void h2_add_list(uint64_t *list, int n, bool grpc, char *text)
+{
+	char *save = NULL;
+	for (char *e = strtok_r(text, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+		char *colon = strrchr(e, ':');
+		if (!colon)
+			continue;
+		*colon = '\0';
+		int i = grpc ? fn_grpc_status_of(e) : fn_h2_error_of(e);
+		list[i >= 0 && i < n ? i : n] += strtoull(colon + 1, NULL, 10);
+	}
+}
+
+void fn_seg_h2_add(struct fn_seg_h2 *h, const char *line)
+{
+	char *copy = strdup(line), *keys[16], *values[16];
+	char *sp = copy ? strchr(copy, ' ') : NULL;
+	int nf = 0;
+	if (sp && fn_record_parse(sp + 1, keys, values, 16, &nf))
+		for (int f = 0; f < nf; f++) {
+			if (strcmp(keys[f], "connections") == 0)
+				h->conns += strtoull(values[f], NULL, 10);
+			else if (strcmp(keys[f], "tls") == 0)
+				h->tls += strtoull(values[f], NULL, 10);
+			for (int k = 0, n = 0; k < 3; k++) {
+				uint64_t *list = h2_list(h, k, &n);
+				if (strcmp(keys[f], h2_keys[k]) == 0)
+					h2_add_list(list, n, !k, values[f]);
+			}
+		}
+	free(copy);
+}
+
+static void h2_record(const struct fn_seg *s, struct fn_buf *b)
+{
+	const struct fn_seg_h2 *h = &s->h.h2;
+	uint64_t any = LOAD(h->conns) | LOAD(h->tls);
+	for (int k = 0, n; k < 3; k++) {
+		const uint64_t *v = h2_list(h, k, &n);
+		for (int i = 0; i <= n; i++)
+			any |= LOAD(v[i]);
+	}
+	if (!any)
+		return;
+	fn_buf_printf(b, "h2 pid=%d", (int)s->h.pid);
+	fn_seg_h2_fields(h, b);
+	fn_buf_add(b, "\n", 1);
+}
+
 static void requests(const struct fn_seg *s, struct fn_buf *b)
 {
 	const uint64_t *u = s->h.unparsed;
 	tls_record(s, b);
+	h2_record(s, b);
 	if (u[0] || u[1] || u[2])
 		fn_buf_printf(b, "parser pid=%d not_http=%llu bad_request=%llu bad_response=%llu\n",
 			      (int)s->h.pid, (unsigned long long)u[0], (unsigned long long)u[1],

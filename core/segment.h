@@ -54,16 +54,18 @@ static inline void fn_slot_ready(int *state)
 }
 
 /* The "tls" record's counts: connections the relay terminated, passed
- * through (the app offered only h2; OpenSSL or the CA could not be had),
+ * through (the app's ALPN offered neither h2 nor http/1.1; OpenSSL or the
+ * CA could not be had),
  * the app refused (its handshake with the leaf failed), ended because the
- * server failed verification, and whose ALPN was downgraded to http/1.1;
+ * server failed verification, and whose ALPN was downgraded to http/1.1
+ * (no server reached to choose);
  * then how the run's CA reached the process, as of its last terminated or
  * refused handshake: verifications of the app's own OpenSSL the trust hook
  * let trust it, and 1 when the process started with NODE_EXTRA_CA_CERTS
  * or JAVA_TOOL_OPTIONS naming it (set by faultctl run). */
 enum fn_seg_tls {
 	FN_TLS_TERMINATED,
-	FN_TLS_PASSED_H2_ONLY,
+	FN_TLS_PASSED_OTHER_ALPN,
 	FN_TLS_PASSED_UNAVAILABLE,
 	FN_TLS_REFUSED_BY_APP,
 	FN_TLS_SERVER_UNVERIFIED,
@@ -71,6 +73,19 @@ enum fn_seg_tls {
 	FN_TLS_TRUSTED_BY_HOOK,
 	FN_TLS_CA_VARIABLE,
 	FN_SEG_TLS
+};
+
+/* The "h2" record's counts (preload/h2/, fn_stats_h2): HTTP/2 connections
+ * carried, of them over TLS, and what the engine sent, by code: gRPC
+ * statuses, RST_STREAMs and GOAWAYs (HTTP/2 error codes, RFC 9113 7). The
+ * last of each list counts codes beyond the named ones ("other"). */
+#define FN_SEG_GRPC_CODES 17
+#define FN_SEG_H2_CODES 14
+struct fn_seg_h2 {
+	uint64_t conns, tls;
+	uint64_t grpc[FN_SEG_GRPC_CODES + 1];
+	uint64_t rst[FN_SEG_H2_CODES + 1];
+	uint64_t goaway[FN_SEG_H2_CODES + 1];
 };
 
 struct fn_seg_head {
@@ -96,6 +111,7 @@ struct fn_seg_head {
 	uint64_t unparsed[3];
 	uint64_t tls[FN_SEG_TLS]; /* enum fn_seg_tls */
 	uint64_t events_dropped;  /* FAULTNET_EVENTS lines its full FIFO had no room for */
+	struct fn_seg_h2 h2;
 };
 
 /* A rule name's slot: claimed once (FN_SLOT_READY), never given back, so that
@@ -191,6 +207,13 @@ void fn_seg_rules_of(const struct fn_seg *s, const struct fn_policy *p, struct f
 void fn_seg_stats(const struct fn_seg *s, struct fn_buf *b);
 /* The "tls" record's field names, in enum fn_seg_tls's order. */
 extern const char *const fn_seg_tls_names[FN_SEG_TLS];
+/* The "h2" record's fields after its pid: " connections=N tls=N", then
+ * "grpc=", "rst=" and "goaway=" each a comma list of NAME:COUNT in code
+ * order, left out when all are zero. */
+void fn_seg_h2_fields(const struct fn_seg_h2 *h, struct fn_buf *b);
+/* Adds the counts of an "h2" record (a line as fn_seg_stats writes it)
+ * to *h, for sums across processes. */
+void fn_seg_h2_add(struct fn_seg_h2 *h, const char *line);
 void fn_seg_events(const struct fn_seg *s, struct fn_buf *b, uint64_t *since);
 
 /* Event e of process pid as both backends (the shim and the kernel-side

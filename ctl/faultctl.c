@@ -25,6 +25,8 @@
 #include "ctl/change.h"
 #include "ctl/state/segread.h"
 #include "ctl/targets.h"
+#include "ctl/bundle.h"
+#include "ctl/container.h"
 
 #ifndef FN_VERSION
 #define FN_VERSION "unknown"
@@ -52,6 +54,9 @@ static int verb_help(struct opts *o, int argc, char **argv);
 static int verb_gc(struct opts *o, int argc, char **argv);
 static int verb_mark(struct opts *o, int argc, char **argv);
 static int verb_requests(struct opts *o, int argc, char **argv);
+static int verb_bundle(struct opts *o, int argc, char **argv);
+static int verb_docker(struct opts *o, int argc, char **argv);
+static int verb_compose(struct opts *o, int argc, char **argv);
 static const struct verb verbs[] = {
     {"check", "FILE", "validate a policy or scenario file", V_OWN, verb_check},
     {"scenario", "FILE [--report DIR] [--strict] [-- CMD [ARG...]]",
@@ -77,6 +82,14 @@ static const struct verb verbs[] = {
     {"load", "FILE", "replace every rule at once", V_CHANGE, NULL},
     {"zone", "ZONE", "retag the processes' zone", V_CHANGE, NULL},
     {"reset", "", "back to the config file (counters go on)", V_CHANGE, NULL},
+    {"bundle", "[check ROOT]",
+     "the self-contained bundle for containers; check: can it run in ROOT", V_OWN, verb_bundle},
+    {"docker",
+     "run [--config FILE] [--zone Z] [-g GROUP] [--stats] [--docker PROG] [docker run options] "
+     "IMAGE [CMD...]",
+     "docker run under the shim: bundle, policy, group, run directory added", V_OWN, verb_docker},
+    {"compose", "[--config FILE] [--zone Z] [-g GROUP] [-o FILE] SERVICE...",
+     "write a Compose override running SERVICEs under the shim", V_OWN, verb_compose},
     {"mark", "NAME", "mark a moment of the app on a running scenario's timeline", V_OWN, verb_mark},
     {"gc", "", "remove files of processes and groups gone for the kept hour", V_OWN, verb_gc},
     {"help", "[--verbs]", "this text; --verbs: one verb a line, NAME:WHAT", V_OWN, verb_help},
@@ -316,7 +329,7 @@ static void print_stats(const struct opts *o, char **lines, int nlines)
 	print_records(o, lines, nlines, "parser", ustats, 4);
 	static const char *const tstats[] = {"pid",
 					     "terminated",
-					     "passed_h2_only",
+					     "passed_other_alpn",
 					     "passed_unavailable",
 					     "refused_by_app",
 					     "server_unverified",
@@ -324,6 +337,12 @@ static void print_stats(const struct opts *o, char **lines, int nlines)
 	if (has_records(lines, nlines, "tls") && !o->json)
 		fputc('\n', stdout);
 	print_records(o, lines, nlines, "tls", tstats, 7);
+	/* HTTP/2: connections, and the gRPC statuses, RST_STREAMs and
+	 * GOAWAYs sent, each a list of NAME:COUNT. */
+	static const char *const h2stats[] = {"pid", "connections", "tls", "grpc", "rst", "goaway"};
+	if (has_records(lines, nlines, "h2") && !o->json)
+		fputc('\n', stdout);
+	print_records(o, lines, nlines, "h2", h2stats, 6);
 }
 
 /* stats of a group also counts its members that have gone: their files
@@ -826,6 +845,22 @@ static int verb_requests(struct opts *o, int argc, char **argv)
 	return cmd_requests(argc, argv, o->json, FN_VERSION);
 }
 
+static int verb_bundle(struct opts *o, int argc, char **argv)
+{
+	(void)o;
+	return cmd_bundle(argc, argv);
+}
+
+static int verb_docker(struct opts *o, int argc, char **argv)
+{
+	return cmd_docker(argc, argv, o->sel.group);
+}
+
+static int verb_compose(struct opts *o, int argc, char **argv)
+{
+	return cmd_compose(argc, argv, o->sel.group);
+}
+
 static int verb_run(struct opts *o, int argc, char **argv)
 {
 	return cmd_run(argc, argv, o->sel.group, o->json);
@@ -885,7 +920,10 @@ int main(int argc, char **argv)
 		print_usage(stderr);
 		return 2;
 	}
-	for (int i = v + 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+	/* docker run's arguments after faultctl's own are docker's and the
+	 * container command's: only a --help right after the verb is ours. */
+	int scan_end = verb->own == verb_docker ? (v + 2 < argc ? v + 2 : argc) : argc;
+	for (int i = v + 1; i < scan_end && strcmp(argv[i], "--") != 0; i++)
 		if (strcmp(argv[i], "--help") == 0) {
 			printf("usage: faultctl [-p PID]... [-g GROUP] [--json] %s ...\n", name);
 			print_verb(stdout, verb);

@@ -149,7 +149,7 @@ static const char *const unparsed[NCOUNTS] = {
 
 /* "tls": connections the relay terminated, passed through or ended. */
 static const char *const tlsed[NCOUNTS] = {
-    "terminated",      "passed_h2_only",    "passed_unavailable",
+    "terminated",      "passed_other_alpn",    "passed_unavailable",
     "refused_by_app",  "server_unverified", "alpn_downgraded",
     "trusted_by_hook", "ca_variable",	    "-"};
 
@@ -196,10 +196,38 @@ static void add_trust(struct total **t, int *n, const char *line)
 	add_typed(t, n, line, "trust", key);
 }
 
+/* "h2": HTTP/2 connections and the frames the engine sent, by code,
+ * summed over the run's processes. */
+static struct fn_seg_h2 h2_sum;
+static bool h2_seen;
+
+/* Its line, "  h2 connections=N tls=N grpc=NAME:N,...", or its JSON. */
+static void print_h2(FILE *out, bool json)
+{
+	struct fn_buf b = {0};
+	fn_buf_add(&b, "h2", 2);
+	fn_seg_h2_fields(&h2_sum, &b);
+	if (b.oom)
+		return;
+	fn_buf_add(&b, "", 1);
+	if (json) {
+		render_json_record(out, b.s);
+		fputc('\n', out);
+	} else {
+		fprintf(out, "  %s\n", b.s);
+	}
+	fn_buf_free(&b);
+}
+
 static void add_record(struct total **t, int *n, const char *line)
 {
 	char type[8] = "", key[400];
 	sscanf(line, "%7s", type);
+	if (strcmp(type, "h2") == 0) {
+		fn_seg_h2_add(&h2_sum, line);
+		h2_seen = true;
+		return;
+	}
 	if (strcmp(type, "rule") && strcmp(type, "dest") && strcmp(type, "http") &&
 	    strcmp(type, "name") && strcmp(type, "parser") && strcmp(type, "tls"))
 		return;
@@ -319,14 +347,15 @@ static bool strict_failed(const struct total *t, int n, int procs)
 		failed = true;
 	}
 	/* Of those, the TLS ones passed through, by reason (counted
-	 * not_http too): an h2-only client, or no termination to be had. */
+	 * not_http too): a client whose ALPN offers neither h2 nor http/1.1,
+	 * or no termination to be had. */
 	const struct total *tls = total_of(t, n, "tls", NULL);
-	unsigned long long h2 = tls ? tls->n[FN_TLS_PASSED_H2_ONLY] : 0;
+	unsigned long long h2 = tls ? tls->n[FN_TLS_PASSED_OTHER_ALPN] : 0;
 	unsigned long long un = tls ? tls->n[FN_TLS_PASSED_UNAVAILABLE] : 0;
 	if (h2 || un) {
 		fprintf(stderr,
 			"faultctl run --strict: of them TLS passed through as bytes: %llu offering "
-			"only h2 (passed_h2_only), %llu with no termination to be had "
+			"neither h2 nor http/1.1 (passed_other_alpn), %llu with no termination to be had "
 			"(passed_unavailable)\n",
 			h2, un);
 		failed = true;
@@ -373,9 +402,16 @@ static bool print_totals(const char *dir, bool print, bool json)
 		fprintf(out, "faultctl: stats of %d process%s:\n", procs, procs == 1 ? "" : "es");
 	for (int i = 0; print && i < n; i++)
 		print_total(out, &t[i], json);
+	if (print && h2_seen)
+		print_h2(out, json);
 	bool failed = strict.on && strict_failed(t, n, procs);
 	free(t);
 	return failed;
+}
+
+void run_print_stats(const char *dir, bool json)
+{
+	print_totals(dir, true, json);
 }
 
 /* CMD's status; under --strict 1 when it exited 0 but the run failed. */

@@ -14,4 +14,8 @@ int cmd_run(int argc, char **argv, const char *group, bool json);
  * lookup, for dns), most often a match forgotten. The number warned of. */
 int run_warn_broad(const char *file, const struct fn_policy *p);
 
+/* The counts every process left in the stats directory dir at exit,
+ * printed on stderr as run --stats prints them; dir is removed. */
+void run_print_stats(const char *dir, bool json);
+
 #endif

@@ -3,7 +3,7 @@
 # missing: `deps.sh build` for the build, `deps.sh test` for the tests,
 # `deps.sh conformance` for the real-client conformance suite too,
 # `deps.sh bench` for make bench (valgrind, and the peers it compares with:
-# libfiu's preload from fiu-utils, trickle, and the relays socat and haproxy).
+# libfiu's preload from fiu-utils, and trickle).
 # As root it runs apt-get; otherwise it names the packages and stops.
 # A package written as command=package counts as present when the command
 # is on PATH (Node.js and npm may come from elsewhere than Debian).
@@ -16,11 +16,14 @@ if [ "${1:-}" = --check ]; then
 	shift
 fi
 
-build_pkgs="gcc libc6-dev libconfig-dev libhttp-parser-dev libssl-dev"
+build_pkgs="gcc libc6-dev libconfig-dev libhttp-parser-dev libssl-dev libnghttp2-dev"
 # clang brings its sanitizer and libFuzzer runtimes only as a recommendation
 # (libclang-rt-14-dev), and this script installs without recommendations.
-test_pkgs="libcunit1-dev openssl python3-cryptography libbpf-dev bpftool liburing-dev curl dig=bind9-dnsutils python3-requests python3-httpx python3 node=nodejs clang libclang-rt-14-dev clang-format binutils procps valgrind strace go=golang-go php=php-cli php-curl nft=nftables ip=iproute2 rsvg-convert=librsvg2-bin python3-pil chromium fonts-dejavu-core scdoc groff=groff-base zsh python3-venv python3-pytest python3-setuptools python3-wheel build-essential dpkg-dev debhelper fakeroot lintian libpython3.11-testsuite"
-bench_pkgs="valgrind fiu-utils trickle python3 socat haproxy"
+test_pkgs="libcunit1-dev openssl python3-cryptography libbpf-dev bpftool liburing-dev curl dig=bind9-dnsutils python3-requests python3-httpx python3 node=nodejs clang libclang-rt-14-dev clang-format binutils procps valgrind strace go=golang-go php=php-cli php-curl nft=nftables ip=iproute2 rsvg-convert=librsvg2-bin python3-pil chromium fonts-dejavu-core scdoc groff=groff-base zsh python3-venv python3-pytest python3-setuptools python3-wheel build-essential dpkg-dev debhelper fakeroot lintian libpython3.11-testsuite patchelf debootstrap dockerd=docker.io docker-compose python3-h2 nghttpd=nghttp2-server javac=openjdk-17-jdk-headless"
+# h2load, nghttpd and nghttpx: the HTTP/2 section (one connection, many
+# streams; nghttpx is the h2 relay faultnet is compared with); haproxy: the
+# many-connections section (its TCP relay, nbthread 2).
+bench_pkgs="valgrind fiu-utils trickle python3 socat nghttp2-client nghttp2-proxy nghttp2-server haproxy"
 deb_pkgs="build-essential dpkg-dev debhelper fakeroot lintian scdoc"
 conformance_pkgs="wget python3-requests python3-boto3 python3-httpx python3-aiohttp perl javac=openjdk-17-jdk-headless psql=postgresql-client redis-cli=redis-tools npm=npm"
 

@@ -238,8 +238,8 @@ s_bench() {
 	local smoke
 	smoke=$(mktemp)
 	if /usr/bin/python3 -u tests/bench/bench.py build "$smoke" --smoke >"$smoke.log" 2>&1 &&
-		[ "$(grep -c '^## ' "$smoke")" = 9 ]; then
-		echo "  ok   - bench.py --smoke wrote all nine sections"
+		[ "$(grep -c '^## ' "$smoke")" = 11 ]; then
+		echo "  ok   - bench.py --smoke wrote all eleven sections"
 		echo pass >>"$FN_COUNTS"
 	else
 		echo "  FAIL - bench.py --smoke:"
@@ -333,12 +333,40 @@ s_tls() {
 	pyscript tests/tls/tls_faults.py build
 }
 
+s_h2fid() {
+	echo "=== HTTP/2 fidelity: h2 streams no rule takes, played directly and through faultnet; real h2 clients"
+	pyscript tests/h2/h2_fidelity.py build
+	echo "=== HTTP/2 over TLS (ALPN h2) through the HTTPS termination: curl, Node and Java against nghttpd"
+	pyscript tests/h2/h2fid_tls.py build
+	echo "=== the HTTP engine's differential test, h2 mode: generated HTTP/2 conversations directly and through the engine"
+	pyscript tests/http/http_engine.py build --h2 --count 40
+}
+
+# Containers (issue 44): the bundle in a chroot with no engine, then a real
+# Docker engine started by the section itself (tests/containers/).
+s_containers() {
+	echo "=== containers: the bundle (make bundle) in a debootstrap chroot, in pid and mount namespaces"
+	if [ "$(id -u)" != 0 ]; then
+		echo "  skip - containers: needs root (mounts, chroot, debootstrap, dockerd)"
+		echo skip >>"$FN_COUNTS"
+		return
+	fi
+	if ! make -s bundle >/dev/null; then
+		echo "  FAIL - make bundle"
+		echo fail >>"$FN_COUNTS"
+		return
+	fi
+	pyscript tests/containers/ns_bundle_test.py build
+	echo "=== containers: faultctl docker run and compose on a Docker engine of the section's own"
+	pyscript tests/containers/docker_test.py build
+}
+
 s_layout() {
 	echo "=== layout: only the hooks name exported symbols; calls go only downward"
 	tests/layout/layout.sh build
 }
 
-ALL="$PER_BUILD reach bpf tls asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
+ALL="$PER_BUILD reach bpf tls h2fid containers asan tsan valgrind conformance cpython http_sdk scenarios helpers bench fuzz man docs deb style layout"
 [ $# = 0 ] && set -- all
 if [ "$1" = --list ]; then
 	echo "$ALL"

@@ -26,6 +26,7 @@
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
 #include "preload/base/say.h"
+#include "preload/h2/h2.h"
 #include "preload/relay/relay_tls.h"
 #include "preload/relay/shape.h"
 #include "preload/stats/stats.h"
@@ -118,6 +119,17 @@ struct fn_hconn {
 	/* A tls rule's stall, reset or alert (core/http.h's FN_TLSF_), met at
 	 * the ClientHello; the alert's code. */
 	int tls_fault, tls_alert;
+	/* HTTP/2 (preload/h2/h2.h): the app's first bytes were looked at for
+	 * its preface, or its TLS handshake for ALPN h2; h2 is its engine. */
+	bool h2_checked;
+	struct fn_h2 *h2;
+	/* h2c: the request head's Upgrade and HTTP2-Settings values; the
+	 * forwarded request asking for it (its answer decides), the app's
+	 * bytes held after it (h2c_wait), its 101 parsed (h2c_go). */
+	char upg[32], h2set[300];
+	size_t upglen, h2setlen;
+	struct hreq *h2c;
+	bool h2c_wait, h2c_go, h2c_head;
 };
 
 static http_parser_settings req_settings, res_settings;
@@ -214,6 +226,8 @@ static int on_req_begin(http_parser *p)
 	h->in_value = false;
 	h->reqhlen = h->vallen = h->valtotal = 0;
 	h->reqh[0] = '\0';
+	h->upglen = h->h2setlen = 0;
+	h->upg[0] = h->h2set[0] = '\0';
 	return 0;
 }
 
@@ -264,6 +278,10 @@ static int on_value(http_parser *p, const char *at, size_t n)
 		append(h->host, sizeof(h->host), &h->hostlen, at, n);
 	else if (strcasecmp(h->field, "expect") == 0)
 		append(h->expect, sizeof(h->expect), &h->expectlen, at, n);
+	else if (strcasecmp(h->field, "upgrade") == 0)
+		append(h->upg, sizeof(h->upg), &h->upglen, at, n);
+	else if (strcasecmp(h->field, "http2-settings") == 0)
+		append(h->h2set, sizeof(h->h2set), &h->h2setlen, at, n);
 	if (h->logging)
 		keep_value(h->val, sizeof(h->val), &h->vallen, &h->valtotal, at, n);
 	return 0;
@@ -362,7 +380,12 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 	 * directly (an answer could no longer reach the app, and a server that
 	 * closed resets the app only if the request reaches it). */
 	bool ruled = !h->rules_off && !(h->up_fin && h->app_fin);
-	if (p->upgrade || p->method == HTTP_CONNECT)
+	/* Upgrade: h2c is HTTP/2 to come, which the engine reads: the rules
+	 * take the request as any other, and a 101 turns the rest into
+	 * streams (h2c_switch). Other upgrades go on as bytes. */
+	bool h2c = p->upgrade && p->method != HTTP_CONNECT && strcasestr(h->upg, "h2c") &&
+		   h->h2setlen && h->h2setlen < sizeof(h->h2set) - 1;
+	if ((p->upgrade && !h2c) || p->method == HTTP_CONNECT)
 		h->upgrading = true; /* after it, bytes go through untouched */
 	else if (ruled)
 		r = fn_http_decide(pol, &h->ep, &rq, &seen);
@@ -386,6 +409,8 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 		int64_t d = (int64_t)r->par.delay_ms * (int64_t)MS + j;
 		e->delay_ns = d > 0 ? (uint64_t)d : 0;
 		fate = FN_REQ_SLOWED;
+	} else if (r && r->action == FN_ACT_ABORT && r->http->ping_unanswered) {
+		r = NULL; /* HTTP/1.1 has no PING: the request goes on */
 	} else if (r && r->action == FN_ACT_ABORT) {
 		e->mode = r->http->mode;
 		e->after_bytes = r->par.after_bytes;
@@ -393,6 +418,10 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 		fate = FN_REQ_ABORTED;
 	}
 	e->expect = e->kind != HK_FORWARD && strcasecmp(h->expect, "100-continue") == 0;
+	if (h2c && e->kind == HK_FORWARD) {
+		h->h2c = e;
+		h->h2c_head = e->head;
+	}
 	fn_stats_request(seen, r, &h->ep, method, h->host, h->path, fate);
 	if (h->logging)
 		e->log = log_start(h, method, r, fate, e);
@@ -556,7 +585,7 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 	struct fn_hconn *h = c->http;
 	struct fn_dir *dr = &c->dir[0];
 	bool ended = (h->app_fin && !h->up_fin) || h->app_dropped;
-	while (!h->passthrough && !ended && dr->lo + h->uparsed < dr->hi) {
+	while (!h->passthrough && !ended && !h->h2c_wait && dr->lo + h->uparsed < dr->hi) {
 		size_t n = h->lib->execute(&h->req, &req_settings, dr->buf + dr->lo + h->uparsed,
 					   dr->hi - dr->lo - h->uparsed);
 		h->uparsed += n;
@@ -571,6 +600,9 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 			h->lib->pause(&h->req, 0);
 			if (h->upgrading)
 				h->passthrough = true;
+			/* Its answer says which protocol the app's next bytes are. */
+			if (h->h2c)
+				h->h2c_wait = true;
 		} else if (e != HPE_OK) {
 			give_up_parsing(c);
 		} else {
@@ -582,7 +614,8 @@ static void parse_requests(struct fn_conn *c, uint64_t now)
 	/* The app ended its side inside a request's head (a client that sends
 	 * "G" and closes): no rule can decide on it any more, and the server
 	 * reads those bytes and then the FIN, as it would directly. */
-	if (dr->eof && !h->passthrough && !ended && !h->parsing && dr->lo < dr->hi) {
+	if (dr->eof && !h->passthrough && !ended && !h->h2c_wait && !h->parsing &&
+	    dr->lo < dr->hi) {
 		h->passthrough = true;
 		ensure_upstream(c);
 	}
@@ -683,7 +716,13 @@ static void answer_parsed(struct fn_hconn *h)
 {
 	struct hreq *e = awaiting(h);
 	int status = h->res.status_code;
-	if (h->res.upgrade)
+	if (e && e == h->h2c && status / 100 != 1) { /* declined: HTTP/1.1 goes on */
+		h->h2c = NULL;
+		h->h2c_wait = false;
+	}
+	if (h->res.upgrade && e && e == h->h2c && status == 101)
+		h->h2c_go = true; /* the rest is HTTP/2: h2c_switch */
+	else if (h->res.upgrade)
 		h->down_raw = true; /* 101: the rest is another protocol */
 	if (!e || (status / 100 == 1 && status != 101))
 		return; /* an interim answer (100 Continue): the final one follows */
@@ -723,7 +762,7 @@ static void parse_answers(struct fn_conn *c)
 {
 	struct fn_hconn *h = c->http;
 	struct fn_dir *dr = &c->dir[1];
-	while (!h->down_raw && h->rabs < dr->in) {
+	while (!h->down_raw && !h->h2c_go && h->rabs < dr->in) {
 		if (!awaiting(h)) {
 			/* Bytes no request asked for: passed on as they are. */
 			h->down_raw = true;
@@ -743,7 +782,7 @@ static void parse_answers(struct fn_conn *c)
 			break;
 		}
 	}
-	if (dr->eof && !h->down_raw && !h->up_reset) {
+	if (dr->eof && !h->down_raw && !h->h2c_go && !h->up_reset) {
 		/* An answer that runs to the server's close ends here (not
 		 * at a reset, which cuts it). */
 		h->lib->execute(&h->res, &res_settings, NULL, 0);
@@ -781,6 +820,8 @@ static void pop(struct fn_hconn *h)
 		h->tail = NULL;
 	if (h->answering == e)
 		h->answering = NULL;
+	if (h->h2c == e)
+		h->h2c = NULL;
 	if (h->parsing == e)
 		h->parsing = NULL;
 	free(e->answer);
@@ -1009,7 +1050,7 @@ static void release(struct fn_conn *c, uint64_t now)
 		pop(h);
 	}
 	struct fn_dir *dr = &c->dir[1];
-	if (!h->head && !h->fin_wanted && !c->reset_pending && dr->out < dr->in &&
+	if (!h->head && !h->fin_wanted && !c->reset_pending && !h->h2c_go && dr->out < dr->in &&
 	    (h->down_raw || !awaiting(h))) {
 		size_t room = OUT_MAX - obuf_pending(&h->toapp);
 		size_t n = dr->in - dr->out < room ? (size_t)(dr->in - dr->out) : room;
@@ -1365,7 +1406,7 @@ static bool sniff(struct fn_conn *c)
 	if (r == FN_TLS_WAIT && !dr->eof && dr->hi < dr->cap)
 		return false;
 	h->sniffed = true;
-	if (r != FN_TLS_TERMINATE && r != FN_TLS_H2_ONLY)
+	if (r != FN_TLS_TERMINATE && r != FN_TLS_OTHER_ALPN)
 		return true;
 	bool untouched;
 	int fault = tls_rules(c, hello.sni, &untouched);
@@ -1389,12 +1430,13 @@ static bool sniff(struct fn_conn *c)
 			h->up_err = ECONNRESET;
 		}
 		ensure_upstream(c);
-	} else if (r == FN_TLS_H2_ONLY || why) {
+	} else if (r == FN_TLS_OTHER_ALPN || why) {
 		/* Passed through: the engine counts it as not HTTP too. */
-		fn_stats_tls(&h->ep, r == FN_TLS_H2_ONLY ? FN_TLS_PASSED_H2_ONLY
-							 : FN_TLS_PASSED_UNAVAILABLE);
-		say_opaque(h, r == FN_TLS_H2_ONLY ? "TLS offering only h2, passed through"
-						  : "TLS passed through: termination unavailable");
+		fn_stats_tls(&h->ep, r == FN_TLS_OTHER_ALPN ? FN_TLS_PASSED_OTHER_ALPN
+							    : FN_TLS_PASSED_UNAVAILABLE);
+		say_opaque(h, r == FN_TLS_OTHER_ALPN
+				  ? "TLS whose ALPN offers neither h2 nor http/1.1, passed through"
+				  : "TLS passed through: termination unavailable");
 	}
 	return true;
 }
@@ -1424,6 +1466,140 @@ static void handshake_fault(struct fn_conn *c)
 	fn_relay_watch(c, 0, EPOLLIN | EPOLLRDHUP);
 	if (c->up >= 0)
 		fn_relay_watch(c, 1, 0);
+}
+
+/* ---- HTTP/2 ------------------------------------------------------------------ */
+
+/* HTTP/2 starts: the app's preface in clear text, or h2 chosen by ALPN.
+ * Without the library, its bytes go on untouched, said as HTTP/1.1's
+ * unreadable ones are. */
+static void h2_start(struct fn_conn *c)
+{
+	struct fn_hconn *h = c->http;
+	const char *why = NULL;
+	h->h2 = fn_h2_new(&h->ep, c->key, h->tls != NULL, c->up >= 0 && !h->up_failed, h->conn_id,
+			  &why);
+	if (!h->h2) {
+		fn_stats_unparsed(&h->ep, FN_UNPARSED_NOT_HTTP);
+		say_opaque(h, why ? why : "HTTP/2 engine unavailable");
+		h->passthrough = true;
+		return;
+	}
+	fn_stats_h2(NULL, &h->ep, FN_H2S_CONN, h->tls != NULL);
+}
+
+/* Whether the connection is HTTP/2: looked at once, at the app's first
+ * bytes (or its finished TLS handshake). False while a prefix of the
+ * preface leaves it open. */
+static bool h2_check(struct fn_conn *c)
+{
+	struct fn_hconn *h = c->http;
+	struct fn_dir *dr = &c->dir[0];
+	if (h->h2_checked || h->passthrough)
+		return true;
+	if (h->tls) {
+		if (!h->app_hs) /* ALPN is settled with the handshake */
+			return true;
+		h->h2_checked = true;
+		if (fn_tls_h2(h->tls))
+			h2_start(c);
+		return true;
+	}
+	if (dr->lo == dr->hi) /* an HTTP/2 server's SETTINGS wait for the app's preface */
+		return !fn_h2_server_first(c->dir[1].buf + c->dir[1].lo,
+					   c->dir[1].hi - c->dir[1].lo);
+	int r = fn_h2_preface(dr->buf + dr->lo, dr->hi - dr->lo);
+	if (r < 0 && !dr->eof)
+		return false;
+	h->h2_checked = true;
+	if (r == 1)
+		h2_start(c);
+	return true;
+}
+
+/* The 101 to an Upgrade: h2c request is out to the app: what follows on
+ * both sides is HTTP/2, the request stream 1 of both sessions. */
+static void h2c_switch(struct fn_conn *c, uint64_t now)
+{
+	struct fn_hconn *h = c->http;
+	h->h2c_go = h->h2c_wait = false;
+	h->h2_checked = true;
+	h2_start(c);
+	if (!h->h2) { /* no engine: on as bytes */
+		h->down_raw = true;
+		return;
+	}
+	if (!fn_h2_upgrade(h->h2, h->h2set, h->h2c_head)) {
+		fn_conn_finish(c, true);
+		return;
+	}
+	fn_shape_wake(c, now); /* bytes already read on both sides */
+}
+
+/* The bytes read go to the engine; false on the app's protocol error. */
+static bool h2_input(struct fn_conn *c, uint64_t now)
+{
+	struct fn_hconn *h = c->http;
+	struct fn_dir *in = &c->dir[0], *down = &c->dir[1];
+	if (down->lo < down->hi) {
+		ssize_t k = fn_h2_recv(h->h2, 1, down->buf + down->lo, down->hi - down->lo, now);
+		down->out += (uint64_t)k;
+		down->lo += (size_t)k;
+		if (down->lo == down->hi)
+			down->lo = down->hi = 0;
+	}
+	if (h->up_failed || down->eof)
+		fn_h2_server_gone(h->h2);
+	if (in->lo < in->hi) {
+		ssize_t k = fn_h2_recv(h->h2, 0, in->buf + in->lo, in->hi - in->lo, now);
+		if (k < 0)
+			return false;
+		in->lo += (size_t)k;
+		if (in->lo == in->hi)
+			in->lo = in->hi = 0;
+	}
+	uint64_t next = fn_h2_tick(h->h2, now);
+	if (next)
+		fn_shape_wake(c, next);
+	return true;
+}
+
+/* The engine's output into the two buffers, OUT_MAX at most each; *full
+ * when the app's stopped there. False when memory is short. */
+static bool h2_output(struct fn_conn *c, bool *full)
+{
+	struct fn_hconn *h = c->http;
+	const char *p;
+	size_t n = 0;
+	while (obuf_pending(&h->toapp) < OUT_MAX && (n = fn_h2_out(h->h2, 0, &p)))
+		if (!obuf_add(&h->toapp, p, n))
+			return false;
+	*full = n != 0;
+	while (obuf_pending(&h->toup) < OUT_MAX && (n = fn_h2_out(h->h2, 1, &p)))
+		if (!obuf_add(&h->toup, p, n))
+			return false;
+	enum fn_h2_state st = fn_h2_state(h->h2);
+	if (st == FN_H2_RESET)
+		c->reset_pending = true;
+	else if (st != FN_H2_RUNNING)
+		h->fin_wanted = true;
+	return true;
+}
+
+/* One pass of an HTTP/2 connection: in, then out while the app takes it. */
+static bool h2_pump(struct fn_conn *c, uint64_t now, bool *app_blocked)
+{
+	struct fn_hconn *h = c->http;
+	if (!h2_input(c, now))
+		return false;
+	for (int i = 0; i < 64; i++) {
+		bool full;
+		if (!h2_output(c, &full) || !obuf_flush(c, 0, &h->toapp, c->app, app_blocked))
+			return false;
+		if (*app_blocked || !full)
+			break;
+	}
+	return true;
 }
 
 void fn_http_pump(struct fn_conn *c, uint64_t now)
@@ -1461,13 +1637,23 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 			return;
 		}
 	}
-	parse_requests(c, now);
-	parse_answers(c);
+	if (!h2_check(c)) {
+		watch(c, false, false, now);
+		return;
+	}
 	bool app_blocked = false, up_blocked = false;
+	if (h->h2 && !h2_pump(c, now, &app_blocked)) {
+		fn_conn_finish(c, true);
+		return;
+	}
+	if (!h->h2) {
+		parse_requests(c, now);
+		parse_answers(c);
+	}
 	/* Answers are released OUT_MAX at a time: while the app takes them
 	 * all, release more, or the server's buffered bytes would wait for
 	 * an event that never comes (nothing to read, the app not blocked). */
-	for (; !h->app_reset;) { /* an app that reset is owed nothing */
+	for (; !h->app_reset && !h->h2;) { /* an app that reset is owed nothing */
 		uint64_t out = c->dir[1].out;
 		release(c, now);
 		bool more = c->dir[1].out != out || obuf_pending(&h->toapp);
@@ -1477,6 +1663,11 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 		}
 		if (app_blocked || !more)
 			break;
+	}
+	if (h->h2c_go && !h->head && !obuf_pending(&h->toapp)) {
+		h2c_switch(c, now);
+		if (c->done)
+			return;
 	}
 	if (h->up_ok && !obuf_flush(c, 1, &h->toup, c->up, &up_blocked)) {
 		fn_conn_finish(c, true);
@@ -1564,6 +1755,7 @@ void fn_http_conn_free(struct fn_conn *c)
 	free(h->toup.s);
 	free(h->held.s);
 	free(h->toapp.s);
+	fn_h2_free(h->h2);
 	fn_tls_free(h->tls);
 	free(h);
 	c->http = NULL;

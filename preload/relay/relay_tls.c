@@ -39,6 +39,14 @@ struct fn_tls {
 	const struct fn_ossl *o;
 	struct tside s[2];
 	bool h2_offered, downgraded;
+	/* The app's offer of the protocols the engine reads (h2, http/1.1),
+	 * in its order, wire format: what the server is offered; the app is
+	 * then given the server's choice (choose_alpn). */
+	unsigned char offer[12];
+	size_t offer_len;
+	bool alpn_chosen; /* the app's end was given its list */
+	bool up_known;	  /* the server's handshake got as far as its choice */
+	bool h2;	  /* h2 was chosen */
 	bool recorded;	 /* the trust hook was told what is behind the leaf */
 	bool app_judges; /* the app's own store judges the server (trust.h) */
 	int up_alert;	 /* the alert the server's failed handshake sent, or -1 */
@@ -145,7 +153,8 @@ static bool attach(const struct fn_ossl *o, struct tside *s, SSL *ssl, bool serv
 }
 
 /* The client end towards the server: SNI as the app sent it, the name (or
- * the address, with no SNI) checked, http/1.1 offered if the app used ALPN. */
+ * the address, with no SNI) checked, the protocols the engine reads that
+ * the app offered (t->offer) offered in its order. */
 static SSL *server_end(const struct fn_ossl *o, struct fn_tls *t, const struct fn_hello *h,
 		       const struct sockaddr *dst)
 {
@@ -161,8 +170,8 @@ static SSL *server_end(const struct fn_ossl *o, struct fn_tls *t, const struct f
 	if (ok && h->sni[0] && !ip)
 		ok = o->SSL_ctrl(s, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
 				 name) == 1;
-	if (ok && h->alpn_len)
-		ok = o->SSL_set_alpn_protos(s, HTTP11, sizeof(HTTP11) - 1) == 0;
+	if (ok && t->offer_len)
+		ok = o->SSL_set_alpn_protos(s, t->offer, (unsigned)t->offer_len) == 0;
 	/* A server the system's roots do not know (a private CA the app
 	 * trusts) is reached when the app's own store can judge it; never
 	 * when its TLS is out of the hook's reach. */
@@ -177,6 +186,49 @@ static SSL *server_end(const struct fn_ossl *o, struct fn_tls *t, const struct f
 	return s;
 }
 
+/* The protocols of the app's ALPN list the engine reads, in its order. */
+static void offer_of(const struct fn_hello *h, struct fn_tls *t)
+{
+	const unsigned char *l = h->alpn;
+	for (size_t i = 0; i < h->alpn_len; i += 1 + l[i]) {
+		size_t n = l[i];
+		if (i + 1 + n > h->alpn_len)
+			break;
+		bool ours = (n == 2 && memcmp(l + i + 1, "h2", 2) == 0) ||
+			    (n == 8 && memcmp(l + i + 1, "http/1.1", 8) == 0);
+		if (ours && t->offer_len + 1 + n <= sizeof(t->offer)) {
+			memcpy(t->offer + t->offer_len, l + i, 1 + n);
+			t->offer_len += 1 + n;
+		}
+	}
+}
+
+/* The app's end is given the server's choice of protocol, as the server
+ * made it (none when it chose none). With no server reached (the rules
+ * answer, a certificate fault), http/1.1 if the app offered it, else h2. */
+static void choose_alpn(struct fn_tls *t)
+{
+	const struct fn_ossl *o = t->o;
+	const unsigned char *sel = NULL;
+	unsigned int sl = 0;
+	t->alpn_chosen = true;
+	if (!t->offer_len)
+		return;
+	if (t->s[FN_TLS_UP].ssl && t->up_known) {
+		o->SSL_get0_alpn_selected(t->s[FN_TLS_UP].ssl, &sel, &sl);
+	} else {
+		bool h1 = alpn_has(t->offer, t->offer_len, "http/1.1");
+		sel = (const unsigned char *)(h1 ? "http/1.1" : "h2");
+		sl = h1 ? 8 : 2;
+	}
+	t->h2 = sl == 2 && memcmp(sel, "h2", 2) == 0;
+	unsigned char wire[256];
+	wire[0] = (unsigned char)sl;
+	if (sl)
+		memcpy(wire + 1, sel, sl);
+	fn_leaf_set_alpn(t->s[FN_TLS_APP].ssl, wire, sl ? sl + 1 : 0);
+}
+
 enum fn_tls_first fn_tls_hello(const char *p, size_t n, struct fn_hello *h)
 {
 	if (!n || (unsigned char)p[0] != 0x16)
@@ -184,8 +236,9 @@ enum fn_tls_first fn_tls_hello(const char *p, size_t n, struct fn_hello *h)
 	enum fn_hello_result r = fn_hello_parse((const unsigned char *)p, n, h);
 	if (r != FN_HELLO_OK)
 		return r == FN_HELLO_MORE ? FN_TLS_WAIT : FN_TLS_NOT;
-	if (h->alpn_len && !alpn_has(h->alpn, h->alpn_len, "http/1.1"))
-		return FN_TLS_H2_ONLY; /* HTTP/2 is not parsed yet */
+	if (h->alpn_len && !alpn_has(h->alpn, h->alpn_len, "http/1.1") &&
+	    !alpn_has(h->alpn, h->alpn_len, "h2"))
+		return FN_TLS_OTHER_ALPN; /* no protocol the engine reads */
 	return FN_TLS_TERMINATE;
 }
 
@@ -201,8 +254,10 @@ enum fn_tls_first fn_tls_first(const char *p, size_t n, const struct fn_hello *h
 	if (!app)
 		return FN_TLS_NOT;
 	struct fn_tls *t = calloc(1, sizeof(*t));
-	if (t)
+	if (t) {
 		t->up_alert = t->app_alert = -1;
+		offer_of(h, t);
+	}
 	/* A certificate fault reaches no server: its leaf is the whole story. */
 	SSL *up = t && !fault ? server_end(o, t, h, dst) : NULL;
 	if (t)
@@ -380,6 +435,8 @@ enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd,
 		return FN_TLS_HS_PAUSED;
 	if (side == FN_TLS_APP && !t->recorded)
 		record_trust(t);
+	if (side == FN_TLS_APP && !t->alpn_chosen)
+		choose_alpn(t);
 	for (;;) {
 		o->ERR_clear_error();
 		int r = o->SSL_do_handshake(s->ssl);
@@ -391,8 +448,10 @@ enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd,
 		if (r == 1)
 			break;
 		int e = o->SSL_get_error(s->ssl, r);
-		if (e == SSL_ERROR_WANT_RETRY_VERIFY)
+		if (e == SSL_ERROR_WANT_RETRY_VERIFY) {
+			t->up_known = true;
 			return FN_TLS_HS_PAUSED;
+		}
 		if (e != SSL_ERROR_WANT_READ) {
 			failure(t, side, unverified, why, len);
 			return FN_TLS_HS_FAILED;
@@ -408,7 +467,9 @@ enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd,
 			return FN_TLS_HS_FAILED;
 		}
 	}
-	if (side == FN_TLS_APP && t->h2_offered) {
+	if (side == FN_TLS_UP)
+		t->up_known = true;
+	if (side == FN_TLS_APP && t->h2_offered && !t->up_known) {
 		const unsigned char *sel = NULL;
 		unsigned int sl = 0;
 		o->SSL_get0_alpn_selected(s->ssl, &sel, &sl);
@@ -431,6 +492,11 @@ int fn_tls_server_alert(const struct fn_tls *t, bool *reset)
 bool fn_tls_downgraded(const struct fn_tls *t)
 {
 	return t->downgraded;
+}
+
+bool fn_tls_h2(const struct fn_tls *t)
+{
+	return t->h2;
 }
 
 ssize_t fn_tls_recv(struct fn_tls *t, enum fn_tls_side side, int fd, void *buf, size_t n)

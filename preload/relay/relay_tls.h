@@ -21,7 +21,7 @@ enum fn_tls_side { FN_TLS_APP, FN_TLS_UP };
 
 enum fn_tls_first {
 	FN_TLS_NOT,	  /* not a ClientHello, or one not terminated: bytes go on */
-	FN_TLS_H2_ONLY,	  /* a ClientHello whose ALPN lacks http/1.1: bytes go on */
+	FN_TLS_OTHER_ALPN,	  /* a ClientHello whose ALPN has neither h2 nor http/1.1: bytes go on */
 	FN_TLS_WAIT,	  /* a ClientHello's start: read more, then ask again */
 	FN_TLS_TERMINATE, /* *out is ready: the handshakes are the caller's to drive */
 };
@@ -33,8 +33,8 @@ enum fn_tls_hs { FN_TLS_HS_DONE, FN_TLS_HS_WAIT, FN_TLS_HS_FAILED, FN_TLS_HS_PAU
 struct fn_tls;
 
 /* Reads the app's first bytes (p, n): FN_TLS_TERMINATE when they are a
- * whole ClientHello that may be terminated, FN_TLS_H2_ONLY when its ALPN
- * lacks http/1.1; *h then holds its SNI name and ALPN list. */
+ * whole ClientHello that may be terminated, FN_TLS_OTHER_ALPN when its ALPN
+ * offers neither h2 nor http/1.1 (no protocol the engine reads); *h then holds its SNI name and ALPN list. */
 enum fn_tls_first fn_tls_hello(const char *p, size_t n, struct fn_hello *h);
 
 /* Starts the TLS ends for that ClientHello (p, n, read into h) to dst.
@@ -59,8 +59,11 @@ void fn_tls_verdict(struct fn_tls *t, bool accepted);
  * certificate): the alert it sent (its description), else -1 and *reset
  * when it reset the connection rather than closing it. */
 int fn_tls_server_alert(const struct fn_tls *t, bool *reset);
-/* The app offered h2 and was given http/1.1 (its handshake is done). */
+/* The app offered h2 and was given http/1.1 (its handshake is done): the
+ * server chose it, or no server was reached and the app offered both. */
 bool fn_tls_downgraded(const struct fn_tls *t);
+/* The app's handshake chose h2 (the server's choice): HTTP/2 follows. */
+bool fn_tls_h2(const struct fn_tls *t);
 
 /* As recv on fd with MSG_DONTWAIT, in plaintext: bytes, 0 at the peer's
  * end (close_notify or a close), -1 with errno (EAGAIN; ECONNRESET for a

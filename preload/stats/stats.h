@@ -153,6 +153,15 @@ void fn_stats_tls(const struct fn_endpoint *ep, enum fn_seg_tls what);
 /* A "tls" field that is a state, not a count of events: set to v. */
 void fn_stats_tls_set(enum fn_seg_tls what, uint64_t v);
 
+/* h2sent.c. HTTP/2 (preload/h2/): what the engine did on a connection to ep,
+ * under rule r (NULL for none): FN_H2S_CONN an HTTP/2 connection carried
+ * (code 1 over TLS, 0 in clear text), FN_H2S_GRPC a gRPC status sent
+ * (code), FN_H2S_RST an RST_STREAM sent (code: HTTP/2 error code),
+ * FN_H2S_GOAWAY a GOAWAY sent (code). */
+enum fn_h2_sent { FN_H2S_CONN, FN_H2S_GRPC, FN_H2S_RST, FN_H2S_GOAWAY };
+void fn_stats_h2(const struct fn_rule *r, const struct fn_endpoint *ep, enum fn_h2_sent what,
+		 int code);
+
 /* lookups.c: one name lookup by the resolver hooks; r is the dns rule that
  * faulted it (NULL when resolved as usual); what is one of the below.
  * Faulted lookups are also events. */

@@ -281,6 +281,23 @@ SSL *fn_leaf_fault_ssl(int fault, const char *sni, const struct sockaddr *dst,
 	return leaf_ssl(fault, sni, dst, alpn, alpn_len, why);
 }
 
+bool fn_leaf_set_alpn(SSL *s, const unsigned char *alpn, size_t alpn_len)
+{
+	const struct fn_ossl *o = fn_ossl_get(NULL);
+	unsigned char *list = alpn_len ? alpn_copy(alpn, alpn_len) : NULL;
+	if (!o || (alpn_len && !list)) {
+		free(list);
+		return false;
+	}
+	unsigned char *old = o->SSL_get_ex_data(s, alpn_index);
+	if (o->SSL_set_ex_data(s, alpn_index, list) != 1) {
+		free(list);
+		return false;
+	}
+	free(old);
+	return true;
+}
+
 #define MIRRORS 64 /* servers' certificates mirrored, kept (a clock) */
 
 static struct mirror {

@@ -34,6 +34,11 @@ SSL *fn_leaf_ssl(const char *sni, const struct sockaddr *dst, const unsigned cha
 SSL *fn_leaf_fault_ssl(int fault, const char *sni, const struct sockaddr *dst,
 		       const unsigned char *alpn, size_t alpn_len, const char **why);
 
+/* Replaces the protocol list s (one of the above) chooses from: the
+ * server's choice, once the relay's own handshake with it has one; none
+ * (alpn_len 0) answers without ALPN. False when memory is short. */
+bool fn_leaf_set_alpn(SSL *s, const unsigned char *alpn, size_t alpn_len);
+
 /* Gives ssl (from fn_leaf_ssl) instead of its leaf the server's own
  * certificate real with the leaves' key in it (re-signed by the run's CA):
  * its subject, issuer name, serial, validity and extensions are the

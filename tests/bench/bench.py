@@ -8,7 +8,8 @@ usage: bench.py BUILD_DIR OUT.md [--smoke] [--only SECTION,...]
   --smoke: every measurement with tiny counts, in seconds; checks that the
            harness works (make test runs it) and writes OUT.md all the same.
   --only:  only the sections named (hot_path, lookups, throughput, accuracy,
-           control, startup, http_cost, name_lookups, backend, many_conns), for
+           control, startup, http_cost, name_lookups, backend, h2_streams,
+           many_conns), for
            working on one;
            BENCHMARKS.md is only ever written from a whole run.
 """
@@ -851,9 +852,9 @@ def backend():
     say("")
 
 
-# ---- 10. many connections ----------------------------------------------------
+# ---- 11. many connections ----------------------------------------------------
 
-CONC_PORT, HAPROXY_IP, HAPROXY_PORT = PORT + 10, "127.80.0.4", PORT + 11
+CONC_PORT, HAPROXY_IP, HAPROXY_PORT = PORT + 20, "127.80.0.4", PORT + 21
 
 
 def start_haproxy():
@@ -891,7 +892,7 @@ def conc_load(ip, port, env, c, secs):
 
 
 def many_conns():
-    say("## 10. Many concurrent keep-alive connections")
+    say("## 11. Many concurrent keep-alive connections")
     say("")
     secs = 0.3 if SMOKE else 2
     rounds = 1 if SMOKE else 3
@@ -1027,6 +1028,130 @@ def start_counts(cfg):
                 sum(c.split("(")[0].split()[-1] == "mkdir" for c in calls), 1)
 
 
+# ---- 10. HTTP/2: one connection, many streams -----------------------------
+
+H2_IP, H2_PORT, H2X_IP, H2X_PORT = "127.80.0.1", 7410, "127.80.0.6", 7411
+
+
+def wait_listening(ip, port):
+    for _ in range(100):
+        try:
+            socket.create_connection((ip, port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def h2load(ip, port, n, argv_prefix=(), env=None):
+    """Requests per second of h2load over one clear-text (prior knowledge)
+    connection with 32 streams at once, and the run's whole output."""
+    r = subprocess.run(list(argv_prefix) + ["h2load", "-n", str(n), "-c", "1", "-m", "32",
+                                            "http://%s:%d/index.html" % (ip, port)],
+                       capture_output=True, text=True, timeout=300, env=env or plain_env())
+    rate = None
+    for line in r.stdout.splitlines():
+        if line.startswith("finished in") and "req/s" in line:
+            rate = float(line.split(",")[1].split()[0])
+        if line.startswith("requests:") and " 0 failed" not in line:
+            raise RuntimeError("h2load: " + line)
+    if rate is None:
+        raise RuntimeError("h2load gave no rate: " + r.stdout[-400:] + r.stderr[-400:])
+    return rate, r.stdout + r.stderr
+
+
+def h2_carried(stats):
+    """What faultnet did with the h2 connection, from run --stats --json:
+    (h2 connections its HTTP/2 engine carried, connections passed through
+    as bytes because they were not HTTP/1.x, requests counted and let
+    through: the "http" records', one per method, Host and path)."""
+    import json
+    h2 = not_http = forwarded = 0
+    for line in stats.splitlines():
+        if not line.startswith("{"):
+            continue
+        rec = json.loads(line)
+        if rec.get("type") == "h2":
+            h2 += int(rec.get("connections", 0))
+        elif rec.get("type") == "parser":
+            not_http += int(rec.get("not_http", 0))
+        elif rec.get("type") == "http":
+            forwarded += int(rec.get("forwarded", 0))
+    return h2, not_http, forwarded
+
+
+def h2_streams():
+    say("## 10. HTTP/2: requests per second over one connection with many streams")
+    say("")
+    missing = [t for t in ("h2load", "nghttpd", "nghttpx") if not shutil.which(t)]
+    if missing:
+        say("Skipped: %s not installed (Debian's nghttp2-client, nghttp2-server and"
+            " nghttp2-proxy; `scripts/deps.sh bench` installs them)." % ", ".join(missing))
+        say("")
+        return
+    n = 500 if SMOKE else 20000
+    rounds = 1 if SMOKE else 9  # a run takes a fraction of a second: rounds are cheap
+    www = os.path.join(TMP, "h2www")
+    os.mkdir(www)
+    with open(os.path.join(www, "index.html"), "w") as f:
+        f.write("x" * 64)
+    start_peer(["nghttpd", "--no-tls", "-a", H2_IP, "-d", www, str(H2_PORT)])
+    start_peer(["nghttpx", "--conf=/dev/null", "--errorlog-file=/dev/null", "--single-process",
+                "-f", "%s,%d;no-tls" % (H2X_IP, H2X_PORT),
+                "-b", "%s,%d;;proto=h2" % (H2_IP, H2_PORT)])
+    if not wait_listening(H2_IP, H2_PORT) or not wait_listening(H2X_IP, H2X_PORT):
+        say("Skipped: nghttpd or nghttpx did not start listening.")
+        say("")
+        return
+    fwd = conf("h2-forward.conf", ['{ name = "never"; action = "respond"; status = 503;'
+                                   ' match = { to = "%s/32"; port = %d; path = "/never"; }; }'
+                                   % (H2_IP, H2_PORT)])
+    say("Method: `h2load -n %d -c 1 -m 32` (one clear-text HTTP/2 connection, prior knowledge,"
+        " 32 streams at once, 64-byte answers from nghttpd): directly; through faultnet"
+        " (`faultctl run` with an HTTP rule covering the server that forwards every request: a"
+        " `respond` rule on a path never requested); and through nghttpx as an h2 relay (one"
+        " process, h2 to nghttpd behind it); %d rounds, medians, and the median of each"
+        " round's faultnet/nghttpx ratio." % (n, rounds))
+    say("")
+    got = {"direct": [], "faultnet": [], "nghttpx": []}
+    carried = passed = seen = 0
+    ctl = [CTL, "run", "--stats", "--json", "--config", fwd, "--"]
+    for _ in range(rounds):
+        got["direct"].append(h2load(H2_IP, H2_PORT, n)[0])
+        rate, out = h2load(H2_IP, H2_PORT, n, ctl, plain_env({"FAULTNET_RUNDIR": RUNDIR}))
+        got["faultnet"].append(rate)
+        c, p, f = h2_carried(out)
+        carried, passed, seen = carried + c, passed + p, seen + f
+        got["nghttpx"].append(h2load(H2X_IP, H2X_PORT, n)[0])
+    med = {k: statistics.median(v) for k, v in got.items()}
+    # The engine's figure only when it carried every run's connection and
+    # every stream went through the rules and on to the server (forwarded).
+    engine = carried >= rounds and seen >= n * rounds
+    label = ("through faultnet (its HTTP/2 engine)" if engine else
+             "through faultnet, **passed through as bytes** (not its HTTP/2 engine)")
+    say("| path | requests/s | of direct |")
+    say("|---|---|---|")
+    say("| direct | %.0f | |" % med["direct"])
+    say("| %s | %.0f | %.2f |" % (label, med["faultnet"], med["faultnet"] / med["direct"]))
+    say("| through nghttpx | %.0f | %.2f |" % (med["nghttpx"], med["nghttpx"] / med["direct"]))
+    say("")
+    ratio, lo, hi = paired(got["faultnet"], got["nghttpx"])
+    if engine:
+        say("faultnet carried %d HTTP/2 connections in its engine (the h2 record) and forwarded"
+            " %d requests, every stream of the runs (the http records)." % (carried, seen))
+        say("faultnet against nghttpx, the median of the rounds' ratios: %.2f (quartiles %.2f to"
+            " %.2f); target: 0.9 or more: %s." % (ratio, lo, hi, "met" if ratio >= 0.9 else
+                                                  "missed"))
+    else:
+        say("faultnet/nghttpx: %.2f (quartiles %.2f to %.2f), **not judged**: faultctl's h2"
+            " record counted %d HTTP/2 connections carried by the engine (of %d runs), its"
+            " parser record %d connections relayed untouched as not HTTP/1.x (`not_http`), and"
+            " forwarded %d of the %d streams as requests, so the faultnet figure is not the"
+            " HTTP/2 engine's (HTTP/2 passed through as bytes when not_http counts it)."
+            % (ratio, lo, hi, carried, rounds, passed, seen, n * rounds))
+    say("")
+
+
 def main():
     t0 = time.monotonic()
     say("# faultnet benchmarks")
@@ -1039,7 +1164,7 @@ def main():
     start_server()
     try:
         for section in (hot_path, lookups, throughput, accuracy, control, startup, http_cost,
-                        name_lookups, backend, many_conns):
+                        name_lookups, backend, h2_streams, many_conns):
             if not ONLY or section.__name__ in ONLY:
                 section()
     finally:

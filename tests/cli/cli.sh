@@ -155,8 +155,8 @@ check "faultctl run --strict: an HTTP rule that met traffic it could not read fa
 check "faultctl run --strict: the shim says where, on stderr (not HTTP)" contains "$err" "faultnet: --strict: HTTP rules cover a connection to 127.88.0.10:8099 they cannot read (not HTTP)"
 kill $spid 2>/dev/null
 wait $spid 2>/dev/null
-# A TLS client offering only h2 under an HTTP rule is passed through as
-# bytes (HTTP/2 is not parsed): --strict fails the run, names it, and each
+# A TLS client whose ALPN offers neither h2 nor http/1.1 (spdy/3.1) under
+# an HTTP rule is passed through as bytes: --strict fails the run, names it, and each
 # process says it on stderr once, however many such connections it makes
 # (LeakSanitizer off for the python, as above: its exit status must stay 1).
 printf 'rules = ( { name = "h"; action = "respond"; status = 503; match = { to = "127.88.0.11/32"; port = 8099; }; } );\n' >"$tmp/h2only.conf"
@@ -169,12 +169,12 @@ spid=$!
 sleep 0.3
 h2client='import socket, ssl
 for _ in range(2):
-    ctx = ssl.create_default_context(); ctx.set_alpn_protocols(["h2"])
+    ctx = ssl.create_default_context(); ctx.set_alpn_protocols(["spdy/3.1"])
     try: ctx.wrap_socket(socket.create_connection(("127.88.0.11", 8099), timeout=2), server_hostname="api.test")
     except OSError: pass'
 run env ASAN_OPTIONS=detect_leaks=0 "$ctl" run --strict --config "$tmp/h2only.conf" -- /usr/bin/python3 -c "$h2client"
-check "faultctl run --strict: TLS offering only h2 under an HTTP rule fails it, named (passed_h2_only)" holds '[ "$rc" = 1 ] && contains "$err" "2 offering only h2 (passed_h2_only)"'
-said=$(printf '%s\n' "$err" | grep -c "^faultnet: --strict: .*TLS offering only h2, passed through")
+check "faultctl run --strict: TLS offering neither h2 nor http/1.1 under an HTTP rule fails it, named (passed_other_alpn)" holds '[ "$rc" = 1 ] && contains "$err" "2 offering neither h2 nor http/1.1 (passed_other_alpn)"'
+said=$(printf '%s\n' "$err" | grep -c "^faultnet: --strict: .*TLS whose ALPN offers neither h2 nor http/1.1, passed through")
 check "faultctl run --strict: the shim says it once in the process for two such connections ($said)" [ "$said" = 1 ]
 kill $spid 2>/dev/null
 wait $spid 2>/dev/null

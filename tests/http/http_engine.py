@@ -7,7 +7,10 @@ injected answers included, in request order.
 
 usage: http_engine.py BUILD_DIR [PRELOAD_FIRST] [NAME...]
        [--seed S] [--count N] [--mib M] [--seconds T] [--generated-only]
-NAMEs pick named cases and seeds (seed-N) alone."""
+       --h2 [--seed S] [--count N]
+NAMEs pick named cases and seeds (seed-N) alone. --h2 plays generated
+HTTP/2 conversations instead (conv_h2.py: seeds S to S+N-1, 40 unless
+said; FN_CHECK=h2-seed-N picks some)."""
 import argparse
 import collections
 import json
@@ -25,6 +28,7 @@ import conv_gen  # noqa: E402
 
 HOST = "127.84.0.2"  # loopback only
 DIRECT, ENGINE = 18131, 18132
+H2_DIRECT, H2_ENGINE = 18133, 18134
 
 # Generated seeds that once found a defect (each failed on the engine before
 # its fix, and passes since), played every time before the budgeted run:
@@ -160,7 +164,14 @@ def main():
     p.add_argument("--mib", type=int, default=128)
     p.add_argument("--seconds", type=int, default=300)
     p.add_argument("--generated-only", action="store_true")
+    p.add_argument("--h2", action="store_true")
     a = p.parse_args()
+    if a.h2:
+        import conv_h2
+        lib = (a.first + ":" if a.first else "") + os.path.join(os.path.abspath(a.build),
+                                                                "libfaultnet.so")
+        conv_h2.run(HOST, H2_DIRECT, H2_ENGINE, lib, list(range(a.seed, a.seed + (a.count or 40))))
+        sys.exit(1 if checks.failed else 0)
     if not a.names and os.environ.get("FN_CHECK"):  # the conversations' and seeds' names
         sys.path.insert(0, HERE)
         a.names = checks.chosen([c[0] for c in __import__("conv_cases").cases()] +

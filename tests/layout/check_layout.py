@@ -66,8 +66,8 @@ ROOMS = [
      "journal replayed, stale files swept at most every 10 s), the member's published state as a "
      "file (segfile.c) and the changes the journal holds (commands.c: enable, "
      "disable, add, rm, load, zone, reset). No thread."),
-    ("preload/relay", {"preload/sink", "preload/stats", "preload/fd", "preload/tls",
-                       "preload/base", "core"},
+    ("preload/relay", {"preload/h2", "preload/sink", "preload/stats", "preload/fd",
+                       "preload/tls", "preload/base", "core"},
      "the relay thread: its epoll loop (relay.c), one relayed connection's setup "
      "(relay_conn.c) and byte pump (relay_pump.c), the pipe a message untouched "
      "by the rule is spliced through (splice.c), the shaping of a direction's "
@@ -80,6 +80,15 @@ ROOMS = [
      "force applied or undone when the policy changes). HTTP is a mode of the "
      "relay, not a room of its own: it runs on the relay's thread, epoll loop "
      "and connections."),
+    ("preload/h2", {"preload/stats", "preload/base", "core"},
+     "HTTP/2 for the relay's HTTP engine, bytes in and bytes out, no socket: "
+     "libnghttp2 bound once, dlmopen'd (h2lib.c), one connection's two "
+     "sessions, the app's as its server and the server's as its client, with "
+     "what passes between them: header lists, DATA, trailers, resets, SETTINGS, "
+     "WINDOW_UPDATEs, PINGs and GOAWAYs (h2.c), and the HTTP rules on each "
+     "stream: forwarded, held, answered (a gRPC status as Trailers-Only or "
+     "after the server's headers), reset, refused by a GOAWAY or cut "
+     "(h2fault.c). Called by relay_http.c on the relay's thread only."),
     ("preload/dns", {"preload/stats", "preload/fd", "preload/base", "core"},
      "the resolver hooks' work (resolve.c: dns rules on getaddrinfo and the "
      "gethostbyname family; resolve_async.c: on getaddrinfo_a, gai_suspend and "
@@ -108,7 +117,9 @@ ROOMS = [
     ("preload/stats", {"preload/fd", "preload/base", "core"},
      "lock-free counters per destination and rule and the event ring "
      "(stats.c), per-request counts by method, Host and path prefix "
-     "(requests.c, written by the relay thread only), per-name counts of the "
+     "(requests.c, written by the relay thread only), the HTTP/2 engine's "
+     "connections and the gRPC statuses, RST_STREAMs and GOAWAYs it sent, by code "
+     "(h2sent.c), per-name counts of the "
      "resolver hooks (lookups.c), all in the member's published state (fn_seg), "
      "and the policy's listing there (listing.c); the request log "
      "(reqlog.c: FAULTNET_REQUESTS, a JSON line per HTTP request the relay "
@@ -136,7 +147,9 @@ ROOMS = [
      "read back, filtered, followed, per call, as HAR) and every change verb (change.c: "
      "journaled, checked by faultctl itself against a member's policy, "
      "check.c, and put in force by the group's counter; journal.c writes the "
-     "group's journal and counter)."),
+     "group's journal and counter); bundle, docker and compose (bundle.c: the "
+     "self-contained bundle found and checked against a root's C library; "
+     "container.c: docker run and the Compose override with it)."),
     ("ctl/scenario", {"ctl/state", "core"},
      "faultctl scenario: the file parsed and checked (parse.c), run (run.c), "
      "reported as report.json and junit.xml (report.c) and report.svg "

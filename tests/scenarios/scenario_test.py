@@ -553,21 +553,21 @@ def test_marks():
 
 
 def test_strict_opaque():
-    """--strict: a TLS client offering only h2 under an HTTP rule (passed
-    through as bytes: HTTP/2 is not parsed) fails the scenario, named, and
-    the shim says it on the command's stderr."""
+    """--strict: a TLS client whose ALPN offers neither h2 nor http/1.1
+    under an HTTP rule (passed through as bytes) fails the scenario,
+    named, and the shim says it on the command's stderr."""
     h2 = [PY, "-c", "import socket, ssl, time\nctx = ssl.create_default_context()\n"
-          "ctx.set_alpn_protocols(['h2'])\ntry: ctx.wrap_socket(socket.create_connection("
+          "ctx.set_alpn_protocols(['spdy/3.1'])\ntry: ctx.wrap_socket(socket.create_connection("
           "('127.88.0.3', 8099), timeout=2), server_hostname='api.test')\n"
           "except OSError: pass\ntime.sleep(30)"]
     p, rep, _ = silent("h2only", "duration_ms = 1500;\n", cmd=h2, args=["--strict"])
-    check("--strict: an h2-only TLS client under an HTTP rule fails the scenario, the "
+    check("--strict: a TLS client offering only spdy/3.1 under an HTTP rule fails the scenario, the "
           "pass-through named (%s)" % rep.get("strict_problem"),
           p.returncode == 1 and "1 of them TLS passed through" in rep.get("strict_problem", ""),
           (p.returncode, p.stdout[-500:]))
     check("--strict: the shim said it on the command's stderr",
           "faultnet: --strict: HTTP rules cover a connection to 127.88.0.3:8099 they cannot "
-          "read (TLS offering only h2, passed through)" in p.stderr, p.stderr[-500:])
+          "read (TLS whose ALPN offers neither h2 nor http/1.1, passed through)" in p.stderr, p.stderr[-500:])
 
 
 # ---- SIGINT ----------------------------------------------------------------------------

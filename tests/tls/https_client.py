@@ -196,7 +196,8 @@ def issuer(host, port, alpn=None):
                 cert = t.getpeercert()
                 names = [v for rdn in cert["issuer"] for k, v in rdn if k == "commonName"]
                 out({"issuer": names[0] if names else "",
-                     "der": hashlib.sha256(t.getpeercert(True)).hexdigest()})
+                     "der": hashlib.sha256(t.getpeercert(True)).hexdigest(),
+                     "alpn": t.selected_alpn_protocol()})
     except Exception as e:  # noqa: BLE001
         out({"error": "%s: %s" % (type(e).__name__, e)})
 

@@ -67,6 +67,183 @@ static void test_errors(void)
 	       "/tmp/t.conf:2: rule 'h': retry_after -1 is not from 0 to 31536000");
 }
 
+/* The HTTP/2 and gRPC keys: each accepted value, each error. */
+static void test_h2_keys(void)
+{
+	struct fn_policy *p =
+	    load("rules = (\n"
+		 " { name = \"g\"; action = \"respond\"; grpc_status = \"unavailable\";"
+		 "   grpc_message = \"try \\\"later\\\"\"; grpc_pushback_ms = 250;"
+		 "   match = { path = \"/helloworld.Greeter/*\"; }; },\n"
+		 " { name = \"n\"; action = \"respond\"; status = 503; grpc_status = 8;"
+		 "   grpc_after_headers = true; },\n"
+		 " { name = \"r\"; action = \"abort\"; rst_stream = \"REFUSED_STREAM\"; },\n"
+		 " { name = \"h\"; action = \"abort\"; rst_stream = \"cancel\";"
+		 "   rst_after = \"headers\"; },\n"
+		 " { name = \"b\"; action = \"abort\"; rst_stream = \"INTERNAL_ERROR\";"
+		 "   after_bytes = 100; },\n"
+		 " { name = \"w\"; action = \"abort\"; goaway = \"NO_ERROR\"; },\n"
+		 " { name = \"m\"; action = \"abort\"; goaway = \"ENHANCE_YOUR_CALM\";"
+		 "   mode = \"reset\"; }\n);");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	const struct fn_http *g = p->rules[0].http, *n = p->rules[1].http;
+	CU_ASSERT_EQUAL(g->grpc_status, 14);
+	CU_ASSERT_EQUAL(g->status, 200); /* status left out: gRPC's 200 */
+	CU_ASSERT_STRING_EQUAL(g->grpc_message, "try \"later\"");
+	CU_ASSERT_EQUAL(g->grpc_pushback_ms, 250);
+	CU_ASSERT(!g->grpc_after_headers);
+	CU_ASSERT_EQUAL(n->grpc_status, 8);
+	CU_ASSERT_EQUAL(n->status, 503);
+	CU_ASSERT(n->grpc_after_headers);
+	CU_ASSERT_PTR_NULL(n->grpc_message);
+	CU_ASSERT_EQUAL(n->grpc_pushback_ms, -1);
+	const struct fn_http *r = p->rules[2].http, *h = p->rules[3].http, *b = p->rules[4].http;
+	CU_ASSERT_EQUAL(r->rst_stream, 7);
+	CU_ASSERT_EQUAL(r->rst_after, FN_RST_REQUEST);
+	CU_ASSERT_EQUAL(r->goaway, -1);
+	CU_ASSERT_EQUAL(r->mode, FN_ABORT_RESET);
+	CU_ASSERT_EQUAL(h->rst_stream, 8);
+	CU_ASSERT_EQUAL(h->rst_after, FN_RST_HEADERS);
+	CU_ASSERT_EQUAL(b->rst_stream, 2);
+	CU_ASSERT_EQUAL(p->rules[4].par.after_bytes, 100);
+	/* On HTTP/1.1 a goaway rule closes, unless its mode says otherwise. */
+	CU_ASSERT_EQUAL(p->rules[5].http->goaway, 0);
+	CU_ASSERT_EQUAL(p->rules[5].http->rst_stream, -1);
+	CU_ASSERT_EQUAL(p->rules[5].http->mode, FN_ABORT_CLOSE);
+	CU_ASSERT_EQUAL(p->rules[6].http->goaway, 11);
+	CU_ASSERT_EQUAL(p->rules[6].http->mode, FN_ABORT_RESET);
+	fn_policy_free(p);
+}
+
+static void test_h2_errors(void)
+{
+	EXPECT("action = \"respond\";\n grpc_status = 17;",
+	       "/tmp/t.conf:3: rule 'h': grpc_status 17 is not from 0 to 16");
+	EXPECT("action = \"respond\"; grpc_status = -1;",
+	       "/tmp/t.conf:2: rule 'h': grpc_status -1 is not from 0 to 16");
+	EXPECT("action = \"respond\"; grpc_status = \"BUSY\";",
+	       "/tmp/t.conf:2: rule 'h': grpc_status 'BUSY' must be a gRPC status code from 0 to "
+	       "16 or its name (OK, CANCELLED, UNKNOWN, INVALID_ARGUMENT, DEADLINE_EXCEEDED, "
+	       "NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED, RESOURCE_EXHAUSTED, "
+	       "FAILED_PRECONDITION, ABORTED, OUT_OF_RANGE, UNIMPLEMENTED, INTERNAL, UNAVAILABLE, "
+	       "DATA_LOSS, UNAUTHENTICATED)");
+	EXPECT("action = \"respond\"; grpc_status = 1.5;",
+	       "/tmp/t.conf:2: rule 'h': grpc_status must be a gRPC status code from 0 to 16 or "
+	       "its name (OK, CANCELLED, UNKNOWN, INVALID_ARGUMENT, DEADLINE_EXCEEDED, NOT_FOUND, "
+	       "ALREADY_EXISTS, PERMISSION_DENIED, RESOURCE_EXHAUSTED, FAILED_PRECONDITION, "
+	       "ABORTED, OUT_OF_RANGE, UNIMPLEMENTED, INTERNAL, UNAVAILABLE, DATA_LOSS, "
+	       "UNAUTHENTICATED)");
+	EXPECT("action = \"respond\"; grpc_status = 14; grpc_message = \"a\\nb\";",
+	       "/tmp/t.conf:2: rule 'h': grpc_message holds a line break");
+	EXPECT("action = \"respond\"; grpc_status = 14; grpc_message = 5;",
+	       "/tmp/t.conf:2: grpc_message must be a string");
+	EXPECT("action = \"respond\"; grpc_status = 14; grpc_pushback_ms = 86400001;",
+	       "/tmp/t.conf:2: rule 'h': grpc_pushback_ms 86400001 is not from 0 to 86400000");
+	EXPECT("action = \"respond\"; grpc_status = 14; grpc_pushback_ms = \"1\";",
+	       "/tmp/t.conf:2: rule 'h': grpc_pushback_ms must be a whole number");
+	EXPECT("action = \"respond\"; grpc_status = 14; grpc_after_headers = 1;",
+	       "/tmp/t.conf:2: rule 'h': grpc_after_headers must be true or false");
+	EXPECT("action = \"respond\"; status = 503;\n grpc_after_headers = true;",
+	       "/tmp/t.conf:3: rule 'h': grpc_after_headers needs grpc_status");
+	EXPECT("action = \"respond\"; status = 503;\n grpc_message = \"x\";",
+	       "/tmp/t.conf:3: rule 'h': grpc_message needs grpc_status");
+	EXPECT("action = \"respond\";\n grpc_pushback_ms = 5;",
+	       "/tmp/t.conf:3: rule 'h': grpc_pushback_ms needs grpc_status");
+	EXPECT("action = \"respond\"; grpc_status = 14;\n body = \"x\";",
+	       "/tmp/t.conf:3: rule 'h': grpc_status and body: a gRPC status is answered in "
+	       "trailers, without body; give one");
+	EXPECT("action = \"respond\"; grpc_status = 14;\n body_file = \"/etc/passwd\";",
+	       "/tmp/t.conf:3: rule 'h': grpc_status and body_file: a gRPC status is answered in "
+	       "trailers, without body_file; give one");
+	EXPECT("action = \"respond\"; grpc_status = 14;\n retry_after = 3;",
+	       "/tmp/t.conf:3: rule 'h': grpc_status and retry_after: a gRPC status is answered "
+	       "in trailers, without retry_after; give one");
+	EXPECT("action = \"respond\"; grpc_status = 14;\n close = false;",
+	       "/tmp/t.conf:3: rule 'h': grpc_status and close: a gRPC status is answered in "
+	       "trailers, without close; give one");
+	EXPECT("action = \"abort\"; grpc_status = 14;",
+	       "/tmp/t.conf:2: rule 'h': grpc_status does not apply to action abort (only to "
+	       "respond)");
+	EXPECT("action = \"respond\"; status = 500; rst_stream = \"CANCEL\";",
+	       "/tmp/t.conf:2: rule 'h': rst_stream does not apply to action respond (only to "
+	       "abort)");
+	EXPECT("action = \"slow\"; delay_ms = 5; goaway = \"NO_ERROR\";",
+	       "/tmp/t.conf:2: rule 'h': goaway does not apply to action slow (only to abort)");
+	EXPECT("action = \"abort\"; rst_stream = \"REFUSED\";",
+	       "/tmp/t.conf:2: rule 'h': rst_stream 'REFUSED' must be an HTTP/2 error code's name "
+	       "(NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR, FLOW_CONTROL_ERROR, SETTINGS_TIMEOUT, "
+	       "STREAM_CLOSED, FRAME_SIZE_ERROR, REFUSED_STREAM, CANCEL, COMPRESSION_ERROR, "
+	       "CONNECT_ERROR, ENHANCE_YOUR_CALM, INADEQUATE_SECURITY, HTTP_1_1_REQUIRED)");
+	EXPECT("action = \"abort\"; goaway = 0;", "/tmp/t.conf:2: goaway must be a string");
+	EXPECT("action = \"abort\"; rst_stream = \"CANCEL\"; rst_after = \"data\";",
+	       "/tmp/t.conf:2: rule 'h': rst_after 'data' must be \"request\" or \"headers\"");
+	EXPECT("action = \"abort\";\n rst_after = \"headers\";",
+	       "/tmp/t.conf:3: rule 'h': rst_after needs rst_stream");
+	EXPECT("action = \"abort\"; rst_stream = \"CANCEL\";\n goaway = \"NO_ERROR\";",
+	       "/tmp/t.conf:3: rule 'h': rst_stream and goaway: give one");
+	EXPECT("action = \"abort\"; goaway = \"NO_ERROR\";\n rst_after = \"headers\";",
+	       "/tmp/t.conf:3: rule 'h': goaway and rst_after: a GOAWAY refuses the stream as it "
+	       "arrives; give one");
+	EXPECT("action = \"abort\"; after_bytes = 10;\n goaway = \"NO_ERROR\";",
+	       "/tmp/t.conf:3: rule 'h': goaway and after_bytes: a GOAWAY refuses the stream as "
+	       "it arrives; give one");
+	EXPECT("action = \"abort\"; rst_stream = \"CANCEL\"; after_bytes = 10;\n"
+	       " rst_after = \"headers\";",
+	       "/tmp/t.conf:3: rule 'h': rst_after and after_bytes: give one (after_bytes resets "
+	       "after that many bytes of the answer's DATA)");
+	EXPECT("action = \"abort\"; ping = \"silent\";",
+	       "/tmp/t.conf:2: rule 'h': ping 'silent' must be \"unanswered\"");
+	EXPECT("action = \"abort\"; rst_stream = \"CANCEL\";\n ping = \"unanswered\";",
+	       "/tmp/t.conf:3: rule 'h': ping and rst_stream: a ping rule leaves the stream as it "
+	       "is; give one");
+	EXPECT("action = \"respond\"; status = 503; ping = \"unanswered\";",
+	       "/tmp/t.conf:2: rule 'h': ping does not apply to action respond (only to abort)");
+	char msg[700], text[800];
+	memset(msg, 'x', 513);
+	msg[513] = '\0';
+	snprintf(text, sizeof(text),
+		 RULE("action = \"respond\"; grpc_status = 14; grpc_message = \"%s\";"), msg);
+	CU_ASSERT_STRING_EQUAL(
+	    error_of(text), "/tmp/t.conf:2: rule 'h': grpc_message is 513 bytes; the limit is 512");
+	msg[512] = '\0';
+	snprintf(text, sizeof(text),
+		 RULE("action = \"respond\"; grpc_status = 14; grpc_message = \"%s\";"), msg);
+	struct fn_policy *p = load(text);
+	CU_ASSERT_PTR_NOT_NULL(p);
+	fn_policy_free(p);
+}
+
+/* faultctl rules shows the HTTP/2 and gRPC keys. */
+static void test_h2_describe(void)
+{
+	struct fn_policy *p =
+	    load("rules = (\n"
+		 " { name = \"g\"; action = \"respond\"; grpc_status = 14;"
+		 "   grpc_message = \"go \\\"away\\\"\"; grpc_pushback_ms = 250;"
+		 "   grpc_after_headers = true; },\n"
+		 " { name = \"r\"; action = \"abort\"; rst_stream = \"REFUSED_STREAM\";"
+		 "   rst_after = \"headers\"; },\n"
+		 " { name = \"w\"; action = \"abort\"; goaway = \"NO_ERROR\"; },\n"
+		 " { name = \"p\"; action = \"abort\"; ping = \"unanswered\"; }\n);");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	char buf[512];
+	fn_rule_describe(&p->rules[0], buf, sizeof(buf));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "status=200 "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf,
+				      " grpc_status=UNAVAILABLE grpc_message=\"go \\\"away\\\"\" "
+				      "grpc_pushback_ms=250 grpc_after_headers=true"));
+	fn_rule_describe(&p->rules[1], buf, sizeof(buf));
+	CU_ASSERT_PTR_NOT_NULL(
+	    strstr(buf, "mode=reset rst_stream=REFUSED_STREAM rst_after=headers"));
+	fn_rule_describe(&p->rules[2], buf, sizeof(buf));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "mode=close goaway=NO_ERROR"));
+	CU_ASSERT_PTR_NULL(strstr(buf, "rst_stream"));
+	fn_rule_describe(&p->rules[3], buf, sizeof(buf));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "ping=unanswered"));
+	CU_ASSERT_PTR_NULL(strstr(buf, "mode="));
+	fn_policy_free(p);
+}
+
 static void test_body_file(void)
 {
 	char path[] = "/tmp/fn-body-XXXXXX";
@@ -208,6 +385,19 @@ static void test_answers_all(void)
 	    {"{ name = \"a\"; action = \"respond\"; status = 503; match = { to = \"127.0.0.1\"; "
 	     "host = \"*.other.org\"; }; }",
 	     false},
+	    /* gRPC statuses and resets after the server's own headers need it. */
+	    {"{ name = \"a\"; action = \"respond\"; grpc_status = 14; match = { to = "
+	     "\"127.0.0.1\"; }; }",
+	     true},
+	    {"{ name = \"a\"; action = \"respond\"; grpc_status = 14; grpc_after_headers = true; "
+	     "match = { to = \"127.0.0.1\"; }; }",
+	     false},
+	    {"{ name = \"a\"; action = \"abort\"; rst_stream = \"CANCEL\"; match = { to = "
+	     "\"127.0.0.1\"; }; }",
+	     true},
+	    {"{ name = \"a\"; action = \"abort\"; rst_stream = \"CANCEL\"; rst_after = "
+	     "\"headers\"; match = { to = \"127.0.0.1\"; }; }",
+	     false},
 	};
 	bool (*was)(const struct fn_endpoint *, const char *) = fn_host_resolved;
 	fn_host_resolved = resolved;
@@ -264,6 +454,9 @@ void add_http_tests(void)
 {
 	CU_pSuite s = CU_add_suite("http rules", NULL, NULL);
 	CU_add_test(s, "keys and their errors", test_errors);
+	CU_add_test(s, "HTTP/2 and gRPC keys", test_h2_keys);
+	CU_add_test(s, "HTTP/2 and gRPC keys: their errors", test_h2_errors);
+	CU_add_test(s, "HTTP/2 and gRPC keys: described", test_h2_describe);
 	CU_add_test(s, "body_file", test_body_file);
 	CU_add_test(s, "method, path and host globs", test_match);
 	CU_add_test(s, "per-request decision and conditions", test_decide);

@@ -14,6 +14,7 @@ void add_compile_tests(void);
 void add_edit_tests(void);
 void add_pace_tests(void);
 void add_segment_tests(void);
+void add_h2sent_tests(void);
 void add_slices_tests(void);
 void add_bigalloc_tests(void);
 void add_hostidx_tests(void);
@@ -36,6 +37,7 @@ int main(int argc, char **argv)
 	add_edit_tests();
 	add_pace_tests();
 	add_segment_tests();
+	add_h2sent_tests();
 	add_slices_tests();
 	add_bigalloc_tests();
 	add_hostidx_tests();
