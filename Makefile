@@ -271,8 +271,9 @@ stress: test-deps
 # make bench writes BENCHMARKS.md from one run (under 10 minutes); make test
 # runs the same harness in seconds (--smoke) so that it cannot rot.
 BENCH_PROGS := $(BUILD)/bench/loop $(BUILD)/bench/stream $(BUILD)/bench/lookup \
-	$(BUILD)/bench/copyrelay $(BUILD)/bench/resolve
-$(BUILD)/bench/loop $(BUILD)/bench/stream $(BUILD)/bench/copyrelay $(BUILD)/bench/resolve: \
+	$(BUILD)/bench/copyrelay $(BUILD)/bench/resolve $(BUILD)/bench/conc
+$(BUILD)/bench/loop $(BUILD)/bench/stream $(BUILD)/bench/copyrelay $(BUILD)/bench/resolve \
+		$(BUILD)/bench/conc: \
 		$(BUILD)/bench/%: tests/bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) -o $@ $< -lpthread

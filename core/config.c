@@ -22,6 +22,7 @@
 #include "core/hparse.h"
 #include "core/http.h"
 #include "core/lcfg.h"
+#include "core/rundir.h"
 #include "core/slices.h"
 #include "core/wideint.h"
 #include "core/wire.h"
@@ -666,17 +667,17 @@ static bool parse_root(struct ctx *c, const config_setting_t *root, const char *
 /* The whole file, NUL-terminated; NULL with *why set. The file is opened
  * without blocking and must be a regular file: a FIFO would block the
  * process before main, a device could be endless. */
-char *cfg_slurp(const char *path, char *why, size_t whylen)
+static char *slurp_n(const char *path, char *why, size_t whylen, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	struct stat sb;
-	/* Read through stdio: core code never calls read or close, which the
-	 * shim exports, by name. */
-	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-	if (!f || fstat(fd, &sb) < 0) {
+	/* Read by raw calls (fn_read_raw: core never calls the shim's read
+	 * and close hooks by name): open, fstat, read, close, where stdio
+	 * added an fcntl, an fstat and a read. */
+	if (fd < 0 || fstat(fd, &sb) < 0) {
 		snprintf(why, whylen, "cannot read the file (%s)", strerror(errno));
-		if (f)
-			fclose(f);
+		if (fd >= 0)
+			fn_close_raw(fd);
 		return NULL;
 	}
 	char *buf = NULL;
@@ -687,16 +688,23 @@ char *cfg_slurp(const char *path, char *why, size_t whylen)
 			 (long long)sb.st_size, FILE_MAX);
 	else if (!(buf = malloc((size_t)sb.st_size + 1)))
 		snprintf(why, whylen, "out of memory");
-	size_t n = buf ? fread(buf, 1, (size_t)sb.st_size, f) : 0;
-	if (buf && ferror(f)) {
+	ssize_t n = buf ? fn_read_raw(fd, buf, (size_t)sb.st_size) : 0;
+	if (n < 0) {
 		snprintf(why, whylen, "cannot read the file (%s)", strerror(errno));
 		free(buf);
 		buf = NULL;
 	}
-	fclose(f);
+	fn_close_raw(fd);
 	if (buf)
 		buf[n] = '\0';
+	*len = buf ? (size_t)n : 0;
 	return buf;
+}
+
+char *cfg_slurp(const char *path, char *why, size_t whylen)
+{
+	size_t n;
+	return slurp_n(path, why, whylen, &n);
 }
 
 /* Line n of text (from 1), without its comment and surrounding blanks, in
@@ -766,12 +774,14 @@ static struct fn_policy *load(const char *path, const char *text, const char *zo
 			      size_t errlen)
 {
 	char *own = NULL, why[128];
-	if (!text && !(text = own = cfg_slurp(path, why, sizeof(why)))) {
+	size_t n = 0;
+	if (!text && !(text = own = slurp_n(path, why, sizeof(why), &n))) {
 		snprintf(err, errlen, "%s: %s", path, why);
 		return NULL;
 	}
-	struct stat sb;
-	if (own && stat(path, &sb) == 0 && has_nul(path, own, (size_t)sb.st_size, err, errlen)) {
+	/* The bytes read (not the size a second stat would give: one system
+	 * call less at every start, and the same text the parser reads). */
+	if (own && has_nul(path, own, n, err, errlen)) {
 		free(own);
 		return NULL;
 	}

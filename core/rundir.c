@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -19,20 +20,24 @@
 static const char *fields_of(const char *path, char *buf, size_t len);
 static uint64_t start_of(const char *p);
 
+/* What is wrong with a run directory whose lstat is sb; NULL if nothing. */
+static const char *check_stat(const struct stat *sb)
+{
+	if (S_ISLNK(sb->st_mode))
+		return "is a symbolic link";
+	if (!S_ISDIR(sb->st_mode))
+		return "is not a directory";
+	if (sb->st_uid != geteuid())
+		return "is owned by another user";
+	if (sb->st_mode & 077)
+		return "is open to other users (mode must be 0700)";
+	return NULL;
+}
+
 static const char *check_dir(const char *dir)
 {
 	struct stat sb;
-	if (lstat(dir, &sb) < 0)
-		return "cannot be created";
-	if (S_ISLNK(sb.st_mode))
-		return "is a symbolic link";
-	if (!S_ISDIR(sb.st_mode))
-		return "is not a directory";
-	if (sb.st_uid != geteuid())
-		return "is owned by another user";
-	if (sb.st_mode & 077)
-		return "is open to other users (mode must be 0700)";
-	return NULL;
+	return lstat(dir, &sb) < 0 ? "cannot be created" : check_stat(&sb);
 }
 
 /* lstat follows a symbolic link named with a trailing "/" or "/.", so the
@@ -60,7 +65,12 @@ static const char *make_dir(char *dir)
 	const char *why = plain_name(dir);
 	if (why)
 		return why;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+	/* Looked at first, made only when absent: at a start it mostly
+	 * exists, and then one lstat is the only system call. */
+	struct stat sb;
+	if (lstat(dir, &sb) == 0)
+		return check_stat(&sb);
+	if (errno != ENOENT || (mkdir(dir, 0700) < 0 && errno != EEXIST))
 		return "cannot be created";
 	return check_dir(dir);
 }
@@ -172,7 +182,8 @@ uint64_t fn_pidns_self(void)
 const struct fn_member_id *fn_self_id(void)
 {
 	static struct fn_member_id me;
-	if (me.pid == getpid())
+	pid_t pid = getpid(); /* one system call: the only one once known */
+	if (me.pid == pid)
 		return &me;
 	char buf[1024];
 	/* /proc/self, not /proc/PID: a process in a pid namespace of its own
@@ -181,8 +192,8 @@ const struct fn_member_id *fn_self_id(void)
 	me.ns = fn_pidns_self();
 	while (!me.start && getrandom(&me.start, sizeof(me.start), 0) < 0 && errno == EINTR)
 		;
-	me.start = me.start ? me.start : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	me.pid = getpid();
+	me.start = me.start ? me.start : (uint64_t)time(NULL) ^ ((uint64_t)pid << 32);
+	me.pid = pid;
 	return &me;
 }
 
@@ -236,14 +247,36 @@ bool fn_done_expire(const char *dir, const char *name, time_t now)
 	return true;
 }
 
+ssize_t fn_read_raw(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		long r = syscall(SYS_pread64, fd, (char *)buf + got, n - got, (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+void fn_close_raw(int fd)
+{
+	syscall(SYS_close, fd);
+}
+
 static const char *fields_of(const char *path, char *buf, size_t len)
 {
-	/* stdio: read and close are the shim's own hooks (core is linked
-	 * into it), which core never calls. */
-	FILE *f = fopen(path, "re");
-	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-	if (f)
-		fclose(f);
+	/* Three system calls: open, one read (procfs gives a stat file whole
+	 * to a read that has room; stdio asked an fstat and a read more). */
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	long r = fd >= 0 ? syscall(SYS_pread64, fd, buf, len - 1, (off_t)0) : -1;
+	if (fd >= 0)
+		fn_close_raw(fd);
+	size_t n = r > 0 ? (size_t)r : 0;
 	buf[n] = '\0';
 	/* "PID (COMM) STATE ...": COMM may hold anything, so the last ')'. */
 	const char *p = n ? strrchr(buf, ')') : NULL;

@@ -23,8 +23,9 @@ test_pkgs="libcunit1-dev openssl python3-cryptography libbpf-dev bpftool liburin
 # grpcio: the h2 section's gRPC clients and reference servers (hyper-h2 is above).
 test_pkgs="$test_pkgs python3-grpcio"
 # h2load, nghttpd and nghttpx: the HTTP/2 section (one connection, many
-# streams; nghttpx is the h2 relay faultnet is compared with).
-bench_pkgs="valgrind fiu-utils trickle python3 socat nghttp2-client nghttp2-proxy nghttp2-server"
+# streams; nghttpx is the h2 relay faultnet is compared with); haproxy: the
+# many-connections section (its TCP relay, nbthread 2).
+bench_pkgs="valgrind fiu-utils trickle python3 socat nghttp2-client nghttp2-proxy nghttp2-server haproxy"
 deb_pkgs="build-essential dpkg-dev debhelper fakeroot lintian scdoc"
 conformance_pkgs="wget python3-requests python3-boto3 python3-httpx python3-aiohttp perl javac=openjdk-17-jdk-headless psql=postgresql-client redis-cli=redis-tools npm=npm"
 

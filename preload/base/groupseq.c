@@ -12,6 +12,8 @@
 
 const uint64_t *fn_groupseq_word;
 uint64_t fn_groupseq_seen;
+static const uint64_t no_group;
+const uint64_t *fn_groupseq_at = &no_group;
 static void (*applier)(void);
 static pthread_mutex_t change = PTHREAD_MUTEX_INITIALIZER;
 /* The holder's saved state, valid while the lock is held. */
@@ -24,6 +26,7 @@ void fn_groupseq_attach(const uint64_t *word, void (*apply)(void))
 	__atomic_store_n(&fn_groupseq_seen, __atomic_load_n(word, __ATOMIC_ACQUIRE),
 			 __ATOMIC_RELAXED);
 	fn_groupseq_word = word;
+	fn_groupseq_at = word;
 }
 
 void fn_change_lock(void)

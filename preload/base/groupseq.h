@@ -13,6 +13,11 @@
  * last value this process caught up with. */
 extern const uint64_t *fn_groupseq_word;
 extern uint64_t fn_groupseq_seen;
+/* fn_groupseq_word, or while there is none a word of 0 that never moves
+ * (fn_groupseq_seen starts at 0 and moves only with a group): the checks
+ * below load it without first testing it for NULL, two instructions on
+ * every send and covered call. */
+extern const uint64_t *fn_groupseq_at;
 
 /* Maps the counter and names what applies the journal (the control
  * commands, which live above this room). Called once at start, before
@@ -32,10 +37,7 @@ void fn_groupseq_catch_up(uint64_t seq);
 
 static inline void fn_groupseq_check(void)
 {
-	const uint64_t *w = fn_groupseq_word;
-	if (!w)
-		return;
-	uint64_t s = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+	uint64_t s = __atomic_load_n(fn_groupseq_at, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(s != __atomic_load_n(&fn_groupseq_seen, __ATOMIC_RELAXED), 0))
 		fn_groupseq_catch_up(s);
 }

@@ -6,6 +6,7 @@
 
 struct fn_policy_slot fn_policy_slots[FN_POLICY_SLOTS] = {[0] = {.used = true}};
 unsigned fn_policy_cur;
+unsigned fn_policy_sum;
 __thread struct fn_policy_mine fn_policy_mine __attribute__((tls_model("initial-exec")));
 uint64_t fn_policy_kept;
 
@@ -17,13 +18,24 @@ void fn_policy_reclaim_with(void (*free_fn)(struct fn_policy *))
 	reclaim_free = free_fn ? free_fn : fn_policy_free;
 }
 
+/* The send bits: for each value of an fd's marks (a protocol's, or 0 and
+ * 3 for either), whether a send from it may meet a rule. */
+static unsigned send_bits(unsigned protos)
+{
+	unsigned bits = 0;
+	for (unsigned mark = 0; mark < 4; mark++)
+		if (protos & (mark == FN_PROTO_TCP || mark == FN_PROTO_UDP ? mark : FN_PROTO_ANY))
+			bits |= FN_PS_SEND_MARK(mark);
+	return bits;
+}
+
 static unsigned summary_of(const struct fn_policy *p)
 {
 	if (!p)
 		return 0;
-	return FN_PS_ANY | (p->active_protos & 3u) | (unsigned)(p->watch_protos & 3u) << 2 |
+	return FN_PS_ANY | (p->active_protos & 3u) << 4 | (unsigned)(p->watch_protos & 3u) << 6 |
 	       (p->dns_rules ? FN_PS_DNS : 0) | (p->host_rules ? FN_PS_HOST : 0) |
-	       FN_PS_SEND(p->dns_rules ? FN_PROTO_ANY : p->watch_protos & 3u);
+	       send_bits(p->dns_rules ? FN_PROTO_ANY : p->watch_protos & 3u);
 }
 
 /* Frees the policy of every replaced slot no section holds. Sequentially
@@ -38,7 +50,6 @@ static void reclaim(unsigned cur)
 			continue;
 		struct fn_policy *p = s->p;
 		__atomic_store_n(&s->p, NULL, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->summary, 0, __ATOMIC_RELAXED);
 		s->used = false;
 		if (p)
 			reclaim_free(p);
@@ -63,20 +74,22 @@ void fn_policy_replace(struct fn_policy *p)
 		 * slot's place, and the policy it replaces, which sections may
 		 * hold, is never freed. */
 		struct fn_policy_slot *s = &fn_policy_slots[cur];
-		__atomic_store_n(&s->summary, summary_of(p), __ATOMIC_RELEASE);
 		__atomic_store_n(&s->serial, ++serial, __ATOMIC_RELEASE);
 		__atomic_store_n(&s->p, p, __ATOMIC_RELEASE);
+		__atomic_store_n(&fn_policy_sum, summary_of(p), __ATOMIC_RELEASE);
 		__atomic_add_fetch(&fn_policy_kept, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	struct fn_policy_slot *s = &fn_policy_slots[j];
 	s->used = true;
-	__atomic_store_n(&s->summary, summary_of(p), __ATOMIC_RELAXED);
 	__atomic_store_n(&s->serial, ++serial, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->p, p, __ATOMIC_RELAXED);
 	/* Publishes the slot's fields with it (sequentially consistent: see
-	 * reclaim()); the replaced one goes at once if nobody holds it. */
+	 * reclaim()); the replaced one goes at once if nobody holds it. The
+	 * summary after it: a reader that saw it and enters a section finds
+	 * p or a later policy. */
 	__atomic_store_n(&fn_policy_cur, (unsigned)j, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&fn_policy_sum, summary_of(p), __ATOMIC_RELEASE);
 	reclaim((unsigned)j);
 }
 

@@ -25,30 +25,35 @@
 /* What the loads that test whether anything can apply need, copied out of
  * the policy into its slot: read without a section (fn_policy_summary). */
 enum {
-	FN_PS_TCP = FN_PROTO_TCP,	     /* active_protos */
-	FN_PS_UDP = FN_PROTO_UDP,	     /* active_protos */
-	FN_PS_WATCH_TCP = FN_PROTO_TCP << 2, /* watch_protos */
-	FN_PS_WATCH_UDP = FN_PROTO_UDP << 2, /* watch_protos */
-	FN_PS_DNS = 1 << 4,		     /* dns_rules */
-	FN_PS_HOST = 1 << 5,		     /* host_rules */
-	FN_PS_ANY = 1 << 6,		     /* a policy is in force */
-	/* What a send from a socket of each protocol may meet: watch_protos,
-	 * or both under dns rules (their nameservers' queries are the
-	 * shim's). FN_PS_SEND(protos) are those protocols' bits. */
-	FN_PS_SEND_SHIFT = 7,
+	/* Whether a send may meet a rule, by the fd's TCP and UDP marks
+	 * (fdtab.h; 0: not seen created, either protocol): from
+	 * watch_protos, or both protocols under dns rules (their
+	 * nameservers' queries are the shim's). One bit per value of the
+	 * marks, FN_PS_SEND_MARK(marks), the summary's lowest, so that the
+	 * send paths test the bit the marks select (x86: one bt). */
+	FN_PS_SEND_SHIFT = 0,
+	FN_PS_TCP = FN_PROTO_TCP << 4,	     /* active_protos */
+	FN_PS_UDP = FN_PROTO_UDP << 4,	     /* active_protos */
+	FN_PS_WATCH_TCP = FN_PROTO_TCP << 6, /* watch_protos */
+	FN_PS_WATCH_UDP = FN_PROTO_UDP << 6, /* watch_protos */
+	FN_PS_DNS = 1 << 8,		     /* dns_rules */
+	FN_PS_HOST = 1 << 9,		     /* host_rules */
+	FN_PS_ANY = 1 << 10,		     /* a policy is in force */
 };
-#define FN_PS_SEND(protos) ((unsigned)(protos) << FN_PS_SEND_SHIFT)
+#define FN_PS_SEND_MARK(marks) (1u << (FN_PS_SEND_SHIFT + (unsigned)(marks)))
 
 struct fn_policy_slot {
 	struct fn_policy *p; /* NULL: no policy (or the slot is free) */
 	uint64_t readers;    /* sections open on it */
 	uint64_t serial;     /* which publication: never reused, unlike p */
-	unsigned summary;    /* FN_PS_* of p */
 	bool used;	     /* in force, or replaced and not yet freed */
 };
 
 extern struct fn_policy_slot fn_policy_slots[FN_POLICY_SLOTS];
 extern unsigned fn_policy_cur; /* the slot in force */
+/* FN_PS_* of the policy in force (fn_policy_summary), stored after
+ * fn_policy_cur moves: one load for the tests that skip everything. */
+extern unsigned fn_policy_sum;
 
 /* This thread's open sections' slots, for a fork child to count them
  * again (its other threads' sections are gone). Nested sections beyond
@@ -111,12 +116,12 @@ static inline const struct fn_policy *fn_policy_fresh(struct fn_policy_hold *h)
 	return fn_policy_enter(h);
 }
 
-/* FN_PS_* of the policy in force, without a section: two loads of memory
- * that is never freed. 0 when the process runs without a policy. */
+/* FN_PS_* of the policy in force, without a section: one load of memory
+ * that is never freed. 0 when the process runs without a policy. A
+ * caller that then enters a section finds that policy or a later one. */
 static inline unsigned fn_policy_summary(void)
 {
-	unsigned i = __atomic_load_n(&fn_policy_cur, __ATOMIC_ACQUIRE);
-	return __atomic_load_n(&fn_policy_slots[i].summary, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&fn_policy_sum, __ATOMIC_ACQUIRE);
 }
 
 static inline unsigned fn_policy_summary_fresh(void)

@@ -87,7 +87,10 @@ bool fn_fdstate_current(int fd, const struct fn_fdstate *st);
 /* dup and friends: newfd now shares oldfd's socket. */
 void fn_fd_copy(int oldfd, int newfd);
 
-/* A creating call returned fd: whatever was recorded for it is stale. */
+/* fd's flags are now flags (a creating call returned it: whatever was
+ * recorded for it is stale), with fn_fd_high() raised to it: needed
+ * wherever flags may hold FDF_FAULT or FDF_INTERNAL, which close_range
+ * clears; TCP and UDP marks alone may be set with fn_fd_set. */
 void fn_fd_mark(int fd, unsigned flags);
 
 /* Moves one of the shim's fds out of the app's range, close-on-exec, and
@@ -149,7 +152,9 @@ _Static_assert((int)SOCK_STREAM == (int)FDF_TCP && (int)SOCK_DGRAM == (int)FDF_U
 	       "fn_fd_kind reads socket types as fd marks");
 unsigned fn_fd_kind_of(int fd);
 
-/* Highest fd ever flagged, so that close_range need not sweep the table. */
+/* Highest fd ever given flags by fn_fd_mark (every fd that had a fault
+ * record or was the shim's), so that close_range need not sweep the
+ * table. */
 int fn_fd_high(void);
 
 #endif

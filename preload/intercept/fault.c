@@ -228,7 +228,7 @@ static bool record(int fd, const struct sockaddr *sa, socklen_t len, const struc
 	st->action = v->rule->action;
 	st->dest = dest;
 	strcpy(st->rule, v->rule->name);
-	fn_fd_set(fd, fn_fd_get(fd) | FDF_FAULT);
+	fn_fd_mark(fd, fn_fd_get(fd) | FDF_FAULT); /* close_range's sweep reaches it */
 	return true;
 }
 

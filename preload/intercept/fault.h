@@ -23,8 +23,9 @@ struct fn_verdict {
 /* False when no rule can cover anything fd sends: no policy, or fd's
  * protocol (when the socket hook saw it) is one no rule covers, and no
  * change is pending. A few loads, for the send paths to skip everything
- * else: fd's TCP and UDP marks are the policy's protocol bits (asserted
- * below), and an fd of neither (not seen created) may carry either. */
+ * else: fd's TCP and UDP marks pick the policy summary's send bit for
+ * them (FN_PS_SEND_MARK), and an fd of neither (not seen created) may
+ * carry either. */
 static inline bool fn_fault_possible(int fd)
 {
 	/* A change faultctl made since (a UDP rule added to TCP-only rules)
@@ -32,14 +33,13 @@ static inline bool fn_fault_possible(int fd)
 	 * (fn_fault_match, on the fresh policy) catches up first. Tested
 	 * here without calling anything, so that the pass-through keeps no
 	 * frame. */
-	const uint64_t *w = fn_groupseq_word;
-	if (w && __atomic_load_n(w, __ATOMIC_ACQUIRE) !=
-		     __atomic_load_n(&fn_groupseq_seen, __ATOMIC_RELAXED))
+	if (__atomic_load_n(fn_groupseq_at, __ATOMIC_ACQUIRE) !=
+	    __atomic_load_n(&fn_groupseq_seen, __ATOMIC_RELAXED))
 		return true;
-	/* The summary's send bits (no section: nothing of the policy is
-	 * read), 0 without a policy. */
-	unsigned known = fn_fd_get(fd) & (FDF_TCP | FDF_UDP);
-	return (fn_policy_summary() & FN_PS_SEND(known ? known : FN_PROTO_ANY)) != 0;
+	/* The summary's send bit for fd's marks (no section: nothing of the
+	 * policy is read), 0 without a policy: one bit test. */
+	unsigned mark = fn_fd_get(fd) & (FDF_TCP | FDF_UDP);
+	return (fn_policy_summary() >> (FN_PS_SEND_SHIFT + mark)) & 1;
 }
 _Static_assert((int)FDF_TCP == (int)FN_PROTO_TCP && (int)FDF_UDP == (int)FN_PROTO_UDP,
 	       "fn_fault_possible reads fd marks as protocols");

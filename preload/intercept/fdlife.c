@@ -20,17 +20,33 @@
 #include "preload/sink/sink.h"
 #include "preload/stats/stats.h"
 
+/* Until the process's first IPv4 or IPv6 socket, socket() goes through
+ * here, which tells the stats that the app makes socket calls (faultctl
+ * ps: "no socket calls seen" otherwise) and then hands socket() to libc's
+ * directly: the hook's pass-through then keeps no test for it. */
+static int socket_first_seen(int domain, int type, int protocol);
+static int (*socket_call)(int, int, int) = socket_first_seen;
+
+static __attribute__((noinline, cold)) int socket_first_seen(int domain, int type, int protocol)
+{
+	int fd = LIBC_HOT(socket)(domain, type, protocol);
+	if (fd >= 0 && fn_fd_kind(domain, type, protocol)) {
+		fn_stats_socket_seen();
+		__atomic_store_n(&socket_call, LIBC_HOT(socket), __ATOMIC_RELAXED);
+	}
+	return fd;
+}
+
 /* The kind is judged before the call, so that only it (not the three
- * arguments) is kept across it: fewer registers saved on every socket. */
+ * arguments) is kept across it: fewer registers saved on every socket.
+ * Its TCP or UDP mark needs no fn_fd_mark: close_range sweeps only up to
+ * the highest fd with a fault record or of the shim's. */
 int fn_socket(int domain, int type, int protocol)
 {
 	unsigned kind = fn_fd_kind(domain, type, protocol);
-	int fd = LIBC_HOT(socket)(domain, type, protocol);
-	if (fd >= 0) {
-		fn_fd_mark(fd, kind);
-		if (kind)
-			fn_stats_socket_seen();
-	}
+	int fd = __atomic_load_n(&socket_call, __ATOMIC_RELAXED)(domain, type, protocol);
+	if (fd >= 0)
+		fn_fd_set(fd, kind);
 	return fd;
 }
 
@@ -73,9 +89,10 @@ static void count_bytes(int fd)
 
 /* A close of a faulted socket or of one of the shim's fds, out of line:
  * inlined, its locals made every close save six registers. */
-static __attribute__((noinline)) int close_marked(int fd, unsigned f)
+static __attribute__((noinline)) int close_marked(int fd)
 {
-	if (fn_in_vfork_child())
+	unsigned f = fn_fd_get(fd); /* fn_fd_maybe's yes was only a maybe */
+	if (!(f & SHIM_STATE) || fn_in_vfork_child())
 		return LIBC(close)(fd);
 	if (f & FDF_FAULT)
 		count_bytes(fd);
@@ -94,10 +111,9 @@ int fn_close(int fd)
 	/* The TCP and UDP marks may stay: the next creating call resets them.
 	 * Only fault records and the shim's own fds need work, and never in
 	 * a vfork child, whose memory is its parent's. */
-	unsigned f = fn_fd_get(fd);
-	if (__builtin_expect(!(f & SHIM_STATE), 1))
+	if (__builtin_expect(!fn_fd_maybe(fd, SHIM_STATE), 1))
 		return LIBC_HOT(close)(fd);
-	return close_marked(fd, f);
+	return close_marked(fd);
 }
 
 int fn_close_range(unsigned int lo, unsigned int hi, int flags)

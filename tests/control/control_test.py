@@ -759,6 +759,22 @@ def test_udp_rule_added_live():
     a.stop()
 
 
+def test_sockets_seen():
+    """ps tells a process that made no IP socket ("no socket calls seen",
+    as a program the shim cannot reach reads) from one that did: the first
+    IPv4 socket makes it "seen", and the sockets after it, which the hook
+    hands to libc without that test, are made and marked as before."""
+    a = Agent.start(group="sockseen")
+    before = [x.get("sockets") for x in ps("-g", "sockseen")]
+    first = a.ask("udp")
+    after = [x.get("sockets") for x in ps("-g", "sockseen")]
+    second = a.ask("udp")
+    check("ps: no socket calls seen before the first IP socket, seen after (%s, %s)"
+          % (before, after), before == ["no socket calls seen"] and after == ["seen"]
+          and first.startswith("udp ") and second.startswith("udp "))
+    a.stop()
+
+
 def main():
     print("faultctl and live control (%s)" % BUILD)
     servers = [listener("127.66.0.1", 8443), listener("127.69.0.1", 8081)]
@@ -771,7 +787,8 @@ def main():
              test_escaping, lambda: test_stats_and_events(servers),
              lambda: test_existing_connections(servers), test_verbs, test_run_group_and_stats,
              test_stopped_and_threadless, test_refused_then_next, test_long_journal,
-             test_large_group_liveness, test_timing_32, test_udp_rule_added_live]
+             test_large_group_liveness, test_timing_32, test_udp_rule_added_live,
+             test_sockets_seen]
     try:
         for t in checks.selected(tests):
             # A test that raises is one failure; the agents it left are
