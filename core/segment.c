@@ -238,8 +238,8 @@ static void key_record(struct fn_buf *b, const struct fn_seg *s, const struct fn
 
 /* The record's field names, in enum fn_seg_tls's order. */
 const char *const fn_seg_tls_names[FN_SEG_TLS] = {
-    "terminated",	 "passed_other_alpn",  "passed_unavailable", "refused_by_app",
-    "server_unverified", "alpn_downgraded", "trusted_by_hook",	  "ca_variable"};
+    "terminated",	 "passed_other_alpn", "passed_unavailable", "refused_by_app",
+    "server_unverified", "alpn_downgraded",   "trusted_by_hook",    "ca_variable"};
 
 static void tls_record(const struct fn_seg *s, struct fn_buf *b)
 {

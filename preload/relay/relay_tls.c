@@ -47,14 +47,14 @@ struct fn_tls {
 	bool alpn_chosen; /* the app's end was given its list */
 	bool up_known;	  /* the server's handshake got as far as its choice */
 	bool h2;	  /* h2 was chosen */
-	bool recorded;	 /* the trust hook was told what is behind the leaf */
-	bool app_judges; /* the app's own store judges the server (trust.h) */
-	int up_alert;	 /* the alert the server's failed handshake sent, or -1 */
-	int app_alert;	 /* the alert the app's refusal of the leaf sent, or -1 */
-	bool up_reset;	 /* its connection was reset during the handshake */
-	bool up_paused;	 /* its handshake waits for the app's verdict */
-	int verdict;	 /* the app's verdict on the leaf: enum verdict */
-	char name[256];	 /* the leaf's name: the SNI, else the address */
+	bool recorded;	  /* the trust hook was told what is behind the leaf */
+	bool app_judges;  /* the app's own store judges the server (trust.h) */
+	int up_alert;	  /* the alert the server's failed handshake sent, or -1 */
+	int app_alert;	  /* the alert the app's refusal of the leaf sent, or -1 */
+	bool up_reset;	  /* its connection was reset during the handshake */
+	bool up_paused;	  /* its handshake waits for the app's verdict */
+	int verdict;	  /* the app's verdict on the leaf: enum verdict */
+	char name[256];	  /* the leaf's name: the SNI, else the address */
 	bool ip;
 };
 

@@ -88,7 +88,8 @@ ROOMS = [
      "WINDOW_UPDATEs, PINGs and GOAWAYs (h2.c), and the HTTP rules on each "
      "stream: forwarded, held, answered (a gRPC status as Trailers-Only or "
      "after the server's headers), reset, refused by a GOAWAY or cut "
-     "(h2fault.c). Called by relay_http.c on the relay's thread only."),
+     "(h2fault.c), and each stream's FAULTNET_REQUESTS line (h2log.c). Called "
+     "by relay_http.c on the relay's thread only."),
     ("preload/dns", {"preload/stats", "preload/fd", "preload/base", "core"},
      "the resolver hooks' work (resolve.c: dns rules on getaddrinfo and the "
      "gethostbyname family; resolve_async.c: on getaddrinfo_a, gai_suspend and "

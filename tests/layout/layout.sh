@@ -52,11 +52,13 @@ check "every unit test is named after the source it tests (tests/unit/test_X.c f
 # A folder per section: tests/NAME holds the programs of section NAME, and
 # every folder is a section's. Not folders of their own: asan, tsan and
 # valgrind run other sections' programs against other builds, http_sdk
-# shares tests/http's origin and clients, helpers are bindings/*/tests.
+# shares tests/http's origin and clients, helpers are bindings/*/tests,
+# h2fid (HTTP/2 fidelity) shares tests/h2's peers with h2 (gRPC and the
+# engine's regressions), run as two sections side by side.
 nofolder="" nosection=""
 sections=$("$root/tests/run.sh" --list)
 for s in $sections; do
-	case $s in asan | tsan | valgrind | http_sdk | helpers) continue ;; esac
+	case $s in asan | tsan | valgrind | http_sdk | helpers | h2fid) continue ;; esac
 	[ -d "$root/tests/$s" ] || nofolder="$nofolder $s"
 done
 for d in $(cd "$root" && git ls-files 'tests/*/*' | cut -d/ -f2 | sort -u); do
