@@ -149,7 +149,7 @@ static const char *const unparsed[NCOUNTS] = {
 
 /* "tls": connections the relay terminated, passed through or ended. */
 static const char *const tlsed[NCOUNTS] = {
-    "terminated",      "passed_other_alpn",    "passed_unavailable",
+    "terminated",      "passed_other_alpn", "passed_unavailable",
     "refused_by_app",  "server_unverified", "alpn_downgraded",
     "trusted_by_hook", "ca_variable",	    "-"};
 
@@ -355,7 +355,8 @@ static bool strict_failed(const struct total *t, int n, int procs)
 	if (h2 || un) {
 		fprintf(stderr,
 			"faultctl run --strict: of them TLS passed through as bytes: %llu offering "
-			"neither h2 nor http/1.1 (passed_other_alpn), %llu with no termination to be had "
+			"neither h2 nor http/1.1 (passed_other_alpn), %llu with no termination to "
+			"be had "
 			"(passed_unavailable)\n",
 			h2, un);
 		failed = true;

@@ -20,10 +20,10 @@
 enum fn_tls_side { FN_TLS_APP, FN_TLS_UP };
 
 enum fn_tls_first {
-	FN_TLS_NOT,	  /* not a ClientHello, or one not terminated: bytes go on */
-	FN_TLS_OTHER_ALPN,	  /* a ClientHello whose ALPN has neither h2 nor http/1.1: bytes go on */
-	FN_TLS_WAIT,	  /* a ClientHello's start: read more, then ask again */
-	FN_TLS_TERMINATE, /* *out is ready: the handshakes are the caller's to drive */
+	FN_TLS_NOT,	   /* not a ClientHello, or one not terminated: bytes go on */
+	FN_TLS_OTHER_ALPN, /* a ClientHello whose ALPN has neither h2 nor http/1.1: bytes go on */
+	FN_TLS_WAIT,	   /* a ClientHello's start: read more, then ask again */
+	FN_TLS_TERMINATE,  /* *out is ready: the handshakes are the caller's to drive */
 };
 
 /* PAUSED: the server's handshake has its chain and waits for the app's
@@ -34,7 +34,8 @@ struct fn_tls;
 
 /* Reads the app's first bytes (p, n): FN_TLS_TERMINATE when they are a
  * whole ClientHello that may be terminated, FN_TLS_OTHER_ALPN when its ALPN
- * offers neither h2 nor http/1.1 (no protocol the engine reads); *h then holds its SNI name and ALPN list. */
+ * offers neither h2 nor http/1.1 (no protocol the engine reads); *h then holds its SNI name and
+ * ALPN list. */
 enum fn_tls_first fn_tls_hello(const char *p, size_t n, struct fn_hello *h);
 
 /* Starts the TLS ends for that ClientHello (p, n, read into h) to dst.
