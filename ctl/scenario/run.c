@@ -401,8 +401,8 @@ static void read_totals(struct run *r)
 				    strtoull(record_get(line, "not_http", v, sizeof(v)), NULL, 10);
 			if (strncmp(line, "tls ", 4) == 0)
 				s->tls_passed +=
-				    strtoull(record_get(line, "passed_other_alpn", v, sizeof(v)), NULL,
-					     10) +
+				    strtoull(record_get(line, "passed_other_alpn", v, sizeof(v)),
+					     NULL, 10) +
 				    strtoull(record_get(line, "passed_unavailable", v, sizeof(v)),
 					     NULL, 10);
 			if (strncmp(line, "rule ", 5) != 0)
