@@ -62,7 +62,10 @@ def env(d, conf):
 
 
 def run(cmd, e, timeout=20):
-    p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
+    try:
+        p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return 124, "timed out after %d s" % timeout
     return p.returncode, p.stdout + p.stderr
 
 
