@@ -2,7 +2,9 @@
 and the stories of docs/STORIES.md end to end. Every cell checks the client's own
 error, the time it took against its configured timeout, and the attempts
 `faultctl run --stats` counted against what the client's retry settings
-imply. Writes CONFORMANCE.md from the run; counts into $FN_COUNTS.
+imply. Writes CONFORMANCE.md from the run, with the HTTP/2 and gRPC table
+that tests/h2/grpc_test.py (section h2) wrote to BUILD_DIR/h2-conformance.md;
+counts into $FN_COUNTS.
 
 usage: conformance.py BUILD_DIR REPORT_PATH
 """
@@ -409,6 +411,24 @@ def versions():
             ("go", first(["go", "version"]))]
 
 
+H2_TABLE = os.path.join(BUILD, "h2-conformance.md")
+
+
+def h2_section():
+    """The HTTP/2 and gRPC section: the table grpc_test.py wrote in this
+    build directory, or, when it has not run there, a line saying so (the
+    section is never left out silently)."""
+    try:
+        with open(H2_TABLE) as f:
+            text = f.read().rstrip("\n")
+    except FileNotFoundError:
+        return ("## HTTP/2 and gRPC\n\nNot in this report: the section `h2` (tests/h2/grpc_test.py) "
+                "did not run in this build (no %s). HTTP/3 (QUIC) is out of scope: faultnet does not "
+                "parse it, and its UDP datagrams meet only the address rules.\n"
+                % os.path.relpath(H2_TABLE, os.path.dirname(os.path.dirname(HERE))))
+    return text + "\n"
+
+
 def write_report():
     with open(REPORT, "w") as f:
         f.write("# faultnet conformance\n\n")
@@ -452,7 +472,9 @@ def write_report():
                 "tests/conformance/conformance-bpf.conf), which carries out every fault of this table "
                 "for them: the drops in the kernel, refuse, stall and reset at connect through "
                 "faultctl's loopback endpoints, delay as a delayed SYN, latency and the reset after "
-                "1000 bytes through faultctl's relay.\n\n## Stories (docs/STORIES.md)\n\n")
+                "1000 bytes through faultctl's relay.\n\n")
+        f.write(h2_section())
+        f.write("\n## Stories (docs/STORIES.md)\n\n")
         for name, what in stories:
             f.write("- **%s**: %s\n" % (name, what))
         f.write("\n## Versions\n\n")

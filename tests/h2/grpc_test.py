@@ -14,6 +14,8 @@ call, a client's cancel reaching the server, and a keepalive ping flood
 answered by the server's own GOAWAY ENHANCE_YOUR_CALM, each through
 faultnet as directly. Clear text (prior knowledge). Runs itself in a new
 network namespace (loopback only).
+Writes BUILD_DIR/h2-conformance.md, the table of each client's outcomes
+(reference and faultnet) that conformance.py puts into CONFORMANCE.md.
 
 usage: grpc_test.py BUILD_DIR"""
 import json
@@ -444,7 +446,7 @@ def differential(lang, case, healthy, refs, tls=None):
     if "got" in want:
         ck("%s: under faultnet the stream's %d messages in order" % (label, want["got"]),
            out.get("got") == want["got"], out)
-    return recs
+    return recs, (ref_out, attempts, out, got)
 
 
 def h2_record(recs):
@@ -462,6 +464,121 @@ def h2_count(rec, field, code):
     return 0
 
 
+# ---- the table for CONFORMANCE.md -------------------------------------------
+# Each (client, transport)'s cells, by case: what the client met under
+# faultnet, then against the reference, and whether every check of that
+# cell passed. grpc_test.py writes them to BUILD/h2-conformance.md (removed
+# first: a run that ended early never leaves an older table behind), and
+# conformance.py puts that file into CONFORMANCE.md.
+RESULTS = {}
+RESULTS_LOCK = threading.Lock()
+PASSTHROUGH = ("stream", "cancel", "ping_flood")
+
+
+def cell_ok(start, word=""):
+    """**pass** when every check this thread made since start (those
+    naming word, if given) passed."""
+    mine = [c for name, c, _ in MINE.kept[start:] if word in name]
+    return "**pass**" if mine and all(mine) else "**FAIL**"
+
+
+def said(out, attempts=None, extra=""):
+    """One outcome in a cell: code (or the error), attempts, time, extra."""
+    if "error" in out:
+        return "error: %s" % str(out["error"]).replace("|", "/").replace("\n", " ")[:80]
+    parts = [str(out.get("code"))]
+    if attempts is not None:
+        parts.append("%s att." % attempts)
+    if out.get("elapsed") is not None:
+        parts.append("%d ms" % round(out["elapsed"] * 1000))
+    return ", ".join(parts) + extra
+
+
+def record(lang, tls, name, outcomes, start):
+    """A differential case's cell: faultnet's outcome, the reference's."""
+    ref_out, ref_att, out, got = outcomes
+    deadline = dict((c[0], c[3]) for c in CASES)[name].get("deadline", 10)
+    text = "%s; real: %s %s" % (said(out, got, ", " + str(klass(out, deadline))),
+                                said(ref_out, ref_att, ", " + str(klass(ref_out, deadline))),
+                                cell_ok(start))
+    with RESULTS_LOCK:
+        RESULTS.setdefault((lang, bool(tls)), {})[name] = text
+
+
+def record_passthrough(lang, tls, seen, start):
+    """The stream, cancel and ping flood cells: through faultnet, then the
+    same call directly."""
+    who = lang + (" tls" if tls else "")
+    words = {"stream": who + " stream ", "cancel": who + " cancel ",
+             "ping_flood": who + " keepalive ping flood"}
+    for case, modes in seen.items():
+        show = {}
+        for mode, (out, cancelled) in modes.items():
+            extra = ""
+            if case in ("stream", "cancel"):
+                extra = ", %s msg." % out.get("got")
+            if case == "cancel":
+                extra += ", server saw %s cancelled" % cancelled
+            if case == "ping_flood" and out.get("details"):
+                extra = " (%s)" % out["details"].replace("|", "/")[:60]
+            show[mode] = said(out, extra=extra)
+        text = "%s; direct: %s %s" % (show.get("through faultnet"), show.get("directly"),
+                                      cell_ok(start, words[case]))
+        with RESULTS_LOCK:
+            RESULTS.setdefault((lang, bool(tls)), {})[case] = text
+
+
+def client_label(lang, tls):
+    """The client, its version and its transport, as a row of the table."""
+    how = "TLS, ALPN h2" if tls else "clear text, prior knowledge"
+    if lang == "python":
+        import grpc
+        return "python grpcio %s (%s)" % (grpc.__version__, how)
+    try:
+        with open(os.path.join(MODULES, "@grpc/grpc-js/package.json")) as f:
+            version = json.load(f)["version"]
+    except (OSError, ValueError, KeyError):
+        version = "?"
+    node = subprocess.run([NODE, "--version"], capture_output=True, text=True).stdout.strip()
+    return "node %s @grpc/grpc-js %s (%s)" % (node, version, how)
+
+
+def table_path():
+    return os.path.join(BUILD, "h2-conformance.md") if BUILD else None
+
+
+def write_table():
+    """BUILD/h2-conformance.md: the section conformance.py includes."""
+    cols = [c[0] for c in CASES] + list(PASSTHROUGH)
+    with open(table_path(), "w") as f:
+        f.write("## HTTP/2 and gRPC\n\n")
+        f.write("Written by tests/h2/grpc_test.py (section `h2` of tests/run.sh) from its own run. "
+                "Each cell: the client's own outcome under faultnet, against a healthy server with "
+                "the case's rule (status code, attempts: the rule's streams, time, and the time "
+                "class: immediate or at the call's deadline), then, after `real:`, the same client "
+                "against a reference server that does the fault itself (a grpcio server aborting, "
+                "sleeping or sending its headers first; a raw HTTP/2 server on python3-h2 for "
+                "RST_STREAM REFUSED_STREAM and GOAWAY; attempts: the calls or streams it saw). The "
+                "last three columns are calls no rule faults (a 50-message stream, a cancel after "
+                "one message, a keepalive ping flood the server ends with GOAWAY "
+                "ENHANCE_YOUR_CALM): through faultnet, then `direct:` without it. A cell passes "
+                "when the code, attempts and time class are the same and every other check of the "
+                "case holds (pushback honoured, the server's calls, the rule's faults, the h2 line "
+                "of `faultctl run --stats`); `-`: the case did not run. HTTP/3 (QUIC) is out of "
+                "scope: faultnet does not parse it, and its UDP datagrams meet only the address "
+                "rules (UDP drop, blackhole, delay), never the HTTP or gRPC ones "
+                "(docs/http.md).\n\n")
+        f.write("| client | " + " | ".join(cols) + " |\n")
+        f.write("|---|" + "---|" * len(cols) + "\n")
+        for lang in LANGS:
+            for tls in (False, True):
+                cells = RESULTS.get((lang, tls))
+                if cells is None:
+                    continue
+                f.write("| %s | %s |\n" % (client_label(lang, tls),
+                                            " | ".join(cells.get(c, "-") for c in cols)))
+
+
 def differential_all(lang, shift, tls=None):
     """Every case by one client, in clear text (prior knowledge) or, tls
     given, over TLS with ALPN h2 through the relay's HTTPS termination."""
@@ -476,9 +593,11 @@ def differential_all(lang, shift, tls=None):
         refs[case[0]] = (GrpcServer(port, behaviour, certs) if kind == "grpc"
                          else RawH2Server(port, behaviour, certs))
     for case in cases:
-        recs = differential(lang, case, healthy, refs, tls)
+        start = len(MINE.kept)
+        recs, outcomes = differential(lang, case, healthy, refs, tls)
         want = case[4].get("h2")
         if not want:
+            record(lang, tls, case[0], outcomes, start)
             continue
         h = h2_record(recs) or {}
         field, code, n = want
@@ -487,6 +606,7 @@ def differential_all(lang, shift, tls=None):
         ck("%s %s%s: the h2 line of run --stats: %s=%s:%d, the connection%s counted"
            % (lang, "tls " if tls else "", case[0], field, code, n,
            " and its TLS" if tls else ""), got == (n, True, True), (got, h or recs))
+        record(lang, tls, case[0], outcomes, start)
     for s in [healthy] + list(refs.values()):
         s.stop()
 
@@ -517,9 +637,12 @@ def passthrough(lang, shift, tls=None):
     if tls:
         base["tls"] = {"roots": None, "name": "api.test"}
     who = lang + (" tls" if tls else "")
+    seen = {}  # case: {mode: (outcome, server's figure)}, for the table
+    start = len(MINE.kept)  # the checks of this call: each cell's pass
     for mode, c in (("directly", None), ("through faultnet", conf)):
         srv.reset()
         out, recs = run_client(lang, dict(base, call="stream", n=50), c, tls)
+        seen.setdefault("stream", {})[mode] = (out, None)
         ck("%s stream %s: 50 messages in order, OK" % (who, mode),
            (out.get("code"), out.get("got")) == ("OK", 50), out)
         if c:
@@ -536,6 +659,7 @@ def passthrough(lang, shift, tls=None):
         end = time.monotonic() + 5  # the server's callback, late on a loaded machine
         while srv.cancelled == 0 and time.monotonic() < end:
             time.sleep(0.05)
+        seen.setdefault("cancel", {})[mode] = (out, srv.cancelled)
         ck("%s cancel %s: the client cancelled after one message; the server saw its call "
            "cancelled" % (who, mode),
            out.get("code") == "CANCELLED" and out.get("got") == 1 and srv.cancelled == 1
@@ -555,6 +679,8 @@ def passthrough(lang, shift, tls=None):
     ck("%s keepalive ping flood through faultnet: the same (%s)" % (who, d.get("code")),
        (f.get("code"), f.get("details"), calm(f)) == (d.get("code"), d.get("details"), calm(d)),
        (f, d))
+    seen["ping_flood"] = {"directly": (d, None), "through faultnet": (f, None)}
+    record_passthrough(lang, tls, seen, start)
     srv.stop()
 
 
@@ -688,9 +814,14 @@ def main():
     TLS_CA, TLS_CERT = ca[1], make_leaf("server", *ca)
     TLS_ENV.update(GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=TLS_CA, NODE_EXTRA_CA_CERTS=TLS_CA,
                    SSL_CERT_FILE=TLS_CA)
+    if table_path() and os.path.exists(table_path()):
+        os.unlink(table_path())  # never an older run's table
     for t in checks.selected([test_roots_variable, test_differential, test_passthrough,
                               test_tls_differential, test_tls_passthrough]):
         t()
+    if table_path() and RESULTS:
+        write_table()
+        print("  table: %s" % table_path())
     return 1 if checks.failed else 0
 
 
