@@ -215,6 +215,7 @@ s_valgrind() {
 s_conformance() {
 	echo "=== conformance: real clients against each fault, and the stories"
 	pyscript tests/conformance/cell_test.py build
+	pyscript tests/conformance/h2_section_test.py build
 	ASAN_OPTIONS=detect_leaks=0 pyscript tests/conformance/conformance.py build CONFORMANCE.md
 }
 
