@@ -75,9 +75,11 @@ static bool bq_add(struct fn_bq *b, const uint8_t *p, size_t n)
 	if (b->lo == b->len)
 		b->lo = b->len = 0;
 	if (b->len + n > b->cap) {
-		memmove(b->s, b->s + b->lo, b->len - b->lo);
-		b->len -= b->lo;
-		b->lo = 0;
+		if (b->lo) {
+			memmove(b->s, b->s + b->lo, b->len - b->lo);
+			b->len -= b->lo;
+			b->lo = 0;
+		}
 		size_t cap = b->cap ? b->cap : 16384;
 		while (cap < b->len + n)
 			cap *= 2;
