@@ -673,6 +673,13 @@ void fn_h2_free(struct fn_h2 *h)
 static int app_preface(struct fn_h2 *h, const char *p, size_t n)
 {
 	const uint8_t *b = (const uint8_t *)p + FN_H2_MAGIC_LEN;
+	if (!fn_h2_preface(p, n)) { /* after ALPN h2, no HTTP/2: the app's
+				     * session refuses it as a server would */
+		h->app_preface = true;
+		if (h->server)
+			h->ng->nghttp2_submit_settings(h->up, NGHTTP2_FLAG_NONE, NULL, 0);
+		return 1;
+	}
 	if (n < FN_H2_MAGIC_LEN + 9)
 		return 0;
 	size_t len = (size_t)b[0] << 16 | (size_t)b[1] << 8 | b[2];

@@ -1505,9 +1505,9 @@ static bool h2_check(struct fn_conn *c)
 	struct fn_dir *dr = &c->dir[0];
 	if (h->h2_checked || h->passthrough)
 		return true;
-	if (h->tls) {
-		if (!h->app_hs) /* ALPN is settled with the handshake */
-			return true;
+	if (h->tls && !h->app_hs) /* ALPN is settled with the handshake */
+		return true;
+	if (h->tls) { /* h2 agreed on: the server speaks it from now on */
 		h->h2_checked = true;
 		if (fn_tls_h2(h->tls))
 			h2_start(c);
