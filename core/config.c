@@ -487,6 +487,8 @@ static bool parse_rules(struct ctx *c, const config_setting_t *s)
 		return false;
 	char *all = malloc(c->errlen);
 	int bad = 0, kept = 0;
+	if (all)
+		all[0] = '\0';
 	for (size_t i = 0; i < n; i++) {
 		if (one_rule(c, c->lc.elem(s, (unsigned)i), i, slots, size))
 			continue;
@@ -500,7 +502,8 @@ static bool parse_rules(struct ctx *c, const config_setting_t *s)
 			break;
 	}
 	free(slots);
-	if (bad && all) {
+	/* None kept (the first was longer than the room): c->err says it. */
+	if (bad && all && used) {
 		int more = bad - kept;
 		snprintf(c->err, c->errlen, "%s", all);
 		if (more > 0)

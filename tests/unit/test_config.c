@@ -172,6 +172,24 @@ static void test_files(void)
 	unlink(path);
 }
 
+/* A wrong rule whose error is longer than the room kept for the list of
+ * errors (a header of 300 bytes quoted in it): the error is still said,
+ * whole as far as the buffer goes, never read past (libFuzzer's fuzz_rule
+ * found the list read unterminated: a heap overflow). */
+static void test_long_error(void)
+{
+	char err[128], text[600];
+	char hdr[301];
+	memset(hdr, 's', 300);
+	hdr[300] = '\0';
+	snprintf(text, sizeof(text),
+		 "rules = ( { name = \"r\"; action = \"respond\"; status = 503; headers = "
+		 "[\"%s\"]; } );",
+		 hdr);
+	CU_ASSERT_PTR_NULL(fn_config_load_string(text, "long", NULL, err, sizeof(err)));
+	CU_ASSERT_EQUAL(strncmp(err, "long:1: rule 'r': ", 18), 0);
+}
+
 static void test_full_example(void)
 {
 	const char text[] = "zone = \"1a\";\n"
@@ -209,6 +227,7 @@ void add_config_tests(void)
 	CU_add_test(s, "syntax errors", test_syntax);
 	CU_add_test(s, "unknown keys", test_unknown_keys);
 	CU_add_test(s, "every error of a file", test_every_error);
+	CU_add_test(s, "an error longer than the room for the list", test_long_error);
 	CU_add_test(s, "bad values", test_bad_values);
 	CU_add_test(s, "actions and names", test_actions_and_names);
 	CU_add_test(s, "zones", test_zones);
