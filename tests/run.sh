@@ -392,6 +392,67 @@ for section in "$@"; do
 	*) echo "run.sh: no section '$section' (run.sh --list)" >&2; exit 2 ;;
 	esac
 done
+
+# ---- two lanes side by side ------------------------------------------------
+# `all` on two cores runs as two lanes at once, each section still once: the
+# long sanitizer, valgrind and peer-suite sections (LANE_B) in a network
+# namespace of their own, so that the fixed loopback ports of one lane's
+# servers never meet the other's, and the rest here (the Docker engine and
+# the kernel-side backend's cgroups stay in the host's namespace). Each lane
+# is a run.sh of its own with its own run directory and counts; lane B's
+# output follows lane A's, and the closing lines add both. FN_LANES=1, one
+# core, or no right to make a namespace: one lane, in order.
+LANE_B="asan valgrind cpython fuzz tsan scenarios http_sdk"
+lanes_wanted() {
+	[ "$*" = "$ALL" ] && [ -z "${FN_LANE:-}" ] && [ "${FN_LANES:-2}" != 1 ] &&
+		[ "$(nproc)" -ge 2 ] && unshare -n true 2>/dev/null
+}
+
+# The totals line a lane printed last, or one failure for a lane that ended
+# without one.
+lane_totals() {
+	local line
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$1" | tail -1)
+	[ -n "$line" ] && echo "$line" && return
+	echo "0 passed, 1 failed, 0 skipped"
+	echo "  FAIL - lane $2 ended without its closing line" >>"$1"
+}
+
+run_lanes() {
+	local a="" b="" s alog blog bpid t0=$SECONDS pa fa sa pb fb sb
+	for s in $ALL; do
+		case " $LANE_B " in
+		*" $s "*) b="$b $s" ;;
+		*) a="$a $s" ;;
+		esac
+	done
+	alog=$(mktemp)
+	blog=$(mktemp)
+	echo "run.sh: two lanes at once: lane A here:$a; lane B in a network namespace of its own:$b (its output follows lane A's)"
+	FN_LANE=B unshare -n sh -c 'ip link set lo up && exec "$0" "$@"' tests/run.sh $b >"$blog" 2>&1 &
+	bpid=$!
+	FN_LANE=A tests/run.sh $a 2>&1 | tee "$alog"
+	wait "$bpid"
+	echo
+	echo "=== lane B (in its own network namespace):$b"
+	cat "$blog"
+	read -r pa _ fa _ sa _ < <(lane_totals "$alog" A)
+	read -r pb _ fb _ sb _ < <(lane_totals "$blog" B)
+	echo
+	echo "--- both lanes: $((SECONDS - t0)) s"
+	if [ $((fa + fb)) != 0 ]; then
+		echo "what failed:"
+		cat "$alog" "$blog" | grep -E '^\s+FAIL - |Test: .*FAILED|^FAILED |^ERROR |^not ok ' | cut -c1-300
+	fi
+	echo "$((pa + pb)) passed, $((fa + fb)) failed, $((sa + sb)) skipped"
+	rm -f "$alog" "$blog"
+	[ $((fa + fb)) = 0 ]
+}
+
+if lanes_wanted "$@"; then
+	run_lanes
+	exit
+fi
 # Runs one section as a job of its own (its own process group) under a time
 # limit, then ends whatever it left running: a test that dies before its
 # cleanup must cost one failure, never the whole run. A process left holding

@@ -65,44 +65,6 @@ const char *fn_hl_get(const struct fn_hl *l, const char *name)
 	return "";
 }
 
-static size_t bq_len(const struct fn_bq *b)
-{
-	return b->len - b->lo;
-}
-
-static bool bq_add(struct fn_bq *b, const uint8_t *p, size_t n)
-{
-	if (b->lo == b->len)
-		b->lo = b->len = 0;
-	if (b->len + n > b->cap) {
-		if (b->lo) {
-			memmove(b->s, b->s + b->lo, b->len - b->lo);
-			b->len -= b->lo;
-			b->lo = 0;
-		}
-		size_t cap = b->cap ? b->cap : 16384;
-		while (cap < b->len + n)
-			cap *= 2;
-		char *s = cap == b->cap ? b->s : realloc(b->s, cap);
-		if (!s)
-			return false;
-		b->s = s;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->len, p, n);
-	b->len += n;
-	return true;
-}
-
-static size_t bq_take(struct fn_bq *b, uint8_t *dst, size_t n)
-{
-	if (n > bq_len(b))
-		n = bq_len(b);
-	memcpy(dst, b->s + b->lo, n);
-	b->lo += n;
-	return n;
-}
-
 /* ---- streams -------------------------------------------------------------- */
 
 static struct fn_h2s *stream_of(struct fn_h2 *h, nghttp2_session *ses, int32_t id)
@@ -136,8 +98,8 @@ static void stream_free(struct fn_h2 *h, struct fn_h2s *s)
 	hl_free(&s->resph);
 	hl_free(&s->resp_tr);
 	hl_free(&s->ans_tr);
-	free(s->req.s);
-	free(s->resp.s);
+	fn_queue_free(&s->req);
+	fn_queue_free(&s->resp);
 	free(s->body);
 	fn_h2_log_end(s);
 	free(s);
@@ -169,8 +131,8 @@ static ssize_t req_read(nghttp2_session *ses, int32_t id, uint8_t *buf, size_t l
 {
 	struct fn_h2 *h = ud;
 	struct fn_h2s *s = src->ptr;
-	size_t n = bq_take(&s->req, buf, length);
-	if (!bq_len(&s->req) && s->req_end) {
+	size_t n = fn_queue_take(&s->req, buf, length);
+	if (!fn_queue_pending(&s->req) && s->req_end) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
 		if (s->req_tr.n) {
 			*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
@@ -210,13 +172,13 @@ static ssize_t resp_read(nghttp2_session *ses, int32_t id, uint8_t *buf, size_t 
 	size_t lim = length;
 	if (s->after_bytes >= 0 && (uint64_t)s->after_bytes - s->sent < lim)
 		lim = (size_t)((uint64_t)s->after_bytes - s->sent);
-	size_t n = bq_take(&s->resp, buf, lim);
+	size_t n = fn_queue_take(&s->resp, buf, lim);
 	s->sent += n;
 	if (s->after_bytes >= 0 && s->sent == (uint64_t)s->after_bytes) {
 		s->cut_pending = true;
 		return n ? (ssize_t)n : NGHTTP2_ERR_DEFERRED;
 	}
-	if (!bq_len(&s->resp) && s->resp_end) {
+	if (!fn_queue_pending(&s->resp) && s->resp_end) {
 		answer_end(h, ses, id, &s->resp_tr, flags);
 		return (ssize_t)n;
 	}
@@ -247,7 +209,7 @@ void fn_h2_drop_answer(struct fn_h2 *h, struct fn_h2s *s)
 {
 	if (s->u && !s->up_closed && !s->resp_end)
 		h->ng->nghttp2_submit_rst_stream(h->up, NGHTTP2_FLAG_NONE, s->u, NGHTTP2_CANCEL);
-	give_back(h, h->up, 0, bq_len(&s->resp));
+	give_back(h, h->up, 0, fn_queue_pending(&s->resp));
 	s->resp.lo = s->resp.len = 0;
 }
 
@@ -259,7 +221,7 @@ void fn_h2_reset(struct fn_h2 *h, struct fn_h2s *s, int code)
 	s->app_dead = true;
 	fn_h2_drop_answer(h, s);
 	/* What the app sent that now goes nowhere. */
-	give_back(h, h->app, 0, bq_len(&s->req));
+	give_back(h, h->app, 0, fn_queue_pending(&s->req));
 	s->req.lo = s->req.len = 0;
 }
 
@@ -293,7 +255,7 @@ static void response_in(struct fn_h2 *h, struct fn_h2s *s)
 	if (s->app_dead || fn_h2_on_response(h, s) || (s->due && s->due > h->now))
 		return;
 	s->due = 0;
-	fn_h2_respond(h, s, s->resph.nv, s->resph.n, !s->resp_end || bq_len(&s->resp));
+	fn_h2_respond(h, s, s->resph.nv, s->resph.n, !s->resp_end || fn_queue_pending(&s->resp));
 }
 
 static void resume(struct fn_h2 *h, nghttp2_session *ses, int32_t id)
@@ -459,7 +421,7 @@ static void server_reset(struct fn_h2 *h, struct fn_h2s *s, uint32_t code)
 		s->app_dead = true;
 		return;
 	}
-	int64_t upto = (int64_t)(s->sent + bq_len(&s->resp));
+	int64_t upto = (int64_t)(s->sent + fn_queue_pending(&s->resp));
 	if (s->after_bytes < 0 || s->after_bytes > upto) { /* a rule's cut first */
 		s->rst_code = (int)code;
 		s->after_bytes = upto;
@@ -533,13 +495,13 @@ static int on_data(nghttp2_session *ses, uint8_t flags, int32_t id, const uint8_
 	if (ses == h->app && s && s->log)
 		s->log->req_bytes += len;
 	if (ses == h->app && s && s->kind == SK_FORWARD && !s->app_dead && !s->up_closed) {
-		if (!bq_add(&s->req, data, len))
+		if (!fn_queue_add(&s->req, data, len))
 			return NGHTTP2_ERR_CALLBACK_FAILURE;
 		resume(h, h->up, s->u);
 		return 0;
 	}
 	if (ses == h->up && s && !s->app_dead && !s->app_closed && s->kind == SK_FORWARD) {
-		if (!bq_add(&s->resp, data, len))
+		if (!fn_queue_add(&s->resp, data, len))
 			return NGHTTP2_ERR_CALLBACK_FAILURE;
 		resume(h, h->app, s->a);
 		return 0;

@@ -7,6 +7,7 @@
 #include "preload/h2/h2lib.h"
 
 #include "core/rules.h"
+#include "preload/base/queue.h"
 #include "preload/stats/stats.h"
 
 /* A header list as read, in order (names and values owned). */
@@ -16,11 +17,6 @@ struct fn_hl {
 };
 
 /* Bytes on their way from one session to the other. */
-struct fn_bq {
-	char *s;
-	size_t lo, len, cap;
-};
-
 enum fn_skind {
 	SK_FORWARD, /* carried to the server */
 	SK_LOCAL,   /* answered here (respond, grpc_status) */
@@ -32,7 +28,7 @@ struct fn_h2s {
 	int32_t a, u; /* its id on the app's session, on the server's (0: none) */
 	enum fn_skind kind;
 	struct fn_hl reqh, req_tr, resph, resp_tr;
-	struct fn_bq req, resp;
+	struct fn_queue req, resp;
 	bool req_end;	 /* the app's END_STREAM is in */
 	bool resp_final; /* the server's final response headers are in */
 	bool resp_end;	 /* its END_STREAM is in */

@@ -23,6 +23,7 @@
 #include "core/hparse.h"
 #include "core/http.h"
 #include "core/rundir.h"
+#include "preload/base/queue.h"
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
 #include "preload/base/say.h"
@@ -65,11 +66,6 @@ struct hreq {
 	struct fn_reqrec *log;	     /* FAULTNET_REQUESTS: its line, or NULL */
 };
 
-struct obuf {
-	char *s;
-	size_t lo, len, cap;
-};
-
 struct fn_hconn {
 	const struct fn_hparse *lib;
 	http_parser req, res;
@@ -93,15 +89,15 @@ struct fn_hconn {
 	size_t reqhlen;
 	bool in_value, saw_url, not_http, upgrading;
 	bool opaque_said; /* say_opaque has seen this connection */
-	struct obuf toup, toapp;
-	bool passthrough; /* requests go on as bytes, untouched */
-	bool down_raw;	  /* the server's bytes go on as bytes, untouched */
-	bool fin_wanted;  /* FIN to the app once toapp is written */
-	bool app_fin;	  /* FIN sent: what the app sends now is dropped, */
-	bool up_fin;	  /* unless the FIN was the server's: then it goes on */
-	bool app_dropped; /* a request taken here went wrong: ditto */
-	bool rules_off;	  /* the server's answers are unframeable: no rule */
-	struct obuf held; /* app bytes behind a gate: [held_out, held_in) */
+	struct fn_queue toup, toapp;
+	bool passthrough;     /* requests go on as bytes, untouched */
+	bool down_raw;	      /* the server's bytes go on as bytes, untouched */
+	bool fin_wanted;      /* FIN to the app once toapp is written */
+	bool app_fin;	      /* FIN sent: what the app sends now is dropped, */
+	bool up_fin;	      /* unless the FIN was the server's: then it goes on */
+	bool app_dropped;     /* a request taken here went wrong: ditto */
+	bool rules_off;	      /* the server's answers are unframeable: no rule */
+	struct fn_queue held; /* app bytes behind a gate: [held_out, held_in) */
 	uint64_t held_in, held_out;
 	int gates; /* requests with gate set */
 	bool up_started, up_ok, up_failed, up_shut;
@@ -137,35 +133,6 @@ static http_parser_settings req_settings, res_settings;
 
 /* ---- buffers ------------------------------------------------------------ */
 
-static bool obuf_add(struct obuf *b, const char *p, size_t n)
-{
-	if (b->lo == b->len)
-		b->lo = b->len = 0;
-	if (b->len + n > b->cap) {
-		if (b->lo) {
-			memmove(b->s, b->s + b->lo, b->len - b->lo);
-			b->len -= b->lo;
-			b->lo = 0;
-		}
-		size_t cap = b->cap ? b->cap : 16384;
-		while (cap < b->len + n)
-			cap *= 2;
-		char *s = realloc(b->s, cap);
-		if (!s)
-			return false;
-		b->s = s;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->len, p, n);
-	b->len += n;
-	return true;
-}
-
-static size_t obuf_pending(const struct obuf *b)
-{
-	return b->len - b->lo;
-}
-
 /* The app's (0) or the server's (1) socket, read and written as recv and
  * send do: through the TLS ends when the relay terminates the connection. */
 static ssize_t io_recv(struct fn_conn *c, int side, int fd, void *buf, size_t n)
@@ -188,13 +155,13 @@ static bool records_wait(const struct fn_conn *c, int side)
 }
 
 /* Writes what the socket takes. False on a fatal error. */
-static bool obuf_flush(struct fn_conn *c, int side, struct obuf *b, int fd, bool *blocked)
+static bool obuf_flush(struct fn_conn *c, int side, struct fn_queue *b, int fd, bool *blocked)
 {
 	*blocked = false;
 	if (c->http->tls && !fn_tls_flush(c->http->tls, side, fd, blocked))
 		return false;
-	while (!*blocked && obuf_pending(b)) {
-		ssize_t w = io_send(c, side, fd, b->s + b->lo, obuf_pending(b));
+	while (!*blocked && fn_queue_pending(b)) {
+		ssize_t w = io_send(c, side, fd, b->s + b->lo, fn_queue_pending(b));
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EINTR) {
 				*blocked = true;
@@ -478,10 +445,10 @@ static void to_server(struct fn_conn *c, const char *p, size_t n)
 {
 	struct fn_hconn *h = c->http;
 	if (!h->gates) {
-		obuf_add(&h->toup, p, n);
+		fn_queue_add(&h->toup, p, n);
 		return;
 	}
-	if (obuf_add(&h->held, p, n))
+	if (fn_queue_add(&h->held, p, n))
 		h->held_in += n;
 }
 
@@ -489,7 +456,7 @@ static void to_server(struct fn_conn *c, const char *p, size_t n)
 static void unhold(struct fn_hconn *h, uint64_t n, bool send)
 {
 	if (send && n)
-		obuf_add(&h->toup, h->held.s + h->held.lo, (size_t)n);
+		fn_queue_add(&h->toup, h->held.s + h->held.lo, (size_t)n);
 	h->held.lo += (size_t)n;
 	h->held_out += n;
 }
@@ -935,9 +902,9 @@ static bool release_forward(struct fn_conn *c, struct hreq *e, uint64_t now)
 	uint64_t end = h->down_raw ? dr->in : e->resp_done ? e->resp_end : h->rabs;
 	if (e->after_bytes >= 0 && end - dr->out > (uint64_t)e->after_bytes - e->sent)
 		end = dr->out + ((uint64_t)e->after_bytes - e->sent);
-	size_t room = OUT_MAX - obuf_pending(&h->toapp);
+	size_t room = OUT_MAX - fn_queue_pending(&h->toapp);
 	size_t n = end - dr->out < room ? (size_t)(end - dr->out) : room;
-	if (n && !obuf_add(&h->toapp, dr->buf + dr->lo, n))
+	if (n && !fn_queue_add(&h->toapp, dr->buf + dr->lo, n))
 		return false;
 	dr->lo += n;
 	dr->out += n;
@@ -1003,11 +970,11 @@ static void release(struct fn_conn *c, uint64_t now)
 	struct hreq *e;
 	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 	while ((e = h->head) && !h->fin_wanted && !c->reset_pending && !h->up_last &&
-	       obuf_pending(&h->toapp) < OUT_MAX) {
+	       fn_queue_pending(&h->toapp) < OUT_MAX) {
 		if (e->gate)
 			open_gate(h, e);
 		if (e->expect) {
-			obuf_add(&h->toapp, cont, sizeof(cont) - 1);
+			fn_queue_add(&h->toapp, cont, sizeof(cont) - 1);
 			e->expect = false;
 		}
 		if (e->kind == HK_FORWARD) {
@@ -1050,7 +1017,7 @@ static void release(struct fn_conn *c, uint64_t now)
 			fn_shape_wake(c, e->done_ns + e->delay_ns);
 			break;
 		}
-		obuf_add(&h->toapp, e->answer, e->alen);
+		fn_queue_add(&h->toapp, e->answer, e->alen);
 		if (e->log)
 			log_answer(e);
 		if (e->close_after)
@@ -1060,9 +1027,9 @@ static void release(struct fn_conn *c, uint64_t now)
 	struct fn_dir *dr = &c->dir[1];
 	if (!h->head && !h->fin_wanted && !c->reset_pending && !h->h2c_go && dr->out < dr->in &&
 	    (h->down_raw || !awaiting(h))) {
-		size_t room = OUT_MAX - obuf_pending(&h->toapp);
+		size_t room = OUT_MAX - fn_queue_pending(&h->toapp);
 		size_t n = dr->in - dr->out < room ? (size_t)(dr->in - dr->out) : room;
-		obuf_add(&h->toapp, dr->buf + dr->lo, n);
+		fn_queue_add(&h->toapp, dr->buf + dr->lo, n);
 		dr->lo += n;
 		dr->out += n;
 	}
@@ -1195,9 +1162,9 @@ static bool fin(struct fn_conn *c, int side, int fd)
 static void half_closes(struct fn_conn *c)
 {
 	struct fn_hconn *h = c->http;
-	if (h->fin_wanted && !h->app_fin && !obuf_pending(&h->toapp))
+	if (h->fin_wanted && !h->app_fin && !fn_queue_pending(&h->toapp))
 		h->app_fin = fin(c, 0, c->app);
-	if (c->dir[0].eof && h->up_ok && !h->up_shut && !obuf_pending(&h->toup) && !h->gates &&
+	if (c->dir[0].eof && h->up_ok && !h->up_shut && !fn_queue_pending(&h->toup) && !h->gates &&
 	    c->dir[0].lo == c->dir[0].hi)
 		h->up_shut = fin(c, 1, c->up);
 }
@@ -1226,7 +1193,7 @@ static void watch(struct fn_conn *c, bool app_blocked, bool up_blocked, uint64_t
 	struct fn_dir *in = &c->dir[0], *down = &c->dir[1];
 	bool in_room = in->hi < in->cap || in->lo > 0;
 	bool app_reads = !in->eof && in_room &&
-			 obuf_pending(&h->toup) + obuf_pending(&h->held) < OUT_MAX &&
+			 fn_queue_pending(&h->toup) + fn_queue_pending(&h->held) < OUT_MAX &&
 			 (!h->tls || h->app_hs || up_settled(h));
 	bool up_reads = false;
 	if (app_reads)
@@ -1255,14 +1222,14 @@ static bool app_gone(const struct fn_conn *c)
 {
 	const struct fn_hconn *h = c->http;
 	return h->app_reset && c->dir[0].lo == c->dir[0].hi &&
-	       (!h->up_ok || c->up < 0 || !obuf_pending(&h->toup));
+	       (!h->up_ok || c->up < 0 || !fn_queue_pending(&h->toup));
 }
 
 /* Done: the app has closed its side and has everything it is owed. */
 static bool finished(const struct fn_conn *c)
 {
 	const struct fn_hconn *h = c->http;
-	return c->dir[0].eof && !obuf_pending(&h->toapp) && !records_wait(c, 0) &&
+	return c->dir[0].eof && !fn_queue_pending(&h->toapp) && !records_wait(c, 0) &&
 	       (!h->up_fin || h->up_shut || c->up < 0) &&
 	       (h->app_fin || (!h->head && (c->up < 0 || c->dir[1].eof || h->up_failed)));
 }
@@ -1579,12 +1546,12 @@ static bool h2_output(struct fn_conn *c, bool *full)
 	struct fn_hconn *h = c->http;
 	const char *p;
 	size_t n = 0;
-	while (obuf_pending(&h->toapp) < OUT_MAX && (n = fn_h2_out(h->h2, 0, &p)))
-		if (!obuf_add(&h->toapp, p, n))
+	while (fn_queue_pending(&h->toapp) < OUT_MAX && (n = fn_h2_out(h->h2, 0, &p)))
+		if (!fn_queue_add(&h->toapp, p, n))
 			return false;
 	*full = n != 0;
-	while (obuf_pending(&h->toup) < OUT_MAX && (n = fn_h2_out(h->h2, 1, &p)))
-		if (!obuf_add(&h->toup, p, n))
+	while (fn_queue_pending(&h->toup) < OUT_MAX && (n = fn_h2_out(h->h2, 1, &p)))
+		if (!fn_queue_add(&h->toup, p, n))
 			return false;
 	enum fn_h2_state st = fn_h2_state(h->h2);
 	if (st == FN_H2_RESET)
@@ -1664,7 +1631,7 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 	for (; !h->app_reset && !h->h2;) { /* an app that reset is owed nothing */
 		uint64_t out = c->dir[1].out;
 		release(c, now);
-		bool more = c->dir[1].out != out || obuf_pending(&h->toapp);
+		bool more = c->dir[1].out != out || fn_queue_pending(&h->toapp);
 		if (!obuf_flush(c, 0, &h->toapp, c->app, &app_blocked)) {
 			fn_conn_finish(c, true);
 			return;
@@ -1672,7 +1639,7 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 		if (app_blocked || !more)
 			break;
 	}
-	if (h->h2c_go && !h->head && !obuf_pending(&h->toapp)) {
+	if (h->h2c_go && !h->head && !fn_queue_pending(&h->toapp)) {
 		h2c_switch(c, now);
 		if (c->done)
 			return;
@@ -1686,7 +1653,7 @@ void fn_http_pump(struct fn_conn *c, uint64_t now)
 		return;
 	}
 	half_closes(c);
-	if (c->reset_pending && !obuf_pending(&h->toapp) && !records_wait(c, 0)) {
+	if (c->reset_pending && !fn_queue_pending(&h->toapp) && !records_wait(c, 0)) {
 		fn_conn_reset_when_sent(c, now);
 		return;
 	}
@@ -1760,9 +1727,9 @@ void fn_http_conn_free(struct fn_conn *c)
 		return;
 	while (h->head)
 		pop(h);
-	free(h->toup.s);
-	free(h->held.s);
-	free(h->toapp.s);
+	fn_queue_free(&h->toup);
+	fn_queue_free(&h->held);
+	fn_queue_free(&h->toapp);
 	fn_h2_free(h->h2);
 	fn_tls_free(h->tls);
 	free(h);

@@ -135,7 +135,8 @@ ROOMS = [
      "the group's change counter and change lock (groupseq.c), the owning pid "
      "(owner.c: vfork detection), signals blocked and the shim's threads "
      "started (signals.c), the end of a process only the shim's threads are "
-     "left in (alone.c), messages to stderr (say.c)."),
+     "left in (alone.c), messages to stderr (say.c), the byte queue the HTTP "
+     "engine and its HTTP/2 sessions hold bytes in (queue.c)."),
     ("ctl", {"ctl/scenario", "ctl/state", "core", "bpf", "preload/tls"},
      "faultctl (faultctl.c: options, and the verb table that drives the "
      "dispatch, the usage text and help --verbs): check, run (run.c; reach.c: "
