@@ -1512,12 +1512,13 @@ static void h2c_switch(struct fn_conn *c, uint64_t now)
 }
 
 /* The bytes read go to the engine; false on the app's protocol error. */
-static bool h2_input(struct fn_conn *c, uint64_t now)
+static bool h2_input(struct fn_conn *c, uint64_t now, bool *fed)
 {
 	struct fn_hconn *h = c->http;
 	struct fn_dir *in = &c->dir[0], *down = &c->dir[1];
 	if (down->lo < down->hi) {
 		ssize_t k = fn_h2_recv(h->h2, 1, down->buf + down->lo, down->hi - down->lo, now);
+		*fed = *fed || k > 0;
 		down->out += (uint64_t)k;
 		down->lo += (size_t)k;
 		if (down->lo == down->hi)
@@ -1529,6 +1530,7 @@ static bool h2_input(struct fn_conn *c, uint64_t now)
 		ssize_t k = fn_h2_recv(h->h2, 0, in->buf + in->lo, in->hi - in->lo, now);
 		if (k < 0)
 			return false;
+		*fed = *fed || k > 0;
 		in->lo += (size_t)k;
 		if (in->lo == in->hi)
 			in->lo = in->hi = 0;
@@ -1540,19 +1542,24 @@ static bool h2_input(struct fn_conn *c, uint64_t now)
 }
 
 /* The engine's output into the two buffers, OUT_MAX at most each; *full
- * when the app's stopped there. False when memory is short. */
-static bool h2_output(struct fn_conn *c, bool *full)
+ * when the app's stopped there, *made when there was any. False when
+ * memory is short. */
+static bool h2_output(struct fn_conn *c, bool *full, bool *made)
 {
 	struct fn_hconn *h = c->http;
 	const char *p;
 	size_t n = 0;
-	while (fn_queue_pending(&h->toapp) < OUT_MAX && (n = fn_h2_out(h->h2, 0, &p)))
+	while (fn_queue_pending(&h->toapp) < OUT_MAX && (n = fn_h2_out(h->h2, 0, &p))) {
+		*made = true;
 		if (!fn_queue_add(&h->toapp, p, n))
 			return false;
+	}
 	*full = n != 0;
-	while (fn_queue_pending(&h->toup) < OUT_MAX && (n = fn_h2_out(h->h2, 1, &p)))
+	while (fn_queue_pending(&h->toup) < OUT_MAX && (n = fn_h2_out(h->h2, 1, &p))) {
+		*made = true;
 		if (!fn_queue_add(&h->toup, p, n))
 			return false;
+	}
 	enum fn_h2_state st = fn_h2_state(h->h2);
 	if (st == FN_H2_RESET)
 		c->reset_pending = true;
@@ -1561,17 +1568,37 @@ static bool h2_output(struct fn_conn *c, bool *full)
 	return true;
 }
 
-/* One pass of an HTTP/2 connection: in, then out while the app takes it. */
-static bool h2_pump(struct fn_conn *c, uint64_t now, bool *app_blocked)
+/* In, then out while the app takes it. Whether anything went in or came
+ * out. */
+static bool h2_round(struct fn_conn *c, uint64_t now, bool *app_blocked, bool *moved)
 {
 	struct fn_hconn *h = c->http;
-	if (!h2_input(c, now))
+	if (!h2_input(c, now, moved))
 		return false;
 	for (int i = 0; i < 64; i++) {
 		bool full;
-		if (!h2_output(c, &full) || !obuf_flush(c, 0, &h->toapp, c->app, app_blocked))
+		if (!h2_output(c, &full, moved) ||
+		    !obuf_flush(c, 0, &h->toapp, c->app, app_blocked))
 			return false;
 		if (*app_blocked || !full)
+			break;
+	}
+	return true;
+}
+
+/* One pass of an HTTP/2 connection. A side's bytes held at a gate (the
+ * server's until the app's preface has gone out to it, the app's until
+ * the server's SETTINGS are in) are fed again in the same pass once the
+ * other side's round opened it: they are already read, so no event will
+ * come for them (Java's h2c upgrade waited for its own timeout). */
+static bool h2_pump(struct fn_conn *c, uint64_t now, bool *app_blocked)
+{
+	for (int round = 0; round < 8; round++) {
+		bool moved = false;
+		if (!h2_round(c, now, app_blocked, &moved))
+			return false;
+		bool held = c->dir[0].lo < c->dir[0].hi || c->dir[1].lo < c->dir[1].hi;
+		if (!moved || !held)
 			break;
 	}
 	return true;

@@ -17,7 +17,11 @@ nghttp2-client) against nghttpd, a server that speaks first:
   went on as bytes, out of the rules' reach);
 - a TLS client offering only h2 to a port where no server listens and the
   rules answer: h2 chosen once its handshake is done, never read as
-  HTTP/1.1 (about one run in five was reset).
+  HTTP/1.1 (about one run in five was reset);
+- an h2c client whose preface comes after the server's frames are in (the
+  server sends its SETTINGS and an answer filling the relay's buffer with
+  the 101): the server's bytes, held until the app's preface had gone
+  out, waited for an event that never came (Java's HttpClient timed out on about one upgrade in five).
 usage: h2_engine.py BUILD. Runs in its own network namespace."""
 import os
 import re
@@ -182,6 +186,60 @@ def grpc_rst_after_headers(d):
           out.startswith("err INTERNAL") and float(out.split()[-1]) < 5, out[-300:])
 
 
+# An h2c client that waits after the 101 before its preface, so that the
+# server's SETTINGS and answer, sent with the 101, are in first.
+H2C_LATE_CLIENT = """
+import socket, sys, time
+import h2.config, h2.connection, h2.events
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+hs = c.initiate_upgrade_connection().decode()
+s.sendall(("GET /late?n=200000 HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n"
+           "Connection: Upgrade, HTTP2-Settings\\r\\nUpgrade: h2c\\r\\n"
+           "HTTP2-Settings: %s\\r\\n\\r\\n" % hs).encode())
+buf = b""
+while b"\\r\\n\\r\\n" not in buf:
+    buf += s.recv(65536)
+head, _, rest = buf.partition(b"\\r\\n\\r\\n")
+time.sleep(0.3)
+s.sendall(c.data_to_send())
+n = 0
+try:
+    for ev in c.receive_data(rest) if rest else []:
+        pass
+    while True:
+        data = s.recv(65536)
+        if not data:
+            print(head.split(b"\\r\\n")[0].decode(), "closed", n)
+            break
+        for ev in c.receive_data(data):
+            if isinstance(ev, h2.events.DataReceived):
+                n += len(ev.data)
+                c.acknowledge_received_data(len(ev.data), ev.stream_id)
+            if isinstance(ev, h2.events.StreamEnded) and ev.stream_id == 1:
+                print(head.split(b"\\r\\n")[0].decode(), "ended", n)
+                sys.exit(0)
+        s.sendall(c.data_to_send())
+except socket.timeout:
+    print(head.split(b"\\r\\n")[0].decode(), "stalled", n)
+"""
+
+
+def h2c_late_preface(d):
+    """h2c: the app's preface after the server's first frames are in."""
+    conf = policy(d, "h2clate", ['{ name = "fail"; action = "respond"; status = 503; '
+                                 'match = { to = "127.0.0.1/32"; port = %d; path = "/fail"; }; }'
+                                 % H2C])
+    bad = []
+    for i in range(3):
+        rc, out = run([sys.executable, "-c", H2C_LATE_CLIENT, str(H2C)], env(d, conf))
+        if rc != 0 or out.strip() != "HTTP/1.1 101 Switching Protocols ended 200000":
+            bad.append((i, rc, out[-300:]))
+    check("h2c: a client whose preface follows the server's SETTINGS and answer (sent with the "
+          "101) gets stream 1 whole, 3 connections (%d stalled or failed)" % len(bad),
+          not bad, bad[:1])
+
+
 def h2c_upgrade(d):
     """Upgrade: h2c (curl --http2 on http://): the upgraded request and the
     streams after it are read as HTTP/2, rules included."""
@@ -298,6 +356,7 @@ def main():
         # h2_only_no_server reads the run's CA: a TLS connection must have
         # been terminated before it (alpn_h2) when both run.
         for t in checks.selected([lambda: server_first(d), lambda: h2c_upgrade(d),
+                                  lambda: h2c_late_preface(d),
                                   lambda: rst_after_headers(d), lambda: grpc_rst_after_headers(d), lambda: ping_unanswered(d),
                                   lambda: alpn_h2(d, ca), lambda: h2_only_no_server(d)]):
             print("--- " + checks.name_of(t))
