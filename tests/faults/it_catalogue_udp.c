@@ -17,9 +17,12 @@ static void test_udp_delay(void)
 	struct msghdr mh = {
 	    .msg_name = &to, .msg_namelen = tolen, .msg_iov = &iov, .msg_iovlen = 1};
 	CU_ASSERT_EQUAL(sendmsg(tx, &mh, 0), 3);
-	CU_ASSERT(now_ms() - t0 < 100); /* the send itself does not wait */
+	/* The sends themselves do not wait out the 300 ms (under valgrind on a
+	 * busy machine they take tens of ms), and nothing arrives before it. */
+	long sent = now_ms() - t0;
+	CU_ASSERT(sent < 200);
 	struct pollfd p = {.fd = rx, .events = POLLIN};
-	CU_ASSERT_EQUAL(poll(&p, 1, 150), 0); /* nothing yet */
+	CU_ASSERT_EQUAL(poll(&p, 1, sent < 250 ? (int)(250 - sent) : 0), 0);
 	char buf[16];
 	struct sockaddr_in from;
 	socklen_t flen = sizeof(from);
