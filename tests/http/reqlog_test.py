@@ -427,9 +427,11 @@ def test_cap():
 
 SILENT_CONF = """rules = (
   { name = "never"; action = "respond"; status = 503;
-    match = { to = "%s/32"; port = 9001; path = "/never"; }; }
+    match = { to = "%(h)s/32"; port = 9001; path = "/never"; }; },
+  { name = "h2-503"; action = "respond"; status = 503; retry_after = 7;
+    match = { to = "%(h)s/32"; port = 9001; path = "/answer/*"; }; }
 );
-""" % HOST
+""" % {"h": HOST}
 
 # The app: one request (HTTP/1.1, or HTTP/2 with prior knowledge), then it
 # waits until the server has it (the marker file), and exits as a program
@@ -438,13 +440,29 @@ SILENT_CLIENT = r"""
 import os, socket, sys, time
 mode, host, port, marker = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 s = socket.create_connection((host, port))
-if mode == "h2":
-    import h2.config, h2.connection
+if mode in ("h2", "h2answer"):
+    import h2.config, h2.connection, h2.events
     c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
     c.initiate_connection()
     c.send_headers(1, [(":method", "GET"), (":scheme", "http"), (":authority", "silent"),
-                       (":path", "/hang/h2?x=1")], end_stream=True)
+                       (":path", "/hang/h2?x=1" if mode == "h2" else "/answer/h2?sig=SIGSECRET"),
+                       ("user-agent", "h2test/1"), ("authorization", "Bearer AUTHSECRET")],
+                   end_stream=True)
     s.sendall(c.data_to_send())
+if mode == "h2answer":  # the rule's answer, read to its end
+    s.settimeout(10)
+    status, ended = None, False
+    while not ended:
+        b = s.recv(65536)
+        if not b:
+            break
+        for e in c.receive_data(b):
+            if isinstance(e, h2.events.ResponseReceived):
+                status = dict(e.headers).get(b":status")
+            ended = ended or isinstance(e, (h2.events.StreamEnded, h2.events.StreamReset))
+        s.sendall(c.data_to_send())
+    print("status", status.decode() if status else None, flush=True)
+    sys.exit(0)
 else:
     s.sendall(b"GET /hang/%s?x=1 HTTP/1.1\r\nHost: silent\r\n\r\n" % mode.encode())
 end = time.monotonic() + 20
@@ -476,7 +494,7 @@ class Silent(threading.Thread):
         self.held.append(c)
         got = b""
         h2c = None
-        if self.mode == "h2":
+        if self.mode.startswith("h2"):
             import h2.config
             import h2.connection
             h2c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
@@ -542,6 +560,19 @@ def test_unanswered():
               and one.get("unanswered") == why and one.get("status") == 0
               and one.get("fate") == "forwarded" and one.get("first_mono_us") is None
               and one.get("end_mono_us") is None, (r.stdout, r.stderr[-300:], got))
+    # HTTP/2: a stream a rule answers, its line whole.
+    r, got = silent_run("h2answer")
+    one = got[0] if len(got) == 1 else {}
+    check("HTTP/2: the stream a rule answered: its line has the rule, 503, the kept headers "
+          "(user-agent, retry-after), credentials as their length, times, unanswered null",
+          r.stdout.split() == ["status", "503"] and one.get("path") == "/answer/h2"
+          and one.get("rule") == "h2-503" and one.get("fate") == "answered"
+          and one.get("status") == 503 and one.get("unanswered", "absent") is None
+          and ["user-agent", "h2test/1"] in one.get("req_headers", [])
+          and ["retry-after", "7"] in one.get("resp_headers", [])
+          and one.get("query") == "sig=(redacted:9)" and "SECRET" not in json.dumps(got)
+          and one.get("req_mono_us") <= one.get("first_mono_us") <= one.get("end_mono_us"),
+          (r.stdout, r.stderr[-300:], got))
     # An answered request says so: unanswered is null.
     log = slow_log()
     check("answered requests' lines: unanswered is null",
