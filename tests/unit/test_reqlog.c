@@ -206,6 +206,46 @@ static void test_exit(void)
 	CU_ASSERT_EQUAL(writes, 0);
 }
 
+/* Every field at its longest, each byte one to escape: one line, under
+ * PIPE_BUF, ending as a line does. */
+static void test_longest(void)
+{
+	setup();
+	static char host[256], path[1024], query[1024], big[600], reqh[FN_REQLOG_HDRS];
+	memset(host, '"', sizeof(host) - 1);
+	memset(path, 1, sizeof(path) - 1);
+	for (size_t i = 0; i < sizeof(query) - 1; i++)
+		query[i] = i % 7 == 6 ? '&' : i % 7 == 3 ? '=' : '\\';
+	memcpy(query, "sig=", 4);
+	memset(big, '\\', sizeof(big) - 1);
+	size_t reqhlen = 0;
+	static char plainv[101];
+	memset(plainv, 'a', 100);
+	for (int i = 0; i < 20; i++) /* as many as the room for each one's worst case */
+		fn_reqlog_header(reqh, sizeof(reqh), &reqhlen, "user-agent", 10, plainv, 100, 100);
+	CU_ASSERT(reqhlen > 800);
+	struct fn_reqhead h = {UINT64_MAX, UINT64_MAX,	UINT64_MAX,
+			       true,	   "PROPPATCH", host,
+			       path,	   query,	"a-rule-name-that-is-long-enough",
+			       reqh,	   reqhlen};
+	struct fn_reqrec *r = fn_reqlog_begin(&h);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	r->fate = "forwarded";
+	r->first_ns = UINT64_MAX - 1;
+	r->end_ns = UINT64_MAX;
+	r->status = -1;
+	r->slowed_ms = INT64_MIN;
+	r->req_bytes = r->resp_bytes = UINT64_MAX;
+	for (int i = 0; i < 20; i++)
+		fn_reqlog_resp_header(r, "retry-after", 11, big, 200, 200);
+	fn_reqlog_end(r, "connection closed");
+	CU_ASSERT_EQUAL(writes, 1);
+	CU_ASSERT(outlen < LINE_MAX_);
+	CU_ASSERT(outlen > 2000);
+	CU_ASSERT(outlen >= 3 && memcmp(out + outlen - 3, "]}\n", 3) == 0);
+	CU_ASSERT_PTR_NULL(memchr(out, '\n', outlen - 1));
+}
+
 void add_reqlog_tests(void)
 {
 	CU_pSuite s = CU_add_suite("request log", NULL, NULL);
@@ -214,4 +254,5 @@ void add_reqlog_tests(void)
 	CU_add_test(s, "JSON escapes, never cut in two", test_esc);
 	CU_add_test(s, "a whole line, credentials redacted", test_line);
 	CU_add_test(s, "requests waiting at exit, and a fork child's", test_exit);
+	CU_add_test(s, "every field at its longest: one line under PIPE_BUF", test_longest);
 }
