@@ -129,6 +129,7 @@ static void setup(void)
 		bool fatal;
 		setenv("FAULTNET_REQUESTS", "/nonexistent/stand-in", 1);
 		CU_ASSERT_PTR_NULL(fn_reqlog_open(&fatal));
+		unsetenv("FAULTNET_REQUESTS"); /* for no program the tests start */
 		setup_done = true;
 	}
 	reset_out();
