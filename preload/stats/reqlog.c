@@ -3,7 +3,10 @@
  * got, written through the events file's writer (fn_jsonl). Which headers
  * are kept (FAULTNET_REQUESTS_HEADERS), which names are credentials
  * (FAULTNET_REQUESTS_REDACT, added to the built-in ones) and how large the
- * file may grow (FAULTNET_REQUESTS_MAX) are read once at start. */
+ * file may grow (FAULTNET_REQUESTS_MAX) are read once at start. A line is
+ * built as its request goes, by hand rather than by printf (the relay pays
+ * for it on every request): its head at the decision, the rest at the
+ * end; requests still waiting when the process exits get theirs then. */
 #include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -395,9 +398,10 @@ static char *query(char *p, const char *end, const char *q)
 		*p++ = '"';                              \
 	} while (0)
 
-/* A line's longest: under PIPE_BUF, so one atomic write. The head holds
- * at most HEAD_MAX of it, the numbers after it at most TAIL_MAX. */
-#define HEAD_MAX 3000 /* the numbers after it take at most 500 */
+/* A line's longest is LINE_MAX_ (under PIPE_BUF, so one atomic write):
+ * the head holds at most HEAD_MAX of it, the numbers after it take at most
+ * 500, and the answer's headers go in only if they fit. */
+#define HEAD_MAX 3000
 
 /* The requests begun and not yet written, for exit (fn_reqlog_exit); only
  * touched under the relay's lock. A fork child forgets its parent's. */
@@ -408,12 +412,11 @@ static struct fn_reqrec *pending;
 #define SMALL_HEAD 768
 static struct fn_reqrec *spare;
 
-struct fn_reqrec *fn_reqlog_begin(const struct fn_reqhead *h)
+/* The line's start after its pid, into b (HEAD_MAX + 64 bytes); its
+ * length. */
+static size_t head(char *b, const struct fn_reqhead *h, int64_t wall)
 {
-	char b[HEAD_MAX + 64], *p = b;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	int64_t wall = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	char *p = b;
 	LIT(p, ",\"conn\":");
 	p = num(p, h->conn);
 	LIT(p, ",\"n\":");
@@ -444,7 +447,16 @@ struct fn_reqrec *fn_reqlog_begin(const struct fn_reqhead *h)
 		p += h->reqhlen;
 	}
 	*p++ = ']';
-	size_t n = (size_t)(p - b);
+	return (size_t)(p - b);
+}
+
+struct fn_reqrec *fn_reqlog_begin(const struct fn_reqhead *h)
+{
+	char b[HEAD_MAX + 64];
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t wall = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	size_t n = head(b, h, wall);
 	/* The record last freed, when its head fits (most do: SMALL_HEAD),
 	 * saves a request a malloc and a free. */
 	struct fn_reqrec *r =
@@ -502,27 +514,10 @@ static void unlink_rec(struct fn_reqrec *r)
 	r->prev = NULL;
 }
 
-/* The line: {"pid":P then the head, then the numbers. */
-static size_t line(const struct fn_reqrec *r, const char *unanswered, char *b)
+/* The answer's times; end's copied from first's when the answer came in
+ * one piece. */
+static char *times(char *p, const struct fn_reqrec *r)
 {
-	char *p = b;
-	/* The pid's digits, written again while it is the same (a fork
-	 * child's is not). */
-	static char pids[24];
-	static int pid, pidlen;
-	int now = getpid();
-	if (now != pid) {
-		char *e = pids;
-		LIT(e, "{\"pid\":");
-		pidlen = (int)(num(e, (uint64_t)now) - pids);
-		pid = now;
-	}
-	memcpy(p, pids, 24);
-	p += pidlen;
-	memcpy(p, r->head, r->headlen);
-	p += r->headlen;
-	/* The answer's times; end's copied from first's when the answer came
-	 * in one piece. */
 	LIT(p, ",\"first_wall_us\":");
 	char *fw = p;
 	p = twall(p, r, r->first_ns);
@@ -542,6 +537,29 @@ static size_t line(const struct fn_reqrec *r, const char *unanswered, char *b)
 		memcpy(p, fm, fml), p += fml;
 	else
 		p = tmono(p, r->end_ns);
+	return p;
+}
+
+/* The line: {"pid":P then the head, then the numbers. */
+static size_t line(const struct fn_reqrec *r, const char *unanswered, char *b)
+{
+	char *p = b;
+	/* The pid's digits, written again while it is the same (a fork
+	 * child's is not). */
+	static char pids[24];
+	static int pid, pidlen;
+	int now = getpid();
+	if (now != pid) {
+		char *e = pids;
+		LIT(e, "{\"pid\":");
+		pidlen = (int)(num(e, (uint64_t)now) - pids);
+		pid = now;
+	}
+	memcpy(p, pids, 24);
+	p += pidlen;
+	memcpy(p, r->head, r->headlen);
+	p += r->headlen;
+	p = times(p, r);
 	LIT(p, ",\"fate\":\"");
 	size_t fl = strlen(r->fate);
 	memcpy(p, r->fate, fl);
