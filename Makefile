@@ -170,7 +170,8 @@ deb:
 # the rest of the room).
 UNIT_LINK := $(CORE_LIB) $(call obj,preload/relay/shape.c preload/base/policy.c bpf/compile.c \
 	preload/stats/requests.c preload/stats/h2sent.c)
-$(BUILD)/tests/unit: $(wildcard tests/unit/*.c tests/unit/*.h) $(UNIT_LINK) $(HEADERS) $(BPF_HEADERS)
+$(BUILD)/tests/unit: $(wildcard tests/unit/*.c tests/unit/*.h) $(UNIT_LINK) $(HEADERS) $(BPF_HEADERS) \
+		preload/stats/reqlog.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(wildcard tests/unit/*.c) $(UNIT_LINK) -ldl -lresolv -lcunit -lpthread
 

@@ -101,7 +101,7 @@ static void stream_free(struct fn_h2 *h, struct fn_h2s *s)
 	fn_queue_free(&s->req);
 	fn_queue_free(&s->resp);
 	free(s->body);
-	fn_h2_log_end(s);
+	fn_h2_log_end(s, "connection closed");
 	free(s);
 }
 
@@ -519,7 +519,7 @@ static int on_close(nghttp2_session *ses, int32_t id, uint32_t code, void *ud)
 		return 0;
 	if (ses == h->app) {
 		s->app_closed = true;
-		fn_h2_log_end(s);
+		fn_h2_log_end(s, NULL);
 		if (s->u && !s->up_closed && !s->resp_end)
 			h->ng->nghttp2_submit_rst_stream(h->up, NGHTTP2_FLAG_NONE, s->u,
 							 NGHTTP2_CANCEL);

@@ -112,6 +112,6 @@ bool fn_h2_on_response(struct fn_h2 *h, struct fn_h2s *s);
 void fn_h2_log_start(struct fn_h2 *h, struct fn_h2s *s, const struct fn_rule *r,
 		     enum fn_req_fate fate, const char *host, const char *path);
 void fn_h2_log_answer(struct fn_h2s *s, const nghttp2_nv *nv, size_t n);
-void fn_h2_log_end(struct fn_h2s *s);
+void fn_h2_log_end(struct fn_h2s *s, const char *unanswered);
 
 #endif

@@ -7,17 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/clock.h"
 #include "core/http.h"
 
 #define MS 1000000ull
-
-static void copy(char *dst, size_t cap, const char *src)
-{
-	snprintf(dst, cap, "%s", src);
-}
 
 /* The kept headers of l (pseudo-headers are the line's own fields). */
 static void kept(char *buf, size_t cap, size_t *len, const struct fn_hl *l)
@@ -27,7 +21,7 @@ static void kept(char *buf, size_t cap, size_t *len, const struct fn_hl *l)
 	for (size_t i = 0; i < l->n; i++) {
 		const nghttp2_nv *nv = &l->nv[i];
 		if (nv->name[0] != ':' && fn_reqlog_wants((const char *)nv->name, nv->namelen))
-			fn_reqlog_header(buf, cap, len, (const char *)nv->name,
+			fn_reqlog_header(buf, cap, len, (const char *)nv->name, nv->namelen,
 					 (const char *)nv->value, nv->valuelen, nv->valuelen);
 	}
 }
@@ -36,29 +30,31 @@ void fn_h2_log_start(struct fn_h2 *h, struct fn_h2s *s, const struct fn_rule *r,
 		     enum fn_req_fate fate, const char *host, const char *path)
 {
 	static const char *const fates[] = {"forwarded", "answered", "slowed", "aborted"};
-	if (!h->logging || !(s->log = calloc(1, sizeof(*s->log))))
+	if (!h->logging)
 		return;
-	struct fn_reqrec *lg = s->log;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	lg->wall_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-	lg->req_ns = fn_now_ns();
-	lg->conn = h->conn_id;
-	lg->n = ++h->nreq;
-	lg->https = h->tls;
-	copy(lg->method, sizeof(lg->method), fn_hl_get(&s->reqh, ":method"));
-	copy(lg->host, sizeof(lg->host), host);
-	copy(lg->path, sizeof(lg->path), path);
 	const char *q = strchr(fn_hl_get(&s->reqh, ":path"), '?');
-	char query[1024];
+	char query[1024], reqh[FN_REQLOG_HDRS];
 	snprintf(query, sizeof(query), "%.*s", q ? (int)strcspn(q + 1, "#") : 0, q ? q + 1 : "");
-	fn_reqlog_query(lg->query, sizeof(lg->query), query);
-	copy(lg->rule, sizeof(lg->rule), r ? r->name : "");
+	size_t reqhlen;
+	kept(reqh, sizeof(reqh), &reqhlen, &s->reqh);
+	struct fn_reqhead hd = {h->conn_id,
+				++h->nreq,
+				fn_now_ns(),
+				h->tls,
+				fn_hl_get(&s->reqh, ":method"),
+				host,
+				path,
+				query,
+				r ? r->name : NULL,
+				reqh,
+				reqhlen};
+	struct fn_reqrec *lg = s->log = fn_reqlog_begin(&hd);
+	if (!lg)
+		return;
 	lg->fate = fates[fate];
 	lg->rule_status = fate == FN_REQ_ANSWERED ? (r->http->status ? r->http->status : 200) : 0;
 	lg->slowed_ms =
 	    fate == FN_REQ_SLOWED && s->due > h->now ? (int64_t)((s->due - h->now) / MS) : 0;
-	kept(lg->reqh, sizeof(lg->reqh), &lg->reqhlen, &s->reqh);
 }
 
 void fn_h2_log_answer(struct fn_h2s *s, const nghttp2_nv *nv, size_t n)
@@ -69,18 +65,22 @@ void fn_h2_log_answer(struct fn_h2s *s, const nghttp2_nv *nv, size_t n)
 	lg->first_ns = fn_now_ns();
 	struct fn_hl l = {(nghttp2_nv *)nv, n, n};
 	lg->status = atoi(fn_hl_get(&l, ":status"));
-	kept(lg->resph, sizeof(lg->resph), &lg->resphlen, &l);
+	for (size_t i = 0; i < n; i++)
+		if (nv[i].name[0] != ':' &&
+		    fn_reqlog_wants((const char *)nv[i].name, nv[i].namelen))
+			fn_reqlog_resp_header(lg, (const char *)nv[i].name, nv[i].namelen,
+					      (const char *)nv[i].value, nv[i].valuelen,
+					      nv[i].valuelen);
 }
 
-void fn_h2_log_end(struct fn_h2s *s)
+void fn_h2_log_end(struct fn_h2s *s, const char *unanswered)
 {
 	struct fn_reqrec *lg = s->log;
 	if (!lg)
 		return;
-	lg->end_ns = fn_now_ns();
+	lg->end_ns = unanswered ? 0 : fn_now_ns();
 	lg->reached = s->u != 0;
 	lg->resp_bytes = s->kind == SK_LOCAL ? s->boff : s->sent;
-	fn_reqlog_write(lg);
-	free(lg);
 	s->log = NULL;
+	fn_reqlog_end(lg, unanswered);
 }

@@ -33,6 +33,7 @@
 #include "preload/relay/relay_http.h"
 #include "preload/relay/splice.h"
 #include "preload/sink/sink.h"
+#include "preload/stats/stats.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fn_conn *conns;
@@ -540,6 +541,7 @@ void fn_relay_atfork_child(void)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 	lock = fresh;
+	fn_reqlog_atfork_child();
 	/* The parent's relay keeps serving the connections; the child must not
 	 * hold their sockets open after the parent closes them. */
 	while (conns) {
@@ -618,6 +620,9 @@ __attribute__((destructor)) static void drain_at_exit(void)
 			for (struct fn_conn *c = conns; c; c = c->next)
 				if (undelivered(c))
 					fn_conn_finish(c, true);
+			/* FAULTNET_REQUESTS: a line for each request still
+			 * waiting, so that a log never lacks one the app sent. */
+			fn_reqlog_exit();
 			pthread_mutex_unlock(&lock);
 			fn_signals_restore(&old);
 			return;

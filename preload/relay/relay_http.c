@@ -85,6 +85,7 @@ struct fn_hconn {
 	char query[1024], val[512], rfield[64], rval[512];
 	size_t vallen, valtotal, rfieldlen, rvallen, rvaltotal;
 	bool rin_value;
+	bool keep, rkeep; /* the header being read is kept (fn_reqlog_wants) */
 	char reqh[FN_REQLOG_HDRS];
 	size_t reqhlen;
 	bool in_value, saw_url, not_http, upgrading;
@@ -191,7 +192,7 @@ static int on_req_begin(http_parser *p)
 	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
 	h->pathlen = h->hostlen = h->expectlen = h->fieldlen = 0;
 	h->path[0] = h->host[0] = h->expect[0] = h->field[0] = '\0';
-	h->in_value = false;
+	h->in_value = h->keep = false;
 	h->reqhlen = h->vallen = h->valtotal = 0;
 	h->reqh[0] = '\0';
 	h->upglen = h->h2setlen = 0;
@@ -220,10 +221,11 @@ static void keep_value(char *val, size_t cap, size_t *len, size_t *total, const 
 /* The request header just read, if the log keeps it. */
 static void req_header_done(struct fn_hconn *h)
 {
-	if (h->logging && h->in_value && fn_reqlog_wants(h->field, h->fieldlen))
-		fn_reqlog_header(h->reqh, sizeof(h->reqh), &h->reqhlen, h->field, h->val, h->vallen,
-				 h->valtotal);
+	if (h->keep && h->in_value)
+		fn_reqlog_header(h->reqh, sizeof(h->reqh), &h->reqhlen, h->field, h->fieldlen,
+				 h->val, h->vallen, h->valtotal);
 	h->vallen = h->valtotal = 0;
+	h->keep = false;
 }
 
 static int on_field(http_parser *p, const char *at, size_t n)
@@ -241,6 +243,9 @@ static int on_field(http_parser *p, const char *at, size_t n)
 static int on_value(http_parser *p, const char *at, size_t n)
 {
 	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
+	/* Whether the log keeps it, asked once, at its value's first bytes. */
+	if (!h->in_value && h->logging)
+		h->keep = fn_reqlog_wants(h->field, h->fieldlen);
 	h->in_value = true;
 	if (strcasecmp(h->field, "host") == 0)
 		append(h->host, sizeof(h->host), &h->hostlen, at, n);
@@ -255,7 +260,7 @@ static int on_value(http_parser *p, const char *at, size_t n)
 		h->h2set_off = h->h2setlen ? -1 : at - (dr->buf + dr->lo);
 		append(h->h2set, sizeof(h->h2set), &h->h2setlen, at, n);
 	}
-	if (h->logging)
+	if (h->keep)
 		keep_value(h->val, sizeof(h->val), &h->vallen, &h->valtotal, at, n);
 	return 0;
 }
@@ -279,44 +284,21 @@ static void target_path(char *t)
 static void ensure_upstream(struct fn_conn *c);
 static struct hreq *awaiting(struct fn_hconn *h);
 
-/* src into dst, cut to fit. */
-static void copy(char *dst, size_t cap, const char *src)
-{
-	size_t n = strnlen(src, cap - 1);
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
 /* The request's line for FAULTNET_REQUESTS, begun once it is decided;
  * NULL when memory is short (the request goes unlogged, nothing else). */
 static struct fn_reqrec *log_start(struct fn_hconn *h, const char *method, const struct fn_rule *r,
-				   enum fn_req_fate fate, const struct hreq *e)
+				   enum fn_req_fate fate, const struct hreq *e, uint64_t now)
 {
 	static const char *const fates[] = {"forwarded", "answered", "slowed", "aborted"};
-	struct fn_reqrec *lg = malloc(sizeof(*lg));
+	struct fn_reqhead hd = {h->conn_id, ++h->nreq, now,	 h->tls != NULL,     method,
+				h->host,    h->path,   h->query, r ? r->name : NULL, h->reqh,
+				h->reqhlen};
+	struct fn_reqrec *lg = fn_reqlog_begin(&hd);
 	if (!lg)
 		return NULL;
-	/* The numbers cleared, the strings each written: clearing the whole
-	 * record would cost a request thousands of instructions. */
-	memset(lg, 0, offsetof(struct fn_reqrec, method));
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	lg->wall_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-	lg->req_ns = fn_now_ns();
-	lg->conn = h->conn_id;
-	lg->n = ++h->nreq;
-	lg->https = h->tls != NULL;
-	copy(lg->method, sizeof(lg->method), method);
-	copy(lg->host, sizeof(lg->host), h->host);
-	copy(lg->path, sizeof(lg->path), h->path);
-	fn_reqlog_query(lg->query, sizeof(lg->query), h->query);
-	copy(lg->rule, sizeof(lg->rule), r ? r->name : "");
-	lg->resph[0] = '\0';
 	lg->fate = fates[fate];
 	lg->rule_status = fate == FN_REQ_ANSWERED ? r->http->status : 0;
 	lg->slowed_ms = fate == FN_REQ_SLOWED ? (int64_t)(e->delay_ns / MS) : 0;
-	memcpy(lg->reqh, h->reqh, h->reqhlen + 1);
-	lg->reqhlen = h->reqhlen;
 	return lg;
 }
 
@@ -332,9 +314,11 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 	if (h->logging) {
 		char *q = strchr(h->path, '?');
 		h->query[0] = '\0';
-		if (q)
-			snprintf(h->query, sizeof(h->query), "%.*s", (int)strcspn(q + 1, "#"),
-				 q + 1);
+		if (q) { /* h->path and h->query are the same size */
+			size_t n = strcspn(q + 1, "#");
+			memcpy(h->query, q + 1, n);
+			h->query[n] = '\0';
+		}
 	}
 	target_path(h->path);
 	const char *method = h->lib->method_str((enum http_method)p->method);
@@ -399,9 +383,8 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 	}
 	fn_stats_request(seen, r, &h->ep, method, h->host, h->path, fate);
 	if (h->logging)
-		e->log = log_start(h, method, r, fate, e);
+		e->log = log_start(h, method, r, fate, e, now);
 	fn_policy_exit(&hold);
-	(void)now;
 	return e;
 }
 
@@ -626,7 +609,7 @@ static int on_res_begin(http_parser *p)
 		e->first_ns = fn_now_ns();
 	}
 	h->rfieldlen = h->rvallen = h->rvaltotal = 0;
-	h->rin_value = false;
+	h->rin_value = h->rkeep = false;
 	h->rfield[0] = '\0';
 	return 0;
 }
@@ -635,12 +618,12 @@ static int on_res_begin(http_parser *p)
  * keeps it. */
 static void res_header_done(struct fn_hconn *h)
 {
-	struct hreq *e = h->rin_value ? awaiting(h) : NULL;
-	if (e && e->log && fn_reqlog_wants(h->rfield, h->rfieldlen))
-		fn_reqlog_header(e->log->resph, sizeof(e->log->resph), &e->log->resphlen, h->rfield,
-				 h->rval, h->rvallen, h->rvaltotal);
+	struct hreq *e = h->rkeep && h->rin_value ? awaiting(h) : NULL;
+	if (e && e->log)
+		fn_reqlog_resp_header(e->log, h->rfield, h->rfieldlen, h->rval, h->rvallen,
+				      h->rvaltotal);
 	h->rvallen = h->rvaltotal = 0;
-	h->rin_value = false;
+	h->rin_value = h->rkeep = false;
 }
 
 static int on_res_field(http_parser *p, const char *at, size_t n)
@@ -661,8 +644,11 @@ static int on_res_value(http_parser *p, const char *at, size_t n)
 	struct fn_hconn *h = ((struct fn_conn *)p->data)->http;
 	if (!h->logging)
 		return 0;
+	if (!h->rin_value)
+		h->rkeep = fn_reqlog_wants(h->rfield, h->rfieldlen);
 	h->rin_value = true;
-	keep_value(h->rval, sizeof(h->rval), &h->rvallen, &h->rvaltotal, at, n);
+	if (h->rkeep)
+		keep_value(h->rval, sizeof(h->rval), &h->rvallen, &h->rvaltotal, at, n);
 	return 0;
 }
 
@@ -775,21 +761,26 @@ static void parse_answers(struct fn_conn *c)
 
 /* ---- answers back to the app, in request order ---------------------------- */
 
-/* The request's line, once its answer has ended (end_ns set) or its
- * connection has. */
-static void log_end(struct fn_hconn *h, struct hreq *e)
+/* The request's line, once its answer has ended (end_ns set), or its
+ * connection has (unanswered says so). */
+static void log_end(struct fn_hconn *h, struct hreq *e, const char *unanswered)
 {
 	struct fn_reqrec *lg = e->log;
 	lg->reached = e->kind == HK_FORWARD && (e->started || h->up_ok);
-	fn_reqlog_write(lg);
-	free(lg);
+	/* Done with, yet no byte of an answer came, and no rule cut it: the
+	 * server (or the app) ended the connection first. */
+	if (!unanswered && !lg->first_ns && strcmp(lg->fate, "aborted") != 0)
+		unanswered = "connection closed";
+	fn_reqlog_end(lg, unanswered);
+	e->log = NULL;
 }
 
-static void pop(struct fn_hconn *h)
+/* The oldest request is done with; closed: its connection ended first. */
+static void pop_as(struct fn_hconn *h, const char *closed)
 {
 	struct hreq *e = h->head;
 	if (e->log)
-		log_end(h, e);
+		log_end(h, e, closed);
 	h->head = e->next;
 	if (!h->head)
 		h->tail = NULL;
@@ -801,6 +792,11 @@ static void pop(struct fn_hconn *h)
 		h->parsing = NULL;
 	free(e->answer);
 	free(e);
+}
+
+static void pop(struct fn_hconn *h)
+{
+	pop_as(h, NULL);
 }
 
 /* An answer faultnet wrote: its status and kept headers, from its head. */
@@ -816,15 +812,13 @@ static void log_answer(struct hreq *e)
 		eol = eol ? eol : end;
 		colon = memchr(p, ':', (size_t)(eol - p));
 		if (colon && fn_reqlog_wants(p, (size_t)(colon - p))) {
-			char name[64];
-			snprintf(name, sizeof(name), "%.*s", (int)(colon - p), p);
 			const char *v = colon + 1, *ve = eol;
 			while (v < ve && *v == ' ')
 				v++;
 			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' '))
 				ve--;
-			fn_reqlog_header(lg->resph, sizeof(lg->resph), &lg->resphlen, name, v,
-					 (size_t)(ve - v), (size_t)(ve - v));
+			fn_reqlog_resp_header(lg, p, (size_t)(colon - p), v, (size_t)(ve - v),
+					      (size_t)(ve - v));
 		}
 		p = eol;
 	}
@@ -909,19 +903,22 @@ static bool release_forward(struct fn_conn *c, struct hreq *e, uint64_t now)
 	dr->lo += n;
 	dr->out += n;
 	e->sent += n;
+	/* The step's time (the relay passes the bytes on in this step), never
+	 * before the request's own, read later in the step. */
+	uint64_t at = e->log && now < e->log->req_ns ? e->log->req_ns : now;
 	if (e->log && n) {
-		e->log->first_ns = e->log->first_ns ? e->log->first_ns : fn_now_ns();
+		e->log->first_ns = e->log->first_ns ? e->log->first_ns : at;
 		e->log->resp_bytes += n;
 	}
 	if (e->after_bytes >= 0 && e->sent >= (uint64_t)e->after_bytes) {
 		if (e->log)
-			e->log->end_ns = fn_now_ns();
+			e->log->end_ns = at;
 		cut(c, e->mode);
 		return true;
 	}
 	if (e->resp_done && dr->out == e->resp_end) {
 		if (e->log)
-			e->log->end_ns = fn_now_ns();
+			e->log->end_ns = at;
 		/* The server said it closes after this answer: nothing
 		 * after it is answered, and the app's side ends as the
 		 * server's does (release). */
@@ -1742,7 +1739,7 @@ void fn_http_atfork_forget(struct fn_conn *c)
 	c->http->tls = NULL;
 	/* The parent's requests are the parent's to log, not the child's. */
 	for (struct hreq *e = c->http->head; e; e = e->next) {
-		free(e->log);
+		fn_reqlog_drop(e->log);
 		e->log = NULL;
 	}
 }
@@ -1753,7 +1750,7 @@ void fn_http_conn_free(struct fn_conn *c)
 	if (!h)
 		return;
 	while (h->head)
-		pop(h);
+		pop_as(h, "connection closed");
 	fn_queue_free(&h->toup);
 	fn_queue_free(&h->held);
 	fn_queue_free(&h->toapp);

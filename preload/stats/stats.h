@@ -85,25 +85,36 @@ bool fn_jsonl_write(struct fn_jsonl *j, const char *line, size_t n);
 void fn_jsonl_lost(struct fn_jsonl *j, int fd);
 
 /* reqlog.c: FAULTNET_REQUESTS, one JSON line per HTTP request the relay
- * saw, written when its answer ends (or its connection does). The relay
- * thread fills a record; credentials are redacted as they are captured. */
+ * saw, written when its answer ends (or its connection, or its process,
+ * does). The line is built as the request goes: its head (the strings,
+ * escaped and redacted) at the decision, its numbers and the answer's kept
+ * headers at the end, so a request costs no big buffer cleared or copied
+ * twice. */
 #define FN_REQLOG_HDRS 1536
+/* What a request's line starts with, known at its decision. */
+struct fn_reqhead {
+	uint64_t conn, n, req_ns; /* connection id, number on it, fn_now_ns() */
+	bool https;
+	const char *method, *host, *path;
+	const char *query; /* raw: credentials are redacted here */
+	const char *rule;  /* NULL: none */
+	const char *reqh;  /* kept request headers (fn_reqlog_header) */
+	size_t reqhlen;
+};
 struct fn_reqrec {
-	uint64_t conn, n;		   /* connection id, request number on it */
-	int64_t wall_us;		   /* wall time at the request */
 	uint64_t req_ns, first_ns, end_ns; /* fn_now_ns(); 0: never */
-	bool https, reached;		   /* reached: forwarded to the server */
+	int64_t wall_us;		   /* wall time at the request */
+	bool reached;			   /* forwarded to the server */
 	const char *fate;		   /* "answered", "slowed", "aborted", "forwarded" */
 	int rule_status;		   /* answered: the rule's status */
 	int64_t slowed_ms;
 	int status; /* the status the app received; 0: none */
 	uint64_t req_bytes, resp_bytes;
-	size_t reqhlen, resphlen;
-	/* The strings last: a record is cleared only up to method (a
-	 * request's cost), and they are each written with their NUL. */
-	char method[16], host[256], path[1024], query[1024], rule[64];
-	/* ["name","value"] pairs, comma-separated, escaped and redacted */
-	char reqh[FN_REQLOG_HDRS], resph[FN_REQLOG_HDRS];
+	char *resph; /* kept answer headers, allocated at the first; or NULL */
+	size_t resphlen;
+	struct fn_reqrec **prev, *next; /* the process's requests not yet written */
+	size_t headlen;
+	char head[]; /* the line's start, escaped */
 };
 /* Reads FAULTNET_REQUESTS and its companions; NULL or a message naming the
  * variable, *fatal for bad input (the caller's exit 78) rather than a file
@@ -114,11 +125,24 @@ bool fn_reqlog_on(void);
 bool fn_reqlog_wants(const char *name, size_t len);
 /* Appends the pair to buf (cap, *len): a credential's value becomes its
  * length. value holds the first vlen bytes of a value total bytes long. */
-void fn_reqlog_header(char *buf, size_t cap, size_t *len, const char *name, const char *value,
-		      size_t vlen, size_t total);
-/* q (a query string) into dst with credential parameters' values redacted. */
-void fn_reqlog_query(char *dst, size_t cap, const char *q);
-void fn_reqlog_write(const struct fn_reqrec *r);
+void fn_reqlog_header(char *buf, size_t cap, size_t *len, const char *name, size_t nlen,
+		      const char *value, size_t vlen, size_t total);
+/* A request's record, its head written; NULL when memory is short (the
+ * request goes unlogged, nothing else). */
+struct fn_reqrec *fn_reqlog_begin(const struct fn_reqhead *h);
+/* A kept header of its answer (as fn_reqlog_header). */
+void fn_reqlog_resp_header(struct fn_reqrec *r, const char *name, size_t nlen, const char *value,
+			   size_t vlen, size_t total);
+/* Writes r's line and frees r. unanswered: NULL when the request was done
+ * with, or why it was not ("connection closed", "process exit"). */
+void fn_reqlog_end(struct fn_reqrec *r, const char *unanswered);
+/* Frees r, unwritten (a fork child's copy of its parent's request). */
+void fn_reqlog_drop(struct fn_reqrec *r);
+/* exit(): a line for every request not yet written ("process exit"). The
+ * caller keeps the relay from touching them (its lock). */
+void fn_reqlog_exit(void);
+/* In a fork child: the requests begun are the parent's, never written. */
+void fn_reqlog_atfork_child(void);
 void fn_reqlog_fd_lost(int fd);
 
 /* Set once the shim has seen the app create or accept an IPv4 or IPv6

@@ -6,7 +6,9 @@ storm, the workers' own count); three processes sharing one log; credentials (ev
 query parameter of the built-in list, a presigned S3 URL, a name the user
 adds) never in the log or the HAR; HAR 1.2 validated (npm's har-validator,
 or a schema check saying why) with timings that agree with the log; the
-filters, --follow, bad input, the size cap and the file's mode.
+filters, --follow, bad input, the size cap and the file's mode; requests
+never answered (a server that stays silent, HTTP/1.1 and HTTP/2, or closes)
+still in the log when the app exits, said to be unanswered.
 
 usage: reqlog_test.py BUILD_DIR [PRELOAD_FIRST]"""
 import json
@@ -14,8 +16,10 @@ import os
 import re
 import stat
 import subprocess
+import socket
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -419,9 +423,165 @@ def test_cap():
           and r.stderr.count("FAULTNET_REQUESTS_MAX") == 1, (len(text), r.stderr))
 
 
+# ---- requests never answered ------------------------------------------------------
+
+SILENT_CONF = """rules = (
+  { name = "never"; action = "respond"; status = 503;
+    match = { to = "%(h)s/32"; port = 9001; path = "/never"; }; },
+  { name = "h2-503"; action = "respond"; status = 503; retry_after = 7;
+    match = { to = "%(h)s/32"; port = 9001; path = "/answer/*"; }; }
+);
+""" % {"h": HOST}
+
+# The app: one request (HTTP/1.1, or HTTP/2 with prior knowledge), then it
+# waits until the server has it (the marker file), and exits as a program
+# does, the answer never read.
+SILENT_CLIENT = r"""
+import os, socket, sys, time
+mode, host, port, marker = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+s = socket.create_connection((host, port))
+if mode in ("h2", "h2answer"):
+    import h2.config, h2.connection, h2.events
+    c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    c.initiate_connection()
+    c.send_headers(1, [(":method", "GET"), (":scheme", "http"), (":authority", "silent"),
+                       (":path", "/hang/h2?x=1" if mode == "h2" else "/answer/h2?sig=SIGSECRET"),
+                       ("user-agent", "h2test/1"), ("authorization", "Bearer AUTHSECRET")],
+                   end_stream=True)
+    s.sendall(c.data_to_send())
+if mode == "h2answer":  # the rule's answer, read to its end
+    s.settimeout(10)
+    status, ended = None, False
+    while not ended:
+        b = s.recv(65536)
+        if not b:
+            break
+        for e in c.receive_data(b):
+            if isinstance(e, h2.events.ResponseReceived):
+                status = dict(e.headers).get(b":status")
+            ended = ended or isinstance(e, (h2.events.StreamEnded, h2.events.StreamReset))
+        s.sendall(c.data_to_send())
+    print("status", status.decode() if status else None, flush=True)
+    sys.exit(0)
+else:
+    s.sendall(b"GET /hang/%s?x=1 HTTP/1.1\r\nHost: silent\r\n\r\n" % mode.encode())
+end = time.monotonic() + 20
+while not os.path.exists(marker) and time.monotonic() < end:
+    time.sleep(0.02)
+time.sleep(0.3 if mode == "close" else 0.05)
+print("sent", os.path.exists(marker), flush=True)
+s.detach()  # open until the process ends: not closed by Python's exit
+"""
+
+
+class Silent(threading.Thread):
+    """A server on HOST:9001 that reads each request and never answers it:
+    it drops a marker file once it has the request's head, then holds the
+    connection open (mode "close": closes it, still unanswered). HTTP/2:
+    its SETTINGS, then silence."""
+
+    def __init__(self, marker, mode):
+        super().__init__(daemon=True)
+        self.marker, self.mode = marker, mode
+        self.ls = socket.socket()
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.ls.bind((HOST, 9001))
+        self.ls.listen(4)
+        self.held = []
+
+    def run(self):
+        c, _ = self.ls.accept()
+        self.held.append(c)
+        got = b""
+        h2c = None
+        if self.mode.startswith("h2"):
+            import h2.config
+            import h2.connection
+            h2c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+            h2c.initiate_connection()
+            c.sendall(h2c.data_to_send())
+        c.settimeout(20)
+        while True:
+            try:
+                b = c.recv(65536)
+            except OSError:
+                return
+            if not b:
+                return
+            got += b
+            if h2c:
+                import h2.events
+                evs = h2c.receive_data(b)
+                c.sendall(h2c.data_to_send())  # acknowledgements only
+                done = any(isinstance(e, h2.events.RequestReceived) for e in evs)
+            else:
+                done = b"\r\n\r\n" in got
+            if done:
+                open(self.marker, "w").close()
+                if self.mode == "close":
+                    c.close()
+                    return
+
+    def stop(self):
+        for c in self.held + [self.ls]:
+            c.close()
+
+
+def silent_run(mode):
+    """The app's one request to the silent server; its log's lines."""
+    log = os.path.join(TMP, "silent-%s.jsonl" % mode)
+    marker = os.path.join(TMP, "silent-%s.got" % mode)
+    conf = os.path.join(TMP, "silent.conf")
+    with open(conf, "w") as f:
+        f.write(SILENT_CONF)
+    srv = Silent(marker, mode)
+    srv.start()
+    try:
+        r = subprocess.run(["/usr/bin/python3", "-c", SILENT_CLIENT, mode, HOST, "9001", marker],
+                           env=env(FAULTNET_CONFIG=conf, FAULTNET_REQUESTS=log),
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        srv.stop()
+        srv.join(5)
+    return r, (lines(log) if os.path.exists(log) else [])
+
+
+def test_unanswered():
+    for mode, why, what in (("1", "process exit", "HTTP/1.1, the server silent"),
+                            ("h2", "process exit", "HTTP/2 (prior knowledge), the server silent"),
+                            ("close", "connection closed",
+                             "HTTP/1.1, the server closes without answering")):
+        r, got = silent_run(mode)
+        path = "/hang/" + mode
+        one = got[0] if len(got) == 1 else {}
+        check("%s: the request the app sent is in the log when the app exits, unanswered (%s)"
+              % (what, why), r.stdout.split() == ["sent", "True"] and len(got) == 1
+              and one.get("path") == path and one.get("query") == "x=1"
+              and one.get("unanswered") == why and one.get("status") == 0
+              and one.get("fate") == "forwarded" and one.get("first_mono_us") is None
+              and one.get("end_mono_us") is None, (r.stdout, r.stderr[-300:], got))
+    # HTTP/2: a stream a rule answers, its line whole.
+    r, got = silent_run("h2answer")
+    one = got[0] if len(got) == 1 else {}
+    check("HTTP/2: the stream a rule answered: its line has the rule, 503, the kept headers "
+          "(user-agent, retry-after), credentials as their length, times, unanswered null",
+          r.stdout.split() == ["status", "503"] and one.get("path") == "/answer/h2"
+          and one.get("rule") == "h2-503" and one.get("fate") == "answered"
+          and one.get("status") == 503 and one.get("unanswered", "absent") is None
+          and ["user-agent", "h2test/1"] in one.get("req_headers", [])
+          and ["retry-after", "7"] in one.get("resp_headers", [])
+          and one.get("query") == "sig=(redacted:9)" and "SECRET" not in json.dumps(got)
+          and one.get("req_mono_us") <= one.get("first_mono_us") <= one.get("end_mono_us"),
+          (r.stdout, r.stderr[-300:], got))
+    # An answered request says so: unanswered is null.
+    log = slow_log()
+    check("answered requests' lines: unanswered is null",
+          [r.get("unanswered", "absent") for r in lines(log)] == [None] * 3, lines(log))
+
+
 def main():
     tests = checks.selected([test_s3_calls, test_storm, test_processes, test_credentials, test_har, test_filters,
-                             test_bad_input, test_cap])
+                             test_bad_input, test_cap, test_unanswered])
     node = checks.node_bin(ROOT)
     server = origin.Origin(9000, HOST).start()  # behind the rules of CONF
     for t in tests:

@@ -20,6 +20,7 @@ void add_bigalloc_tests(void);
 void add_hostidx_tests(void);
 void add_suggest_tests(void);
 void add_reclaim_tests(void);
+void add_reqlog_tests(void);
 
 int main(int argc, char **argv)
 {
@@ -43,5 +44,6 @@ int main(int argc, char **argv)
 	add_hostidx_tests();
 	add_suggest_tests();
 	add_reclaim_tests();
+	add_reqlog_tests();
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }
