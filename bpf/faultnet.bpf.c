@@ -352,7 +352,7 @@ static __always_inline __u16 endpoint(__u8 action, int as)
 		return as == AS_V6 ? stall_port6 : stall_port4;
 	if (action == FNB_RESET)
 		return as == AS_V6 ? reset_port6 : reset_port4;
-	if (action == FNB_RELAY)
+	if (action == FNB_RELAY || action == FNB_HTTP)
 		return as == AS_V6 ? relay_port6 : relay_port4;
 	return 0;
 }
@@ -404,7 +404,7 @@ static __always_inline void remember(struct bpf_sock_addr *ctx, int as, const st
 	o->v6 = as != AS_V4;
 	o->ep_v6 = as == AS_V6;
 	o->slot = r->slot;
-	o->relay = r->action == FNB_RELAY;
+	o->relay = r->action == FNB_RELAY || r->action == FNB_HTTP;
 	o->set = 1;
 }
 
@@ -422,6 +422,11 @@ static __always_inline int on_connect(struct bpf_sock_addr *ctx, __u32 set,
 	const struct fnb_rule *r = decide(c, set, proto, bpf_ntohs((__u16)ctx->user_port), &idx, 0);
 	if (!r)
 		return 1;
+	if (r->action == FNB_HTTP) { /* the engine decides and counts, per request */
+		remember(ctx, as, r);
+		redirect(ctx, as, endpoint(r->action, as));
+		return 1;
+	}
 	count(r);
 	if (r->has_cond && drops(r)) { /* its segments are dropped: see decide() */
 		struct fnb_orig *o =
