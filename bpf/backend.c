@@ -355,9 +355,10 @@ int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stat
 	int rc = FAIL;
 	if (!early)
 		early = fn_seed_init();
-	r = (struct run){.cgfd = -1,
-			 .relay = {.lfd = {-1, -1}, .ep = -1, .wake = -1, .spare = -1, .http_fd = -1},
-			 .pump = {.fd = -1}};
+	r = (struct run){
+	    .cgfd = -1,
+	    .relay = {.lfd = {-1, -1}, .ep = -1, .wake = -1, .spare = -1, .http_fd = -1},
+	    .pump = {.fd = -1}};
 	for (int k = 0; k < FNB_EP_KINDS; k++)
 		r.ep.fd[k][0] = r.ep.fd[k][1] = -1;
 	if (early)

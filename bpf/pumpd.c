@@ -170,7 +170,8 @@ static int receive(int fd, struct fnb_pump_msg *m)
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "usage: faultnet-pump FD (started by faultctl run --backend=bpf)\n");
+		fprintf(stderr,
+			"usage: faultnet-pump FD (started by faultctl run --backend=bpf)\n");
 		return 2;
 	}
 	int fd = atoi(argv[1]);

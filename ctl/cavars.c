@@ -254,8 +254,8 @@ bool run_ca_cert_file(const struct fn_policy *p)
 		fprintf(stderr,
 			"faultctl run: %s%s: %s: %s, without the run's CA (Go clients will refuse "
 			"the relay's leaves)\n",
-			old && *old ? "SSL_CERT_FILE=" : "the system's bundle ", src, strerror(errno),
-			old && *old ? "left as it is" : "SSL_CERT_FILE not set");
+			old && *old ? "SSL_CERT_FILE=" : "the system's bundle ", src,
+			strerror(errno), old && *old ? "left as it is" : "SSL_CERT_FILE not set");
 		return true;
 	}
 	setenv("SSL_CERT_FILE", both, 1);

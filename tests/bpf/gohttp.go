@@ -1,5 +1,5 @@
 // gohttp.go - a Go HTTP client for the kernel-side backend's HTTP tests
-// (bpfhttp.sh), built with CGO_ENABLED=0: the shim cannot reach it.
+// (tests/bpf/http.sh), built with CGO_ENABLED=0: the shim cannot reach it.
 //   gohttp URL: one GET, with its own crypto/tls trusting what Go trusts
 //   (SSL_CERT_FILE, else the system's roots); prints the status code, or
 //   "error: " and Go's own error.
