@@ -153,7 +153,9 @@ install: all man
 	install -m 0644 $(BUILD)/libfaultnet.so $(DESTDIR)$(PREFIX)/lib/libfaultnet.so
 	install -m 0755 $(BUILD)/faultctl $(DESTDIR)$(PREFIX)/bin/faultctl
 	install -m 0755 $(BUILD)/faultnet-probe $(DESTDIR)$(PREFIX)/bin/faultnet-probe
-	if [ -f $(BUILD)/faultnet-pump ]; then install -m 0755 $(BUILD)/faultnet-pump $(DESTDIR)$(PREFIX)/bin/faultnet-pump; fi
+	# The kernel-side backend's HTTP pump: faultctl's helper, not a command.
+	if [ -f $(BUILD)/faultnet-pump ]; then install -d $(DESTDIR)$(PREFIX)/lib/faultnet && \
+		install -m 0755 $(BUILD)/faultnet-pump $(DESTDIR)$(PREFIX)/lib/faultnet/faultnet-pump; fi
 	install -d $(DESTDIR)$(PREFIX)/share/faultnet/policies
 	install -m 0644 policies/*.conf $(DESTDIR)$(PREFIX)/share/faultnet/policies/
 	# The container bundle, when made (make bundle): faultctl docker finds it there.

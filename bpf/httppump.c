@@ -73,11 +73,11 @@ bool fnb_httppump_start(struct fnb_httppump *h, const struct fnb_pump_env *e, ch
 {
 	char bin[PATH_MAX + 32], lib[PATH_MAX + 32];
 	int sv[2];
-	if (!beside("faultnet-pump", "faultnet-pump", bin, sizeof(bin)) ||
+	if (!beside("faultnet-pump", "../lib/faultnet/faultnet-pump", bin, sizeof(bin)) ||
 	    !beside("libfaultnet.so", "../lib/libfaultnet.so", lib, sizeof(lib))) {
 		snprintf(err, errlen,
-			 "HTTP rules need faultnet-pump next to faultctl and libfaultnet.so "
-			 "next to it or in ../lib");
+			 "HTTP rules need faultnet-pump next to faultctl or in ../lib/faultnet, "
+			 "and libfaultnet.so next to faultctl or in ../lib");
 		return false;
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {

@@ -33,7 +33,7 @@ struct fnb_httppump {
 	int fd;	   /* this end of the socket the connections go through */
 };
 
-/* Starts faultnet-pump (found next to faultctl) under the shim; false with
+/* Starts faultnet-pump (found next to faultctl, or in ../lib/faultnet) under the shim; false with
  * the reason. */
 bool fnb_httppump_start(struct fnb_httppump *h, const struct fnb_pump_env *e, char *err,
 			size_t errlen);
