@@ -116,6 +116,18 @@ check "Go over HTTP under respond 503: 503 (got '$out', exit $rc), the server sa
 	holds '[ "$out" = 503 ] && [ "$rc" = 0 ] && [ "$(served plain)" = 0 ]'
 check "--stats: the request counted against the rule under the run ($req)" \
 	holds 'contains "$req" "requests=1 answered=1"'
+# Live: the pump is a member of the run's group.
+"$ctl" run --backend=bpf -g bpfhttp --config "$tmp/503.conf" -- \
+	/bin/sh -c "$tmp/gohttp http://127.87.0.1:8081/; sleep 2" >"$tmp/live.out" 2>&1 &
+live=$!
+sleep 1.2
+run "$ctl" -g bpfhttp stats
+stats=$(echo "$out" | grep -E ' unavailable +respond +1 +1 +1 +1 +503 ' | tr -s ' ')
+run "$ctl" -g bpfhttp ps
+check "faultctl stats during the run: the request counted by the pump, a member of the run's group ($stats)" \
+	holds '[ -n "$stats" ] && contains "$out" "faultnet-pump" && contains "$out" "kernel-side backend"'
+wait "$live"
+check "...and the Go client got 503 ($(cat "$tmp/live.out"))" [ "$(cat "$tmp/live.out")" = 503 ]
 run "$ctl" run --backend=bpf --config "$tmp/none.conf" -- "$tmp/gohttp" http://127.87.0.1:8081/
 check "Go over HTTP with the rule elsewhere: 200 from the server (got '$out', served $(served plain))" \
 	holds '[ "$out" = 200 ] && [ "$(served plain)" = 1 ]'
