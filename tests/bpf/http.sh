@@ -75,6 +75,11 @@ PY
 FN_PIDS="${FN_PIDS:-} $!"
 /usr/bin/python3 "$tmp/srv.py" 127.87.0.2 8443 "$tmp/n.good" "$tmp/good.pem" "$tmp/good.key" &
 FN_PIDS="${FN_PIDS:-} $!"
+# HTTP/2 over TLS (ALPN h2): nghttpd (nghttp2-server) with the good leaf
+# on 127.87.0.2:9443.
+mkdir "$tmp/www" && echo ok >"$tmp/www/index.html"
+nghttpd -d "$tmp/www" --address=127.87.0.2 9443 "$tmp/good.key" "$tmp/good.pem" >/dev/null 2>&1 &
+FN_PIDS="${FN_PIDS:-} $!"
 /usr/bin/python3 "$tmp/srv.py" 127.87.0.3 8443 "$tmp/n.rogue" "$tmp/rogue.pem" "$tmp/rogue.key" &
 FN_PIDS="${FN_PIDS:-} $!"
 # A gRPC server (grpcio) answering grpc.health.v1.Health/Check, counting
@@ -143,6 +148,12 @@ check "Go over HTTPS under respond 503: 503 with no flag (got '$out', exit $rc),
 check "...terminated by the pump's shim ($tls)" contains "$tls" "terminated=1"
 run "$ctl" run --backend=bpf --config "$tmp/none.conf" -- "$tmp/gohttp" https://127.87.0.2:8443/
 check "Go over HTTPS with the rule elsewhere: 200 (got '$out')" [ "$out" = 200 ]
+direct=$("$tmp/gohttp" https://127.87.0.2:9443/ h2)
+check "Go over HTTP/2 with TLS directly: 200 over HTTP/2 ($direct)" [ "$direct" = "200 HTTP/2.0" ]
+run "$ctl" run --backend=bpf --stats --config "$tmp/503.conf" -- "$tmp/gohttp" https://127.87.0.2:9443/ h2
+h2=$(echo "$err" | grep -E '^  h2 ' | tr -s ' ')
+check "Go over HTTP/2 with TLS under respond 503: 503 over HTTP/2 (got '$out'; $h2)" \
+	holds '[ "$out" = "503 HTTP/2.0" ] && contains "$h2" "connections=1 tls=1"'
 check "...and SSL_CERT_FILE is the user's again after the run ($SSL_CERT_FILE)" \
 	[ "$SSL_CERT_FILE" = "$tmp/good-ca.pem" ]
 
@@ -204,7 +215,7 @@ CONF
 run "$ctl" run --backend=bpf --config "$tmp/dns.conf" -- "$tmp/gohttp" http://127.87.0.1:8081/
 check "a dns rule under --backend=bpf: exit 2 naming the rule and why ($(echo "$err" | head -1))" \
 	holds '[ "$rc" = 2 ] && contains "$err" "nx" && contains "$err" "dns rules act on the shim'"'"'s resolver hooks"'
-check "nothing of the runs is left: no faultnet-pump process" \
-	holds '! pgrep -x faultnet-pump >/dev/null'
+check "nothing of the runs is left: no faultnet-pump process in this session" \
+	holds '! pgrep -s 0 -x faultnet-pump >/dev/null'
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
