@@ -170,25 +170,38 @@ static __always_inline __u32 marked(struct __sk_buff *seg)
 /* The deciding rule for a destination, or NULL; *idx its index in set. A
  * conditional rule is judged for a connect or a datagram (its match
  * counted; a no hands on to the next rule), and taken for a TCP segment
- * (seg) only when the segment's socket was marked for it at its connect. */
+ * (seg) only when the segment's socket was marked for it at its connect.
+ * HTTP rules decide TCP connects only, as the shim's: one switched on
+ * takes the connect as any rule; one switched off takes it when no other
+ * rule does, so that, enabled later, it sees the requests of connections
+ * already open (the pump's shim judges it per request). */
 static __always_inline const struct fnb_rule *decide(const struct fnb_cands *c, __u32 set,
 						     __u8 proto, __u16 port, int *idx,
 						     struct __sk_buff *seg)
 {
+	const struct fnb_rule *off = 0;
+	int off_idx = -1;
 	if (!c)
 		return 0;
 	for (int i = 0; i < FNB_CANDS; i++) {
 		if (i >= c->n)
 			break;
 		const struct fnb_rule *r = rule_at(set, c->rule[i]);
-		if (!r || !r->on || !(r->protos & proto) || !port_ok(r, port))
+		if (!r || !(r->protos & proto) || !port_ok(r, port))
+			continue;
+		if (r->action == FNB_HTTP && !seg && proto == FNB_TCP && !r->on && !off) {
+			off = r;
+			off_idx = (int)c->rule[i];
+		}
+		if (!r->on || (r->action == FNB_HTTP && (seg || proto != FNB_TCP)))
 			continue;
 		if (r->has_cond && (seg ? marked(seg) != r->slot + 1 : !cond_pass(r)))
 			continue;
 		*idx = (int)c->rule[i];
 		return r;
 	}
-	return 0;
+	*idx = off_idx;
+	return off;
 }
 
 static __always_inline const struct fnb_cands *find4(__u32 set, __u32 addr)

@@ -59,6 +59,7 @@ cat >"$tmp/srv.py" <<'PY'
 import http.server, ssl, sys
 n = [0]
 class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1" # keeps connections open
     def do_GET(self):
         n[0] += 1
         open(sys.argv[3], "w").write(str(n[0]))
@@ -113,6 +114,14 @@ rules = (
 );
 CONF
 served() { cat "$tmp/n.$1" 2>/dev/null || echo 0; }
+# lines FILE N: waits (up to 10 s) until FILE has N lines.
+lines() {
+	for _ in $(seq 100); do
+		[ "$(wc -l <"$1" 2>/dev/null || echo 0)" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 # Plain HTTP.
 run "$ctl" run --backend=bpf --stats --config "$tmp/503.conf" -- "$tmp/gohttp" http://127.87.0.1:8081/
@@ -125,7 +134,7 @@ check "--stats: the request counted against the rule under the run ($req)" \
 "$ctl" run --backend=bpf -g bpfhttp --config "$tmp/503.conf" -- \
 	/bin/sh -c "$tmp/gohttp http://127.87.0.1:8081/; sleep 2" >"$tmp/live.out" 2>&1 &
 live=$!
-sleep 1.2
+lines "$tmp/live.out" 1 # the GET is answered; the run lasts 2 s more
 run "$ctl" -g bpfhttp stats
 stats=$(echo "$out" | grep -E ' unavailable +respond +1 +1 +1 +1 +503 ' | tr -s ' ')
 run "$ctl" -g bpfhttp ps
@@ -137,6 +146,27 @@ run "$ctl" run --backend=bpf --config "$tmp/none.conf" -- "$tmp/gohttp" http://1
 check "Go over HTTP with the rule elsewhere: 200 from the server (got '$out', served $(served plain))" \
 	holds '[ "$out" = 200 ] && [ "$(served plain)" = 1 ]'
 
+# A rule switched off at the connect still takes the connection (as under
+# the shim): enabled later, it answers the next request on that same open
+# connection; disabled again, the server answers there.
+cat >"$tmp/off.conf" <<'CONF'
+rules = (
+  { name = "later"; action = "respond"; status = 503; enabled = false;
+    match = { to = "127.87.0.1/32"; port = 8081; }; }
+);
+CONF
+"$ctl" run --backend=bpf -g bpfhttpoff --config "$tmp/off.conf" -- \
+	"$tmp/gohttp" http://127.87.0.1:8081/ keep 3 1500 >"$tmp/off.out" 2>&1 &
+live=$!
+# Each change lands in the 1.5 s between two GETs.
+lines "$tmp/off.out" 1
+"$ctl" -g bpfhttpoff enable later >/dev/null
+lines "$tmp/off.out" 2
+"$ctl" -g bpfhttpoff disable later >/dev/null
+wait "$live"
+seq_of=$(tr '\n' ',' <"$tmp/off.out")
+check "a rule off at the connect, enabled, then disabled: 200, then 503 and 200 on the same kept-alive connection ($seq_of)" \
+	[ "$seq_of" = "200,503 reused,200 reused," ]
 # HTTPS: Go trusts the good CA through the user's SSL_CERT_FILE.
 export SSL_CERT_FILE="$tmp/good-ca.pem"
 direct=$("$tmp/gohttp" https://127.87.0.2:8443/)
