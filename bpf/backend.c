@@ -223,18 +223,16 @@ static bool has_http(const struct fn_policy *p)
 	return false;
 }
 
-/* The HTTP pump, when the policy has HTTP rules: they compile then, and
- * the relay hands their connections to it. */
-static bool pump_up(struct run *r, const struct fn_policy *p, const struct fnb_pump_env *http,
-		    char *err, size_t errlen)
+/* The HTTP pump, when the policy has HTTP rules (fnb_http_pump: they
+ * compile then), started once the policy compiled: the relay hands their
+ * connections to it. Before any thread of faultctl's: it forks. */
+static bool pump_up(struct run *r, const struct fnb_pump_env *http, char *err, size_t errlen)
 {
-	fnb_http_pump = false;
-	if (!http || !has_http(p))
+	if (!fnb_http_pump)
 		return true;
 	if (!fnb_httppump_start(&r->pump, http, err, errlen))
 		return false;
 	r->relay.http_fd = r->pump.fd;
-	fnb_http_pump = true;
 	return true;
 }
 
@@ -244,15 +242,14 @@ static bool set_up(struct run *r, const struct fn_policy *p, const struct fnb_pu
 		   char *err, size_t errlen)
 {
 	unsigned hz = kernel_hz();
-	if (!pump_up(r, p, http, err, errlen))
-		return false;
+	fnb_http_pump = http && has_http(p);
 	r->ctl.base = p;
 	r->ctl.p = fn_policy_clone(p);
 	if (!r->ctl.p) {
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
-	if (!fnb_plan_build(&r->ctl.pl, r->ctl.p, err, errlen))
+	if (!fnb_plan_build(&r->ctl.pl, r->ctl.p, err, errlen) || !pump_up(r, http, err, errlen))
 		return false;
 	if (!hz && fnb_plan_has(&r->ctl.pl, FNB_DELAY)) {
 		snprintf(err, errlen, "%s", FNB_NO_HZ);
