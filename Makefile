@@ -44,7 +44,7 @@ BPF_HEADERS := $(wildcard bpf/*.h)
 BPFTOOL := $(or $(shell command -v bpftool 2>/dev/null),$(wildcard /usr/sbin/bpftool))
 HAVE_BPF := $(if $(and $(BPFTOOL),$(wildcard /usr/include/bpf/libbpf.h),$(shell command -v clang 2>/dev/null)),1)
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
-BPF_SRC := bpf/compile.c $(if $(HAVE_BPF),bpf/backend.c bpf/lbpf.c bpf/cgroup.c bpf/control.c bpf/endpoints.c bpf/events.c bpf/maps.c bpf/pump.c bpf/relay.c bpf/slots.c)
+BPF_SRC := bpf/compile.c $(if $(HAVE_BPF),bpf/backend.c bpf/lbpf.c bpf/cgroup.c bpf/control.c bpf/endpoints.c bpf/events.c bpf/httppump.c bpf/maps.c bpf/pump.c bpf/relay.c bpf/slots.c)
 BPF_LIBS :=
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -54,7 +54,7 @@ FUZZERS := build/fuzz/fuzz_config build/fuzz/fuzz_rule build/fuzz/fuzz_protocol
 .PHONY: all deps test-deps install man deb demo test test-progs check unit integration clients sanitize \
 	check-exports conformance stress bench bench-progs fuzz fresh-check clean format depcheck \
 	bundle
-all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl $(BUILD)/faultnet-probe
+all: $(BUILD)/libfaultnet.so $(BUILD)/faultctl $(BUILD)/faultnet-probe $(if $(HAVE_BPF),$(BUILD)/faultnet-pump)
 
 # Installs the Debian packages the build and the tests need when missing.
 deps:
@@ -122,6 +122,11 @@ $(BUILD)/obj/ctl/faultctl.o: CFLAGS += -DFN_VERSION='"$(FN_VERSION)"'
 $(BUILD)/faultnet-probe: $(call obj,ctl/probe/probe.c)
 	$(CC) $(ALL_CFLAGS) -o $@ $^
 
+# The kernel-side backend's HTTP pump (bpf/pumpd.c): a program of its own,
+# run under the shim, whose connects meet the shim's HTTP engine.
+$(BUILD)/faultnet-pump: $(call obj,bpf/pumpd.c)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
+
 # The self-contained bundle for containers: the shim and every library it
 # loads at run time, in $(BUILD)/bundle, mounted read-only into an image by
 # faultctl docker run and compose (scripts/bundle.sh, ctl/container.c).
@@ -148,6 +153,9 @@ install: all man
 	install -m 0644 $(BUILD)/libfaultnet.so $(DESTDIR)$(PREFIX)/lib/libfaultnet.so
 	install -m 0755 $(BUILD)/faultctl $(DESTDIR)$(PREFIX)/bin/faultctl
 	install -m 0755 $(BUILD)/faultnet-probe $(DESTDIR)$(PREFIX)/bin/faultnet-probe
+	# The kernel-side backend's HTTP pump: faultctl's helper, not a command.
+	if [ -f $(BUILD)/faultnet-pump ]; then install -d $(DESTDIR)$(PREFIX)/lib/faultnet && \
+		install -m 0755 $(BUILD)/faultnet-pump $(DESTDIR)$(PREFIX)/lib/faultnet/faultnet-pump; fi
 	install -d $(DESTDIR)$(PREFIX)/share/faultnet/policies
 	install -m 0644 policies/*.conf $(DESTDIR)$(PREFIX)/share/faultnet/policies/
 	# The container bundle, when made (make bundle): faultctl docker finds it there.

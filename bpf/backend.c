@@ -31,6 +31,7 @@
 #include "bpf/control.h"
 #include "bpf/endpoints.h"
 #include "bpf/faultnet.skel.h"
+#include "bpf/httppump.h"
 #include "bpf/maps.h"
 #include "bpf/relay.h"
 #include "bpf/slots.h"
@@ -163,6 +164,8 @@ static void print_stats(const struct faultnet_bpf *s, const struct fnb_plan *pl,
 		unsigned long long bytes = __atomic_load_n(&slots->bytes[slot], __ATOMIC_RELAXED);
 		bpf_map__lookup_elem(s->maps.counts, &slot, sizeof(slot), &c, sizeof(c), 0);
 		const struct fn_rule *r = &p->rules[i];
+		if (fn_rule_http(r))
+			continue; /* counted per request by the pump's shim */
 		const char *proto = r->protos == FN_PROTO_UDP ? "udp" : "tcp";
 		if (json)
 			fprintf(stderr,
@@ -192,6 +195,7 @@ struct run {
 	struct fnb_ctl ctl; /* its p and pl: the policy in force */
 	struct fnb_endpoints ep;
 	struct fnb_relay relay;
+	struct fnb_httppump pump;
 	struct fnb_slots slots;
 	struct fnb_maps maps;
 	struct faultnet_bpf *s;
@@ -211,18 +215,41 @@ static bool conds_start(struct run *r)
 	return true;
 }
 
+static bool has_http(const struct fn_policy *p)
+{
+	for (size_t i = 0; i < p->nrules; i++)
+		if (fn_rule_http(&p->rules[i]))
+			return true;
+	return false;
+}
+
+/* The HTTP pump, when the policy has HTTP rules (fnb_http_pump: they
+ * compile then), started once the policy compiled: the relay hands their
+ * connections to it. Before any thread of faultctl's: it forks. */
+static bool pump_up(struct run *r, const struct fnb_pump_env *http, char *err, size_t errlen)
+{
+	if (!fnb_http_pump)
+		return true;
+	if (!fnb_httppump_start(&r->pump, http, err, errlen))
+		return false;
+	r->relay.http_fd = r->pump.fd;
+	return true;
+}
+
 /* Compiles the policy, opens the endpoints and the relay, loads the
  * programs and puts the policy in force; false with the reason. */
-static bool set_up(struct run *r, const struct fn_policy *p, char *err, size_t errlen)
+static bool set_up(struct run *r, const struct fn_policy *p, const struct fnb_pump_env *http,
+		   char *err, size_t errlen)
 {
 	unsigned hz = kernel_hz();
+	fnb_http_pump = http && has_http(p);
 	r->ctl.base = p;
 	r->ctl.p = fn_policy_clone(p);
 	if (!r->ctl.p) {
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
-	if (!fnb_plan_build(&r->ctl.pl, r->ctl.p, err, errlen))
+	if (!fnb_plan_build(&r->ctl.pl, r->ctl.p, err, errlen) || !pump_up(r, http, err, errlen))
 		return false;
 	if (!hz && fnb_plan_has(&r->ctl.pl, FNB_DELAY)) {
 		snprintf(err, errlen, "%s", FNB_NO_HZ);
@@ -302,6 +329,7 @@ static void tear_down(struct run *r)
 	if (r->joined)
 		fnb_ctl_stop(&r->ctl);
 	fnb_relay_close(&r->relay);
+	fnb_httppump_stop(&r->pump);
 	if (r->s)
 		faultnet_bpf__destroy(r->s); /* detaches: the links go */
 	if (r->cgfd >= 0)
@@ -314,7 +342,8 @@ static void tear_down(struct run *r)
 	fn_policy_free(r->ctl.p);
 }
 
-int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stats, bool json)
+int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stats, bool json,
+	    const struct fnb_pump_env *http)
 {
 	static struct run r; /* large; one per process */
 	char err[1024] = "";
@@ -323,12 +352,15 @@ int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stat
 	int rc = FAIL;
 	if (!early)
 		early = fn_seed_init();
-	r = (struct run){.cgfd = -1, .relay = {.lfd = {-1, -1}, .ep = -1, .wake = -1, .spare = -1}};
+	r = (struct run){
+	    .cgfd = -1,
+	    .relay = {.lfd = {-1, -1}, .ep = -1, .wake = -1, .spare = -1, .http_fd = -1},
+	    .pump = {.fd = -1}};
 	for (int k = 0; k < FNB_EP_KINDS; k++)
 		r.ep.fd[k][0] = r.ep.fd[k][1] = -1;
 	if (early)
 		snprintf(err, sizeof(err), "%s", early);
-	else if (set_up(&r, p, err, sizeof(err)) && prepare(&r, err, sizeof(err))) {
+	else if (set_up(&r, p, http, err, sizeof(err)) && prepare(&r, err, sizeof(err))) {
 		join(&r, group, argv);
 		if (attach(r.s, r.cgfd, err, sizeof(err))) {
 			signal(SIGINT, forward);

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 struct fn_policy;
+struct fnb_pump_env;
 
 /* Runs argv in a new cgroup v2 child of faultctl's own, with the policy
  * carried out by BPF programs attached to it; returns the command's exit
@@ -12,7 +13,10 @@ struct fn_policy;
  * cannot carry out, privileges, cgroup v2, a kernel hook). With a group,
  * faultctl joins it as a member that faultctl enable, disable, reset, ps,
  * rules and stats reach (control.c). With stats, prints the rules'
- * counters as `faultctl run --stats` does. */
-int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stats, bool json);
+ * counters as `faultctl run --stats` does. When the policy has HTTP rules,
+ * the run's HTTP pump (httppump.h) is started with http (its group is
+ * group) and ended before this returns. */
+int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stats, bool json,
+	    const struct fnb_pump_env *http);
 
 #endif

@@ -13,12 +13,17 @@
 #include "core/chance.h"
 #include "core/rules.h"
 
+bool fnb_http_pump;
+
 /* What the backend does: packet drops, refused, stalled, reset and delayed
- * connects, and connects sent to its relay (the stream faults). */
+ * connects, and connects sent to its relay (the stream faults, and the
+ * HTTP rules when the run has its pump). */
 static int action_of(const struct fn_rule *r)
 {
+	if (fn_rule_http(r))
+		return fnb_http_pump ? FNB_HTTP : 0;
 	if (r->action != FN_ACT_DELAY && r->action != FN_ACT_BLACKHOLE && fn_rule_relayed(r))
-		return fn_rule_http(r) ? 0 : FNB_RELAY;
+		return FNB_RELAY;
 	switch (r->action) {
 	case FN_ACT_BLACKHOLE:
 		return fn_rule_relayed(r) ? 0 : FNB_BLACKHOLE;
@@ -43,10 +48,16 @@ static const char *unsupported(const struct fn_rule *r)
 	if (r->action == FN_ACT_BLACKHOLE && fn_rule_relayed(r))
 		return "a blackhole after bytes or time stops the app's own acknowledgements, "
 		       "which only the shim's relay does";
+	if (r->action == FN_ACT_DNS)
+		return "dns rules act on the shim's resolver hooks, and a Go program resolves "
+		       "by itself: the kernel-side backend does not carry them out";
+	if (fn_rule_http(r) && !fnb_http_pump)
+		return "HTTP rules reach a run of the kernel-side backend only when its --config "
+		       "has one at the start (that starts the run's HTTP pump)";
 	if (!action_of(r))
 		return "its action is not one the kernel-side backend carries out yet "
 		       "(it does blackhole, drop, refuse, stall, reset, delay, latency, "
-		       "bandwidth, drip and close)";
+		       "bandwidth, drip, close and the HTTP rules)";
 	if (r->action == FN_ACT_DELAY && (uint64_t)r->par.delay_ms + r->par.jitter_ms > 120000)
 		return "the kernel's SYN timeout stops at 120 s: the backend delays a handshake "
 		       "by at most delay_ms + jitter_ms = 120000";
@@ -219,7 +230,8 @@ static void unique(struct fnb_plan *pl)
 static void conditions(const struct fn_rule *r, struct fnb_rule *out)
 {
 	const struct fn_cond *c = &r->cond;
-	out->has_cond = r->has_cond;
+	/* An HTTP rule's conditions count requests, judged by the engine. */
+	out->has_cond = r->has_cond && !fn_rule_http(r);
 	out->first = c->first;
 	out->every = c->every;
 	out->after = c->after;

@@ -27,6 +27,10 @@ struct fnb_plan {
 	struct fnb_rule *rules; /* one per policy rule */
 };
 
+/* Whether HTTP rules compile (to FNB_HTTP): set by the run whose pump is
+ * up (httppump.c); else they are refused. */
+extern bool fnb_http_pump;
+
 /* Fills pl from p; false with a message naming the rule (and its line) the
  * backend cannot carry out, or a prefix covered by too many rules. */
 bool fnb_plan_build(struct fnb_plan *pl, const struct fn_policy *p, char *err, size_t errlen);

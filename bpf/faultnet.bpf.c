@@ -170,25 +170,38 @@ static __always_inline __u32 marked(struct __sk_buff *seg)
 /* The deciding rule for a destination, or NULL; *idx its index in set. A
  * conditional rule is judged for a connect or a datagram (its match
  * counted; a no hands on to the next rule), and taken for a TCP segment
- * (seg) only when the segment's socket was marked for it at its connect. */
+ * (seg) only when the segment's socket was marked for it at its connect.
+ * HTTP rules decide TCP connects only, as the shim's: one switched on
+ * takes the connect as any rule; one switched off takes it when no other
+ * rule does, so that, enabled later, it sees the requests of connections
+ * already open (the pump's shim judges it per request). */
 static __always_inline const struct fnb_rule *decide(const struct fnb_cands *c, __u32 set,
 						     __u8 proto, __u16 port, int *idx,
 						     struct __sk_buff *seg)
 {
+	const struct fnb_rule *off = 0;
+	int off_idx = -1;
 	if (!c)
 		return 0;
 	for (int i = 0; i < FNB_CANDS; i++) {
 		if (i >= c->n)
 			break;
 		const struct fnb_rule *r = rule_at(set, c->rule[i]);
-		if (!r || !r->on || !(r->protos & proto) || !port_ok(r, port))
+		if (!r || !(r->protos & proto) || !port_ok(r, port))
+			continue;
+		if (r->action == FNB_HTTP && !seg && proto == FNB_TCP && !r->on && !off) {
+			off = r;
+			off_idx = (int)c->rule[i];
+		}
+		if (!r->on || (r->action == FNB_HTTP && (seg || proto != FNB_TCP)))
 			continue;
 		if (r->has_cond && (seg ? marked(seg) != r->slot + 1 : !cond_pass(r)))
 			continue;
 		*idx = (int)c->rule[i];
 		return r;
 	}
-	return 0;
+	*idx = off_idx;
+	return off;
 }
 
 static __always_inline const struct fnb_cands *find4(__u32 set, __u32 addr)
@@ -352,7 +365,7 @@ static __always_inline __u16 endpoint(__u8 action, int as)
 		return as == AS_V6 ? stall_port6 : stall_port4;
 	if (action == FNB_RESET)
 		return as == AS_V6 ? reset_port6 : reset_port4;
-	if (action == FNB_RELAY)
+	if (action == FNB_RELAY || action == FNB_HTTP)
 		return as == AS_V6 ? relay_port6 : relay_port4;
 	return 0;
 }
@@ -404,7 +417,7 @@ static __always_inline void remember(struct bpf_sock_addr *ctx, int as, const st
 	o->v6 = as != AS_V4;
 	o->ep_v6 = as == AS_V6;
 	o->slot = r->slot;
-	o->relay = r->action == FNB_RELAY;
+	o->relay = r->action == FNB_RELAY || r->action == FNB_HTTP;
 	o->set = 1;
 }
 
@@ -422,6 +435,11 @@ static __always_inline int on_connect(struct bpf_sock_addr *ctx, __u32 set,
 	const struct fnb_rule *r = decide(c, set, proto, bpf_ntohs((__u16)ctx->user_port), &idx, 0);
 	if (!r)
 		return 1;
+	if (r->action == FNB_HTTP) { /* the engine decides and counts, per request */
+		remember(ctx, as, r);
+		redirect(ctx, as, endpoint(r->action, as));
+		return 1;
+	}
 	count(r);
 	if (r->has_cond && drops(r)) { /* its segments are dropped: see decide() */
 		struct fnb_orig *o =

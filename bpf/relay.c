@@ -24,6 +24,7 @@
 #include "bpf/lbpf.h"
 
 #include "bpf/endpoints.h"
+#include "bpf/httppump.h"
 #include "bpf/pump.h"
 #include "bpf/shared.h"
 #include "bpf/slots.h"
@@ -75,6 +76,25 @@ static bool open_conn(struct fnb_relay *r, int app, const struct fnb_pending *v)
 	return true;
 }
 
+/* A connection an HTTP rule covers goes to the pump, whose shim rules its
+ * requests; true when it was one (handed over, or reset when it could
+ * not be). */
+static bool to_pump(struct fnb_relay *r, int app, const struct fnb_pending *v)
+{
+	struct fn_params par;
+	enum fn_action a;
+	if (!fnb_slots_params(r->slots, v->slot, &par, &a) ||
+	    (a != FN_ACT_RESPOND && a != FN_ACT_SLOW && a != FN_ACT_ABORT && a != FN_ACT_TLS))
+		return false;
+	struct fnb_pump_msg m = {.port = v->port, .v6 = v->v6};
+	memcpy(m.addr, v->addr, sizeof(m.addr));
+	if (r->http_fd < 0 || !fnb_httppump_give(r->http_fd, app, &m))
+		reset_close(app);
+	else
+		close(app);
+	return true;
+}
+
 /* Accepts what listener f has; each connection must be one the BPF program
  * sent here. */
 static void accept_all(struct fnb_relay *r, int f)
@@ -101,7 +121,9 @@ static void accept_all(struct fnb_relay *r, int f)
 							: ((struct sockaddr_in *)&ss)->sin_port),
 					    .v6 = (uint16_t)f};
 		struct fnb_pending v;
-		if (bpf_map_lookup_and_delete_elem(r->pending_fd, &k, &v) || !open_conn(r, a, &v))
+		if (bpf_map_lookup_and_delete_elem(r->pending_fd, &k, &v))
+			reset_close(a);
+		else if (!to_pump(r, a, &v) && !open_conn(r, a, &v))
 			reset_close(a);
 	}
 }

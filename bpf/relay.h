@@ -14,6 +14,7 @@ struct fnb_relay {
 	/* Filled by the caller before fnb_relay_start. */
 	struct fnb_slots *slots; /* per rule: its numbers, on or off, bytes */
 	int pending_fd;		 /* the BPF map of connects sent here */
+	int http_fd;		 /* the HTTP pump's socket (httppump.h), or -1 */
 	/* Owned by the relay. */
 	int lfd[2]; /* listeners: [0] 127.0.0.1, [1] ::1 */
 	uint16_t port[2];

@@ -15,6 +15,11 @@ enum { FNB_BLACKHOLE = 1, FNB_DROP = 2, FNB_REFUSE = 3, FNB_STALL = 4, FNB_RESET
  * set to the delay. relay: latency and bandwidth, the connect goes to
  * faultctl's relay (relay.c), which shapes the bytes both ways. */
 enum { FNB_DELAY = 6, FNB_RELAY = 7 };
+/* http: an HTTP rule's connect goes to the relay too, which hands it to the
+ * pump (httppump.c), a process under the shim whose own connect meets the
+ * shim's HTTP engine. Its conditions are the engine's, per request: the
+ * programs neither judge nor count it. */
+enum { FNB_HTTP = 8 };
 
 /* The maps hold two sets of rules and prefixes: the programs read the one
  * cur_set names, a live change writes the other and then flips cur_set,

@@ -218,26 +218,59 @@ static void set_java(const char *dir, const struct fn_ca *ca)
 	setenv("JAVA_TOOL_OPTIONS", val, 1);
 }
 
-void run_ca_vars(const struct fn_policy *p)
+/* The run directory and the run's CA (made if it is not there yet), its
+ * PEM file's name into ca; NULL with a warning naming who will refuse. */
+static const struct fn_ca *the_ca(char *dir, size_t dlen, char *ca, size_t clen, const char *who)
 {
-	if (!has_http(p))
-		return;
 	const char *why = NULL;
-	char dir[4096], ca[4200];
-	const char *bad = fn_rundir(dir, sizeof(dir));
-	const struct fn_ca *the_ca = bad ? NULL : fn_ca_get(&why);
-	if (!bad && !the_ca)
+	const char *bad = fn_rundir(dir, dlen);
+	const struct fn_ca *c = bad ? NULL : fn_ca_get(&why);
+	if (!bad && !c)
 		bad = why;
 	if (bad) {
 		fprintf(stderr,
 			"faultctl run: warning: the run's CA cannot be made (%s): clients that "
-			"read their trust from a variable (NODE_EXTRA_CA_CERTS) will refuse "
-			"terminated connections\n",
-			bad);
-		return;
+			"read their trust from a variable (%s) will refuse terminated "
+			"connections\n",
+			bad, who);
+		return NULL;
 	}
-	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+	snprintf(ca, clen, "%s/ca.pem", dir);
+	return c;
+}
+
+bool run_ca_cert_file(const struct fn_policy *p)
+{
+	if (!has_http(p))
+		return false;
+	char dir[4096], ca[4200], both[4200];
+	if (!the_ca(dir, sizeof(dir), ca, sizeof(ca), "SSL_CERT_FILE"))
+		return true;
+	const char *old = getenv("SSL_CERT_FILE");
+	const char *src = old && *old ? old : SYSTEM_BUNDLE;
+	if (strncmp(src, dir, strlen(dir)) == 0 && strstr(src, "/ca.certfile-"))
+		return true; /* ours already (a faultctl run inside another) */
+	if (combine(dir, "certfile", src, ca, both, sizeof(both)) < 0) {
+		fprintf(stderr,
+			"faultctl run: %s%s: %s: %s, without the run's CA (Go clients will refuse "
+			"the relay's leaves)\n",
+			old && *old ? "SSL_CERT_FILE=" : "the system's bundle ", src,
+			strerror(errno), old && *old ? "left as it is" : "SSL_CERT_FILE not set");
+		return true;
+	}
+	setenv("SSL_CERT_FILE", both, 1);
+	return true;
+}
+
+void run_ca_vars(const struct fn_policy *p)
+{
+	if (!has_http(p))
+		return;
+	char dir[4096], ca[4200];
+	const struct fn_ca *c = the_ca(dir, sizeof(dir), ca, sizeof(ca), "NODE_EXTRA_CA_CERTS");
+	if (!c)
+		return;
 	set_node(dir, ca);
-	set_java(dir, the_ca);
+	set_java(dir, c);
 	set_grpc(dir, ca);
 }

@@ -5,6 +5,8 @@
 #ifndef FAULTNET_CTL_CAVARS_H
 #define FAULTNET_CTL_CAVARS_H
 
+#include <stdbool.h>
+
 #include "core/rules.h"
 
 /* When policy p has HTTP rules: the run's CA made in the run directory if
@@ -20,5 +22,14 @@
  * (else the system's bundle) followed by the CA, mode 0600, in the run
  * directory. A failure is a warning on stderr, never fatal. */
 void run_ca_vars(const struct fn_policy *p);
+
+/* For the kernel-side backend's HTTP rules (Go verifies with its own
+ * crypto/tls, which reads SSL_CERT_FILE): when p has HTTP rules, the run's
+ * CA made as above and SSL_CERT_FILE set to a PEM bundle of the roots the
+ * command would have read (the user's SSL_CERT_FILE, else the system's
+ * bundle) followed by the CA, mode 0600, in the run directory. True when
+ * p has HTTP rules (whether or not the bundle could be made: a failure is
+ * a warning). */
+bool run_ca_cert_file(const struct fn_policy *p);
 
 #endif

@@ -18,6 +18,7 @@
 
 #ifdef FAULTNET_BPF
 #include "bpf/backend.h"
+#include "bpf/httppump.h"
 #endif
 #include "core/config.h"
 #include "core/rundir.h"
@@ -455,7 +456,26 @@ static int run_bpf(const char *config, const char *group, char **argv, bool stat
 		return FN_EXIT_CONFIG;
 	}
 	const char *g = group ? group : getenv("FAULTNET_GROUP");
-	int rc = fnb_run(p, g && *g ? g : FN_GROUP_DEFAULT, argv, stats, json);
+	g = g && *g ? g : FN_GROUP_DEFAULT;
+	/* HTTP rules: the pump's shim rules the requests (bpf/httppump.h); it
+	 * checks servers against the roots the app had, and the app is given
+	 * them with the run's CA (SSL_CERT_FILE, which Go reads). */
+	const char *user = getenv("SSL_CERT_FILE");
+	static char cert[PATH_MAX], dir[] = "/tmp/faultctl-stats-XXXXXX";
+	snprintf(cert, sizeof(cert), "%s", user && *user ? user : "");
+	bool http = run_ca_cert_file(p);
+	if (http && stats && !mkdtemp(dir)) {
+		perror("faultctl run: stats directory");
+		fn_policy_free(p);
+		return 1;
+	}
+	struct fnb_pump_env pe = {.config = config ? abs : NULL,
+				  .group = g,
+				  .cert_file = cert[0] ? cert : NULL,
+				  .stats_dir = http && stats ? dir : NULL};
+	int rc = fnb_run(p, g, argv, stats, json, &pe);
+	if (http && stats)
+		run_print_stats(dir, json); /* the pump's, which has exited */
 	fn_policy_free(p);
 	return rc;
 #else

@@ -22,6 +22,9 @@ build_pkgs="gcc libc6-dev libconfig-dev libhttp-parser-dev libssl-dev libnghttp2
 test_pkgs="libcunit1-dev openssl python3-cryptography libbpf-dev bpftool liburing-dev curl dig=bind9-dnsutils python3-requests python3-httpx python3 node=nodejs clang libclang-rt-14-dev clang-format binutils procps valgrind strace go=golang-go php=php-cli php-curl nft=nftables ip=iproute2 rsvg-convert=librsvg2-bin python3-pil chromium fonts-dejavu-core scdoc groff=groff-base zsh python3-venv python3-pytest python3-setuptools python3-wheel build-essential dpkg-dev debhelper fakeroot lintian libpython3.11-testsuite patchelf debootstrap dockerd=docker.io docker-compose python3-h2 nghttpd=nghttp2-server javac=openjdk-17-jdk-headless"
 # grpcio: the h2 section's gRPC clients and reference servers (hyper-h2 is above).
 test_pkgs="$test_pkgs python3-grpcio"
+# grpc-go 1.33 as Go source in /usr/share/gocode: the bpf section's static
+# Go gRPC client (tests/bpf/gogrpc.go), built offline.
+test_pkgs="$test_pkgs golang-google-grpc-dev"
 # nghttp: h2_engine.py watches frames with it (nghttp2-client; also bench's h2load).
 test_pkgs="$test_pkgs nghttp=nghttp2-client"
 # h2load, nghttpd and nghttpx: the HTTP/2 section (one connection, many

@@ -169,6 +169,12 @@ s_bpf() {
 		echo "  FAIL - tests/bpf/bpf.sh ended without a failed check"
 		echo fail >>"$FN_COUNTS"
 	fi
+	# HTTP rules (the pump under the shim) on Go HTTP, HTTPS and gRPC clients.
+	before=$(grep -c '^fail' "$FN_COUNTS")
+	if ! tests/bpf/http.sh build && [ "$(grep -c '^fail' "$FN_COUNTS")" = "$before" ]; then
+		echo "  FAIL - tests/bpf/http.sh ended without a failed check"
+		echo fail >>"$FN_COUNTS"
+	fi
 }
 
 s_asan() {

@@ -183,9 +183,11 @@ ROOMS = [
      "and its numbers), endpoints.c (the loopback sockets connects are sent "
      "to), relay.c (the stream faults, outside the app: its listeners and loop) "
      "with pump.c (one connection's pass, paced by core/pace.c), events.c (the programs' ring buffer of faults), control.c "
-     "(the run as a member of its group) and lbpf.c (libbpf and zlib, opened by "
+     "(the run as a member of its group), lbpf.c (libbpf and zlib, opened by "
      "a backend run only, so that no other verb pays for loading them at its "
-     "start)."),
+     "start), httppump.c (HTTP rules' connections handed to the pump) and "
+     "pumpd.c (faultnet-pump, a program of its own run under the shim, whose "
+     "connects meet the shim's HTTP engine)."),
 ]
 ALLOWED = {room: uses for room, uses, _ in ROOMS}
 

@@ -218,6 +218,33 @@ static void test_shaping_actions(void)
 	fn_policy_free(p);
 }
 
+/* HTTP rules go to the relay (and on to the pump) only in a run that has
+ * the pump; their conditions count requests, judged by the pump's shim,
+ * never the programs' connects. dns rules are refused by name. */
+static void test_http_rules(void)
+{
+	const char *text = "rules = ( { name = \"r\"; action = \"respond\"; status = 503; "
+			   "first = 2; match = { to = \"127.0.0.1/32\"; }; } );";
+	fnb_http_pump = false;
+	expect_refused(text, "rule 'r' (line 1, respond): HTTP rules reach a run of the "
+			     "kernel-side backend only when");
+	expect_refused("rules = ( { name = \"nx\"; action = \"dns\"; error = \"nxdomain\"; "
+		       "match = { host = \"*.test\"; }; } );",
+		       "rule 'nx' (line 1, dns): dns rules act on the shim's resolver hooks");
+	char err[512];
+	struct fn_policy *p = fn_config_load_string(text, "t.conf", NULL, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	struct fnb_plan pl;
+	fnb_http_pump = true;
+	bool ok = fnb_plan_build(&pl, p, err, sizeof(err));
+	fnb_http_pump = false;
+	CU_ASSERT_FATAL(ok);
+	CU_ASSERT_EQUAL(pl.rules[0].action, FNB_HTTP);
+	CU_ASSERT_FALSE(pl.rules[0].has_cond);
+	fnb_plan_free(&pl);
+	fn_policy_free(p);
+}
+
 /* Conditions carried as the programs judge them: probability as a 53-bit
  * threshold, rounded up, so that a draw passes exactly when core's
  * fn_random(key, n) < probability does. */
@@ -261,4 +288,5 @@ void add_compile_tests(void)
 	CU_add_test(s, "delay, latency and bandwidth become the hold and the relay",
 		    test_shaping_actions);
 	CU_add_test(s, "conditions: the programs' draws are core's", test_conditions);
+	CU_add_test(s, "HTTP rules go to the pump, dns rules are refused", test_http_rules);
 }
