@@ -121,7 +121,9 @@ static void print_usage(FILE *f)
 	fputs("usage: faultctl [-p PID]... [-g GROUP] [--ahead] [--json] VERB [ARGS]\n", f);
 	for (size_t i = 0; i < NVERBS; i++)
 		print_verb(f, &verbs[i]);
-	fputs("Targets: -p PID (repeatable), -g GROUP; default: the group 'default'.\n"
+	fputs("Targets: -p PID (repeatable), -g GROUP; default: FAULTNET_GROUP (set for\n"
+	      "a run's command), else the group 'default'. faultctl run uses a group of\n"
+	      "its own (run-PID) unless -g or FAULTNET_GROUP names one.\n"
 	      "A change to a group no process has joined is refused, unless --ahead\n"
 	      "says it is meant for processes that will join it later.\n"
 	      "faultctl --version prints the version.\n",
@@ -894,6 +896,12 @@ static int run_shared(struct opts *o, const struct verb *v, int argc, char **arg
 		else
 			rest[nrest++] = argv[i];
 	}
+	/* Inside a run's command (FAULTNET_GROUP set), its group is the one
+	 * meant; ps with no target still lists every group. */
+	const char *env = getenv("FAULTNET_GROUP");
+	if (!o->sel.group && !o->sel.npids && strcmp(v->name, "ps") != 0 && env &&
+	    fn_group_valid(env))
+		o->sel.group = env;
 	if (v->kind == V_CHANGE)
 		return dispatch_change(o, v->name, nrest, rest);
 	if (nrest)

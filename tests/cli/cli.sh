@@ -310,6 +310,28 @@ check "--ahead: the change is journaled for later joiners" holds '[ "$rc" = 0 ] 
 run env FAULTNET_RUNDIR="$g" "$ctl" -g live enable bh
 check "a change to a group a process has joined (none running now) is taken" holds '[ "$rc" = 0 ] && contains "$err" "no process of group"'
 
+# Two faultctl run jobs of one account at once, with the same policy and
+# no -g: each runs in a group of its own (run-PID, FAULTNET_GROUP for its
+# command, which faultctl's changes from inside it default to), so a change
+# one job makes never reaches the other. On the old tree both were in
+# 'default' and job B saw job A's disable.
+printf 'rules = ( { name = "two"; action = "refuse"; match = { to = "127.66.0.77/32"; port = 9; }; } );\n' >"$tmp/two.conf"
+env FAULTNET_RUNDIR="$g" "$ctl" run --config "$tmp/two.conf" -- \
+	sh -c "'$ctl' disable two >/dev/null 2>&1; sleep 1.5; echo group=\$FAULTNET_GROUP; '$ctl' rules" >"$tmp/joba.out" 2>&1 &
+joba=$!
+env FAULTNET_RUNDIR="$g" "$ctl" run --stats --config "$tmp/two.conf" -- \
+	sh -c "sleep 1; echo group=\$FAULTNET_GROUP; '$ctl' rules" >"$tmp/jobb.out" 2>"$tmp/jobb.err"
+wait $joba
+check "two faultctl run jobs at once: each in a group of its own ($(grep -h '^group=' "$tmp/joba.out" "$tmp/jobb.out" | tr '\n' ' '))" \
+	holds 'ga=$(sed -n "s/^group=//p" "$tmp/joba.out"); gb=$(sed -n "s/^group=//p" "$tmp/jobb.out"); [ -n "$ga" ] && [ -n "$gb" ] && [ "$ga" != "$gb" ] && contains "$ga" run- && contains "$gb" run-'
+check "two faultctl run jobs at once: job A's disable reaches job A ($(grep -w two "$tmp/joba.out" | tr -s ' '))" \
+	holds 'grep -wq "two  *refuse  *no" "$tmp/joba.out"'
+check "two faultctl run jobs at once: job B does not see job A's change ($(grep -w two "$tmp/jobb.out" | tr -s ' '))" \
+	holds 'grep -wq "two  *refuse  *yes" "$tmp/jobb.out" && ! grep -wq "two  *refuse  *no" "$tmp/jobb.out"'
+check "faultctl run --stats names the run's group" holds 'grep -q "stats of [0-9]* process[es]* (group run-[0-9]*):" "$tmp/jobb.err"'
+run env FAULTNET_RUNDIR="$g" FAULTNET_GROUP=named "$ctl" run -- sh -c 'echo $FAULTNET_GROUP'
+check "faultctl run keeps a group FAULTNET_GROUP names ($out)" [ "$out" = named ]
+
 # Queries say when nothing answers; events show wall time, and --follow
 # prints its header once.
 run env FAULTNET_RUNDIR="$g" "$ctl" ps
