@@ -727,6 +727,14 @@ static bool gc_entry(const char *dir, const char *name, time_t now, char *group,
 	group[0] = '\0';
 	if (name[0] == '.' || !ext || ext == name)
 		return false;
+	if (strcmp(ext, ".marks") == 0) {
+		/* A scenario's: in use while it runs; a killed one's goes
+		 * with the group's other files. */
+		char path[4400];
+		snprintf(group, len, "%.*s", (int)(ext - name), name);
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		return sc_marks_owned(path);
+	}
 	if (strcmp(ext, ".journal") == 0 || strcmp(ext, ".lock") == 0 || strcmp(ext, ".seq") == 0) {
 		snprintf(group, len, "%.*s", (int)(ext - name), name);
 		return false;
@@ -755,15 +763,16 @@ static bool gc_entry(const char *dir, const char *name, time_t now, char *group,
 	return false;
 }
 
-/* A group with no member and no counts kept: its journal, counter and lock
- * go once none has changed for FN_KEEP_S, under the group's lock so that
- * no change is being written meanwhile. */
+/* A group with no member, no counts kept and no scenario running: its
+ * journal, counter, lock and a killed scenario's marks go once none has
+ * changed for FN_KEEP_S, under the group's lock so that no change is being
+ * written meanwhile. */
 static int gc_group(const char *dir, const char *group, time_t now)
 {
-	static const char *const ext[] = {"journal", "seq", "lock"};
-	char path[3][4400];
+	static const char *const ext[] = {"journal", "seq", "lock", "marks"};
+	char path[4][4400];
 	struct stat sb;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		fn_group_file(path[i], sizeof(path[i]), dir, group, ext[i]);
 		if (lstat(path[i], &sb) == 0 && now - sb.st_mtim.tv_sec <= FN_KEEP_S)
 			return 0;
@@ -774,7 +783,7 @@ static int gc_group(const char *dir, const char *group, time_t now)
 		return 0;
 	}
 	int n = 0;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		n += unlink(path[i]) == 0;
 	if (fd >= 0)
 		close(fd);

@@ -215,6 +215,41 @@ run env FAULTNET_RUNDIR="$gcdir" "$ctl" gc
 check "faultctl gc removes a finished group's files past the kept hour, not a live group's" holds '[ "$rc" = 0 ] && ! ls "$gcdir"/gone.* >/dev/null 2>&1 && [ -e "$gcdir/live.journal" ] && ls "$gcdir"/live.*.mem >/dev/null 2>&1'
 kill "$livepid" 2>/dev/null
 wait "$livepid" 2>/dev/null
+# The same in the default run directory (no FAULTNET_RUNDIR, no
+# XDG_RUNTIME_DIR: a CI job that sets nothing), after a SIGKILL of a
+# scenario and of every process of its group: gc keeps their counts the
+# hour, then removes every file of the group, the killed scenario's
+# GROUP.marks too (the old gc kept it for ever), never a live group's.
+drd="/tmp/faultnet-$(id -u)"
+dflt() { env -u FAULTNET_RUNDIR -u XDG_RUNTIME_DIR "$@"; }
+printf 'rules = ( { name = "k"; action = "refuse"; enabled = false; match = { to = "127.66.0.0/16"; }; } );\nduration_ms = 30000;\nsteps = ( { name = "on"; at_ms = 100; enable = "k"; } );\n' >"$tmp/kill.scenario"
+env -u FAULTNET_RUNDIR -u XDG_RUNTIME_DIR "$ctl" scenario "$tmp/kill.scenario" -- sh -c 'sleep 60 & sleep 60' >/dev/null 2>&1 &
+scpid=$!
+sg=scenario-$scpid lg=cli-gclive-$$
+env -u FAULTNET_RUNDIR -u XDG_RUNTIME_DIR "$ctl" run -g "$lg" -- sleep 60 >/dev/null 2>&1 &
+lvpid=$!
+members=
+for _ in $(seq 100); do
+	members=$(dflt "$ctl" -g "$sg" --json ps 2>/dev/null | grep -o '"pid": *[0-9]*' | grep -o '[0-9]*$')
+	[ -e "$drd/$sg.marks" ] && [ "$(echo $members | wc -w)" = 3 ] && [ -n "$(ls "$drd/$lg".*.mem 2>/dev/null)" ] && break
+	sleep 0.1
+done
+scdir=$(tr '\0' '\n' <"/proc/$(echo $members | cut -d' ' -f1)/environ" 2>/dev/null | sed -n 's/^FAULTNET_STATS_DIR=//p')
+kill -KILL $scpid $members 2>/dev/null
+wait $scpid 2>/dev/null
+sleep 0.3
+run dflt "$ctl" gc
+check "default run directory, scenario and its 3 members SIGKILLed: gc keeps their counts the hour ($(ls "$drd" | grep -c "^$sg\..*\.done$") kept)" \
+	holds '[ "$rc" = 0 ] && [ "$(ls "$drd" | grep -c "^$sg\..*\.done$")" = 3 ] && [ -e "$drd/$sg.marks" ]'
+touch -h -d '2 hours ago' "$drd/$sg".* "$drd/$lg".journal "$drd/$lg".seq "$drd/$lg".lock 2>/dev/null
+run dflt "$ctl" gc
+check "default run directory: past the kept hour gc leaves no file of the killed scenario's group ($(ls "$drd" | grep "^$sg\." | tr '\n' ' '))" \
+	holds '[ "$rc" = 0 ] && [ -z "$(ls "$drd" | grep "^$sg\.")" ]'
+check "default run directory: ...and keeps the live group's files" holds 'ls "$drd/$lg".*.mem >/dev/null 2>&1'
+kill $lvpid 2>/dev/null
+wait $lvpid 2>/dev/null
+case "$scdir" in /tmp/faultctl-scenario-*) rm -rf "$scdir" ;; esac
+rm -f "/tmp/faultctl-policy-$scpid.conf"
 run "$ctl" run --bogus -- true
 ok=false
 [ "$rc" = 2 ] && contains "$err" "unknown option '--bogus'" && ok=true
