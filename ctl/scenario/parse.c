@@ -533,14 +533,16 @@ static bool known(const char *const *v, size_t n, const char *name)
 	return false;
 }
 
-/* "no rule 'x' in the policy (did you mean 'y'?)" */
+/* "no rule 'x' in the policy FILE (did you mean 'y'?)"; inline rules are
+ * "the scenario's rules", not the temporary file they were written to. */
 static bool unknown(struct pctx *c, int line, const char *where, const char *what, const char *name,
 		    const char *const *v, size_t n)
 {
 	const char *near = fn_closest(name, v, n);
-	return fail_at(c, line, "%s: no %s '%s' in the policy %s%s%s%s", where, what, name,
-		       c->s->policy, near ? " (did you mean '" : "", near ? near : "",
-		       near ? "'?)" : "");
+	return fail_at(c, line, "%s: no %s '%s' in %s%s%s%s%s", where, what, name,
+		       c->s->policy_tmp ? "the scenario's rules" : "the policy ",
+		       c->s->policy_tmp ? "" : c->s->policy, near ? " (did you mean '" : "",
+		       near ? near : "", near ? "'?)" : "");
 }
 
 /* A step to the scenario's own group names what its policy has. A step to
