@@ -88,7 +88,7 @@ static const struct verb verbs[] = {
      "run [--config FILE] [--zone Z] [-g GROUP] [--stats] [--docker PROG] [docker run options] "
      "IMAGE [CMD...]",
      "docker run under the shim: bundle, policy, group, run directory added", V_OWN, verb_docker},
-    {"compose", "[--config FILE] [--zone Z] [-g GROUP] [-o FILE] SERVICE...",
+    {"compose", "[--config FILE] [--zone Z] [-g GROUP] [--version V] [-o FILE] SERVICE...",
      "write a Compose override running SERVICEs under the shim", V_OWN, verb_compose},
     {"mark", "NAME", "mark a moment of the app on a running scenario's timeline", V_OWN, verb_mark},
     {"gc", "", "remove files of processes and groups gone for the kept hour", V_OWN, verb_gc},
@@ -126,7 +126,7 @@ static void print_usage(FILE *f)
 	      "its own (run-PID) unless -g or FAULTNET_GROUP names one.\n"
 	      "A change to a group no process has joined is refused, unless --ahead\n"
 	      "says it is meant for processes that will join it later.\n"
-	      "faultctl --version prints the version.\n",
+	      "faultctl --version prints the version; faultctl VERB --help, VERB's usage.\n",
 	      f);
 }
 

@@ -116,6 +116,24 @@ table=$(echo "$out" | cut -d: -f1 | tr '\n' ' ')
 check "faultctl --help lists the verbs of help --verbs, in order" holds '[ -n "$table" ] && [ "$listed" = "$table" ]'
 run "$ctl" nosuchverb
 check "faultctl: an unknown verb exits 2 and names it" holds '[ "$rc" = 2 ] && contains "$err" "unknown verb '"'"'nosuchverb'"'"'"'
+# --help lists every option faultctl's parsers take: each option a source
+# compares an argument with (strcmp(argv[i], "--x")) is in the usage line of
+# its verb or in usage's first line (faultctl.c's also in the closing
+# notes). On the old tree compose's --version and --help were missing.
+help=$("$ctl" --help 2>&1)
+missing=
+for pair in run.c:run container.c:docker,compose requests.c:requests scenario/run.c:scenario faultctl.c:events; do
+	src=${pair%%:*} verbs=${pair#*:}
+	lines=$(echo "$help" | sed -n '1p')
+	[ "$src" = faultctl.c ] && lines=$(echo "$help" | sed -n '1p; /^[A-Za-z]/p')
+	for v in ${verbs//,/ }; do lines="$lines
+$(echo "$help" | grep "^  $v ")"; done
+	for o in $(grep -hoE 'str[n]*cmp\((argv\[i\]|a), "-[-a-z=]*' "$root/ctl/$src" | sed 's/.*"//; s/=$//' | sort -u); do
+		[ "$o" = "--" ] && continue
+		grep -q -- "$o" <<<"$lines" || missing="$missing $src:$o"
+	done
+done
+check "faultctl --help lists every option its parsers take (missing:${missing:- none})" [ -z "$missing" ]
 # A rule with no match covers every connection: check and run warn of it,
 # with file and line, and go on (exit 0).
 printf 'rules = (\n  { name = "m"; action = "drop"; match = { to = "127.88.0.9/32"; }; },\n  { name = "all"; action = "drop"; enabled = false; }\n);\n' >"$tmp/broad.conf"
