@@ -157,6 +157,15 @@ except OSError: pass'
 check "faultctl run --strict: passes when its rule fired" holds '[ "$rc" = 0 ] && ! contains "$err" "faultctl run --strict"'
 run "$ctl" run --strict --config "$tmp/strict.conf" -- sh -c 'exit 5'
 check "faultctl run --strict: the command's own failure keeps its status" [ "$rc" = 5 ]
+# A command no process of which ran under the shim (a static program run
+# with --allow-unreached): --strict says no process joined.
+if printf 'int main(void) { return 0; }\n' >"$tmp/st.c" && cc -static -o "$tmp/st" "$tmp/st.c" 2>/dev/null; then
+	run "$ctl" run --strict --allow-unreached --config "$tmp/strict.conf" -- "$tmp/st"
+	check "faultctl run --strict: no process joined fails it (exit 1, said)" holds '[ "$rc" = 1 ] && contains "$err" "no process joined (the command never ran under the shim)"'
+else
+	echo "  skip - faultctl run --strict with no process joined: cc -static could not build a static program"
+	echo skip >>"${FN_COUNTS:-/dev/null}"
+fi
 printf 'rules = ( { name = "h"; action = "respond"; status = 503; match = { to = "127.88.0.10/32"; port = 8099; }; } );\n' >"$tmp/nothttp.conf"
 /usr/bin/python3 -c 'import socket,time
 s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
