@@ -219,6 +219,14 @@ static bool parse_step(struct pctx *c, const config_setting_t *g, struct sc_step
 			    "%s: it would run at %lld ms, after the scenario's duration_ms (%lld): "
 			    "it would never run",
 			    where, (long long)st->plan_ms, (long long)c->s->duration_ms);
+	/* Its undo too: the end would undo it early, and the window the
+	 * user wrote would be silently shorter. */
+	if (st->for_ms >= 0 && st->plan_ms + st->for_ms > c->s->duration_ms)
+		return fail(c, g,
+			    "%s: its for_ms (%lld) would end at %lld ms, after the scenario's "
+			    "duration_ms (%lld): the end would cut it short",
+			    where, (long long)st->for_ms, (long long)(st->plan_ms + st->for_ms),
+			    (long long)c->s->duration_ms);
 	snprintf(st->group, SC_NAME, "%s", grp ? grp : "");
 	if (!step_pids(c, g, st, where))
 		return false;

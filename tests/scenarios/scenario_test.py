@@ -416,6 +416,10 @@ def test_names_resolved():
                   'steps = ( { name = "a"; at_ms = 600; enable = "deny-a"; },\n'
                   '  { name = "b"; after = "a"; after_ms = 600; disable = "deny-a"; } );\n',
                   ":4: step 'b': it would run at 1200 ms")
+    check_refused("a step whose for_ms would end after duration_ms", 'duration_ms = 1000;\n'
+                  'steps = ( { name = "f"; at_ms = 500; enable = "deny-a"; for_ms = 800; } );\n',
+                  ":3: step 'f': its for_ms (800) would end at 1300 ms, after the scenario's "
+                  "duration_ms (1000)")
     check_refused("a misspelt key, with the closest", 'duration_ms = 1000;\n'
                   'steps = ( { name = "a"; at_ms = 10; enabel = "deny-a"; } );\n',
                   "unknown key 'enabel', did you mean 'enable'?")
