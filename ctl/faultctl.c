@@ -727,6 +727,12 @@ static bool gc_entry(const char *dir, const char *name, time_t now, char *group,
 	group[0] = '\0';
 	if (name[0] == '.' || !ext || ext == name)
 		return false;
+	/* The run's CA and its lock (preload/tls/ca.c: ca.pem, ca.key,
+	 * ca.lock) and the files faultctl run derives from it (ca.node-*,
+	 * ca.java-*, ca.grpc-*) are the run directory's, never a group's:
+	 * ca.lock would otherwise pass for the lock of a group 'ca'. */
+	if (strncmp(name, "ca.", 3) == 0)
+		return false;
 	if (strcmp(ext, ".marks") == 0) {
 		/* A scenario's: in use while it runs; a killed one's goes
 		 * with the group's other files. */

@@ -242,6 +242,21 @@ run env FAULTNET_RUNDIR="$gcdir" "$ctl" gc
 check "faultctl gc removes a finished group's files past the kept hour, not a live group's" holds '[ "$rc" = 0 ] && ! ls "$gcdir"/gone.* >/dev/null 2>&1 && [ -e "$gcdir/live.journal" ] && ls "$gcdir"/live.*.mem >/dev/null 2>&1'
 kill "$livepid" 2>/dev/null
 wait "$livepid" 2>/dev/null
+# The run's CA (made by faultctl run for a policy with HTTP rules) is never
+# gc's, however old, while a process uses it or after.
+printf 'rules = ( { name = "h"; action = "respond"; status = 503; match = { to = "127.88.0.11/32"; port = 8099; }; } );\n' >"$tmp/ca.conf"
+env FAULTNET_RUNDIR="$gcdir" "$ctl" run -g causer --config "$tmp/ca.conf" -- sleep 30 >/dev/null 2>&1 &
+capid=$!
+for _ in $(seq 50); do [ -n "$(ls "$gcdir"/causer.*.mem 2>/dev/null)" ] && break; sleep 0.1; done
+cas=$(cd "$gcdir" && ls ca.* 2>/dev/null | tr '\n' ' ')
+touch -h -d '2 hours ago' "$gcdir"/ca.* 2>/dev/null
+run env FAULTNET_RUNDIR="$gcdir" "$ctl" gc
+gone=
+for f in $cas; do [ -e "$gcdir/$f" ] || gone="$gone $f"; done
+check "faultctl gc never removes the run's CA files, aged 2 hours, its user alive ($cas; removed:${gone:- none})" \
+	holds 'contains "$cas" ca.lock && [ -z "$gone" ]'
+kill "$capid" 2>/dev/null
+wait "$capid" 2>/dev/null
 # The same in the default run directory (no FAULTNET_RUNDIR, no
 # XDG_RUNTIME_DIR: a CI job that sets nothing), after a SIGKILL of a
 # scenario and of every process of its group: gc keeps their counts the
