@@ -796,6 +796,70 @@ static int gc_group(const char *dir, const char *group, time_t now)
 	return n;
 }
 
+/* A killed faultctl's own file in /tmp (faultctl-stats-PID-*,
+ * faultctl-scenario-PID-*: its processes' state files, which the run
+ * directory also names; faultctl-policy-PID.conf: a scenario's inline
+ * rules): ours, its faultctl gone, no member holding a file of it, and
+ * nothing in it changed for FN_KEEP_S. Opened without following links:
+ * /tmp is anyone's. Returns 1 when it went. */
+static int gc_tmp_entry(int tmp, const char *name, time_t now)
+{
+	int pid = 0, off = 0;
+	bool dir = sscanf(name, "faultctl-stats-%d-%n", &pid, &off) == 1 ||
+		   sscanf(name, "faultctl-scenario-%d-%n", &pid, &off) == 1;
+	if (!dir &&
+	    (sscanf(name, "faultctl-policy-%d.conf%n", &pid, &off) != 1 || name[off] != '\0'))
+		return 0;
+	struct stat sb;
+	if (pid <= 0 || off == 0 || kill(pid, 0) == 0 || errno != ESRCH ||
+	    fstatat(tmp, name, &sb, AT_SYMLINK_NOFOLLOW) < 0 || sb.st_uid != geteuid() ||
+	    now - sb.st_mtim.tv_sec <= FN_KEEP_S)
+		return 0;
+	if (!dir)
+		return S_ISREG(sb.st_mode) && unlinkat(tmp, name, 0) == 0;
+	int fd = S_ISDIR(sb.st_mode)
+		     ? openat(tmp, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+		     : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	bool keep = !d;
+	while (d && !keep && (e = readdir(d))) {
+		int f = e->d_name[0] == '.'
+			    ? -1
+			    : openat(fd, e->d_name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+		keep = f >= 0 && (fstat(f, &sb) < 0 || now - sb.st_mtim.tv_sec <= FN_KEEP_S ||
+				  (S_ISREG(sb.st_mode) && fn_member_held(f)));
+		if (f >= 0)
+			close(f);
+	}
+	if (d && !keep) {
+		rewinddir(d);
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				unlinkat(fd, e->d_name, 0);
+	}
+	if (d)
+		closedir(d);
+	else if (fd >= 0)
+		close(fd);
+	return !keep && unlinkat(tmp, name, AT_REMOVEDIR) == 0;
+}
+
+static int gc_tmp(time_t now)
+{
+	int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
+	DIR *d = tmp >= 0 ? fdopendir(tmp) : NULL;
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (strncmp(e->d_name, "faultctl-", 9) == 0)
+			n += gc_tmp_entry(tmp, e->d_name, now);
+	if (d)
+		closedir(d);
+	else if (tmp >= 0)
+		close(tmp);
+	return n;
+}
+
 /* gc: what faultctl's listings and every start do in part, for the whole
  * run directory at once (a CI runner's last step, a test's teardown). */
 static int verb_gc(struct opts *o, int argc, char **argv)
@@ -832,6 +896,11 @@ static int verb_gc(struct opts *o, int argc, char **argv)
 	free(busy);
 	printf("faultctl gc: %s: %d file%s of groups gone for %d min removed\n", dir, removed,
 	       removed == 1 ? "" : "s", FN_KEEP_S / 60);
+	int left = gc_tmp(now);
+	if (left)
+		printf("faultctl gc: /tmp: %d file%s or folder%s of killed faultctl runs and "
+		       "scenarios removed\n",
+		       left, left == 1 ? "" : "s", left == 1 ? "" : "s");
 	return 0;
 }
 

@@ -550,7 +550,8 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 		return 1;
 	if (set_preload() < 0)
 		return 1;
-	char dir[] = "/tmp/faultctl-stats-XXXXXX";
+	char dir[64]; /* named by its faultctl's pid: gc removes it if that is killed */
+	snprintf(dir, sizeof(dir), "/tmp/faultctl-stats-%d-XXXXXX", (int)getpid());
 	bool count = stats || strict.on;
 	if (count && (!mkdtemp(dir) || setenv("FAULTNET_STATS_DIR", dir, 1) < 0)) {
 		perror("faultctl run: stats directory");

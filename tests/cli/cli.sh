@@ -284,13 +284,19 @@ run dflt "$ctl" gc
 check "default run directory, scenario and its 3 members SIGKILLed: gc keeps their counts the hour ($(ls "$drd" | grep -c "^$sg\..*\.done$") kept)" \
 	holds '[ "$rc" = 0 ] && [ "$(ls "$drd" | grep -c "^$sg\..*\.done$")" = 3 ] && [ -e "$drd/$sg.marks" ]'
 touch -h -d '2 hours ago' "$drd/$sg".* "$drd/$lg".journal "$drd/$lg".seq "$drd/$lg".lock 2>/dev/null
+# The killed scenario's own files in /tmp (its processes' state files, its
+# inline rules) aged too: gc removes them, its faultctl gone, no file held.
+[ -n "$scdir" ] && touch -h -d '2 hours ago' "$scdir"/* "$scdir" "/tmp/faultctl-policy-$scpid.conf"
 run dflt "$ctl" gc
 check "default run directory: past the kept hour gc leaves no file of the killed scenario's group ($(ls "$drd" | grep "^$sg\." | tr '\n' ' '))" \
 	holds '[ "$rc" = 0 ] && [ -z "$(ls "$drd" | grep "^$sg\.")" ]'
 check "default run directory: ...and keeps the live group's files" holds 'ls "$drd/$lg".*.mem >/dev/null 2>&1'
+check "gc: the killed scenario's state files in /tmp ($scdir) and its inline rules go too" \
+	holds 'case "$scdir" in /tmp/faultctl-scenario-$scpid-*) true ;; *) false ;; esac && [ ! -e "$scdir" ] && [ ! -e "/tmp/faultctl-policy-$scpid.conf" ]'
+
 kill $lvpid 2>/dev/null
 wait $lvpid 2>/dev/null
-case "$scdir" in /tmp/faultctl-scenario-*) rm -rf "$scdir" ;; esac
+case "$scdir" in /tmp/faultctl-scenario-*) rm -rf "$scdir" ;; esac # if gc failed to
 rm -f "/tmp/faultctl-policy-$scpid.conf"
 run "$ctl" run --bogus -- true
 ok=false
