@@ -88,7 +88,7 @@ static const struct verb verbs[] = {
      "run [--config FILE] [--zone Z] [-g GROUP] [--stats] [--docker PROG] [docker run options] "
      "IMAGE [CMD...]",
      "docker run under the shim: bundle, policy, group, run directory added", V_OWN, verb_docker},
-    {"compose", "[--config FILE] [--zone Z] [-g GROUP] [-o FILE] SERVICE...",
+    {"compose", "[--config FILE] [--zone Z] [-g GROUP] [--version V] [-o FILE] SERVICE...",
      "write a Compose override running SERVICEs under the shim", V_OWN, verb_compose},
     {"mark", "NAME", "mark a moment of the app on a running scenario's timeline", V_OWN, verb_mark},
     {"gc", "", "remove files of processes and groups gone for the kept hour", V_OWN, verb_gc},
@@ -121,10 +121,12 @@ static void print_usage(FILE *f)
 	fputs("usage: faultctl [-p PID]... [-g GROUP] [--ahead] [--json] VERB [ARGS]\n", f);
 	for (size_t i = 0; i < NVERBS; i++)
 		print_verb(f, &verbs[i]);
-	fputs("Targets: -p PID (repeatable), -g GROUP; default: the group 'default'.\n"
+	fputs("Targets: -p PID (repeatable), -g GROUP; default: FAULTNET_GROUP (set for\n"
+	      "a run's command), else the group 'default'. faultctl run uses a group of\n"
+	      "its own (run-PID) unless -g or FAULTNET_GROUP names one.\n"
 	      "A change to a group no process has joined is refused, unless --ahead\n"
 	      "says it is meant for processes that will join it later.\n"
-	      "faultctl --version prints the version.\n",
+	      "faultctl --version prints the version; faultctl VERB --help, VERB's usage.\n",
 	      f);
 }
 
@@ -725,6 +727,20 @@ static bool gc_entry(const char *dir, const char *name, time_t now, char *group,
 	group[0] = '\0';
 	if (name[0] == '.' || !ext || ext == name)
 		return false;
+	/* The run's CA and its lock (preload/tls/ca.c: ca.pem, ca.key,
+	 * ca.lock) and the files faultctl run derives from it (ca.node-*,
+	 * ca.java-*, ca.grpc-*) are the run directory's, never a group's:
+	 * ca.lock would otherwise pass for the lock of a group 'ca'. */
+	if (strncmp(name, "ca.", 3) == 0)
+		return false;
+	if (strcmp(ext, ".marks") == 0) {
+		/* A scenario's: in use while it runs; a killed one's goes
+		 * with the group's other files. */
+		char path[4400];
+		snprintf(group, len, "%.*s", (int)(ext - name), name);
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		return sc_marks_owned(path);
+	}
 	if (strcmp(ext, ".journal") == 0 || strcmp(ext, ".lock") == 0 || strcmp(ext, ".seq") == 0) {
 		snprintf(group, len, "%.*s", (int)(ext - name), name);
 		return false;
@@ -753,15 +769,16 @@ static bool gc_entry(const char *dir, const char *name, time_t now, char *group,
 	return false;
 }
 
-/* A group with no member and no counts kept: its journal, counter and lock
- * go once none has changed for FN_KEEP_S, under the group's lock so that
- * no change is being written meanwhile. */
+/* A group with no member, no counts kept and no scenario running: its
+ * journal, counter, lock and a killed scenario's marks go once none has
+ * changed for FN_KEEP_S, under the group's lock so that no change is being
+ * written meanwhile. */
 static int gc_group(const char *dir, const char *group, time_t now)
 {
-	static const char *const ext[] = {"journal", "seq", "lock"};
-	char path[3][4400];
+	static const char *const ext[] = {"journal", "seq", "lock", "marks"};
+	char path[4][4400];
 	struct stat sb;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		fn_group_file(path[i], sizeof(path[i]), dir, group, ext[i]);
 		if (lstat(path[i], &sb) == 0 && now - sb.st_mtim.tv_sec <= FN_KEEP_S)
 			return 0;
@@ -772,10 +789,74 @@ static int gc_group(const char *dir, const char *group, time_t now)
 		return 0;
 	}
 	int n = 0;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		n += unlink(path[i]) == 0;
 	if (fd >= 0)
 		close(fd);
+	return n;
+}
+
+/* A killed faultctl's own file in /tmp (faultctl-stats-PID-*,
+ * faultctl-scenario-PID-*: its processes' state files, which the run
+ * directory also names; faultctl-policy-PID.conf: a scenario's inline
+ * rules): ours, its faultctl gone, no member holding a file of it, and
+ * nothing in it changed for FN_KEEP_S. Opened without following links:
+ * /tmp is anyone's. Returns 1 when it went. */
+static int gc_tmp_entry(int tmp, const char *name, time_t now)
+{
+	int pid = 0, off = 0;
+	bool dir = sscanf(name, "faultctl-stats-%d-%n", &pid, &off) == 1 ||
+		   sscanf(name, "faultctl-scenario-%d-%n", &pid, &off) == 1;
+	if (!dir &&
+	    (sscanf(name, "faultctl-policy-%d.conf%n", &pid, &off) != 1 || name[off] != '\0'))
+		return 0;
+	struct stat sb;
+	if (pid <= 0 || off == 0 || kill(pid, 0) == 0 || errno != ESRCH ||
+	    fstatat(tmp, name, &sb, AT_SYMLINK_NOFOLLOW) < 0 || sb.st_uid != geteuid() ||
+	    now - sb.st_mtim.tv_sec <= FN_KEEP_S)
+		return 0;
+	if (!dir)
+		return S_ISREG(sb.st_mode) && unlinkat(tmp, name, 0) == 0;
+	int fd = S_ISDIR(sb.st_mode)
+		     ? openat(tmp, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+		     : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	bool keep = !d;
+	while (d && !keep && (e = readdir(d))) {
+		int f = e->d_name[0] == '.'
+			    ? -1
+			    : openat(fd, e->d_name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+		keep = f >= 0 && (fstat(f, &sb) < 0 || now - sb.st_mtim.tv_sec <= FN_KEEP_S ||
+				  (S_ISREG(sb.st_mode) && fn_member_held(f)));
+		if (f >= 0)
+			close(f);
+	}
+	if (d && !keep) {
+		rewinddir(d);
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				unlinkat(fd, e->d_name, 0);
+	}
+	if (d)
+		closedir(d);
+	else if (fd >= 0)
+		close(fd);
+	return !keep && unlinkat(tmp, name, AT_REMOVEDIR) == 0;
+}
+
+static int gc_tmp(time_t now)
+{
+	int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
+	DIR *d = tmp >= 0 ? fdopendir(tmp) : NULL;
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (strncmp(e->d_name, "faultctl-", 9) == 0)
+			n += gc_tmp_entry(tmp, e->d_name, now);
+	if (d)
+		closedir(d);
+	else if (tmp >= 0)
+		close(tmp);
 	return n;
 }
 
@@ -815,6 +896,11 @@ static int verb_gc(struct opts *o, int argc, char **argv)
 	free(busy);
 	printf("faultctl gc: %s: %d file%s of groups gone for %d min removed\n", dir, removed,
 	       removed == 1 ? "" : "s", FN_KEEP_S / 60);
+	int left = gc_tmp(now);
+	if (left)
+		printf("faultctl gc: /tmp: %d file%s or folder%s of killed faultctl runs and "
+		       "scenarios removed\n",
+		       left, left == 1 ? "" : "s", left == 1 ? "" : "s");
 	return 0;
 }
 
@@ -894,6 +980,12 @@ static int run_shared(struct opts *o, const struct verb *v, int argc, char **arg
 		else
 			rest[nrest++] = argv[i];
 	}
+	/* Inside a run's command (FAULTNET_GROUP set), its group is the one
+	 * meant; ps with no target still lists every group. */
+	const char *env = getenv("FAULTNET_GROUP");
+	if (!o->sel.group && !o->sel.npids && strcmp(v->name, "ps") != 0 && env &&
+	    fn_group_valid(env))
+		o->sel.group = env;
 	if (v->kind == V_CHANGE)
 		return dispatch_change(o, v->name, nrest, rest);
 	if (nrest)

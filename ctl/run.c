@@ -400,8 +400,11 @@ static bool print_totals(const char *dir, bool print, bool json)
 		closedir(d);
 	rmdir(dir);
 	FILE *out = stderr;
+	const char *group = getenv("FAULTNET_GROUP");
 	if (print && !json)
-		fprintf(out, "faultctl: stats of %d process%s:\n", procs, procs == 1 ? "" : "es");
+		fprintf(out, "faultctl: stats of %d process%s%s%s%s:\n", procs,
+			procs == 1 ? "" : "es", group ? " (group " : "", group ? group : "",
+			group ? ")" : "");
 	for (int i = 0; print && i < n; i++)
 		print_total(out, &t[i], json);
 	if (print && h2_seen)
@@ -486,6 +489,27 @@ static int run_bpf(const char *config, const char *group, char **argv, bool stat
 #endif
 }
 
+/* The run's group: -g's, else FAULTNET_GROUP (a run started inside
+ * another's tree, or the user's own choice), else a group of its own,
+ * run-PID, said on a terminal: two runs of one account at once never see
+ * each other's changes. The command gets it as FAULTNET_GROUP, which
+ * faultctl's changes from inside it also default to. */
+static const char *run_group(const char *group, char *own, size_t len)
+{
+	const char *env = getenv("FAULTNET_GROUP");
+	if (group)
+		return group;
+	if (env && fn_group_valid(env))
+		return env;
+	snprintf(own, len, "run-%d", (int)getpid());
+	if (isatty(STDERR_FILENO))
+		fprintf(stderr,
+			"faultctl run: group %s, the run's own (faultctl -g %s VERB changes it; "
+			"-g GROUP names one)\n",
+			own, own);
+	return own;
+}
+
 int cmd_run(int argc, char **argv, const char *group, bool json)
 {
 	int i = 0;
@@ -522,6 +546,8 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 		return usage_error("--backend: shim, bpf or auto");
 	if (group && !fn_group_valid(group))
 		return usage_error("-g: a group name is 1 to 63 letters, digits or _.:-");
+	char own[FN_NAME_MAX];
+	group = run_group(group, own, sizeof(own));
 	char why[PATH_MAX + 300];
 	bool unreached = fn_unreached(argv[i + 1], why, sizeof(why));
 	/* auto: the kernel for what the shim cannot reach, when we may. */
@@ -537,15 +563,15 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 			return 2;
 		fprintf(stderr, "faultctl run: --allow-unreached: running it without faults\n");
 	}
-	if (group)
-		setenv("FAULTNET_GROUP", group, 1);
+	setenv("FAULTNET_GROUP", group, 1);
 	if (config && set_config(config) < 0)
 		return FN_EXIT_CONFIG;
 	if (requests && set_requests(requests) < 0)
 		return 1;
 	if (set_preload() < 0)
 		return 1;
-	char dir[] = "/tmp/faultctl-stats-XXXXXX";
+	char dir[64]; /* named by its faultctl's pid: gc removes it if that is killed */
+	snprintf(dir, sizeof(dir), "/tmp/faultctl-stats-%d-XXXXXX", (int)getpid());
 	bool count = stats || strict.on;
 	if (count && (!mkdtemp(dir) || setenv("FAULTNET_STATS_DIR", dir, 1) < 0)) {
 		perror("faultctl run: stats directory");

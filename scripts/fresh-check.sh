@@ -81,17 +81,21 @@ for m in proc sys dev; do
 	mounted+=("$fr/$m")
 done
 
-git clone -q "$src" "$fr/work/faultnet" && git -C "$fr/work/faultnet" checkout -q "$commit"
+# Cloned where a newcomer would, root's home: mode 0700, closed to the
+# other accounts the tests act as, so a test that runs the checkout's own
+# programs as one of them fails here as on a fresh machine (issue 41 item 8).
+chmod 700 "$fr/root"
+git clone -q "$src" "$fr/root/faultnet" && git -C "$fr/root/faultnet" checkout -q "$commit"
 echo "fresh-check: commit $commit; running the README's commands as root: make demo, make test"
 chroot "$fr" /usr/bin/env -i HOME=/root TERM=dumb CI="${CI:-}" LANG=C.UTF-8 \
 	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-	bash -c 'cd /work/faultnet && make demo && make test'
+	bash -c 'cd /root/faultnet && make demo && make test'
 rc=$?
 # The package installs in this fresh root, and works from the installed
 # paths: faultctl finds the library in /usr/lib, the policy in /usr/share.
 if [ $rc = 0 ]; then
 	chroot "$fr" /usr/bin/env -i HOME=/root LANG=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-		bash -c 'cd /work/faultnet && dpkg -i build/deb/faultnet_*_amd64.deb >/dev/null || exit 1
+		bash -c 'cd /root/faultnet && dpkg -i build/deb/faultnet_*_amd64.deb >/dev/null || exit 1
 			faultctl run --config /usr/share/faultnet/policies/egress-blackhole.conf -- \
 				curl -s --connect-timeout 1 http://127.66.251.9:8080/
 			[ $? = 28 ] && [ -f /usr/share/man/man1/faultctl.1.gz ]'

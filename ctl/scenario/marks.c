@@ -43,6 +43,16 @@ static bool owner_alive(int fd, int *pid)
 	return (kill(*pid, 0) == 0 || errno == EPERM) && fn_proc_start(*pid) == start;
 }
 
+bool sc_marks_owned(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), pid;
+	if (fd < 0)
+		return false;
+	bool alive = owner_alive(fd, &pid);
+	close(fd);
+	return alive;
+}
+
 int sc_mark_write(const char *group, const char *name, char *err, size_t len)
 {
 	char dir[4096], path[4400], line[SC_NAME + 32];

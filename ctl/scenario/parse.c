@@ -219,6 +219,14 @@ static bool parse_step(struct pctx *c, const config_setting_t *g, struct sc_step
 			    "%s: it would run at %lld ms, after the scenario's duration_ms (%lld): "
 			    "it would never run",
 			    where, (long long)st->plan_ms, (long long)c->s->duration_ms);
+	/* Its undo too: the end would undo it early, and the window the
+	 * user wrote would be silently shorter. */
+	if (st->for_ms >= 0 && st->plan_ms + st->for_ms > c->s->duration_ms)
+		return fail(c, g,
+			    "%s: its for_ms (%lld) would end at %lld ms, after the scenario's "
+			    "duration_ms (%lld): the end would cut it short",
+			    where, (long long)st->for_ms, (long long)(st->plan_ms + st->for_ms),
+			    (long long)c->s->duration_ms);
 	snprintf(st->group, SC_NAME, "%s", grp ? grp : "");
 	if (!step_pids(c, g, st, where))
 		return false;
@@ -533,14 +541,16 @@ static bool known(const char *const *v, size_t n, const char *name)
 	return false;
 }
 
-/* "no rule 'x' in the policy (did you mean 'y'?)" */
+/* "no rule 'x' in the policy FILE (did you mean 'y'?)"; inline rules are
+ * "the scenario's rules", not the temporary file they were written to. */
 static bool unknown(struct pctx *c, int line, const char *where, const char *what, const char *name,
 		    const char *const *v, size_t n)
 {
 	const char *near = fn_closest(name, v, n);
-	return fail_at(c, line, "%s: no %s '%s' in the policy %s%s%s%s", where, what, name,
-		       c->s->policy, near ? " (did you mean '" : "", near ? near : "",
-		       near ? "'?)" : "");
+	return fail_at(c, line, "%s: no %s '%s' in %s%s%s%s%s", where, what, name,
+		       c->s->policy_tmp ? "the scenario's rules" : "the policy ",
+		       c->s->policy_tmp ? "" : c->s->policy, near ? " (did you mean '" : "",
+		       near ? near : "", near ? "'?)" : "");
 }
 
 /* A step to the scenario's own group names what its policy has. A step to

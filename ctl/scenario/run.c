@@ -671,7 +671,8 @@ int cmd_scenario(int argc, char **argv, const char *self)
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	snprintf(r.statsdir, sizeof(r.statsdir), "/tmp/faultctl-scenario-XXXXXX");
+	/* Named by its pid, so that faultctl gc removes it if this is killed. */
+	snprintf(r.statsdir, sizeof(r.statsdir), "/tmp/faultctl-scenario-%d-XXXXXX", (int)getpid());
 	if (!mkdtemp(r.statsdir)) {
 		perror("faultctl scenario: stats directory");
 		sc_free(s);

@@ -174,6 +174,9 @@ int cmd_scenario(int argc, char **argv, const char *self);
  * a running scenario (refused when none runs): 0, else the exit status
  * with the reason in err. */
 int sc_mark_write(const char *group, const char *name, char *err, size_t len);
+/* Whether the scenario that made the GROUP.marks at path still runs (its
+ * header's pid and start time): faultctl gc keeps the file while it does. */
+bool sc_marks_owned(const char *path);
 /* Reads what src has gained since the last call into s->marks: a line
  * from faultctl mark at its own time (t0_ns: the scenario clock's zero),
  * another at now (ms). */

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/actions.h"
 #include "core/clock.h"
 #include "preload/base/policy.h"
 #include "preload/relay/relay_conn.h"
@@ -70,6 +71,11 @@ static void apply(struct fn_conn *c, const struct fn_rule *r, uint64_t now)
 	}
 	if (r->stat)
 		__atomic_add_fetch(&r->stat->n->faults, 1, __ATOMIC_RELAXED);
+	/* And an event: a pooled connection a live rule cut or slowed shows
+	 * in faultctl events, not only in a count. */
+	char outcome[40];
+	snprintf(outcome, sizeof(outcome), "established-%s", fn_action_name(r->action));
+	fn_stats_event(r, r, &c->follow.peer, outcome);
 }
 
 static void undo(struct fn_conn *c)

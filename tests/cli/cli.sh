@@ -116,6 +116,24 @@ table=$(echo "$out" | cut -d: -f1 | tr '\n' ' ')
 check "faultctl --help lists the verbs of help --verbs, in order" holds '[ -n "$table" ] && [ "$listed" = "$table" ]'
 run "$ctl" nosuchverb
 check "faultctl: an unknown verb exits 2 and names it" holds '[ "$rc" = 2 ] && contains "$err" "unknown verb '"'"'nosuchverb'"'"'"'
+# --help lists every option faultctl's parsers take: each option a source
+# compares an argument with (strcmp(argv[i], "--x")) is in the usage line of
+# its verb or in usage's first line (faultctl.c's also in the closing
+# notes). On the old tree compose's --version and --help were missing.
+help=$("$ctl" --help 2>&1)
+missing=
+for pair in run.c:run container.c:docker,compose requests.c:requests scenario/run.c:scenario faultctl.c:events; do
+	src=${pair%%:*} verbs=${pair#*:}
+	lines=$(echo "$help" | sed -n '1p')
+	[ "$src" = faultctl.c ] && lines=$(echo "$help" | sed -n '1p; /^[A-Za-z]/p')
+	for v in ${verbs//,/ }; do lines="$lines
+$(echo "$help" | grep "^  $v ")"; done
+	for o in $(grep -hoE 'str[n]*cmp\((argv\[i\]|a), "-[-a-z=]*' "$root/ctl/$src" | sed 's/.*"//; s/=$//' | sort -u); do
+		[ "$o" = "--" ] && continue
+		grep -q -- "$o" <<<"$lines" || missing="$missing $src:$o"
+	done
+done
+check "faultctl --help lists every option its parsers take (missing:${missing:- none})" [ -z "$missing" ]
 # A rule with no match covers every connection: check and run warn of it,
 # with file and line, and go on (exit 0).
 printf 'rules = (\n  { name = "m"; action = "drop"; match = { to = "127.88.0.9/32"; }; },\n  { name = "all"; action = "drop"; enabled = false; }\n);\n' >"$tmp/broad.conf"
@@ -139,6 +157,15 @@ except OSError: pass'
 check "faultctl run --strict: passes when its rule fired" holds '[ "$rc" = 0 ] && ! contains "$err" "faultctl run --strict"'
 run "$ctl" run --strict --config "$tmp/strict.conf" -- sh -c 'exit 5'
 check "faultctl run --strict: the command's own failure keeps its status" [ "$rc" = 5 ]
+# A command no process of which ran under the shim (a static program run
+# with --allow-unreached): --strict says no process joined.
+if printf 'int main(void) { return 0; }\n' >"$tmp/st.c" && cc -static -o "$tmp/st" "$tmp/st.c" 2>/dev/null; then
+	run "$ctl" run --strict --allow-unreached --config "$tmp/strict.conf" -- "$tmp/st"
+	check "faultctl run --strict: no process joined fails it (exit 1, said)" holds '[ "$rc" = 1 ] && contains "$err" "no process joined (the command never ran under the shim)"'
+else
+	echo "  skip - faultctl run --strict with no process joined: cc -static could not build a static program"
+	echo skip >>"${FN_COUNTS:-/dev/null}"
+fi
 printf 'rules = ( { name = "h"; action = "respond"; status = 503; match = { to = "127.88.0.10/32"; port = 8099; }; } );\n' >"$tmp/nothttp.conf"
 /usr/bin/python3 -c 'import socket,time
 s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -215,6 +242,62 @@ run env FAULTNET_RUNDIR="$gcdir" "$ctl" gc
 check "faultctl gc removes a finished group's files past the kept hour, not a live group's" holds '[ "$rc" = 0 ] && ! ls "$gcdir"/gone.* >/dev/null 2>&1 && [ -e "$gcdir/live.journal" ] && ls "$gcdir"/live.*.mem >/dev/null 2>&1'
 kill "$livepid" 2>/dev/null
 wait "$livepid" 2>/dev/null
+# The run's CA (made by faultctl run for a policy with HTTP rules) is never
+# gc's, however old, while a process uses it or after.
+printf 'rules = ( { name = "h"; action = "respond"; status = 503; match = { to = "127.88.0.11/32"; port = 8099; }; } );\n' >"$tmp/ca.conf"
+env FAULTNET_RUNDIR="$gcdir" "$ctl" run -g causer --config "$tmp/ca.conf" -- sleep 30 >/dev/null 2>&1 &
+capid=$!
+for _ in $(seq 50); do [ -n "$(ls "$gcdir"/causer.*.mem 2>/dev/null)" ] && break; sleep 0.1; done
+cas=$(cd "$gcdir" && ls ca.* 2>/dev/null | tr '\n' ' ')
+touch -h -d '2 hours ago' "$gcdir"/ca.* 2>/dev/null
+run env FAULTNET_RUNDIR="$gcdir" "$ctl" gc
+gone=
+for f in $cas; do [ -e "$gcdir/$f" ] || gone="$gone $f"; done
+check "faultctl gc never removes the run's CA files, aged 2 hours, its user alive ($cas; removed:${gone:- none})" \
+	holds 'contains "$cas" ca.lock && [ -z "$gone" ]'
+kill "$capid" 2>/dev/null
+wait "$capid" 2>/dev/null
+# The same in the default run directory (no FAULTNET_RUNDIR, no
+# XDG_RUNTIME_DIR: a CI job that sets nothing), after a SIGKILL of a
+# scenario and of every process of its group: gc keeps their counts the
+# hour, then removes every file of the group, the killed scenario's
+# GROUP.marks too (the old gc kept it for ever), never a live group's.
+drd="/tmp/faultnet-$(id -u)"
+dflt() { env -u FAULTNET_RUNDIR -u XDG_RUNTIME_DIR "$@"; }
+printf 'rules = ( { name = "k"; action = "refuse"; enabled = false; match = { to = "127.66.0.0/16"; }; } );\nduration_ms = 30000;\nsteps = ( { name = "on"; at_ms = 100; enable = "k"; } );\n' >"$tmp/kill.scenario"
+env -u FAULTNET_RUNDIR -u XDG_RUNTIME_DIR "$ctl" scenario "$tmp/kill.scenario" -- sh -c 'sleep 60 & sleep 60' >/dev/null 2>&1 &
+scpid=$!
+sg=scenario-$scpid lg=cli-gclive-$$
+env -u FAULTNET_RUNDIR -u XDG_RUNTIME_DIR "$ctl" run -g "$lg" -- sleep 60 >/dev/null 2>&1 &
+lvpid=$!
+members=
+for _ in $(seq 100); do
+	members=$(dflt "$ctl" -g "$sg" --json ps 2>/dev/null | grep -o '"pid": *[0-9]*' | grep -o '[0-9]*$')
+	[ -e "$drd/$sg.marks" ] && [ "$(echo $members | wc -w)" = 3 ] && [ -n "$(ls "$drd/$lg".*.mem 2>/dev/null)" ] && break
+	sleep 0.1
+done
+scdir=$(tr '\0' '\n' <"/proc/$(echo $members | cut -d' ' -f1)/environ" 2>/dev/null | sed -n 's/^FAULTNET_STATS_DIR=//p')
+kill -KILL $scpid $members 2>/dev/null
+wait $scpid 2>/dev/null
+sleep 0.3
+run dflt "$ctl" gc
+check "default run directory, scenario and its 3 members SIGKILLed: gc keeps their counts the hour ($(ls "$drd" | grep -c "^$sg\..*\.done$") kept)" \
+	holds '[ "$rc" = 0 ] && [ "$(ls "$drd" | grep -c "^$sg\..*\.done$")" = 3 ] && [ -e "$drd/$sg.marks" ]'
+touch -h -d '2 hours ago' "$drd/$sg".* "$drd/$lg".journal "$drd/$lg".seq "$drd/$lg".lock 2>/dev/null
+# The killed scenario's own files in /tmp (its processes' state files, its
+# inline rules) aged too: gc removes them, its faultctl gone, no file held.
+[ -n "$scdir" ] && touch -h -d '2 hours ago' "$scdir"/* "$scdir" "/tmp/faultctl-policy-$scpid.conf"
+run dflt "$ctl" gc
+check "default run directory: past the kept hour gc leaves no file of the killed scenario's group ($(ls "$drd" | grep "^$sg\." | tr '\n' ' '))" \
+	holds '[ "$rc" = 0 ] && [ -z "$(ls "$drd" | grep "^$sg\.")" ]'
+check "default run directory: ...and keeps the live group's files" holds 'ls "$drd/$lg".*.mem >/dev/null 2>&1'
+check "gc: the killed scenario's state files in /tmp ($scdir) and its inline rules go too" \
+	holds 'case "$scdir" in /tmp/faultctl-scenario-$scpid-*) true ;; *) false ;; esac && [ ! -e "$scdir" ] && [ ! -e "/tmp/faultctl-policy-$scpid.conf" ]'
+
+kill $lvpid 2>/dev/null
+wait $lvpid 2>/dev/null
+case "$scdir" in /tmp/faultctl-scenario-*) rm -rf "$scdir" ;; esac # if gc failed to
+rm -f "/tmp/faultctl-policy-$scpid.conf"
 run "$ctl" run --bogus -- true
 ok=false
 [ "$rc" = 2 ] && contains "$err" "unknown option '--bogus'" && ok=true
@@ -309,6 +392,28 @@ run env FAULTNET_RUNDIR="$g" "$ctl" -g later --ahead disable bh
 check "--ahead: the change is journaled for later joiners" holds '[ "$rc" = 0 ] && grep -q "disable bh" "$g/later.journal"'
 run env FAULTNET_RUNDIR="$g" "$ctl" -g live enable bh
 check "a change to a group a process has joined (none running now) is taken" holds '[ "$rc" = 0 ] && contains "$err" "no process of group"'
+
+# Two faultctl run jobs of one account at once, with the same policy and
+# no -g: each runs in a group of its own (run-PID, FAULTNET_GROUP for its
+# command, which faultctl's changes from inside it default to), so a change
+# one job makes never reaches the other. On the old tree both were in
+# 'default' and job B saw job A's disable.
+printf 'rules = ( { name = "two"; action = "refuse"; match = { to = "127.66.0.77/32"; port = 9; }; } );\n' >"$tmp/two.conf"
+env FAULTNET_RUNDIR="$g" "$ctl" run --config "$tmp/two.conf" -- \
+	sh -c "'$ctl' disable two >/dev/null 2>&1; sleep 1.5; echo group=\$FAULTNET_GROUP; '$ctl' rules" >"$tmp/joba.out" 2>&1 &
+joba=$!
+env FAULTNET_RUNDIR="$g" "$ctl" run --stats --config "$tmp/two.conf" -- \
+	sh -c "sleep 1; echo group=\$FAULTNET_GROUP; '$ctl' rules" >"$tmp/jobb.out" 2>"$tmp/jobb.err"
+wait $joba
+check "two faultctl run jobs at once: each in a group of its own ($(grep -h '^group=' "$tmp/joba.out" "$tmp/jobb.out" | tr '\n' ' '))" \
+	holds 'ga=$(sed -n "s/^group=//p" "$tmp/joba.out"); gb=$(sed -n "s/^group=//p" "$tmp/jobb.out"); [ -n "$ga" ] && [ -n "$gb" ] && [ "$ga" != "$gb" ] && contains "$ga" run- && contains "$gb" run-'
+check "two faultctl run jobs at once: job A's disable reaches job A ($(grep -w two "$tmp/joba.out" | tr -s ' '))" \
+	holds 'grep -wq "two  *refuse  *no" "$tmp/joba.out"'
+check "two faultctl run jobs at once: job B does not see job A's change ($(grep -w two "$tmp/jobb.out" | tr -s ' '))" \
+	holds 'grep -wq "two  *refuse  *yes" "$tmp/jobb.out" && ! grep -wq "two  *refuse  *no" "$tmp/jobb.out"'
+check "faultctl run --stats names the run's group" holds 'grep -q "stats of [0-9]* process[es]* (group run-[0-9]*):" "$tmp/jobb.err"'
+run env FAULTNET_RUNDIR="$g" FAULTNET_GROUP=named "$ctl" run -- sh -c 'echo $FAULTNET_GROUP'
+check "faultctl run keeps a group FAULTNET_GROUP names ($out)" [ "$out" = named ]
 
 # Queries say when nothing answers; events show wall time, and --follow
 # prints its header once.

@@ -275,15 +275,26 @@ def test_bad_input():
     check("the member was never asked: its calls go on",
           a.ask("try 127.66.0.1 8443") == "connected")
     if os.geteuid() == 0:
+        # The other uid runs a copy of faultctl it can reach: a tree cloned
+        # into root's home (mode 0700) is closed to it, and the exec would
+        # fail before faultctl read anything.
+        shared = tempfile.mkdtemp(prefix="fn-ctl-other-")
+        os.chmod(shared, 0o755)
+        other = shutil.copy(CTL, shared)
         pid = os.fork()
         if pid == 0:
             os.setuid(65534)
             try:
-                r = ctl("-p", str(a.pid), "rules")
+                e = dict(os.environ, FAULTNET_RUNDIR=RUNDIR)
+                if FIRST:
+                    e["LD_PRELOAD"] = FIRST
+                r = subprocess.run([other, "-p", str(a.pid), "rules"], env=e,
+                                   capture_output=True, text=True, timeout=60)
                 os._exit(0 if r.returncode != 0 and "bh" not in r.stdout else 1)
             except Exception:
                 os._exit(2)
         _, st = os.waitpid(pid, 0)
+        shutil.rmtree(shared, ignore_errors=True)
         check("another uid reads nothing of the member's", os.WEXITSTATUS(st) == 0, str(st))
     a.stop()
 

@@ -202,6 +202,13 @@ def test_actions(conf):
               "ConnectionError" in rst, c.lines[-3:])
         ctl(group, "disable", "rst")
         check("reset disabled: a new connection succeeds", c.wait_ok(1, limit=6), c.lines[-3:])
+        # Each live rule that reached the open connection is an event too,
+        # not only a count (none was said before).
+        ev = ctl(group, "events").stdout
+        got = [o for o in ("established-latency", "established-stall", "established-reset")
+               if o in ev]
+        check("faultctl events: an event for each live rule that reached the open connection (%s)"
+              % ", ".join(got), len(got) == 3, ev[-600:])
     finally:
         c.stop()
         ctl(group, "reset")

@@ -416,9 +416,24 @@ def test_names_resolved():
                   'steps = ( { name = "a"; at_ms = 600; enable = "deny-a"; },\n'
                   '  { name = "b"; after = "a"; after_ms = 600; disable = "deny-a"; } );\n',
                   ":4: step 'b': it would run at 1200 ms")
+    check_refused("a step whose for_ms would end after duration_ms", 'duration_ms = 1000;\n'
+                  'steps = ( { name = "f"; at_ms = 500; enable = "deny-a"; for_ms = 800; } );\n',
+                  ":3: step 'f': its for_ms (800) would end at 1300 ms, after the scenario's "
+                  "duration_ms (1000)")
     check_refused("a misspelt key, with the closest", 'duration_ms = 1000;\n'
                   'steps = ( { name = "a"; at_ms = 10; enabel = "deny-a"; } );\n',
                   "unknown key 'enabel', did you mean 'enable'?")
+    # Inline rules: the message names the scenario's rules, not the
+    # temporary file faultctl wrote them to (gone when the user reads it).
+    path = os.path.join(TMP, "inline.scenario")
+    with open(path, "w") as f:
+        f.write('rules = ( { name = "deny-a"; action = "refuse"; enabled = false; '
+                'match = { to = "127.88.0.1/32"; }; } );\nduration_ms = 1000;\n'
+                'steps = ( { name = "on"; at_ms = 10; enable = "deny-A"; } );\n')
+    p = subprocess.run([CTL, "check", path], env=env(), capture_output=True, text=True)
+    check("inline rules: a misspelt rule is said against the scenario's rules, not a temporary file",
+          p.returncode == 1 and "no rule 'deny-A' in the scenario's rules (did you mean 'deny-a'?)"
+          in p.stderr and "faultctl-policy" not in p.stderr, p.stderr)
     _, _, path = silent("added", 'duration_ms = 1000;\nsteps = ( { name = "a"; at_ms = 10; add = '
                         '"{ name = \\"new\\"; action = \\"drop\\"; match = { to = \\"127.88.0.3/32\\"; }; }"; },\n'
                         '  { name = "b"; at_ms = 20; disable = "new"; } );\n')
