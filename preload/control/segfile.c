@@ -45,10 +45,7 @@ static void fill_head(struct fn_seg_head *h, const char *group, const char *conf
 	snprintf(h->group, sizeof(h->group), "%s", group);
 	snprintf(h->config, sizeof(h->config), "%s", config ? config : "");
 	snprintf(h->start_zone, sizeof(h->start_zone), "%s", zone ? zone : "");
-	FILE *f = fopen("/proc/self/cmdline", "re");
-	size_t len = f ? fread(h->cmd, 1, sizeof(h->cmd) - 1, f) : 0;
-	if (f)
-		fclose(f);
+	size_t len = fn_self_cmd(h->cmd, sizeof(h->cmd));
 	for (size_t i = 0; i + 1 < len; i++)
 		if (!h->cmd[i])
 			h->cmd[i] = ' ';
@@ -58,8 +55,11 @@ static void fill_head(struct fn_seg_head *h, const char *group, const char *conf
  * the segment's address (any, the first time). NULL with errno. */
 static struct fn_seg *map_new(const char *tmp, const char *final)
 {
-	unlink(tmp); /* ours: left by this pid's image before an exec */
 	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		unlink(tmp); /* ours: left by this pid's image before an exec */
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
 	if (fd < 0)
 		return NULL;
 	/* The member's liveness, whatever pid namespace the reader is in: the
@@ -72,10 +72,15 @@ static struct fn_seg *map_new(const char *tmp, const char *final)
 	void *m = MAP_FAILED;
 	struct stat sb;
 	/* The head's blocks first: it is written at once; every other page
-	 * gets its own when first touched (fn_seg_touch). */
-	int got = fallocate(fd, 0, 0, sizeof(struct fn_seg_head));
-	if (got < 0 && errno == EOPNOTSUPP)
-		got = 0; /* no way to know: as before */
+	 * gets its own when first touched (fn_seg_touch). Written as zeros
+	 * (nothing maps the file yet): a disk file system reserves the blocks
+	 * and keeps the page, where fallocate allocated them and the first
+	 * write through the mapping read the page in. */
+	static const char zeros[sizeof(struct fn_seg_head)];
+	ssize_t w = pwrite(fd, zeros, sizeof(zeros), 0);
+	int got = w == (ssize_t)sizeof(zeros) ? 0 : -1;
+	if (w >= 0 && got < 0)
+		errno = ENOSPC; /* a short write: no room for the rest */
 	if (got == 0 && ftruncate(fd, sizeof(struct fn_seg)) == 0 && fstat(fd, &sb) == 0)
 		m = mmap(mapped, sizeof(struct fn_seg), PROT_READ | PROT_WRITE,
 			 MAP_SHARED | (mapped ? MAP_FIXED : 0), fd, 0);
