@@ -72,9 +72,9 @@ static int give_blocks(size_t pg)
 		return -1;
 	struct stat sb;
 	int r = -1;
-	/* The file being made is known by its fd (a start touches some forty
-	 * pages: one system call each instead of two); one opened by its name
-	 * again must still be the file mapped. */
+	/* The file being made is known by its fd (one system call a page
+	 * instead of two); one opened by its name again must still be the
+	 * file mapped. */
 	if (fd == made || (fstat(fd, &sb) == 0 && sb.st_ino == backing_ino))
 		r = fallocate(fd, 0, (off_t)(pg * 4096), 4096) == 0	   ? 1
 		    : errno == ENOSPC || errno == EDQUOT || errno == EFBIG ? 0
