@@ -14,6 +14,7 @@ usage: bench.py BUILD_DIR OUT.md [--smoke] [--only SECTION,...]
            BENCHMARKS.md is only ever written from a whole run.
 """
 import os
+import re
 import shutil
 import socket
 import signal
@@ -1044,6 +1045,7 @@ def start_counts(cfg):
            "kept" if len(calls) - bare < START_ADDED_CALLS else "broken", pages,
            instr[0], instr[1], instr[1] - instr[0], top))
     say("")
+    start_phases(cfg, instr[1] - instr[0])
     # The policy file is read once (its size from the fstat of the open
     # file), and a run directory that exists is not made again: the tree
     # before had a stat of the file and a refused mkdir at every start.
@@ -1057,6 +1059,41 @@ def start_counts(cfg):
     check_bound("start: calls giving the state file's pages blocks (10 rules)", pages, 25)
     check_bound("start: system calls a start of true adds (10 rules)", len(calls) - bare,
                 START_ADDED_CALLS)
+
+
+# Where a start's added instructions go: the shim's steps before main,
+# inclusive (callgrind_annotate), by the function that does each.
+START_PHASES = (("load_policy", "the policy read and parsed (core/config.c)"),
+                ("fn_lcfg_open", "of which libconfig loaded (dlmopen)"),
+                ("fn_policy_finish", "of which the rule index built"),
+                ("fn_control_start", "the group joined and the state file made"),
+                ("fn_libc_resolve", "libc's functions looked up (dlsym)"))
+
+
+def start_phases(cfg, added):
+    if not shutil.which("callgrind_annotate"):
+        say("Where they go: not said (callgrind_annotate is not installed).")
+        say("")
+        return
+    out = os.path.join(TMP, "cgstart")
+    subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=no",
+                    "--callgrind-out-file=" + out, "/usr/bin/true"], env=shim_env(cfg),
+                   check=True, capture_output=True, timeout=300)
+    r = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", out],
+                       capture_output=True, text=True, check=True, timeout=300)
+    got = {}
+    # "65,118 ( 8.63%)  /path/file.c:function [object]"
+    for m in re.finditer(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+\S+:(\w+)\S* \[\S*libfaultnet",
+                         r.stdout, re.M):
+        count = int(m.group(1).replace(",", ""))
+        got[m.group(2)] = max(got.get(m.group(2), 0), count)
+    shown = ["%s %d" % (what, got[fn]) for fn, what in START_PHASES if fn in got]
+    rest = added - sum(got.get(fn, 0) for fn in ("load_policy", "fn_control_start",
+                                                  "fn_libc_resolve"))
+    say("Where the added instructions go (callgrind, inclusive): %s; the rest, %d, mostly the"
+        " dynamic loader's (the shim and libresolv mapped and relocated, every object's"
+        " symbols looked up past the shim's hooks first)." % ("; ".join(shown), rest))
+    say("")
 
 
 # 168 added on the tree before (issue 42); 98 after the state file's pages,
