@@ -33,10 +33,9 @@ static char run_path[4200];
 static pid_t owner;
 static int made_fd = -1; /* the file while it is being made */
 
-static void fill_head(struct fn_seg_head *h, const char *group, const char *config,
-		      const char *zone, uint64_t seq)
+static void fill_head(struct fn_seg_head *h, const struct fn_member_id *me, const char *group,
+		      const char *config, const char *zone, uint64_t seq)
 {
-	const struct fn_member_id *me = fn_self_id();
 	h->size = sizeof(struct fn_seg);
 	h->pid = me->pid;
 	h->start = me->start;
@@ -108,9 +107,9 @@ static struct fn_seg *map_new(const char *tmp, const char *final)
 
 /* The file's place: the run directory, or the stats directory with a link
  * from the run directory. tmp and final name the file itself. */
-static bool places(const char *rundir, const char *group, char *tmp, char *final, size_t len)
+static bool places(const char *rundir, const char *group, const struct fn_member_id *me, char *tmp,
+		   char *final, size_t len)
 {
-	const struct fn_member_id *me = fn_self_id();
 	if (!fn_mem_path(run_path, sizeof(run_path), rundir, group, me))
 		return false;
 	const char *stats = secure_getenv("FAULTNET_STATS_DIR");
@@ -143,13 +142,15 @@ const char *fn_segfile_create(const char *rundir, const char *group, const char 
 			      const char *zone, uint64_t seq)
 {
 	char tmp[4300], final[4300];
-	if (!places(rundir, group, tmp, final, sizeof(final)))
+	/* Asked once: each asking costs a getpid. */
+	const struct fn_member_id *me = fn_self_id();
+	if (!places(rundir, group, me, tmp, final, sizeof(final)))
 		return "the run directory's path is too long";
 	struct fn_seg *s = map_new(tmp, final);
 	if (!s)
 		return strerror(errno);
 	mapped = s;
-	fill_head(&s->h, group, config, zone, seq);
+	fill_head(&s->h, me, group, config, zone, seq);
 	/* Sequentially consistent, as fn_stats_socket_first(): a socket
 	 * created meanwhile is seen here or written into the new file. */
 	__atomic_store_n(&fn_seg, s, __ATOMIC_SEQ_CST);
@@ -166,7 +167,7 @@ const char *fn_segfile_create(const char *rundir, const char *group, const char 
 	made_fd = -1;
 	if (!placed)
 		return strerror(e);
-	owner = getpid();
+	owner = me->pid;
 	return NULL;
 }
 
