@@ -197,6 +197,43 @@ const struct fn_member_id *fn_self_id(void)
 	return &me;
 }
 
+static const char *args_at, *args_end;
+
+void fn_self_cmd_note(int argc, char **argv)
+{
+	if (argc <= 0 || !argv || !argv[0])
+		return;
+	/* The kernel puts the strings one after the other; a loader that
+	 * did not is read from /proc instead. */
+	const char *end = argv[0];
+	for (int i = 0; i < argc; i++) {
+		if (!argv[i] || argv[i] != end)
+			return;
+		end += strlen(end) + 1;
+	}
+	args_at = argv[0];
+	args_end = end;
+}
+
+size_t fn_self_cmd(char *buf, size_t len)
+{
+	if (!len)
+		return 0;
+	size_t n = 0;
+	if (args_at) {
+		n = (size_t)(args_end - args_at) < len - 1 ? (size_t)(args_end - args_at) : len - 1;
+		memcpy(buf, args_at, n);
+	} else {
+		int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+		long r = fd >= 0 ? syscall(SYS_pread64, fd, buf, len - 1, (off_t)0) : -1;
+		if (fd >= 0)
+			fn_close_raw(fd);
+		n = r > 0 ? (size_t)r : 0;
+	}
+	buf[n] = '\0';
+	return n;
+}
+
 void fn_member_gone(const char *path)
 {
 	size_t n = strlen(path);

@@ -61,6 +61,15 @@ static inline bool fn_member_is(const struct fn_member_id *want, const struct fn
 /* The inode of the caller's pid namespace, 0 without /proc. */
 uint64_t fn_pidns_self(void);
 
+/* The process's arguments as the kernel laid them out (argv[0] to the end
+ * of the last one, NUL-separated, what /proc/self/cmdline reads), noted
+ * from the shim's constructor's arguments. fn_self_cmd copies at most
+ * len - 1 bytes of them into buf and says how many; without a note (or
+ * arguments not laid out one after the other) it reads /proc/self/cmdline:
+ * a start saves the five system calls of that read. */
+void fn_self_cmd_note(int argc, char **argv);
+size_t fn_self_cmd(char *buf, size_t len);
+
 /* "DIR/GROUP.PID.sock" (a control socket: faultctl run --backend=bpf),
  * "DIR/GROUP.PID.NS.START.mem" (a member's published state,
  * core/segment.h), "DIR/GROUP.journal", "DIR/GROUP.lock". False if the

@@ -14,6 +14,7 @@
 #include "preload/base/groupseq.h"
 #include "preload/control/commands.h"
 #include "core/config.h"
+#include "core/rundir.h"
 #include "preload/control/control.h"
 #include "preload/control/segfile.h"
 #include "preload/base/libc.h"
@@ -147,7 +148,9 @@ static bool has_work(void)
 	       set("FAULTNET_EVENTS");
 }
 
-__attribute__((constructor)) static void fn_init(void)
+/* glibc gives an ELF constructor main's arguments: the member's file
+ * takes its command line from them (core/rundir.h: fn_self_cmd_note). */
+__attribute__((constructor)) static void fn_init(int argc, char **argv)
 {
 	fn_libc_resolve();
 	/* faultctl marks itself: a faultctl started from a shimmed process
@@ -159,6 +162,7 @@ __attribute__((constructor)) static void fn_init(void)
 	if (!has_work())
 		return;
 	fn_owner_reset();
+	fn_self_cmd_note(argc, argv);
 	fn_names_init();
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	bool passthrough = passthrough_on_error();

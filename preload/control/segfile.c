@@ -33,10 +33,9 @@ static char run_path[4200];
 static pid_t owner;
 static int made_fd = -1; /* the file while it is being made */
 
-static void fill_head(struct fn_seg_head *h, const char *group, const char *config,
-		      const char *zone, uint64_t seq)
+static void fill_head(struct fn_seg_head *h, const struct fn_member_id *me, const char *group,
+		      const char *config, const char *zone, uint64_t seq)
 {
-	const struct fn_member_id *me = fn_self_id();
 	h->size = sizeof(struct fn_seg);
 	h->pid = me->pid;
 	h->start = me->start;
@@ -45,10 +44,7 @@ static void fill_head(struct fn_seg_head *h, const char *group, const char *conf
 	snprintf(h->group, sizeof(h->group), "%s", group);
 	snprintf(h->config, sizeof(h->config), "%s", config ? config : "");
 	snprintf(h->start_zone, sizeof(h->start_zone), "%s", zone ? zone : "");
-	FILE *f = fopen("/proc/self/cmdline", "re");
-	size_t len = f ? fread(h->cmd, 1, sizeof(h->cmd) - 1, f) : 0;
-	if (f)
-		fclose(f);
+	size_t len = fn_self_cmd(h->cmd, sizeof(h->cmd));
 	for (size_t i = 0; i + 1 < len; i++)
 		if (!h->cmd[i])
 			h->cmd[i] = ' ';
@@ -58,8 +54,11 @@ static void fill_head(struct fn_seg_head *h, const char *group, const char *conf
  * the segment's address (any, the first time). NULL with errno. */
 static struct fn_seg *map_new(const char *tmp, const char *final)
 {
-	unlink(tmp); /* ours: left by this pid's image before an exec */
 	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		unlink(tmp); /* ours: left by this pid's image before an exec */
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
 	if (fd < 0)
 		return NULL;
 	/* The member's liveness, whatever pid namespace the reader is in: the
@@ -72,10 +71,15 @@ static struct fn_seg *map_new(const char *tmp, const char *final)
 	void *m = MAP_FAILED;
 	struct stat sb;
 	/* The head's blocks first: it is written at once; every other page
-	 * gets its own when first touched (fn_seg_touch). */
-	int got = fallocate(fd, 0, 0, sizeof(struct fn_seg_head));
-	if (got < 0 && errno == EOPNOTSUPP)
-		got = 0; /* no way to know: as before */
+	 * gets its own when first touched (fn_seg_touch). Written as zeros
+	 * (nothing maps the file yet): a disk file system reserves the blocks
+	 * and keeps the page, where fallocate allocated them and the first
+	 * write through the mapping read the page in. */
+	static const char zeros[sizeof(struct fn_seg_head)];
+	ssize_t w = pwrite(fd, zeros, sizeof(zeros), 0);
+	int got = w == (ssize_t)sizeof(zeros) ? 0 : -1;
+	if (w >= 0 && got < 0)
+		errno = ENOSPC; /* a short write: no room for the rest */
 	if (got == 0 && ftruncate(fd, sizeof(struct fn_seg)) == 0 && fstat(fd, &sb) == 0)
 		m = mmap(mapped, sizeof(struct fn_seg), PROT_READ | PROT_WRITE,
 			 MAP_SHARED | (mapped ? MAP_FIXED : 0), fd, 0);
@@ -103,9 +107,9 @@ static struct fn_seg *map_new(const char *tmp, const char *final)
 
 /* The file's place: the run directory, or the stats directory with a link
  * from the run directory. tmp and final name the file itself. */
-static bool places(const char *rundir, const char *group, char *tmp, char *final, size_t len)
+static bool places(const char *rundir, const char *group, const struct fn_member_id *me, char *tmp,
+		   char *final, size_t len)
 {
-	const struct fn_member_id *me = fn_self_id();
 	if (!fn_mem_path(run_path, sizeof(run_path), rundir, group, me))
 		return false;
 	const char *stats = secure_getenv("FAULTNET_STATS_DIR");
@@ -138,13 +142,15 @@ const char *fn_segfile_create(const char *rundir, const char *group, const char 
 			      const char *zone, uint64_t seq)
 {
 	char tmp[4300], final[4300];
-	if (!places(rundir, group, tmp, final, sizeof(final)))
+	/* Asked once: each asking costs a getpid. */
+	const struct fn_member_id *me = fn_self_id();
+	if (!places(rundir, group, me, tmp, final, sizeof(final)))
 		return "the run directory's path is too long";
 	struct fn_seg *s = map_new(tmp, final);
 	if (!s)
 		return strerror(errno);
 	mapped = s;
-	fill_head(&s->h, group, config, zone, seq);
+	fill_head(&s->h, me, group, config, zone, seq);
 	/* Sequentially consistent, as fn_stats_socket_first(): a socket
 	 * created meanwhile is seen here or written into the new file. */
 	__atomic_store_n(&fn_seg, s, __ATOMIC_SEQ_CST);
@@ -161,7 +167,7 @@ const char *fn_segfile_create(const char *rundir, const char *group, const char 
 	made_fd = -1;
 	if (!placed)
 		return strerror(e);
-	owner = getpid();
+	owner = me->pid;
 	return NULL;
 }
 

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,9 +72,9 @@ static int give_blocks(size_t pg)
 		return -1;
 	struct stat sb;
 	int r = -1;
-	/* The file being made is known by its fd (a start touches some forty
-	 * pages: one system call each instead of two); one opened by its name
-	 * again must still be the file mapped. */
+	/* The file being made is known by its fd (one system call a page
+	 * instead of two); one opened by its name again must still be the
+	 * file mapped. */
 	if (fd == made || (fstat(fd, &sb) == 0 && sb.st_ino == backing_ino))
 		r = fallocate(fd, 0, (off_t)(pg * 4096), 4096) == 0	   ? 1
 		    : errno == ENOSPC || errno == EDQUOT || errno == EFBIG ? 0
@@ -115,6 +116,63 @@ void fn_seg_touch(const void *p, size_t len)
 		}
 		if (r > 0)
 			__atomic_or_fetch(&backed[pg / 64], bit, __ATOMIC_RELEASE);
+	}
+}
+
+/* A page wholly inside the rule slots of the file being made: only the
+ * listing writes there (under the change lock, before any rule's counters
+ * move in), and the page is all holes until its first touch. */
+static bool fresh_rule_page(size_t pg)
+{
+	size_t from = offsetof(struct fn_seg, rules), to = offsetof(struct fn_seg, dests);
+	return pg * 4096 >= from && (pg + 1) * 4096 <= to &&
+	       __atomic_load_n(&backing_fd, __ATOMIC_SEQ_CST) >= 0;
+}
+
+/* Such a page gets its blocks by a write of zeros, which on a disk file
+ * system only reserves them (delayed allocation) and leaves the page in
+ * the page cache, where fallocate allocated each block (scattered pages:
+ * an extent each) and the first touch then read the page: 1 or 0 as
+ * give_blocks. */
+static int give_zeros(size_t pg)
+{
+	static const char zeros[4096];
+	ssize_t w = pwrite(backing_fd, zeros, sizeof(zeros), (off_t)(pg * 4096));
+	if (w == (ssize_t)sizeof(zeros))
+		return 1;
+	return w >= 0 || errno == ENOSPC || errno == EDQUOT || errno == EFBIG ? 0 : -1;
+}
+
+void fn_seg_touch_listing(const void *p, size_t len)
+{
+	if (!__atomic_load_n(&backing, __ATOMIC_ACQUIRE))
+		return;
+	size_t off = (size_t)((const char *)p - backing_base);
+	if ((const char *)p < backing_base || off >= sizeof(struct fn_seg))
+		return;
+	for (size_t pg = off / 4096; pg <= (off + len - 1) / 4096; pg++) {
+		if (!fresh_rule_page(pg)) {
+			fn_seg_touch(backing_base + pg * 4096, 1);
+			continue;
+		}
+		uint64_t bit = 1ull << (pg % 64);
+		if (__atomic_load_n(&backed[pg / 64], __ATOMIC_ACQUIRE) & bit)
+			continue;
+		int e = errno, r = give_zeros(pg);
+		errno = e;
+		if (r == 0) {
+			stop_publishing();
+			return;
+		}
+		if (r > 0) {
+			__atomic_or_fetch(&backed[pg / 64], bit, __ATOMIC_RELEASE);
+			/* Mapped for writing at once: the listing first reads the
+			 * page, and a read maps a shared file's page read-only,
+			 * which its write then faults on again. Adding 0 changes
+			 * nothing, whoever writes there. */
+			__atomic_fetch_add((uint64_t *)(backing_base + pg * 4096), 0,
+					   __ATOMIC_RELAXED);
+		}
 	}
 }
 

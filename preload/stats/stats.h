@@ -54,6 +54,11 @@ void fn_stats_backing_fd(int fd);
  * once). A load and a branch once the page has been seen. */
 void fn_seg_touch(const void *p, size_t len);
 
+/* fn_seg_touch for the listing's rule slots (listing.c): while the file
+ * is being made, a page wholly inside the slots is given its blocks by a
+ * write of zeros instead (no other thread writes there yet). */
+void fn_seg_touch_listing(const void *p, size_t len);
+
 /* Lists p's rules in fn_seg: each rule's counters go to its name's slot,
  * and the slots say the policy's order, actions, states and parameters.
  * Runs under the change lock before p is published; fresh: fn_seg is new,

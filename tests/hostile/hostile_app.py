@@ -447,10 +447,40 @@ def test_i38_16_rundir_full():
     subprocess.run(["rm", "-rf", d])
 
 
+def test_i38_16_full_at_start():
+    """i38.16 at the start: a policy of 60 rules, whose slots in the state
+    file need more pages than a 64 KiB tmpfs has, meets the full file
+    system while the file is being made (issue 42: those pages get their
+    blocks by a write of zeros, not fallocate): the app runs all the same,
+    and so do its children, each told why."""
+    if os.geteuid() != 0:
+        print("  skip - i38.16 at the start mounts a tmpfs (root)")
+        return
+    d = tempfile.mkdtemp(prefix="fn-full-")
+    conf = os.path.join(d, "r60.conf")
+    with open(conf, "w") as f:
+        f.write("rules = (\n" + ",\n".join(
+            '{ name = "r%d"; action = "refuse"; match = { to = "127.101.0.%d/32"; }; }' % (i, i)
+            for i in range(60)) + "\n);\n")
+    env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=conf, FAULTNET_RUNDIR=d + "/mnt/run")
+    app = "import subprocess; subprocess.run(['/bin/true'], check=True); print('done')"
+    os.mkdir(d + "/mnt")
+    script = 'mount -t tmpfs -o size=64k tmpfs "$1/mnt" && exec "$2" -c "$3"'
+    p = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", d, PY, app], env=env,
+                       capture_output=True, text=True, timeout=60)
+    check("i38.16: 60 rules' slots meeting a full file system at the start: the app and its"
+          " child run to their end (exit %d, %s)" % (p.returncode, p.stdout.strip()),
+          p.returncode == 0 and p.stdout.strip() == "done", (p.returncode, p.stderr[-300:]))
+    check("i38.16: and are told the state file cannot be kept",
+          "no longer updated" in p.stderr or "No space left" in p.stderr, p.stderr[-300:])
+    subprocess.run(["rm", "-rf", d])
+
+
 def main():
     print("hostile app, process level (%s)" % BUILD)
     for t in checks.selected([
             test_18_idle_without_policy, test_i38_17_events_fifo, test_i38_16_rundir_full,
+            test_i38_16_full_at_start,
             test_27_no_visible_fd, test_17_fork_is_cheap, test_6_no_spin_at_fd_limit,
             test_15_ports_like_plain_connects, test_19_inherited_udp_socket,
             test_7_requests_cannot_grow_the_app, test_8_journal_replay_linear,

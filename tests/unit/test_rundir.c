@@ -192,6 +192,43 @@ static void test_member_gone_if(void)
 	rmdir(dir);
 }
 
+/* What /proc/self/cmdline holds for this process, at most len - 1 bytes. */
+static size_t proc_cmdline(char *buf, size_t len)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* The member's command line (issue 42): /proc/self/cmdline until the
+ * constructor's arguments are noted, then those arguments as laid out,
+ * NULs kept, cut at the room given; arguments not one after the other (a
+ * loader that copied them) are not taken. */
+static void test_self_cmd(void)
+{
+	char want[512], got[512];
+	size_t wn = proc_cmdline(want, sizeof(want));
+	CU_ASSERT_TRUE(wn > 0);
+	CU_ASSERT_EQUAL(fn_self_cmd(got, sizeof(got)), wn);
+	CU_ASSERT_EQUAL(memcmp(got, want, wn), 0);
+	static char gap[] = "x\0\0prog"; /* a byte between the two strings */
+	char *scattered[] = {gap, gap + 3};
+	fn_self_cmd_note(2, scattered);
+	fn_self_cmd_note(0, scattered);
+	CU_ASSERT_EQUAL(fn_self_cmd(got, sizeof(got)), wn); /* still the file's */
+	static char area[] = "prog\0a b\0c";
+	char *argv[] = {area, area + 5, area + 9, NULL};
+	fn_self_cmd_note(3, argv);
+	CU_ASSERT_EQUAL(fn_self_cmd(got, sizeof(got)), sizeof(area));
+	CU_ASSERT_EQUAL(memcmp(got, area, sizeof(area)), 0);
+	CU_ASSERT_EQUAL(fn_self_cmd(got, 5), 4);
+	CU_ASSERT_STRING_EQUAL(got, "prog");
+	CU_ASSERT_EQUAL(fn_self_cmd(got, 1), 0);
+	CU_ASSERT_EQUAL(got[0], '\0');
+}
+
 void add_rundir_tests(void)
 {
 	CU_pSuite s = CU_add_suite("run directory", NULL, NULL);
@@ -201,4 +238,5 @@ void add_rundir_tests(void)
 	CU_add_test(s, "a member's lock, kept by its mapping", test_member_held);
 	CU_add_test(s, "a free member's file kept as .done, not its successor",
 		    test_member_gone_if);
+	CU_add_test(s, "the member's command line, from the noted arguments", test_self_cmd);
 }
