@@ -221,37 +221,44 @@ void fn_trust_record(unsigned char *leaf, size_t leaf_len, unsigned char *chain,
 	free(old.chain);
 }
 
-/* What the relay met behind leaf x509 (DER, made by e), copied out: false
- * when x509 is no leaf the relay served (or memory is short). */
-static bool lookup(struct lib *e, void *x509, struct seen *out)
+bool fn_trust_find(const unsigned char *der, size_t n, struct fn_trust_seen *out)
 {
-	int n = e->i2d_X509(x509, NULL);
-	unsigned char *der = n > 0 ? malloc((size_t)n) : NULL, *p = der;
-	if (!der || e->i2d_X509(x509, &p) != n) {
-		free(der);
-		return false;
-	}
 	bool found = false;
 	pthread_mutex_lock(&seen_lock);
 	for (unsigned i = 0; i < SEEN && !found; i++) {
 		struct seen *s = &seen[i];
-		if (!s->leaf || s->leaf_len != (size_t)n || memcmp(s->leaf, der, (size_t)n) != 0)
+		if (!s->leaf || s->leaf_len != n || memcmp(s->leaf, der, n) != 0)
 			continue;
-		*out = *s;
-		out->leaf = NULL;
+		out->reached = s->reached;
+		out->chain_len = s->chain_len;
 		out->chain = s->chain ? malloc(s->chain_len) : NULL;
 		found = !s->chain || out->chain;
 		if (out->chain)
 			memcpy(out->chain, s->chain, s->chain_len);
 	}
 	pthread_mutex_unlock(&seen_lock);
+	return found;
+}
+
+void fn_trust_passed(void)
+{
+	atomic_fetch_add_explicit(&trusts, 1, memory_order_relaxed);
+}
+
+/* What the relay met behind leaf x509 (DER, made by e), copied out: false
+ * when x509 is no leaf the relay served (or memory is short). */
+static bool lookup(struct lib *e, void *x509, struct fn_trust_seen *out)
+{
+	int n = e->i2d_X509(x509, NULL);
+	unsigned char *der = n > 0 ? malloc((size_t)n) : NULL, *p = der;
+	bool found = der && e->i2d_X509(x509, &p) == n && fn_trust_find(der, (size_t)n, out);
 	free(der);
 	return found;
 }
 
 /* The server's chain (DER, leaf first) as a stack of e's X509s, its leaf
  * in *leaf; NULL when memory is short. Freed with pop_free(X509_free). */
-static void *chain_of(struct lib *e, const struct seen *s, void **leaf)
+static void *chain_of(struct lib *e, const struct fn_trust_seen *s, void **leaf)
 {
 	void *sk = e->OPENSSL_sk_new_null();
 	const unsigned char *p = s->chain, *end = s->chain + s->chain_len;
@@ -274,7 +281,7 @@ static void *chain_of(struct lib *e, const struct seen *s, void **leaf)
  * as CRL checks; depth; time) and callback judge what the server showed,
  * so it trusts, or fails with the error, exactly as it would directly.
  * The chain it builds holds its own references: ours go once it returns. */
-static int verify_server(struct lib *e, verify_fn *verify, void *ctx, const struct seen *s)
+static int verify_server(struct lib *e, verify_fn *verify, void *ctx, const struct fn_trust_seen *s)
 {
 	void *leaf, *sk = chain_of(e, s, &leaf);
 	if (!sk || !leaf) {
@@ -300,7 +307,7 @@ int fn_trust_verify(void *ctx, const void *caller, const void *self)
 	if (!verify)
 		return -1; /* no libcrypto behind the caller: cannot happen */
 	void *x509 = trusted ? e->X509_STORE_CTX_get0_cert(ctx) : NULL;
-	struct seen s;
+	struct fn_trust_seen s;
 	if (!x509 || !lookup(e, x509, &s))
 		return verify(ctx);
 	/* No server behind the leaf (out of reach: requests the rules answer
@@ -315,7 +322,7 @@ int fn_trust_verify(void *ctx, const void *caller, const void *self)
 	}
 	/* Counted: a verification of the relay's leaf the hook let pass. */
 	if (r == 1)
-		atomic_fetch_add_explicit(&trusts, 1, memory_order_relaxed);
+		fn_trust_passed();
 	free(s.chain);
 	return r;
 }

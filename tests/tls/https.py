@@ -364,6 +364,72 @@ def own_ca(d, own):
           len(res) == 2 and res[0] == 200 and "Hostname mismatch" in str(res[1]), r)
 
 
+def wget(d, conf, url, *opts, extra_env=None):
+    e = env(d, conf)
+    e.update(extra_env or {})
+    p = subprocess.run(["wget", "-O", "-", "--tries=1", "--timeout=20", url] + list(opts),
+                       env=e, capture_output=True, timeout=60)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def git_ls(d, conf, url, cafile=None):
+    e = env(d, conf)
+    e.update(GIT_TERMINAL_PROMPT="0", HOME=d, GIT_CONFIG_NOSYSTEM="1")
+    if cafile:
+        e["GIT_SSL_CAINFO"] = cafile
+    p = subprocess.run(["git", "ls-remote", url], env=e, capture_output=True, timeout=60)
+    return p.returncode, p.stderr.decode(errors="replace").strip()
+
+
+def gnutls_clients(d, private):
+    """Clients of GnuTLS (wget; git through libcurl-gnutls) trust the
+    relay's leaf with nothing set, under the same rule as OpenSSL's: the
+    hook on gnutls_certificate_verify_peers* judges the server behind the
+    leaf with the app's own trust list, and trusts the run's CA only where
+    no server is behind it."""
+    conf = policy(d, "gnutls", [rule("r503", PORT), rule("p503", PRIV), rule("n503", NONE),
+                                 rule("x503", ROGUE)])
+    rc, out, err = wget(d, conf, "https://api.test:%d/10" % PORT)
+    check("wget (GnuTLS, no --no-check-certificate, no CA variable) under respond 503 gets "
+          "faultnet's 503 (exit %d: 8 wanted)" % rc,
+          rc == 8 and "503" in err and "certificate" not in err, err[-300:])
+    rc, out, err = wget(d, conf, "https://api.test:%d/10" % NONE)
+    check("wget with no server behind the rule gets the 503 too (exit %d)" % rc,
+          rc == 8 and "503" in err and "certificate" not in err, err[-300:])
+    rc, err = git_ls(d, conf, "https://api.test:%d/repo.git" % PORT)
+    check("git ls-remote (libcurl-gnutls) under respond 503 gets faultnet's 503 (exit %d)" % rc,
+          rc != 0 and "returned error: 503" in err, err[-300:])
+    rc, err = git_ls(d, conf, "https://api.test:%d/repo.git" % NONE)
+    check("git ls-remote with no server behind the rule gets the 503 too",
+          rc != 0 and "returned error: 503" in err, err[-300:])
+    rc, err = git_ls(d, conf, "https://api.test:%d/repo.git" % PRIV, private)
+    check("git trusting PRIVATE alone (GIT_SSL_CAINFO) gets the 503 from PRIVATE's server",
+          rc != 0 and "returned error: 503" in err, err[-300:])
+    # git's process has libcrypto too (libssh2): the relay leaves the
+    # judgement of the server to the app, so only the hook's check of the
+    # server's chain stands between git and a server nobody trusts.
+    direct = git_ls(d, None, "https://api.test:%d/repo.git" % ROGUE)
+    rc, err = git_ls(d, conf, "https://api.test:%d/repo.git" % ROGUE)
+    check("git refuses a server from a CA it does not trust under the rule as directly: "
+          "%s" % (err.splitlines()[-1][:110] if err else ""),
+          rc == direct[0] != 0 and "503" not in err and "certificate" in err.lower()
+          and "certificate" in direct[1].lower(), (err[-300:], direct))
+    rc, out, err = wget(d, conf, "https://api.test:%d/10" % ROGUE)
+    check("wget to a server from a CA nobody trusts still fails under the rule (exit %d: the "
+          "relay's handshake_failure, 4, as the system's roots judge it there)" % rc,
+          rc == 4 and "503" not in err, err[-300:])
+    empty = os.path.join(d, "empty-ca-dir")
+    os.makedirs(empty, exist_ok=True)
+    rc, out, err = wget(d, None, "https://api.test:%d/10" % PORT, "--ca-directory=" + empty,
+                        "--ca-certificate=" + private)
+    direct = rc
+    rc, out, err = wget(d, conf, "https://api.test:%d/10" % PORT, "--ca-directory=" + empty,
+                        "--ca-certificate=" + private)
+    check("wget trusting PRIVATE alone refuses the test CA's server directly (exit %d) and "
+          "under the rule (exit %d), though the relay trusts it" % (direct, rc),
+          direct == 5 and rc == 5 and "503" not in err, err[-300:])
+
+
 def server_refuses(d):
     """A server that refuses the handshake: the app under a rule that
     forwards meets the same refusal as without faultnet (the alert the
@@ -562,6 +628,7 @@ def main():
                                   lambda: forwarded(d, srv), lambda: slowed_and_cut(d),
                                   lambda: untrusted(d, rogue), lambda: run_ca_server(d),
                                   lambda: app_trust(d, priv_ca[1]), lambda: own_ca(d, own_ca_pem[1]),
+                                  lambda: gnutls_clients(d, priv_ca[1]),
                                   lambda: server_refuses(d), lambda: server_sees_refusal(d, seen),
                                   lambda: counted(d),
                                   lambda: uncovered(d, srv), lambda: logged(d, srv)]):
