@@ -220,8 +220,12 @@ static void set_java(const char *dir, const struct fn_ca *ca)
 
 void run_ca_vars(const struct fn_policy *p)
 {
-	if (!has_http(p))
-		return;
+	if (has_http(p))
+		run_ca_vars_now();
+}
+
+void run_ca_vars_now(void)
+{
 	const char *why = NULL;
 	char dir[4096], ca[4200];
 	const char *bad = fn_rundir(dir, sizeof(dir));

@@ -21,4 +21,9 @@
  * directory. A failure is a warning on stderr, never fatal. */
 void run_ca_vars(const struct fn_policy *p);
 
+/* The same whatever the policy: for a command whose HTTP rules come later
+ * (a scenario's add or load steps). Setting them twice is harmless: a
+ * variable that already names the run's CA is left as it is. */
+void run_ca_vars_now(void);
+
 #endif

@@ -430,6 +430,48 @@ def gnutls_clients(d, private):
           direct == 5 and rc == 5 and "503" not in err, err[-300:])
 
 
+def ca_vars(d):
+    """The CA variables (NODE_EXTRA_CA_CERTS, GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)
+    are set for a command whose HTTP rules come from a policy given by
+    FAULTNET_CONFIG alone, and for a scenario's command whose HTTP rule a
+    step adds; a policy with no HTTP rule and no step gets none."""
+    conf = policy(d, "vars", [rule("r503", PORT)])
+    plain = policy(d, "plain", ['{ name = "d"; action = "drop"; match = { to = "127.0.0.9/32"; }; }'])
+    run = os.path.join(d, "run-vars")
+    os.makedirs(run, mode=0o700, exist_ok=True)
+    show = 'printf "%s|%s\\n" "$NODE_EXTRA_CA_CERTS" "$GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"'
+
+    def vars_of(cmd, conf_env, extra=()):
+        e = env(d, conf_env)
+        e["FAULTNET_RUNDIR"] = run
+        e.pop("LD_PRELOAD", None)
+        e.pop("NODE_EXTRA_CA_CERTS", None)
+        e.pop("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", None)
+        p = subprocess.run([os.path.join(BUILD, "faultctl")] + cmd + list(extra), env=e,
+                           capture_output=True, text=True, timeout=60)
+        lines = [ln for ln in p.stdout.splitlines() if "|" in ln]
+        return (lines[-1].split("|") if lines else ["", ""]), p
+
+    ca = os.path.join(run, "ca.pem")
+    (node, grpc), p = vars_of(["run", "--", "sh", "-c", show], conf)
+    check("a policy given by FAULTNET_CONFIG alone (no --config): NODE_EXTRA_CA_CERTS names the "
+          "run's CA (%r) and gRPC's roots a combined bundle (%r)" % (node, grpc),
+          node == ca and "/ca.grpc-" in grpc and os.path.exists(ca), p.stderr[-300:])
+    (node, grpc), p = vars_of(["run", "--", "sh", "-c", show], plain)
+    check("FAULTNET_CONFIG with no HTTP rule: none set (%r, %r)" % (node, grpc),
+          node == "" and grpc == "", p.stderr[-300:])
+    out = os.path.join(d, "scenario-vars")
+    sc = os.path.join(d, "vars.scenario")
+    with open(sc, "w") as f:
+        f.write('policy = "%s";\nduration_ms = 600;\nsteps = ( { name = "a"; at_ms = 100; '
+                'add = "{ name = \\"late503\\"; action = \\"respond\\"; status = 503; '
+                'match = { to = \\"127.0.0.1/32\\"; port = %d; }; }"; } );\n' % (plain, PORT))
+    (node, grpc), p = vars_of(["scenario", sc, "--", "sh", "-c", show + " > " + out], None)
+    got = open(out).read().strip().split("|") if os.path.exists(out) else ["", ""]
+    check("a scenario's command, whose policy has no HTTP rule but a step adds one, gets them: "
+          "%r" % got, got[0] == ca and "/ca.grpc-" in got[1], (p.stdout[-300:], p.stderr[-300:]))
+
+
 def server_refuses(d):
     """A server that refuses the handshake: the app under a rule that
     forwards meets the same refusal as without faultnet (the alert the
@@ -628,7 +670,7 @@ def main():
                                   lambda: forwarded(d, srv), lambda: slowed_and_cut(d),
                                   lambda: untrusted(d, rogue), lambda: run_ca_server(d),
                                   lambda: app_trust(d, priv_ca[1]), lambda: own_ca(d, own_ca_pem[1]),
-                                  lambda: gnutls_clients(d, priv_ca[1]),
+                                  lambda: gnutls_clients(d, priv_ca[1]), lambda: ca_vars(d),
                                   lambda: server_refuses(d), lambda: server_sees_refusal(d, seen),
                                   lambda: counted(d),
                                   lambda: uncovered(d, srv), lambda: logged(d, srv)]):
