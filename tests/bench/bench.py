@@ -9,7 +9,7 @@ usage: bench.py BUILD_DIR OUT.md [--smoke] [--only SECTION,...]
            harness works (make test runs it) and writes OUT.md all the same.
   --only:  only the sections named (hot_path, lookups, throughput, accuracy,
            control, startup, http_cost, name_lookups, backend, h2_streams,
-           many_conns), for
+           many_conns, tls_relay), for
            working on one;
            BENCHMARKS.md is only ever written from a whole run.
 """
@@ -1152,6 +1152,225 @@ def h2_streams():
     say("")
 
 
+
+# ---- 12. HTTPS: TLS terminated, against TLS-terminating relays ----------------
+
+TLS_IP, TLS_PORT = "127.80.0.7", PORT + 30  # the loopback HTTPS server (haproxy)
+STUNNEL_IP, STUNNEL_PORT = "127.80.0.8", PORT + 31  # and PORT + 32, its inner hop
+SOCAT_TLS_IP, SOCAT_TLS_PORT = "127.80.0.9", PORT + 33
+TLS_NAME = "hs.bench.test"
+
+
+def tls_files():
+    """A CA of the bench's and a leaf for *.bench.test it signed: the
+    server's certificate, and the peers' (as a relay's leaf would be).
+    Returns (CA file, leaf and key in one PEM)."""
+    d = os.path.join(TMP, "tls")
+    os.mkdir(d)
+    f = {k: os.path.join(d, k) for k in ("ca.key", "ca.pem", "leaf.key", "leaf.csr",
+                                         "leaf.pem", "ext", "both.pem")}
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    subprocess.run(["openssl", "req", "-x509"] + ec + ["-keyout", f["ca.key"], "-out",
+                    f["ca.pem"], "-days", "2", "-subj", "/CN=bench CA", "-addext",
+                    "basicConstraints=critical,CA:TRUE", "-addext",
+                    "keyUsage=critical,keyCertSign"], check=True, capture_output=True)
+    with open(f["ext"], "w") as fh:
+        fh.write("subjectAltName=DNS:*.bench.test\nextendedKeyUsage=serverAuth\n")
+    subprocess.run(["openssl", "req"] + ec + ["-keyout", f["leaf.key"], "-out", f["leaf.csr"],
+                    "-subj", "/CN=*.bench.test"], check=True, capture_output=True)
+    subprocess.run(["openssl", "x509", "-req", "-in", f["leaf.csr"], "-CA", f["ca.pem"],
+                    "-CAkey", f["ca.key"], "-CAcreateserial", "-out", f["leaf.pem"], "-days",
+                    "2", "-extfile", f["ext"]], check=True, capture_output=True)
+    with open(f["both.pem"], "w") as out:
+        for k in ("leaf.pem", "leaf.key"):
+            with open(f[k]) as fh:
+                out.write(fh.read())
+    return f["ca.pem"], f["both.pem"]
+
+
+def start_tls_peers(ca, pem):
+    """The HTTPS server (haproxy answering 200 "ok" to every request, one
+    thread) and the relays faultnet is measured against, each terminating
+    the client's TLS with the same leaf and re-encrypting to that server,
+    verified against the bench's CA: stunnel4 (a server service whose
+    plaintext goes to a client service of the same process: stunnel's
+    services are TLS on one side only) and socat's openssl mode (a process
+    forked per connection). Returns [(label, ip, port)] of the peers there."""
+    cfg = os.path.join(TMP, "tls-haproxy.cfg")
+    with open(cfg, "w") as f:
+        f.write("global\n    nbthread 1\n    maxconn 4096\n"
+                "defaults\n    mode http\n    timeout connect 5s\n    timeout client 60s\n"
+                "    timeout server 60s\n    timeout http-keep-alive 60s\n"
+                "frontend https\n    bind %s:%d ssl crt %s alpn http/1.1\n"
+                "    http-request return status 200 content-type text/plain string ok\n"
+                % (TLS_IP, TLS_PORT, pem))
+    procs.append(subprocess.Popen(["haproxy", "-f", cfg, "-db"], env=plain_env(),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    if not wait_listening(TLS_IP, TLS_PORT):
+        raise RuntimeError("the HTTPS server (haproxy) did not start")
+    peers = []
+    stunnel = shutil.which("stunnel4") or shutil.which("stunnel")
+    if stunnel:
+        conf_path = os.path.join(TMP, "stunnel.conf")
+        with open(conf_path, "w") as f:
+            f.write("foreground = yes\npid =\nsyslog = no\ndebug = 0\noutput = /dev/null\n"
+                    "[in]\naccept = %s:%d\ncert = %s\nconnect = %s:%d\nTIMEOUTclose = 0\n"
+                    "[out]\nclient = yes\naccept = %s:%d\nconnect = %s:%d\nverifyChain = yes\n"
+                    "CAfile = %s\ncheckHost = %s\nsni = %s\nTIMEOUTclose = 0\n"
+                    % (STUNNEL_IP, STUNNEL_PORT, pem, STUNNEL_IP, STUNNEL_PORT + 1,
+                       STUNNEL_IP, STUNNEL_PORT + 1, TLS_IP, TLS_PORT, ca, TLS_NAME, TLS_NAME))
+        procs.append(subprocess.Popen([stunnel, conf_path], env=plain_env(),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        if wait_listening(STUNNEL_IP, STUNNEL_PORT):
+            peers.append(("stunnel4", STUNNEL_IP, STUNNEL_PORT))
+    if shutil.which("socat"):
+        procs.append(subprocess.Popen(
+            ["socat", "OPENSSL-LISTEN:%d,bind=%s,reuseaddr,fork,cert=%s,verify=0"
+             % (SOCAT_TLS_PORT, SOCAT_TLS_IP, pem),
+             "OPENSSL:%s:%d,cafile=%s,commonname=%s,snihost=%s"
+             % (TLS_IP, TLS_PORT, ca, TLS_NAME, TLS_NAME)],
+            env=plain_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        if wait_listening(SOCAT_TLS_IP, SOCAT_TLS_PORT):
+            peers.append(("socat (openssl)", SOCAT_TLS_IP, SOCAT_TLS_PORT))
+    return peers
+
+
+def tlsload(mode, ip, port, n, ca, env, name=TLS_NAME):
+    """Seconds `tlsload MODE` took for n (connections, or requests)."""
+    r = subprocess.run([os.path.join(BIN, "tlsload"), mode, ip, str(port), name, str(n), ca],
+                       env=env, capture_output=True, text=True, timeout=300)
+    if r.returncode:
+        raise RuntimeError("tlsload %s %s:%d: %s" % (mode, ip, port, r.stderr[-400:]))
+    return float(r.stdout.split()[-1])
+
+
+def tls_terminated(cfg, ca):
+    """faultctl run --stats of 4 connections under the rule: its tls
+    record's terminated count and the rule's forwarded requests."""
+    e = plain_env({"FAULTNET_RUNDIR": RUNDIR})
+    r = subprocess.run([CTL, "run", "--stats", "--config", cfg, "--",
+                        os.path.join(BIN, "tlsload"), "hs", TLS_IP, str(TLS_PORT), TLS_NAME,
+                        "4", ca], env=e, capture_output=True, text=True, timeout=120)
+    out = r.stdout + r.stderr
+    rec = {}
+    for line in out.splitlines():
+        w = line.split()
+        if w and w[0] == "tls":
+            rec = dict(kv.split("=", 1) for kv in w[1:] if "=" in kv)
+    return int(rec.get("terminated", 0)), out
+
+
+def tls_relay():
+    say("## 12. HTTPS: TLS terminated and re-encrypted, against TLS-terminating relays")
+    say("")
+    if not shutil.which("haproxy"):
+        say("Not measured: haproxy (the HTTPS server) is not installed (scripts/deps.sh bench).")
+        say("")
+        return
+    ca, pem = tls_files()
+    peers = start_tls_peers(ca, pem)
+    cfg = conf("https-rule.conf", ['{ name = "never"; action = "respond"; status = 503;'
+                                   ' match = { to = "%s/32"; port = %d; path = "/never"; }; }'
+                                   % (TLS_IP, TLS_PORT)])
+    n_hs = 20 if SMOKE else 400
+    n_ka = 100 if SMOKE else 4000
+    rounds = 1 if SMOKE else 7
+    say("Method: `tlsload` (tests/bench/tlsload.c: the system's OpenSSL 3, verifying the"
+        " server's chain against the bench's CA and its name, no session resumption, ALPN"
+        " http/1.1) against a loopback HTTPS server (haproxy, one thread, answering every"
+        " GET with a 200 of 2 bytes). *New connections*: %d one after another, each a full"
+        " TLS 1.3 handshake and one GET; *keep-alive*: %d GETs on one connection. Paths:"
+        " direct; through faultnet, its relay terminating the client's TLS under an HTTP rule"
+        " that answers nothing (a `respond` whose path never matches: every request parsed"
+        " and forwarded) and re-encrypting to the server, which the client's own store judges"
+        " through the trust hook; and through the peers, each a relay process terminating"
+        " TLS with a leaf of the same CA and re-encrypting to the same server, verified: %s."
+        " %d rounds, alternating (each round starts one path further on), medians; the"
+        " verdict is the median of the rounds' ratios to the better peer (by median); %d CPUs."
+        % (n_hs, n_ka, ", ".join(p[0] for p in peers) or "none installed", rounds,
+           os.cpu_count() or 0))
+    say("")
+    done, out = tls_terminated(cfg, ca)
+    if done < 4:
+        say("**Not measured**: faultctl run --stats counted %d of 4 connections terminated"
+            " (the relay did not terminate them: its figures would not be TLS's)." % done)
+        say("")
+        return
+    rows = [("direct", TLS_IP, TLS_PORT, plain_env()),
+            ("faultnet", TLS_IP, TLS_PORT, shim_env(cfg))]
+    rows += [(label, ip, port, plain_env()) for label, ip, port in peers]
+    got = {r[0]: ([], []) for r in rows}
+    for r in range(rounds):
+        for label, ip, port, env in rows[r % len(rows):] + rows[:r % len(rows)]:
+            got[label][0].append(n_hs / tlsload("hs", ip, port, n_hs, ca, env))
+            got[label][1].append(n_ka / tlsload("ka", ip, port, n_ka, ca, env))
+    med = {k: (statistics.median(v[0]), statistics.median(v[1])) for k, v in got.items()}
+    say("| path | new connections /s | of direct | keep-alive requests /s | of direct |")
+    say("|---|---|---|---|---|")
+    d = med["direct"]
+    for label, _, _, _ in rows:
+        h, k = med[label]
+        say("| %s | %.0f | %.2f | %.0f | %.2f |" % (label, h, h / d[0], k, k / d[1]))
+    say("")
+    say("faultctl run --stats before the runs: %d of 4 connections terminated by the relay"
+        " (the tls record), so the faultnet row is TLS terminated, not passed through." % done)
+    say("")
+    if peers:
+        names = [p[0] for p in peers]
+        best = [max(names, key=lambda p: med[p][i]) for i in (0, 1)]
+        hs, ka = (paired(got["faultnet"][i], got[best[i]][i]) for i in (0, 1))
+        say("faultnet against the better peer (%s for new connections, %s for keep-alive), the"
+            " median of the rounds' ratios: %.2f for new connections (quartiles %.2f to %.2f;"
+            " target 0.9 or more: %s) and %.2f for keep-alive requests (%.2f to %.2f; target"
+            " 0.95 or more: %s)."
+            % ((best[0], best[1]) + hs + ("met" if hs[0] >= 0.9 else "missed",) + ka +
+               ("met" if ka[0] >= 0.95 else "missed",)))
+        say("")
+    tls_first_costs(cfg, ca, n_hs, rounds)
+
+
+def tls_first_costs(cfg, ca, n_hs, rounds):
+    """What faultnet pays once: a leaf for a name it has not met (one
+    signature), and the start of a process that makes one HTTPS request
+    (OpenSSL loaded into its own namespace, the run's CA read)."""
+    same, fresh = [], []
+    for _ in range(rounds):
+        same.append(tlsload("hs", TLS_IP, TLS_PORT, n_hs, ca, shim_env(cfg)) / n_hs)
+        fresh.append(tlsload("names", TLS_IP, TLS_PORT, n_hs, ca, shim_env(cfg), "bench.test")
+                     / n_hs)
+    s_ms, f_ms = statistics.median(same) * 1000, statistics.median(fresh) * 1000
+    say("A new name: %d connections each to a name of its own (c*.bench.test, each a leaf to"
+        " make and sign) took %.3f ms each, against %.3f ms to one name (its leaf cached):"
+        " **%+.3f ms** for the first handshake of a name (medians of %d rounds)."
+        % (n_hs, f_ms, s_ms, f_ms - s_ms, rounds))
+    say("")
+    runs = 5 if SMOKE else 30
+    e_rule = shim_env(cfg)
+    times = {"true, without faultnet": [], "true, with the HTTPS rule": [],
+             "one HTTPS request, direct": [], "one HTTPS request, through faultnet": []}
+    for _ in range(runs):
+        for label, argv, env in (
+                ("true, without faultnet", ["true"], plain_env()),
+                ("true, with the HTTPS rule", ["true"], e_rule),
+                ("one HTTPS request, direct", [os.path.join(BIN, "tlsload"), "hs", TLS_IP,
+                                               str(TLS_PORT), TLS_NAME, "1", ca], plain_env()),
+                ("one HTTPS request, through faultnet",
+                 [os.path.join(BIN, "tlsload"), "hs", TLS_IP, str(TLS_PORT), TLS_NAME, "1", ca],
+                 e_rule)):
+            t0 = time.monotonic()
+            subprocess.run(argv, env=env, check=True, capture_output=True, timeout=60)
+            times[label].append((time.monotonic() - t0) * 1000)
+    say("Start-up with an HTTPS rule, wall time of a whole process (%d runs each,"
+        " alternating; medians): OpenSSL is loaded into the relay's namespace and the run's"
+        " CA read only when the first connection is terminated, so `true` pays only the"
+        " shim's start, and a process making one HTTPS request pays the rest:" % runs)
+    say("")
+    say("| process | ms |")
+    say("|---|---|")
+    for label, v in times.items():
+        say("| %s | %.2f |" % (label, statistics.median(v)))
+    say("")
+
 def main():
     t0 = time.monotonic()
     say("# faultnet benchmarks")
@@ -1164,7 +1383,7 @@ def main():
     start_server()
     try:
         for section in (hot_path, lookups, throughput, accuracy, control, startup, http_cost,
-                        name_lookups, backend, h2_streams, many_conns):
+                        name_lookups, backend, h2_streams, many_conns, tls_relay):
             if not ONLY or section.__name__ in ONLY:
                 section()
     finally:
