@@ -1195,7 +1195,8 @@ def start_tls_peers(ca, pem):
     verified against the bench's CA: stunnel4 (a server service whose
     plaintext goes to a client service of the same process: stunnel's
     services are TLS on one side only) and socat's openssl mode (a process
-    forked per connection). Returns [(label, ip, port)] of the peers there."""
+    forked per connection). Returns [(label, ip, port, pid)] of the peers
+    there."""
     cfg = os.path.join(TMP, "tls-haproxy.cfg")
     with open(cfg, "w") as f:
         f.write("global\n    nbthread 1\n    maxconn 4096\n"
@@ -1222,8 +1223,8 @@ def start_tls_peers(ca, pem):
         procs.append(subprocess.Popen([stunnel, conf_path], env=plain_env(),
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         if wait_listening(STUNNEL_IP, STUNNEL_PORT):
-            peers.append(("stunnel4", STUNNEL_IP, STUNNEL_PORT))
-    if shutil.which("socat"):
+            peers.append(("stunnel4", STUNNEL_IP, STUNNEL_PORT, procs[-1].pid))
+    if shutil.which("socat"):  # the CPU of its forked children: reaped, so counted
         procs.append(subprocess.Popen(
             ["socat", "OPENSSL-LISTEN:%d,bind=%s,reuseaddr,fork,cert=%s,verify=0"
              % (SOCAT_TLS_PORT, SOCAT_TLS_IP, pem),
@@ -1231,22 +1232,31 @@ def start_tls_peers(ca, pem):
              % (TLS_IP, TLS_PORT, ca, TLS_NAME, TLS_NAME)],
             env=plain_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         if wait_listening(SOCAT_TLS_IP, SOCAT_TLS_PORT):
-            peers.append(("socat (openssl)", SOCAT_TLS_IP, SOCAT_TLS_PORT))
+            peers.append(("socat (openssl)", SOCAT_TLS_IP, SOCAT_TLS_PORT, procs[-1].pid))
     return peers
 
 
-def tlsload(mode, ip, port, n, ca, env, name=TLS_NAME):
-    """Seconds `tlsload MODE` took for n (connections, or requests)."""
+def tlsload(mode, ip, port, n, ca, env, name=TLS_NAME, relay_pid=None, cpu=None):
+    """Seconds `tlsload MODE` took for n (connections, or requests), after
+    its one untimed connection; with cpu a list, the CPU seconds the client
+    used for them (with the shim, its relay thread's too) and the relay
+    process relay_pid's are appended to it."""
+    c0 = cpu_seconds(relay_pid)
     r = subprocess.run([os.path.join(BIN, "tlsload"), mode, ip, str(port), name, str(n), ca],
                        env=env, capture_output=True, text=True, timeout=300)
     if r.returncode:
         raise RuntimeError("tlsload %s %s:%d: %s" % (mode, ip, port, r.stderr[-400:]))
-    return float(r.stdout.split()[-1])
+    took, used = (float(x) for x in r.stdout.split()[-2:])
+    if cpu is not None:
+        if relay_pid:
+            time.sleep(0.2)  # socat's last children reaped
+        cpu.append(used + cpu_seconds(relay_pid) - c0)
+    return took
 
 
 def tls_terminated(cfg, ca):
-    """faultctl run --stats of 4 connections under the rule: its tls
-    record's terminated count and the rule's forwarded requests."""
+    """faultctl run --stats of tlsload's 5 connections (4 and its untimed
+    one) under the rule: its tls record's terminated count."""
     e = plain_env({"FAULTNET_RUNDIR": RUNDIR})
     r = subprocess.run([CTL, "run", "--stats", "--config", cfg, "--",
                         os.path.join(BIN, "tlsload"), "hs", TLS_IP, str(TLS_PORT), TLS_NAME,
@@ -1291,28 +1301,35 @@ def tls_relay():
            os.cpu_count() or 0))
     say("")
     done, out = tls_terminated(cfg, ca)
-    if done < 4:
-        say("**Not measured**: faultctl run --stats counted %d of 4 connections terminated"
+    if done < 5:
+        say("**Not measured**: faultctl run --stats counted %d of 5 connections terminated"
             " (the relay did not terminate them: its figures would not be TLS's)." % done)
         say("")
         return
-    rows = [("direct", TLS_IP, TLS_PORT, plain_env()),
-            ("faultnet", TLS_IP, TLS_PORT, shim_env(cfg))]
-    rows += [(label, ip, port, plain_env()) for label, ip, port in peers]
-    got = {r[0]: ([], []) for r in rows}
+    rows = [("direct", TLS_IP, TLS_PORT, plain_env(), None),
+            ("faultnet", TLS_IP, TLS_PORT, shim_env(cfg), None)]
+    rows += [(label, ip, port, plain_env(), pid) for label, ip, port, pid in peers]
+    got = {r[0]: ([], [], [], []) for r in rows}
     for r in range(rounds):
-        for label, ip, port, env in rows[r % len(rows):] + rows[:r % len(rows)]:
-            got[label][0].append(n_hs / tlsload("hs", ip, port, n_hs, ca, env))
-            got[label][1].append(n_ka / tlsload("ka", ip, port, n_ka, ca, env))
-    med = {k: (statistics.median(v[0]), statistics.median(v[1])) for k, v in got.items()}
-    say("| path | new connections /s | of direct | keep-alive requests /s | of direct |")
-    say("|---|---|---|---|---|")
+        for label, ip, port, env, pid in rows[r % len(rows):] + rows[:r % len(rows)]:
+            g = got[label]
+            g[0].append(n_hs / tlsload("hs", ip, port, n_hs, ca, env, relay_pid=pid, cpu=g[2]))
+            g[1].append(n_ka / tlsload("ka", ip, port, n_ka, ca, env, relay_pid=pid, cpu=g[3]))
+    med = {k: tuple(statistics.median(x) for x in v) for k, v in got.items()}
+    say("| path | new connections /s | of direct | CPU ms per connection | keep-alive requests"
+        " /s | of direct | CPU µs per request |")
+    say("|---|---|---|---|---|---|---|")
     d = med["direct"]
-    for label, _, _, _ in rows:
-        h, k = med[label]
-        say("| %s | %.0f | %.2f | %.0f | %.2f |" % (label, h, h / d[0], k, k / d[1]))
+    for label, _, _, _, _ in rows:
+        h, k, ch, ck = med[label]
+        say("| %s | %.0f | %.2f | %.2f | %.0f | %.2f | %.1f |"
+            % (label, h, h / d[0], ch * 1000 / n_hs, k, k / d[1], ck * 1e6 / n_ka))
     say("")
-    say("faultctl run --stats before the runs: %d of 4 connections terminated by the relay"
+    say("CPU: the client's (with faultnet, its relay thread's too) and the relay process's"
+        " (socat's forked children included), per connection or request; the server's is left"
+        " out (the same for every path).")
+    say("")
+    say("faultctl run --stats before the runs: %d of 5 connections terminated by the relay"
         " (the tls record), so the faultnet row is TLS terminated, not passed through." % done)
     say("")
     if peers:
@@ -1326,7 +1343,97 @@ def tls_relay():
             % ((best[0], best[1]) + hs + ("met" if hs[0] >= 0.9 else "missed",) + ka +
                ("met" if ka[0] >= 0.95 else "missed",)))
         say("")
+        # The CPU each relay adds: faultnet's is the client's less the
+        # direct client's; a peer's, its own process's.
+        add = [(med["faultnet"][i] - d[i]) / n for i, n in ((2, n_hs), (3, n_ka))]
+        peer = [(med[best[j]][i] - d[i]) / n for j, (i, n) in enumerate(((2, n_hs), (3, n_ka)))]
+        say("What each relay adds in CPU (client and relay less the direct client): faultnet"
+            " %.2f ms per connection against %.2f for %s, and %.1f µs per keep-alive request"
+            " against %.1f for %s. With two CPUs shared by the client, the relay and the"
+            " server, the connection rate follows that CPU; the rows' spread from round to"
+            " round on this shared machine is in the quartiles above."
+            % (add[0] * 1000, peer[0] * 1000, best[0], add[1] * 1e6, peer[1] * 1e6, best[1]))
+        say("")
+    tls_instructions(cfg, ca)
+    tls_syscalls(cfg, ca)
     tls_first_costs(cfg, ca, n_hs, rounds)
+
+
+def tls_syscalls(cfg, ca):
+    """System calls per keep-alive request of the client's process, every
+    thread (strace -f -c), with and without faultnet: the relay thread's
+    share of a request's round trip, as counts noise cannot move."""
+    if not shutil.which("strace"):
+        say("System calls per keep-alive request: not counted (strace is not installed).")
+        say("")
+        return
+    n = 200 if SMOKE else 2000
+    out = os.path.join(TMP, "tls.strace")
+
+    def per_request(env):
+        subprocess.run(["strace", "-f", "-c", "-o", out, os.path.join(BIN, "tlsload"), "ka",
+                        TLS_IP, str(TLS_PORT), TLS_NAME, str(n), ca], env=env, check=True,
+                       capture_output=True, timeout=300)
+        calls = {}
+        with open(out) as f:
+            for line in f:
+                w = line.split()
+                if len(w) >= 5 and w[0][0].isdigit() and w[-1] != "total":
+                    errs = int(w[4]) if len(w) == 6 else 0
+                    calls[w[-1]] = (int(w[3]), errs)
+        return {k: (c / n, e / n) for k, (c, e) in calls.items() if c >= n // 2}
+    plain, shim = per_request(plain_env()), per_request(shim_env(cfg))
+    fmt = lambda d: ", ".join("%s %.1f%s" % (k, c, " (%.1f failing)" % e if e >= 0.5 else "")
+                              for k, (c, e) in sorted(d.items()))  # noqa: E731
+    say("System calls per keep-alive request (strace -f -c, every thread of the client's"
+        " process, %d requests): without faultnet %s (%.1f); with it %s (%.1f): the relay"
+        " thread's wait for each side (epoll), its reads and writes, and reads that find"
+        " nothing more (EAGAIN) once a record is in."
+        % (n, fmt(plain), sum(c for c, _ in plain.values()), fmt(shim),
+           sum(c for c, _ in shim.values())))
+    say("")
+
+
+def tls_instructions(cfg, ca):
+    """Where faultnet's CPU per connection goes, as exact counts: the
+    user-space instructions of the client's main thread and of its relay
+    thread per connection (the difference of two runs, callgrind), beside
+    the client's alone without the shim."""
+    lo, hi = (2, 4) if SMOKE else (20, 60)
+
+    def per_conn(env):
+        counts = []
+        for n in (lo, hi):
+            for f in os.listdir(TMP):
+                if f.startswith("cgtls"):
+                    os.unlink(os.path.join(TMP, f))
+            subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
+                            "--callgrind-out-file=" + os.path.join(TMP, "cgtls"),
+                            os.path.join(BIN, "tlsload"), "hs", TLS_IP, str(TLS_PORT), TLS_NAME,
+                            str(n), ca], env=env, check=True, capture_output=True, timeout=900)
+            per = {}
+            for f in sorted(os.listdir(TMP)):
+                if f.startswith("cgtls-"):  # one file a thread
+                    with open(os.path.join(TMP, f)) as fh:
+                        per[f] = next((int(x.split()[1]) for x in fh
+                                       if x.startswith(("summary:", "totals:"))), 0)
+            counts.append([per[k] for k in sorted(per)])
+        return [(b - a) / (hi - lo) for a, b in zip(*counts)]
+    if not shutil.which("valgrind"):
+        say("Instructions per connection: not counted (valgrind is not installed).")
+        say("")
+        return
+    direct, shim = per_conn(plain_env()), per_conn(shim_env(cfg))
+    relay = sum(shim[1:])
+    say("Instructions per new connection (callgrind, user space, the difference of runs of %d"
+        " and %d connections): the client alone %.2f M; under faultnet its main thread %.2f M"
+        " (%+.2f M: the shim's connect and the trust hook, which verifies the server's chain"
+        " in place of the leaf) and its relay thread %.2f M (the app's handshake answered, a"
+        " handshake of its own with the server, both TLS 1.3 with ECDHE, and the requests"
+        " parsed): faultnet adds %.2f M, %.1f times what the client's own handshake costs."
+        % (lo, hi, direct[0] / 1e6, shim[0] / 1e6, (shim[0] - direct[0]) / 1e6, relay / 1e6,
+           (shim[0] - direct[0] + relay) / 1e6, (shim[0] - direct[0] + relay) / direct[0]))
+    say("")
 
 
 def tls_first_costs(cfg, ca, n_hs, rounds):
