@@ -2,14 +2,17 @@
 on loopback whose certificates come from a test CA the clients trust as a
 public CA is trusted (the system store, replaced by a bind mount inside a
 private mount namespace), and clients under the shim with no CA variable
-and no -k: curl, Python's urllib and requests. Under a rule that answers,
+and no -k: curl, Python's urllib and requests, wget and git (GnuTLS, through
+the hook on gnutls_certificate_verify_peers*). Under a rule that answers,
 they get faultnet's answer (the relay presents a leaf of the run's CA, and
 the trust hook lets the app's verification trust that CA when the server
 passes the app's own store); under a rule that forwards, the server's
 bodies arrive byte for byte on one kept-alive connection; a server from a
 CA the client does not trust still fails for the client under the rule,
 also when the system trusts it but the app trusts a private CA alone; a connection no rule covers is never
-terminated (the client sees the server's own certificate, byte for byte). Runs itself in a new
+terminated (the client sees the server's own certificate, byte for byte);
+faultctl run sets the CA variables for a policy from FAULTNET_CONFIG and
+for a scenario whose step adds an HTTP rule. Runs itself in a new
 mount and network namespace (loopback only). Root.
 
 usage: https.py BUILD_DIR"""
