@@ -1354,6 +1354,16 @@ def tls_relay():
             " round on this shared machine is in the quartiles above."
             % (add[0] * 1000, peer[0] * 1000, best[0], add[1] * 1e6, peer[1] * 1e6, best[1]))
         say("")
+        say("Where the difference per connection comes from: stunnel4 resumes its TLS sessions"
+            " with the server (its default; `openssl s_server -www` behind it says *Reused* from"
+            " the second connection on), so after the first it neither receives, parses nor"
+            " verifies the server's certificate, and the server signs nothing; faultnet's relay"
+            " makes a full handshake with the server for every connection, whose chain the"
+            " app's own store then judges (the trust hook). socat forks a process per"
+            " connection. Per keep-alive request, the relay thread waits on each side, and"
+            " its reads of a record end with a read that finds nothing more (the system calls"
+            " below).")
+        say("")
     tls_instructions(cfg, ca)
     tls_syscalls(cfg, ca)
     tls_first_costs(cfg, ca, n_hs, rounds)
