@@ -290,6 +290,11 @@ $(BUILD)/bench/loop $(BUILD)/bench/stream $(BUILD)/bench/copyrelay $(BUILD)/benc
 $(BUILD)/bench/lookup: tests/bench/lookup.c $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) -o $@ $< $(CORE_SRC) -ldl -lresolv
+# The TLS section's client: the system's OpenSSL, as real clients link it.
+BENCH_PROGS += $(BUILD)/bench/tlsload
+$(BUILD)/bench/tlsload: tests/bench/tlsload.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -o $@ $< -lssl -lcrypto
 bench-progs: all $(BENCH_PROGS)
 bench:
 	@scripts/deps.sh bench

@@ -264,8 +264,12 @@ bool run_ca_cert_file(const struct fn_policy *p)
 
 void run_ca_vars(const struct fn_policy *p)
 {
-	if (!has_http(p))
-		return;
+	if (has_http(p))
+		run_ca_vars_now();
+}
+
+void run_ca_vars_now(void)
+{
 	char dir[4096], ca[4200];
 	const struct fn_ca *c = the_ca(dir, sizeof(dir), ca, sizeof(ca), "NODE_EXTRA_CA_CERTS");
 	if (!c)

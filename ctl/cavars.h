@@ -32,4 +32,9 @@ void run_ca_vars(const struct fn_policy *p);
  * a warning). */
 bool run_ca_cert_file(const struct fn_policy *p);
 
+/* The same whatever the policy: for a command whose HTTP rules come later
+ * (a scenario's add or load steps). Setting them twice is harmless: a
+ * variable that already names the run's CA is left as it is. */
+void run_ca_vars_now(void);
+
 #endif

@@ -63,7 +63,7 @@ static const struct verb verbs[] = {
      "run a timed fault plan with probes; report", V_OWN, verb_scenario},
     {"run",
      "[--config FILE] [--zone Z] [-g GROUP] [--stats] [--requests FILE] [--strict] "
-     "[--allow-unreached] "
+     "[--allow-unreached] [--ca-vars] "
      "[--backend=shim|bpf|auto] -- CMD [ARG...]",
      "run a command under the shim", V_OWN, verb_run},
     {"ps", "", "processes under the shim", V_QUERY, NULL},

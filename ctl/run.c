@@ -118,6 +118,20 @@ static int set_config(const char *file)
 	return setenv("FAULTNET_CONFIG", abs, 1);
 }
 
+/* A policy given by FAULTNET_CONFIG rather than --config gets the CA
+ * variables too. A file the shim cannot read is left for it to say. */
+static void env_config_ca_vars(void)
+{
+	const char *file = getenv("FAULTNET_CONFIG");
+	char err[1024];
+	struct fn_policy *p =
+	    file && *file ? fn_config_load_file(file, getenv("FAULTNET_ZONE"), err, sizeof(err))
+			  : NULL;
+	if (p)
+		run_ca_vars(p);
+	fn_policy_free(p);
+}
+
 /* --requests FILE: the request log (FAULTNET_REQUESTS), made absolute so
  * that a child that changes directory writes to the same file. */
 static int set_requests(const char *file)
@@ -434,7 +448,7 @@ static int usage_error(const char *what)
 {
 	fprintf(stderr,
 		"faultctl run: %s\nusage: faultctl run [--config FILE] [--zone ZONE] "
-		"[-g GROUP] [--stats] [--requests FILE] [--strict] [--allow-unreached] "
+		"[-g GROUP] [--stats] [--requests FILE] [--strict] [--allow-unreached] [--ca-vars] "
 		"[--backend=shim|bpf|auto] -- CMD "
 		"[ARG...]\n",
 		what);
@@ -514,7 +528,7 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 {
 	int i = 0;
 	const char *config = NULL, *backend = "shim", *requests = NULL;
-	bool stats = false, allow_unreached = false;
+	bool stats = false, allow_unreached = false, ca_vars = false;
 	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
 			config = argv[++i];
@@ -532,6 +546,8 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 			json = true;
 		else if (strcmp(argv[i], "--allow-unreached") == 0)
 			allow_unreached = true;
+		else if (strcmp(argv[i], "--ca-vars") == 0)
+			ca_vars = true; /* HTTP rules come later (faultctl add, a scenario) */
 		else if (strncmp(argv[i], "--backend=", 10) == 0)
 			backend = argv[i] + 10;
 		else {
@@ -566,6 +582,10 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 	setenv("FAULTNET_GROUP", group, 1);
 	if (config && set_config(config) < 0)
 		return FN_EXIT_CONFIG;
+	if (ca_vars)
+		run_ca_vars_now();
+	else if (!config)
+		env_config_ca_vars();
 	if (requests && set_requests(requests) < 0)
 		return 1;
 	if (set_preload() < 0)

@@ -10,6 +10,7 @@
 #include "preload/base/libc.h"
 #include "preload/dns/resolve.h"
 #include "preload/intercept/intercept.h"
+#include "preload/tls/gtrust.h"
 #include "preload/tls/trust.h"
 
 FN_HOOK(socket)
@@ -201,4 +202,21 @@ FN_HOOK(__recvfrom_chk)
 FN_HOOK(X509_verify_cert)
 {
 	return fn_trust_verify(ctx, __builtin_return_address(0), (const void *)X509_verify_cert);
+}
+
+/* A relay's leaf met by the app's GnuTLS: judged by the server behind it
+ * against the app's own trust list (preload/tls/gtrust.c). */
+FN_HOOK(gnutls_certificate_verify_peers)
+{
+	return fn_gtrust_verify(FN_GT_PEERS, session, data, elements, NULL, status);
+}
+
+FN_HOOK(gnutls_certificate_verify_peers2)
+{
+	return fn_gtrust_verify(FN_GT_PEERS2, session, NULL, 0, NULL, status);
+}
+
+FN_HOOK(gnutls_certificate_verify_peers3)
+{
+	return fn_gtrust_verify(FN_GT_PEERS3, session, NULL, 0, hostname, status);
 }

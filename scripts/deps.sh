@@ -27,10 +27,14 @@ test_pkgs="$test_pkgs python3-grpcio"
 test_pkgs="$test_pkgs golang-google-grpc-dev"
 # nghttp: h2_engine.py watches frames with it (nghttp2-client; also bench's h2load).
 test_pkgs="$test_pkgs nghttp=nghttp2-client"
+# wget and git (libcurl-gnutls): the tls section's GnuTLS clients (tests/tls/https.py).
+test_pkgs="$test_pkgs wget git"
 # h2load, nghttpd and nghttpx: the HTTP/2 section (one connection, many
 # streams; nghttpx is the h2 relay faultnet is compared with); haproxy: the
 # many-connections section (its TCP relay, nbthread 2).
 bench_pkgs="valgrind fiu-utils trickle python3 socat nghttp2-client nghttp2-proxy nghttp2-server haproxy"
+# stunnel4: the TLS-terminating relay bench.py section 12 compares with (beside socat).
+bench_pkgs="$bench_pkgs stunnel4"
 deb_pkgs="build-essential dpkg-dev debhelper fakeroot lintian scdoc"
 conformance_pkgs="wget python3-requests python3-boto3 python3-httpx python3-aiohttp perl javac=openjdk-17-jdk-headless psql=postgresql-client redis-cli=redis-tools npm=npm"
 

@@ -245,8 +245,8 @@ s_bench() {
 	local smoke
 	smoke=$(mktemp)
 	if /usr/bin/python3 -u tests/bench/bench.py build "$smoke" --smoke >"$smoke.log" 2>&1 &&
-		[ "$(grep -c '^## ' "$smoke")" = 11 ]; then
-		echo "  ok   - bench.py --smoke wrote all eleven sections"
+		[ "$(grep -c '^## ' "$smoke")" = 12 ]; then
+		echo "  ok   - bench.py --smoke wrote all twelve sections"
 		echo pass >>"$FN_COUNTS"
 	else
 		echo "  FAIL - bench.py --smoke:"

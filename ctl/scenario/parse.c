@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/actions.h"
 #include "core/config.h"
 #include "core/lcfg.h"
 #include "core/rules.h"
@@ -162,6 +163,7 @@ static bool added_rule(struct pctx *c, const config_setting_t *at, struct sc_ste
 					       : err);
 	}
 	snprintf(st->rule, SC_NAME, "%s", p->rules[0].name);
+	c->s->http |= fn_rule_http(&p->rules[0]);
 	fn_policy_free(p);
 	return true;
 }
@@ -584,6 +586,8 @@ static bool load_steps(struct pctx *c, struct names *k, struct fn_policy **loade
 			return fail_at(c, st->line, "step '%s': load: %s", st->name, err);
 		if (!names_of(k, loaded[i]))
 			return fail_at(c, st->line, "out of memory");
+		for (size_t j = 0; j < loaded[i]->nrules; j++)
+			c->s->http |= fn_rule_http(&loaded[i]->rules[j]);
 	}
 	return true;
 }

@@ -149,6 +149,8 @@ static void exec_in_group(const struct run *r, bool shim, char **argv)
 	v[k++] = r->s->policy;
 	v[k++] = (char *)"-g";
 	v[k++] = r->s->group;
+	if (r->s->http) /* rules a step adds: their leaves need the variables at start */
+		v[k++] = (char *)"--ca-vars";
 	v[k++] = (char *)"--";
 	for (int i = 0; i < n; i++)
 		v[k++] = argv[i];

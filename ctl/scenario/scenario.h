@@ -146,6 +146,7 @@ struct scenario {
 	uint64_t not_http;     /* connections HTTP rules met but could not read */
 	uint64_t tls_passed;   /* of them, TLS passed through (h2 only, unavailable) */
 	bool policy_tmp;       /* policy was written from inline rules: removed at the end */
+	bool http;	       /* its policy or a step's rule has HTTP rules: the CA variables */
 	struct sc_mark *marks; /* the app's marks, in the order read */
 	int nmarks, capmarks;
 	/* The request log (FAULTNET_REQUESTS) of the run's processes, "" for

@@ -21,8 +21,9 @@
 #include "preload/tls/ca.h"
 
 #define V3 "OPENSSL_3.0.0"
-#define LIBS 8	/* callers' libraries remembered */
-#define SEEN 32 /* leaves whose server the relay met, remembered */
+#define LIBS 8	 /* callers' libraries remembered */
+#define SEEN 32	 /* leaves whose server the relay met, remembered */
+#define PARSED 4 /* servers' chains kept parsed, per library */
 
 typedef int verify_fn(void *);
 
@@ -42,7 +43,17 @@ typedef int verify_fn(void *);
 	X(X509_verify_cert, int, void *)                              \
 	X(OPENSSL_sk_new_null, void *, void)                          \
 	X(OPENSSL_sk_push, int, void *, const void *)                 \
-	X(OPENSSL_sk_pop_free, void, void *, void (*)(void *))
+	X(OPENSSL_sk_pop_free, void, void *, void (*)(void *))        \
+	X(OPENSSL_sk_num, int, const void *)                          \
+	X(OPENSSL_sk_value, void *, const void *, int)                \
+	X(X509_up_ref, int, void *)
+
+/* A server's chain as DER and as a stack of one library's X509s. */
+struct parsed {
+	unsigned char *der;
+	size_t len;
+	void *sk;
+};
 
 #define TRUST_FIELD(name, ret, ...) ret (*name)(__VA_ARGS__);
 /* What one caller's library binds to. */
@@ -53,6 +64,11 @@ struct lib {
 	TRUST_FUNCS(TRUST_FIELD)
 	void *ca;      /* the run's CA parsed by that library, once */
 	void *trusted; /* a stack of that library's holding ca alone */
+	/* The servers' chains last parsed: every connection to a server
+	 * shows the same one, and OpenSSL 3's d2i_X509 costs as much as the
+	 * verification itself. Under the lock. */
+	struct parsed parsed[PARSED];
+	unsigned parsed_next;
 };
 #undef TRUST_FIELD
 
@@ -221,37 +237,44 @@ void fn_trust_record(unsigned char *leaf, size_t leaf_len, unsigned char *chain,
 	free(old.chain);
 }
 
-/* What the relay met behind leaf x509 (DER, made by e), copied out: false
- * when x509 is no leaf the relay served (or memory is short). */
-static bool lookup(struct lib *e, void *x509, struct seen *out)
+bool fn_trust_find(const unsigned char *der, size_t n, struct fn_trust_seen *out)
 {
-	int n = e->i2d_X509(x509, NULL);
-	unsigned char *der = n > 0 ? malloc((size_t)n) : NULL, *p = der;
-	if (!der || e->i2d_X509(x509, &p) != n) {
-		free(der);
-		return false;
-	}
 	bool found = false;
 	pthread_mutex_lock(&seen_lock);
 	for (unsigned i = 0; i < SEEN && !found; i++) {
 		struct seen *s = &seen[i];
-		if (!s->leaf || s->leaf_len != (size_t)n || memcmp(s->leaf, der, (size_t)n) != 0)
+		if (!s->leaf || s->leaf_len != n || memcmp(s->leaf, der, n) != 0)
 			continue;
-		*out = *s;
-		out->leaf = NULL;
+		out->reached = s->reached;
+		out->chain_len = s->chain_len;
 		out->chain = s->chain ? malloc(s->chain_len) : NULL;
 		found = !s->chain || out->chain;
 		if (out->chain)
 			memcpy(out->chain, s->chain, s->chain_len);
 	}
 	pthread_mutex_unlock(&seen_lock);
+	return found;
+}
+
+void fn_trust_passed(void)
+{
+	atomic_fetch_add_explicit(&trusts, 1, memory_order_relaxed);
+}
+
+/* What the relay met behind leaf x509 (DER, made by e), copied out: false
+ * when x509 is no leaf the relay served (or memory is short). */
+static bool lookup(struct lib *e, void *x509, struct fn_trust_seen *out)
+{
+	int n = e->i2d_X509(x509, NULL);
+	unsigned char *der = n > 0 ? malloc((size_t)n) : NULL, *p = der;
+	bool found = der && e->i2d_X509(x509, &p) == n && fn_trust_find(der, (size_t)n, out);
 	free(der);
 	return found;
 }
 
 /* The server's chain (DER, leaf first) as a stack of e's X509s, its leaf
  * in *leaf; NULL when memory is short. Freed with pop_free(X509_free). */
-static void *chain_of(struct lib *e, const struct seen *s, void **leaf)
+static void *chain_of(struct lib *e, const struct fn_trust_seen *s, void **leaf)
 {
 	void *sk = e->OPENSSL_sk_new_null();
 	const unsigned char *p = s->chain, *end = s->chain + s->chain_len;
@@ -269,14 +292,78 @@ static void *chain_of(struct lib *e, const struct seen *s, void **leaf)
 	return sk;
 }
 
+/* A new stack holding a reference of its own to each certificate of sk
+ * (its first in *leaf); NULL when memory is short. */
+static void *refs_of(struct lib *e, void *sk, void **leaf)
+{
+	void *out = e->OPENSSL_sk_new_null();
+	int n = e->OPENSSL_sk_num(sk);
+	*leaf = NULL;
+	for (int i = 0; out && i < n; i++) {
+		void *x = e->OPENSSL_sk_value(sk, i);
+		if (e->X509_up_ref(x) != 1) {
+			e->OPENSSL_sk_pop_free(out, e->X509_free);
+			return NULL;
+		}
+		if (e->OPENSSL_sk_push(out, x) <= 0) {
+			e->X509_free(x);
+			e->OPENSSL_sk_pop_free(out, e->X509_free);
+			return NULL;
+		}
+		*leaf = *leaf ? *leaf : x;
+	}
+	return out;
+}
+
+/* The server's chain parsed before, as a stack of its own; NULL when it
+ * was not (or memory is short). */
+static void *parsed_chain(struct lib *e, const struct fn_trust_seen *s, void **leaf)
+{
+	void *sk = NULL;
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < PARSED && !sk; i++) {
+		struct parsed *p = &e->parsed[i];
+		if (p->sk && p->len == s->chain_len && memcmp(p->der, s->chain, p->len) == 0)
+			sk = refs_of(e, p->sk, leaf);
+	}
+	pthread_mutex_unlock(&lock);
+	return sk;
+}
+
+/* Keeps sk (the chain s holds, just parsed) for the next connections to
+ * that server, the oldest kept let go. */
+static void keep_parsed(struct lib *e, const struct fn_trust_seen *s, void *sk)
+{
+	void *leaf;
+	unsigned char *der = malloc(s->chain_len);
+	void *mine = der ? refs_of(e, sk, &leaf) : NULL;
+	if (!mine) {
+		free(der);
+		return;
+	}
+	memcpy(der, s->chain, s->chain_len);
+	pthread_mutex_lock(&lock);
+	struct parsed *p = &e->parsed[e->parsed_next++ % PARSED], old = *p;
+	*p = (struct parsed){der, s->chain_len, mine};
+	pthread_mutex_unlock(&lock);
+	free(old.der);
+	if (old.sk)
+		e->OPENSSL_sk_pop_free(old.sk, e->X509_free);
+}
+
 /* The app's verification run on the server's own chain instead of the
  * leaf: its store, parameters (the host name it checks, if any; flags such
  * as CRL checks; depth; time) and callback judge what the server showed,
  * so it trusts, or fails with the error, exactly as it would directly.
  * The chain it builds holds its own references: ours go once it returns. */
-static int verify_server(struct lib *e, verify_fn *verify, void *ctx, const struct seen *s)
+static int verify_server(struct lib *e, verify_fn *verify, void *ctx, const struct fn_trust_seen *s)
 {
-	void *leaf, *sk = chain_of(e, s, &leaf);
+	void *leaf, *sk = parsed_chain(e, s, &leaf);
+	if (!sk) {
+		sk = chain_of(e, s, &leaf);
+		if (sk && leaf)
+			keep_parsed(e, s, sk);
+	}
 	if (!sk || !leaf) {
 		if (sk)
 			e->OPENSSL_sk_pop_free(sk, e->X509_free);
@@ -300,7 +387,7 @@ int fn_trust_verify(void *ctx, const void *caller, const void *self)
 	if (!verify)
 		return -1; /* no libcrypto behind the caller: cannot happen */
 	void *x509 = trusted ? e->X509_STORE_CTX_get0_cert(ctx) : NULL;
-	struct seen s;
+	struct fn_trust_seen s;
 	if (!x509 || !lookup(e, x509, &s))
 		return verify(ctx);
 	/* No server behind the leaf (out of reach: requests the rules answer
@@ -315,7 +402,7 @@ int fn_trust_verify(void *ctx, const void *caller, const void *self)
 	}
 	/* Counted: a verification of the relay's leaf the hook let pass. */
 	if (r == 1)
-		atomic_fetch_add_explicit(&trusts, 1, memory_order_relaxed);
+		fn_trust_passed();
 	free(s.chain);
 	return r;
 }

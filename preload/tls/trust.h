@@ -30,6 +30,23 @@ int fn_trust_verify(void *ctx, const void *caller, const void *self);
 void fn_trust_record(unsigned char *leaf, size_t leaf_len, unsigned char *chain, size_t chain_len,
 		     bool reached, const char *name, bool ip);
 
+/* What the relay met behind a leaf it served (fn_trust_record): the
+ * server's chain (DER, leaf first; a malloc'd copy, the caller's to free;
+ * NULL where none was recorded) and whether a server was reached. */
+struct fn_trust_seen {
+	unsigned char *chain;
+	size_t chain_len;
+	bool reached;
+};
+
+/* Finds the leaf whose DER is der (n bytes) among those the relay served:
+ * false when it is none of them (or memory is short). For the hooks on
+ * other TLS libraries (gtrust.h). */
+bool fn_trust_find(const unsigned char *der, size_t n, struct fn_trust_seen *out);
+
+/* Counts one verification of a relay's leaf a hook let pass. */
+void fn_trust_passed(void);
+
 /* Whether the app's TLS verification in this process can come through the
  * hook: the system's libcrypto 3 is loaded (in the app's namespace, not
  * the relay's own). Then a server the system's roots do not know may still

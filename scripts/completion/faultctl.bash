@@ -45,7 +45,7 @@ _faultctl()
 	enable | disable | rm) COMPREPLY=($(compgen -W "$(_faultctl_rules)" -- "$cur")) ;;
 	check) COMPREPLY=($(compgen -f -X '!*.@(conf|scenario)' -- "$cur") $(compgen -d -- "$cur")) ;;
 	scenario) COMPREPLY=($(compgen -W "--report --strict --" -- "$cur") $(compgen -f -X '!*.scenario' -- "$cur")) ;;
-	run) COMPREPLY=($(compgen -W "--config --zone -g --stats --requests --strict --allow-unreached --backend=shim --backend=bpf --backend=auto --" -- "$cur")) ;;
+	run) COMPREPLY=($(compgen -W "--config --zone -g --stats --requests --strict --allow-unreached --ca-vars --backend=shim --backend=bpf --backend=auto --" -- "$cur")) ;;
 	events) COMPREPLY=($(compgen -W "--follow" -- "$cur")) ;;
 	requests) COMPREPLY=($(compgen -W "--rule --host --status --json --follow --per-call --har" -- "$cur") $(compgen -f -- "$cur")) ;;
 	add) COMPREPLY=($(compgen -W "--first" -- "$cur")) ;;

@@ -111,7 +111,8 @@ ROOMS = [
      "sent issuers (badleaf.c), and a ClientHello's SNI name "
      "and ALPN list (hello.c); the trust hook's work (trust.c: the run's CA "
      "trusted by one verification of the app's own OpenSSL 3, when the "
-     "server behind the relay's leaf passes the app's own store)."),
+     "server behind the relay's leaf passes the app's own store; gtrust.c: "
+     "the same for the app's GnuTLS, against its credentials' trust list)."),
     ("preload/sink", {"preload/fd", "preload/base", "core"},
      "the loopback endpoints that make faults out of kernel behaviour (sink.c): "
      "blackhole, stall, hold, refuse, UDP sink."),

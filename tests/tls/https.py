@@ -2,14 +2,17 @@
 on loopback whose certificates come from a test CA the clients trust as a
 public CA is trusted (the system store, replaced by a bind mount inside a
 private mount namespace), and clients under the shim with no CA variable
-and no -k: curl, Python's urllib and requests. Under a rule that answers,
+and no -k: curl, Python's urllib and requests, wget and git (GnuTLS, through
+the hook on gnutls_certificate_verify_peers*). Under a rule that answers,
 they get faultnet's answer (the relay presents a leaf of the run's CA, and
 the trust hook lets the app's verification trust that CA when the server
 passes the app's own store); under a rule that forwards, the server's
 bodies arrive byte for byte on one kept-alive connection; a server from a
 CA the client does not trust still fails for the client under the rule,
 also when the system trusts it but the app trusts a private CA alone; a connection no rule covers is never
-terminated (the client sees the server's own certificate, byte for byte). Runs itself in a new
+terminated (the client sees the server's own certificate, byte for byte);
+faultctl run sets the CA variables for a policy from FAULTNET_CONFIG and
+for a scenario whose step adds an HTTP rule. Runs itself in a new
 mount and network namespace (loopback only). Root.
 
 usage: https.py BUILD_DIR"""
@@ -364,6 +367,114 @@ def own_ca(d, own):
           len(res) == 2 and res[0] == 200 and "Hostname mismatch" in str(res[1]), r)
 
 
+def wget(d, conf, url, *opts, extra_env=None):
+    e = env(d, conf)
+    e.update(extra_env or {})
+    p = subprocess.run(["wget", "-O", "-", "--tries=1", "--timeout=20", url] + list(opts),
+                       env=e, capture_output=True, timeout=60)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def git_ls(d, conf, url, cafile=None):
+    e = env(d, conf)
+    e.update(GIT_TERMINAL_PROMPT="0", HOME=d, GIT_CONFIG_NOSYSTEM="1")
+    if cafile:
+        e["GIT_SSL_CAINFO"] = cafile
+    p = subprocess.run(["git", "ls-remote", url], env=e, capture_output=True, timeout=60)
+    return p.returncode, p.stderr.decode(errors="replace").strip()
+
+
+def gnutls_clients(d, private):
+    """Clients of GnuTLS (wget; git through libcurl-gnutls) trust the
+    relay's leaf with nothing set, under the same rule as OpenSSL's: the
+    hook on gnutls_certificate_verify_peers* judges the server behind the
+    leaf with the app's own trust list, and trusts the run's CA only where
+    no server is behind it."""
+    conf = policy(d, "gnutls", [rule("r503", PORT), rule("p503", PRIV), rule("n503", NONE),
+                                 rule("x503", ROGUE)])
+    rc, out, err = wget(d, conf, "https://api.test:%d/10" % PORT)
+    check("wget (GnuTLS, no --no-check-certificate, no CA variable) under respond 503 gets "
+          "faultnet's 503 (exit %d: 8 wanted)" % rc,
+          rc == 8 and "503" in err and "certificate" not in err, err[-300:])
+    rc, out, err = wget(d, conf, "https://api.test:%d/10" % NONE)
+    check("wget with no server behind the rule gets the 503 too (exit %d)" % rc,
+          rc == 8 and "503" in err and "certificate" not in err, err[-300:])
+    rc, err = git_ls(d, conf, "https://api.test:%d/repo.git" % PORT)
+    check("git ls-remote (libcurl-gnutls) under respond 503 gets faultnet's 503 (exit %d)" % rc,
+          rc != 0 and "returned error: 503" in err, err[-300:])
+    rc, err = git_ls(d, conf, "https://api.test:%d/repo.git" % NONE)
+    check("git ls-remote with no server behind the rule gets the 503 too",
+          rc != 0 and "returned error: 503" in err, err[-300:])
+    rc, err = git_ls(d, conf, "https://api.test:%d/repo.git" % PRIV, private)
+    check("git trusting PRIVATE alone (GIT_SSL_CAINFO) gets the 503 from PRIVATE's server",
+          rc != 0 and "returned error: 503" in err, err[-300:])
+    # git's process has libcrypto too (libssh2): the relay leaves the
+    # judgement of the server to the app, so only the hook's check of the
+    # server's chain stands between git and a server nobody trusts.
+    direct = git_ls(d, None, "https://api.test:%d/repo.git" % ROGUE)
+    rc, err = git_ls(d, conf, "https://api.test:%d/repo.git" % ROGUE)
+    check("git refuses a server from a CA it does not trust under the rule as directly: "
+          "%s" % (err.splitlines()[-1][:110] if err else ""),
+          rc == direct[0] != 0 and "503" not in err and "certificate" in err.lower()
+          and "certificate" in direct[1].lower(), (err[-300:], direct))
+    rc, out, err = wget(d, conf, "https://api.test:%d/10" % ROGUE)
+    check("wget to a server from a CA nobody trusts still fails under the rule (exit %d: the "
+          "relay's handshake_failure, 4, as the system's roots judge it there)" % rc,
+          rc == 4 and "503" not in err, err[-300:])
+    empty = os.path.join(d, "empty-ca-dir")
+    os.makedirs(empty, exist_ok=True)
+    rc, out, err = wget(d, None, "https://api.test:%d/10" % PORT, "--ca-directory=" + empty,
+                        "--ca-certificate=" + private)
+    direct = rc
+    rc, out, err = wget(d, conf, "https://api.test:%d/10" % PORT, "--ca-directory=" + empty,
+                        "--ca-certificate=" + private)
+    check("wget trusting PRIVATE alone refuses the test CA's server directly (exit %d) and "
+          "under the rule (exit %d), though the relay trusts it" % (direct, rc),
+          direct == 5 and rc == 5 and "503" not in err, err[-300:])
+
+
+def ca_vars(d):
+    """The CA variables (NODE_EXTRA_CA_CERTS, GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)
+    are set for a command whose HTTP rules come from a policy given by
+    FAULTNET_CONFIG alone, and for a scenario's command whose HTTP rule a
+    step adds; a policy with no HTTP rule and no step gets none."""
+    conf = policy(d, "vars", [rule("r503", PORT)])
+    plain = policy(d, "plain", ['{ name = "d"; action = "drop"; match = { to = "127.0.0.9/32"; }; }'])
+    run = os.path.join(d, "run-vars")
+    os.makedirs(run, mode=0o700, exist_ok=True)
+    show = 'printf "%s|%s\\n" "$NODE_EXTRA_CA_CERTS" "$GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"'
+
+    def vars_of(cmd, conf_env, extra=()):
+        e = env(d, conf_env)
+        e["FAULTNET_RUNDIR"] = run
+        e.pop("LD_PRELOAD", None)
+        e.pop("NODE_EXTRA_CA_CERTS", None)
+        e.pop("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", None)
+        p = subprocess.run([os.path.join(BUILD, "faultctl")] + cmd + list(extra), env=e,
+                           capture_output=True, text=True, timeout=60)
+        lines = [ln for ln in p.stdout.splitlines() if "|" in ln]
+        return (lines[-1].split("|") if lines else ["", ""]), p
+
+    ca = os.path.join(run, "ca.pem")
+    (node, grpc), p = vars_of(["run", "--", "sh", "-c", show], conf)
+    check("a policy given by FAULTNET_CONFIG alone (no --config): NODE_EXTRA_CA_CERTS names the "
+          "run's CA (%r) and gRPC's roots a combined bundle (%r)" % (node, grpc),
+          node == ca and "/ca.grpc-" in grpc and os.path.exists(ca), p.stderr[-300:])
+    (node, grpc), p = vars_of(["run", "--", "sh", "-c", show], plain)
+    check("FAULTNET_CONFIG with no HTTP rule: none set (%r, %r)" % (node, grpc),
+          node == "" and grpc == "", p.stderr[-300:])
+    out = os.path.join(d, "scenario-vars")
+    sc = os.path.join(d, "vars.scenario")
+    with open(sc, "w") as f:
+        f.write('policy = "%s";\nduration_ms = 600;\nsteps = ( { name = "a"; at_ms = 100; '
+                'add = "{ name = \\"late503\\"; action = \\"respond\\"; status = 503; '
+                'match = { to = \\"127.0.0.1/32\\"; port = %d; }; }"; } );\n' % (plain, PORT))
+    (node, grpc), p = vars_of(["scenario", sc, "--", "sh", "-c", show + " > " + out], None)
+    got = open(out).read().strip().split("|") if os.path.exists(out) else ["", ""]
+    check("a scenario's command, whose policy has no HTTP rule but a step adds one, gets them: "
+          "%r" % got, got[0] == ca and "/ca.grpc-" in got[1], (p.stdout[-300:], p.stderr[-300:]))
+
+
 def server_refuses(d):
     """A server that refuses the handshake: the app under a rule that
     forwards meets the same refusal as without faultnet (the alert the
@@ -562,6 +673,7 @@ def main():
                                   lambda: forwarded(d, srv), lambda: slowed_and_cut(d),
                                   lambda: untrusted(d, rogue), lambda: run_ca_server(d),
                                   lambda: app_trust(d, priv_ca[1]), lambda: own_ca(d, own_ca_pem[1]),
+                                  lambda: gnutls_clients(d, priv_ca[1]), lambda: ca_vars(d),
                                   lambda: server_refuses(d), lambda: server_sees_refusal(d, seen),
                                   lambda: counted(d),
                                   lambda: uncovered(d, srv), lambda: logged(d, srv)]):
