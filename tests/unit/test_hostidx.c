@@ -26,7 +26,8 @@ static uint32_t rnd(uint32_t n)
 	return test_rnd(&state, n);
 }
 
-static const char *const labels[] = {"a", "b", "api", "example", "test", "x-1", "_srv", "eu"};
+static const char *const labels[] = {"a",    "b",   "api",  "example",
+				     "test", "x-1", "_srv", "eu-west-1-endpoint"};
 
 /* 1 to 4 labels, lower case. */
 static void random_host(char *out, size_t len)
