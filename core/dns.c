@@ -92,13 +92,19 @@ static bool same_name(const char *a, const char *b, size_t k)
 	return true;
 }
 
-/* fn_host_match for the n bytes of name, its trailing dot cut off. */
-static bool host_match_n(const char *pattern, const char *name, size_t n)
+/* Whether pattern, of pl bytes, matches the n bytes of name (its trailing
+ * dot cut off). */
+static bool host_match_len(const char *pattern, size_t pl, const char *name, size_t n)
 {
-	size_t pl = strlen(pattern);
 	if (pattern[0] == '*' && pattern[1] == '.') /* a strict suffix: a.b matches *.b */
 		return n > pl - 1 && same_name(name + n - (pl - 1), pattern + 1, pl - 1);
 	return n == pl && same_name(name, pattern, n);
+}
+
+/* fn_host_match for the n bytes of name, its trailing dot cut off. */
+static bool host_match_n(const char *pattern, const char *name, size_t n)
+{
+	return host_match_len(pattern, strlen(pattern), name, n);
 }
 
 /* name's length without its trailing dot. */
@@ -157,8 +163,11 @@ static const struct fn_rule *first(const struct fn_policy *p, const char *name,
 	if (!p->hosts || !fn_hostidx_start(p->hosts, name, n, &c))
 		return fn_dns_scan(p, name, seen, draw);
 	for (uint32_t i; (i = fn_hostidx_next(&c)) != FN_HOSTIDX_END;) {
+		/* covers_n, the pattern's length from the index: every rule
+		 * listed is a dns rule. */
 		const struct fn_rule *r = &p->rules[i];
-		if (!covers_n(p, r, name, n))
+		if (!r->enabled || (r->from_zone >= 0 && r->from_zone != p->self_zone) ||
+		    (r->host && !host_match_len(r->host, p->hosts->hostlen[i], name, n)))
 			continue;
 		if (!*seen)
 			*seen = r;

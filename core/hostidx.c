@@ -24,13 +24,22 @@
 #define HIGHS 0x8080808080808080ull
 #define DOTS 0x2e2e2e2e2e2e2e2eull
 
-/* A multiply and a rotation: the multiply carries each bit upwards only,
- * the rotation brings the top bits down for the table's mask and the next
- * word's multiply. */
+/* A multiply by an odd constant dense in bits and a rotation: the
+ * multiply carries each bit upwards only, the rotation brings the top bits
+ * down for the next word's multiply. */
 static inline uint64_t mix(uint64_t h, uint64_t w)
 {
-	uint64_t m = (h ^ w) * 1099511628211ull;
+	uint64_t m = (h ^ w) * 0x9e3779b97f4a7c15ull;
 	return m << 31 | m >> 33;
+}
+
+/* A key's first slot: the top bits of one more multiply, which depend on
+ * every bit of the key (the key's own low bits do not: patterns that
+ * differ in their first bytes only, r1.example.test, r2.example.test,
+ * ..., took long runs of slots). */
+static inline size_t home(const struct fn_hostidx *x, uint64_t key)
+{
+	return (size_t)((key * 0xff51afd7ed558ccdull) >> x->shift);
 }
 
 static inline uint64_t load8(const char *p)
@@ -84,7 +93,7 @@ static int by_key(const void *a, const void *b)
 /* Puts key's list (at offset list) in the table. */
 static void place(struct fn_hostidx *x, uint64_t key, uint32_t list)
 {
-	size_t i = (size_t)key & x->mask;
+	size_t i = home(x, key);
 	while (x->slots[i].list != FN_HOSTIDX_END)
 		i = (i + 1) & x->mask;
 	x->slots[i].key = key;
@@ -100,13 +109,25 @@ static bool fill(struct fn_hostidx *x, const struct pair *pr, size_t np, const s
 	for (size_t i = 0; i < p->nrules; i++)
 		nany += p->rules[i].action == FN_ACT_DNS && !p->rules[i].host;
 	size_t size = 2;
-	while (size < keys * 2)
+	x->shift = 63;
+	while (size < keys * 2) {
 		size *= 2;
+		x->shift--;
+	}
 	x->mask = size - 1;
 	x->slots = malloc(size * sizeof(*x->slots));
 	x->lists = malloc((np + keys + nany + 1) * sizeof(*x->lists));
-	if (!x->slots || !x->lists)
+	x->hostlen = calloc(p->nrules ? p->nrules : 1, 1);
+	if (!x->slots || !x->lists || !x->hostlen)
 		return false;
+	for (size_t i = 0; i < np; i++) {
+		/* fn_host_pattern keeps patterns to 253 bytes; a longer one
+		 * would be scanned for (no index). */
+		size_t len = strlen(p->rules[pr[i].rule].host);
+		if (len > UINT8_MAX)
+			return false;
+		x->hostlen[pr[i].rule] = (uint8_t)len;
+	}
 	for (size_t i = 0; i < size; i++)
 		x->slots[i].list = FN_HOSTIDX_END;
 	uint32_t at = 0;
@@ -160,14 +181,14 @@ void fn_hostidx_put(struct fn_hostidx *x)
 		return;
 	free(x->slots);
 	free(x->lists);
+	free(x->hostlen);
 	free(x);
 }
 
 /* Adds key's list to c when some rule has key; false when c is full. */
 static inline bool probe(const struct fn_hostidx *x, uint64_t key, struct fn_hostidx_cur *c)
 {
-	for (size_t i = (size_t)key & x->mask; x->slots[i].list != FN_HOSTIDX_END;
-	     i = (i + 1) & x->mask) {
+	for (size_t i = home(x, key); x->slots[i].list != FN_HOSTIDX_END; i = (i + 1) & x->mask) {
 		if (x->slots[i].key != key)
 			continue;
 		if (c->n == FN_HOSTIDX_LISTS)

@@ -28,9 +28,11 @@ struct fn_hostidx_slot {
 struct fn_hostidx {
 	uint64_t refs;
 	struct fn_hostidx_slot *slots;
-	size_t mask; /* slots - 1, a power of two less one */
+	size_t mask;	/* slots - 1, a power of two less one */
+	unsigned shift; /* 64 - log2(slots): a key's slot from a product's top bits */
 	uint32_t *lists;
-	uint32_t any; /* the list of dns rules without a host */
+	uint32_t any;	  /* the list of dns rules without a host */
+	uint8_t *hostlen; /* by rule: its host pattern's length (at most 253) */
 };
 
 /* The candidates of one name: up to FN_HOSTIDX_LISTS lists (its own key's,
