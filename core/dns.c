@@ -107,11 +107,16 @@ static bool host_match_n(const char *pattern, const char *name, size_t n)
 	return host_match_len(pattern, strlen(pattern), name, n);
 }
 
+/* The length of a name of n bytes without its trailing dot. */
+static size_t without_dot(const char *name, size_t n)
+{
+	return n && name[n - 1] == '.' ? n - 1 : n;
+}
+
 /* name's length without its trailing dot. */
 static size_t name_len(const char *name)
 {
-	size_t n = strlen(name);
-	return n && name[n - 1] == '.' ? n - 1 : n;
+	return without_dot(name, strlen(name));
 }
 
 bool fn_host_match(const char *pattern, const char *name)
@@ -152,13 +157,13 @@ const struct fn_rule *fn_dns_scan(const struct fn_policy *p, const char *name,
 
 /* The same from the name index (core/hostidx.h): only the rules whose
  * pattern may match name are judged, still in file order. */
-static const struct fn_rule *first(const struct fn_policy *p, const char *name,
+static const struct fn_rule *first(const struct fn_policy *p, const char *name, size_t len,
 				   const struct fn_rule **seen, bool draw)
 {
 	*seen = NULL;
 	if (!p || !name)
 		return NULL;
-	size_t n = name_len(name);
+	size_t n = without_dot(name, len);
 	struct fn_hostidx_cur c;
 	if (!p->hosts || !fn_hostidx_start(p->hosts, name, n, &c))
 		return fn_dns_scan(p, name, seen, draw);
@@ -180,13 +185,19 @@ static const struct fn_rule *first(const struct fn_policy *p, const char *name,
 const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
 				    const struct fn_rule **seen)
 {
-	return first(p, name, seen, true);
+	return fn_dns_decide_len(p, name, name ? strlen(name) : 0, seen);
+}
+
+const struct fn_rule *fn_dns_decide_len(const struct fn_policy *p, const char *name, size_t len,
+					const struct fn_rule **seen)
+{
+	return first(p, name, len, seen, true);
 }
 
 bool fn_dns_taken(const struct fn_policy *p, const char *name)
 {
 	const struct fn_rule *seen;
-	return first(p, name, &seen, false) != NULL;
+	return name && first(p, name, strlen(name), &seen, false) != NULL;
 }
 
 const struct fn_rule *fn_dns_nameserver(const struct fn_policy *p, const struct fn_endpoint *ep)

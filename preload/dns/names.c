@@ -145,7 +145,7 @@ static bool newest(const char *name, size_t len, const struct akey *a, size_t at
 }
 
 /* The writer's side of record(): a new name or address, under the lock. */
-static void write_entry(const char *name, struct akey a, size_t at)
+static void write_entry(const char *name, const struct akey *a, size_t at)
 {
 	/* Signals blocked: a handler that resolves in this thread would wait
 	 * for the lock its own thread holds. */
@@ -164,7 +164,7 @@ static void write_entry(const char *name, struct akey a, size_t at)
 	struct entry *e = NULL, *oldest = NULL;
 	for (size_t i = 0; i < PROBE && !e; i++) {
 		struct entry *c = &table[(at + i) % SLOTS];
-		if (stamp_of(c) && same_addr(&c->addr, &a))
+		if (stamp_of(c) && same_addr(&c->addr, a))
 			e = c;
 		else if (!oldest || stamp_of(c) < stamp_of(oldest))
 			oldest = c;
@@ -175,7 +175,7 @@ static void write_entry(const char *name, struct akey a, size_t at)
 	}
 	writing = e;
 	__atomic_add_fetch(&e->seq, 1, __ATOMIC_ACQ_REL);
-	e->addr = a;
+	e->addr = *a;
 	renew(e);
 	put_name(e, name);
 	__atomic_add_fetch(&e->seq, 1, __ATOMIC_RELEASE);
@@ -190,7 +190,7 @@ static void record(const char *name, size_t len, const struct fn_endpoint *ep)
 	struct akey a = key_of(ep);
 	size_t at = home(&a);
 	if (!newest(name, len, &a, at))
-		write_entry(name, a, at);
+		write_entry(name, &a, at);
 }
 
 void fn_names_record(const char *name, const struct fn_endpoint *ep)
@@ -200,7 +200,11 @@ void fn_names_record(const char *name, const struct fn_endpoint *ep)
 
 void fn_names_record_ai(const char *name, const struct addrinfo *ai)
 {
-	size_t len = strlen(name);
+	fn_names_record_ai_len(name, strlen(name), ai);
+}
+
+void fn_names_record_ai_len(const char *name, size_t len, const struct addrinfo *ai)
+{
 	for (; ai; ai = ai->ai_next) {
 		struct fn_endpoint ep;
 		if (fn_endpoint_from_sockaddr(&ep, ai->ai_addr, ai->ai_addrlen))
