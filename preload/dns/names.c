@@ -3,6 +3,7 @@
  * address found nowhere in its 8 slots replaces the oldest of them. */
 #include "preload/dns/names.h"
 
+#include <endian.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -97,6 +98,30 @@ static uint64_t load(const uint64_t *w)
 	return __atomic_load_n(w, __ATOMIC_ACQUIRE);
 }
 
+/* The bytes of name's last word (words: len / 8 + 1) as put_name stores
+ * them, 0 from its NUL on: from the eight bytes that end the name when it
+ * has so many (a byte at a time cost seven instructions a byte). */
+static uint64_t last_word(const char *name, size_t len, size_t words)
+{
+	size_t r = len - 8 * (words - 1); /* 0 to 7 */
+	uint8_t b[8] = {0};
+	if (len >= 8) {
+		if (!r)
+			return 0;
+		uint64_t w;
+		memcpy(&w, name + len - 8, 8);
+		w = le64toh(w) >> (8 * (8 - r));
+		w = htole64(w);
+		memcpy(b, &w, 8);
+	} else {
+		for (size_t i = 0; i < r; i++)
+			b[i] = (uint8_t)name[i];
+	}
+	uint64_t x;
+	memcpy(&x, b, 8);
+	return x;
+}
+
 /* Whether e's first name, read without the lock (the caller checks seq
  * after), is the len bytes of name: a word at a time, the last word's
  * bytes after the NUL being 0 as put_name writes them. words: len / 8 + 1. */
@@ -108,12 +133,7 @@ static bool first_is(const struct entry *e, const char *name, size_t len, size_t
 		if (load(&e->names[0][w]) != x)
 			return false;
 	}
-	uint8_t tail[8] = {0};
-	for (size_t i = 8 * (words - 1); i < len; i++)
-		tail[i % 8] = (uint8_t)name[i];
-	uint64_t x;
-	memcpy(&x, tail, 8);
-	return load(&e->names[0][words - 1]) == x;
+	return load(&e->names[0][words - 1]) == last_word(name, len, words);
 }
 
 /* Whether name is already the newest name of a's entry, as a program's

@@ -17,6 +17,7 @@
 #include "core/edit.h"
 #include "core/hostidx.h"
 #include "core/rules.h"
+#include "preload/dns/names.h"
 #include "rnd.h"
 
 static uint64_t state = 0x9e3779b97f4a7c15ull;
@@ -195,10 +196,88 @@ static void test_many_suffixes(void)
 	fn_policy_free(p);
 }
 
+/* ---- the resolved-name memory (preload/dns/names.c) ---------------------
+ * A lookup under dns rules records the name for each address it returned;
+ * when the name is already the address's newest, a lock-free test settles
+ * it (a word at a time). Each name recorded must come back, newest first,
+ * whatever its length and wherever it differs from the one before it. */
+
+/* names.c counts connects per name through the stats room, which the unit
+ * binary does not hold. */
+void fn_stats_name_connect(const char *name, void *unused)
+{
+	(void)name;
+	(void)unused;
+}
+
+struct seen_names {
+	char names[4][300];
+	int n;
+};
+
+static void collect(const char *name, void *arg)
+{
+	struct seen_names *s = arg;
+	if (s->n < 4)
+		snprintf(s->names[s->n++], sizeof(s->names[0]), "%s", name);
+}
+
+static struct seen_names names_of(const struct fn_endpoint *ep)
+{
+	struct seen_names s = {.n = 0};
+	fn_names_each(ep, collect, &s);
+	return s;
+}
+
+static void test_names_newest(void)
+{
+	int bad = 0;
+	for (int round = 0; round < 3000; round++) {
+		struct fn_endpoint ep = {.v4 = rnd(2) != 0};
+		for (int i = 0; i < (ep.v4 ? 4 : 16); i++)
+			ep.ip[i] = (uint8_t)rnd(256);
+		/* A name of 1 to 40 bytes, then the same, then one that differs
+		 * in one byte, or is one byte shorter or longer. */
+		char a[64], b[64];
+		size_t len = 1 + rnd(40);
+		for (size_t i = 0; i < len; i++)
+			a[i] = "abcdefgh.-0123"[rnd(14)];
+		a[len] = '\0';
+		memcpy(b, a, sizeof(a));
+		uint32_t how = rnd(3);
+		if (how == 0)
+			b[rnd((uint32_t)len)] = 'Z';
+		else if (how == 1 && len > 1)
+			b[len - 1] = '\0';
+		else
+			snprintf(b + len, sizeof(b) - len, "q");
+		fn_names_record(a, &ep);
+		fn_names_record(a, &ep);
+		struct seen_names s1 = names_of(&ep);
+		fn_names_record(b, &ep);
+		struct seen_names s2 = names_of(&ep);
+		if (s1.n < 1 || strcmp(s1.names[0], a) != 0 || s2.n < 1 ||
+		    strcmp(s2.names[0], b) != 0 ||
+		    (strcmp(a, b) != 0 && (s2.n < 2 || strcmp(s2.names[1], a) != 0))) {
+			if (bad++ < 5)
+				printf("\n  %s then %s: newest %s, then %s", a, b,
+				       s2.n ? s2.names[0] : "-", s2.n > 1 ? s2.names[1] : "-");
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	/* An IPv4 address and the IPv6 one of the same first bytes are two. */
+	struct fn_endpoint v4 = {.v4 = true, .ip = {127, 0, 0, 9}}, v6 = {.ip = {127, 0, 0, 9}};
+	fn_names_record("four.test", &v4);
+	fn_names_record("six.test", &v6);
+	CU_ASSERT_STRING_EQUAL(names_of(&v4).names[0], "four.test");
+	CU_ASSERT_STRING_EQUAL(names_of(&v6).names[0], "six.test");
+}
+
 void add_hostidx_tests(void)
 {
 	CU_pSuite s = CU_add_suite("hostidx", NULL, NULL);
 	CU_add_test(s, "index_is_the_scan", test_index_is_the_scan);
 	CU_add_test(s, "index_after_edits", test_index_after_edits);
 	CU_add_test(s, "many_suffixes", test_many_suffixes);
+	CU_add_test(s, "names_newest", test_names_newest);
 }
