@@ -4,6 +4,7 @@
 #include "preload/dns/names.h"
 
 #include <endian.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -205,17 +206,17 @@ static void write_entry(const char *name, const struct akey *a, size_t at)
 }
 
 /* fn_names_record for a name of len bytes. */
-static void record(const char *name, size_t len, const struct fn_endpoint *ep)
+static void record(const char *name, size_t len, const struct akey *a)
 {
-	struct akey a = key_of(ep);
-	size_t at = home(&a);
-	if (!newest(name, len, &a, at))
-		write_entry(name, &a, at);
+	size_t at = home(a);
+	if (!newest(name, len, a, at))
+		write_entry(name, a, at);
 }
 
 void fn_names_record(const char *name, const struct fn_endpoint *ep)
 {
-	record(name, strlen(name), ep);
+	struct akey a = key_of(ep);
+	record(name, strlen(name), &a);
 }
 
 void fn_names_record_ai(const char *name, const struct addrinfo *ai)
@@ -223,12 +224,31 @@ void fn_names_record_ai(const char *name, const struct addrinfo *ai)
 	fn_names_record_ai_len(name, strlen(name), ai);
 }
 
+/* An address of getaddrinfo's list as a key: an IPv4 one in line (most
+ * are; as fn_endpoint_from_sockaddr reads it, without its call, memset and
+ * copy), any other through fn_endpoint_from_sockaddr. */
+static bool key_of_sa(struct akey *k, const struct sockaddr *sa, socklen_t len)
+{
+	if (sa && len >= sizeof(struct sockaddr_in) && sa->sa_family == AF_INET) {
+		uint32_t ip;
+		memcpy(&ip, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		*k = (struct akey){{0, 0}, 1};
+		memcpy(k->ip, &ip, 4);
+		return true;
+	}
+	struct fn_endpoint ep;
+	if (!fn_endpoint_from_sockaddr(&ep, sa, len))
+		return false;
+	*k = key_of(&ep);
+	return true;
+}
+
 void fn_names_record_ai_len(const char *name, size_t len, const struct addrinfo *ai)
 {
 	for (; ai; ai = ai->ai_next) {
-		struct fn_endpoint ep;
-		if (fn_endpoint_from_sockaddr(&ep, ai->ai_addr, ai->ai_addrlen))
-			record(name, len, &ep);
+		struct akey a;
+		if (key_of_sa(&a, ai->ai_addr, ai->ai_addrlen))
+			record(name, len, &a);
 	}
 }
 

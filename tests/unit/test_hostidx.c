@@ -7,6 +7,7 @@
  * must give the scan's rule and seen rule; and after rules are added and
  * removed live (core/edit.c), the rebuilt index must still agree. */
 #include <CUnit/CUnit.h>
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,6 +266,38 @@ static void test_names_newest(void)
 		}
 	}
 	CU_ASSERT_EQUAL(bad, 0);
+	/* getaddrinfo's lists: each address found again as the connect
+	 * path reads it (fn_endpoint_from_sockaddr), an IPv4-mapped one as
+	 * the IPv4 address. */
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons(80)};
+	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6}, mapped = {.sin6_family = AF_INET6};
+	inet_pton(AF_INET, "127.3.4.5", &in.sin_addr);
+	inet_pton(AF_INET6, "fd00::35", &in6.sin6_addr);
+	inet_pton(AF_INET6, "::ffff:127.6.7.8", &mapped.sin6_addr);
+	struct addrinfo a3 = {.ai_addr = (struct sockaddr *)&mapped, .ai_addrlen = sizeof(mapped)};
+	struct addrinfo a2 = {
+	    .ai_addr = (struct sockaddr *)&in6, .ai_addrlen = sizeof(in6), .ai_next = &a3};
+	struct addrinfo a1 = {
+	    .ai_addr = (struct sockaddr *)&in, .ai_addrlen = sizeof(in), .ai_next = &a2};
+	fn_names_record_ai("list.example.test", &a1);
+	const char *as[] = {"127.3.4.5", "fd00::35", "127.6.7.8"};
+	for (int i = 0; i < 3; i++) {
+		struct fn_endpoint ep;
+		struct sockaddr_storage ss = {0};
+		if (strchr(as[i], ':')) {
+			struct sockaddr_in6 *x = (struct sockaddr_in6 *)&ss;
+			x->sin6_family = AF_INET6;
+			inet_pton(AF_INET6, as[i], &x->sin6_addr);
+		} else {
+			struct sockaddr_in *x = (struct sockaddr_in *)&ss;
+			x->sin_family = AF_INET;
+			x->sin_port = htons(443);
+			inet_pton(AF_INET, as[i], &x->sin_addr);
+		}
+		CU_ASSERT_FATAL(fn_endpoint_from_sockaddr(&ep, (struct sockaddr *)&ss, sizeof(ss)));
+		struct seen_names s = names_of(&ep);
+		CU_ASSERT(s.n == 1 && strcmp(s.names[0], "list.example.test") == 0);
+	}
 	/* An IPv4 address and the IPv6 one of the same first bytes are two. */
 	struct fn_endpoint v4 = {.v4 = true, .ip = {127, 0, 0, 9}}, v6 = {.ip = {127, 0, 0, 9}};
 	fn_names_record("four.test", &v4);
