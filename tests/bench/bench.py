@@ -627,8 +627,8 @@ def name_lookups():
     say("")
     worst = max(got[1], got[2]) - v0
     say("Target: a getaddrinfo under %d dns rules, the match among the last, adds under 300"
-        " instructions over no dns rule: %s (%+.0f at most; %+.0f for the index alone, 1 against"
-        " %d rules). With an answering *.suffix rule, the %d rules before it add %+.0f."
+        " instructions over no dns rule: %s (%+.0f at most; %+.0f from 1 dns rule to"
+        " %d, glibc's share under a policy of that size included). With an answering *.suffix rule, the %d rules before it add %+.0f."
         % (n, "met" if worst < 300 else "missed", worst, got[1] - got[0], n, n, got[4] - got[3]))
     say("Of these, %+.0f are glibc's own under a policy of %d rules of any kind (the row with"
         " %d TCP rules): over that row the %d dns rules add %+.0f at most, the shim's resolver"
