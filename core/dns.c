@@ -72,10 +72,18 @@ char *fn_host_pattern(const char *text, const char **why)
 
 /* The k bytes at a and b alike but for ASCII case (strncasecmp's, in
  * line: a lookup compares one candidate or two, mostly short, and mostly
- * in the pattern's own case, which costs a comparison a byte). */
+ * in the pattern's own case). Eight bytes at a time while they are equal
+ * as they are, then a byte at a time. */
 static bool same_name(const char *a, const char *b, size_t k)
 {
-	for (size_t i = 0; i < k; i++) {
+	size_t i = 0;
+	for (uint64_t x, y; i + 8 <= k; i += 8) {
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		if (x != y)
+			break;
+	}
+	for (; i < k; i++) {
 		unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
 		if (x != y &&
 		    ((x | 0x20) != (y | 0x20) || (unsigned)((x | 0x20) - 'a') > 'z' - 'a'))
@@ -84,20 +92,31 @@ static bool same_name(const char *a, const char *b, size_t k)
 	return true;
 }
 
-/* fn_host_match for the n bytes of name, its trailing dot cut off. */
-static bool host_match_n(const char *pattern, const char *name, size_t n)
+/* Whether pattern, of pl bytes, matches the n bytes of name (its trailing
+ * dot cut off). */
+static bool host_match_len(const char *pattern, size_t pl, const char *name, size_t n)
 {
-	size_t pl = strlen(pattern);
 	if (pattern[0] == '*' && pattern[1] == '.') /* a strict suffix: a.b matches *.b */
 		return n > pl - 1 && same_name(name + n - (pl - 1), pattern + 1, pl - 1);
 	return n == pl && same_name(name, pattern, n);
 }
 
+/* fn_host_match for the n bytes of name, its trailing dot cut off. */
+static bool host_match_n(const char *pattern, const char *name, size_t n)
+{
+	return host_match_len(pattern, strlen(pattern), name, n);
+}
+
+/* The length of a name of n bytes without its trailing dot. */
+static size_t without_dot(const char *name, size_t n)
+{
+	return n && name[n - 1] == '.' ? n - 1 : n;
+}
+
 /* name's length without its trailing dot. */
 static size_t name_len(const char *name)
 {
-	size_t n = strlen(name);
-	return n && name[n - 1] == '.' ? n - 1 : n;
+	return without_dot(name, strlen(name));
 }
 
 bool fn_host_match(const char *pattern, const char *name)
@@ -138,19 +157,22 @@ const struct fn_rule *fn_dns_scan(const struct fn_policy *p, const char *name,
 
 /* The same from the name index (core/hostidx.h): only the rules whose
  * pattern may match name are judged, still in file order. */
-static const struct fn_rule *first(const struct fn_policy *p, const char *name,
+static const struct fn_rule *first(const struct fn_policy *p, const char *name, size_t len,
 				   const struct fn_rule **seen, bool draw)
 {
 	*seen = NULL;
 	if (!p || !name)
 		return NULL;
-	size_t n = name_len(name);
+	size_t n = without_dot(name, len);
 	struct fn_hostidx_cur c;
 	if (!p->hosts || !fn_hostidx_start(p->hosts, name, n, &c))
 		return fn_dns_scan(p, name, seen, draw);
 	for (uint32_t i; (i = fn_hostidx_next(&c)) != FN_HOSTIDX_END;) {
+		/* covers_n, the pattern's length from the index: every rule
+		 * listed is a dns rule. */
 		const struct fn_rule *r = &p->rules[i];
-		if (!covers_n(p, r, name, n))
+		if (!r->enabled || (r->from_zone >= 0 && r->from_zone != p->self_zone) ||
+		    (r->host && !host_match_len(r->host, p->hosts->hostlen[i], name, n)))
 			continue;
 		if (!*seen)
 			*seen = r;
@@ -163,13 +185,19 @@ static const struct fn_rule *first(const struct fn_policy *p, const char *name,
 const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
 				    const struct fn_rule **seen)
 {
-	return first(p, name, seen, true);
+	return fn_dns_decide_len(p, name, name ? strlen(name) : 0, seen);
+}
+
+const struct fn_rule *fn_dns_decide_len(const struct fn_policy *p, const char *name, size_t len,
+					const struct fn_rule **seen)
+{
+	return first(p, name, len, seen, true);
 }
 
 bool fn_dns_taken(const struct fn_policy *p, const char *name)
 {
 	const struct fn_rule *seen;
-	return first(p, name, &seen, false) != NULL;
+	return name && first(p, name, strlen(name), &seen, false) != NULL;
 }
 
 const struct fn_rule *fn_dns_nameserver(const struct fn_policy *p, const struct fn_endpoint *ep)

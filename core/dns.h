@@ -55,6 +55,9 @@ bool fn_dns_rule_covers(const struct fn_policy *p, const struct fn_rule *r, cons
  * its cost does not grow with the number of dns rules. */
 const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
 				    const struct fn_rule **seen);
+/* The same for a caller that has name's length (strlen) at hand. */
+const struct fn_rule *fn_dns_decide_len(const struct fn_policy *p, const char *name, size_t len,
+					const struct fn_rule **seen);
 
 /* The same by a scan of every rule in file order (the index's fallback,
  * and the reference its unit test compares it with); *seen must start

@@ -1,10 +1,10 @@
 /* hostidx.h - the dns rules' name index: for a name looked up, the dns
  * rules whose host pattern may match it, in file order, found in a number
  * of steps that grows with the name's labels and not with the number of
- * rules. Exact names and "*.suffix" patterns are hashed (core/hash.h's
- * FNV-1a) over their bytes taken from the end, so that one pass over a
- * name from its last byte meets the key of every suffix at its dots, and
- * the name's own key at its start; dns rules without a host are one more
+ * rules. Exact names and "*.suffix" patterns are hashed eight bytes at a
+ * time from their end (hostidx.c), so that one pass over a name from its
+ * last word meets the key of every suffix at its dots, and the name's own
+ * key at its start; dns rules without a host are one more
  * list. Each key holds the sorted indices of the rules that have it; every
  * dns rule is indexed, enabled or not, of any zone: a lookup judges them
  * (so enable, disable and zone need no rebuild; add and rm do, as for the
@@ -28,9 +28,11 @@ struct fn_hostidx_slot {
 struct fn_hostidx {
 	uint64_t refs;
 	struct fn_hostidx_slot *slots;
-	size_t mask; /* slots - 1, a power of two less one */
+	size_t mask;	/* slots - 1, a power of two less one */
+	unsigned shift; /* 64 - log2(slots): a key's slot from a product's top bits */
 	uint32_t *lists;
-	uint32_t any; /* the list of dns rules without a host */
+	uint32_t any;	  /* the list of dns rules without a host */
+	uint8_t *hostlen; /* by rule: its host pattern's length (at most 253) */
 };
 
 /* The candidates of one name: up to FN_HOSTIDX_LISTS lists (its own key's,

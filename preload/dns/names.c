@@ -3,6 +3,8 @@
  * address found nowhere in its 8 slots replaces the oldest of them. */
 #include "preload/dns/names.h"
 
+#include <endian.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,7 +12,6 @@
 #include <string.h>
 
 #include "core/dns.h"
-#include "core/hash.h"
 #include "preload/base/signals.h"
 #include "preload/stats/stats.h"
 
@@ -19,10 +20,18 @@
 #define NAMES 4
 #define NAME_WORDS 32 /* 256 bytes: a DNS name is at most 253 */
 
+/* An address as three words (its 16 bytes, 0 after an IPv4 one's four as
+ * fn_endpoint_from_sockaddr leaves them, then whether it is IPv4), so that
+ * an entry's is compared in three loads. */
+struct akey {
+	uint64_t ip[2];
+	uint64_t v4;
+};
+
 struct entry {
 	uint64_t seq; /* odd while being written */
 	uint64_t stamp;
-	struct fn_endpoint addr; /* port 0 */
+	struct akey addr;
 	uint64_t names[NAMES][NAME_WORDS];
 };
 
@@ -32,14 +41,26 @@ static uint64_t clock_;
 /* The entry being written under the lock, for a fork child to mend. */
 static struct entry *writing;
 
-static size_t home(const struct fn_endpoint *ep)
+static struct akey key_of(const struct fn_endpoint *ep)
 {
-	return (size_t)(fn_hash_bytes(FN_HASH_START, ep->ip, ep->v4 ? 4 : 16) ^ ep->v4);
+	struct akey k;
+	memcpy(k.ip, ep->ip, sizeof(k.ip));
+	k.v4 = ep->v4;
+	return k;
 }
 
-static bool same_addr(const struct fn_endpoint *a, const struct fn_endpoint *b)
+/* An address's first slot: its words mixed by two multiplies (a byte at a
+ * time, FNV took 64 instructions for an IPv6 address, and a lookup under
+ * dns rules places each address it returns). */
+static size_t home(const struct akey *k)
 {
-	return a->v4 == b->v4 && memcmp(a->ip, b->ip, 16) == 0;
+	uint64_t h = (k->ip[0] * 0x9e3779b97f4a7c15ull ^ k->ip[1] ^ k->v4) * 0xff51afd7ed558ccdull;
+	return (size_t)(h >> 32);
+}
+
+static bool same_addr(const struct akey *a, const struct akey *b)
+{
+	return a->ip[0] == b->ip[0] && a->ip[1] == b->ip[1] && a->v4 == b->v4;
 }
 
 /* Writer side, lock held. */
@@ -71,37 +92,72 @@ static void renew(struct entry *e)
 			 __ATOMIC_RELAXED);
 }
 
+static uint64_t load(const uint64_t *w)
+{
+	/* Acquire loads: the second look at seq cannot move before them (a
+	 * fence would do, but ThreadSanitizer does not take fences). */
+	return __atomic_load_n(w, __ATOMIC_ACQUIRE);
+}
+
+/* The bytes of name's last word (words: len / 8 + 1) as put_name stores
+ * them, 0 from its NUL on: from the eight bytes that end the name when it
+ * has so many (a byte at a time cost seven instructions a byte). */
+static uint64_t last_word(const char *name, size_t len, size_t words)
+{
+	size_t r = len - 8 * (words - 1); /* 0 to 7 */
+	uint8_t b[8] = {0};
+	if (len >= 8) {
+		if (!r)
+			return 0;
+		uint64_t w;
+		memcpy(&w, name + len - 8, 8);
+		w = le64toh(w) >> (8 * (8 - r));
+		w = htole64(w);
+		memcpy(b, &w, 8);
+	} else {
+		for (size_t i = 0; i < r; i++)
+			b[i] = (uint8_t)name[i];
+	}
+	uint64_t x;
+	memcpy(&x, b, 8);
+	return x;
+}
+
+/* Whether e's first name, read without the lock (the caller checks seq
+ * after), is the len bytes of name: a word at a time, the last word's
+ * bytes after the NUL being 0 as put_name writes them. words: len / 8 + 1. */
+static bool first_is(const struct entry *e, const char *name, size_t len, size_t words)
+{
+	for (size_t w = 0; w + 1 < words; w++) {
+		uint64_t x;
+		memcpy(&x, name + 8 * w, 8);
+		if (load(&e->names[0][w]) != x)
+			return false;
+	}
+	return load(&e->names[0][words - 1]) == last_word(name, len, words);
+}
+
 /* Whether name is already the newest name of a's entry, as a program's
  * one endpoint is at every lookup after its first: then nothing is to be
  * written but the entry's stamp, and no lock is taken nor signal blocked
  * (they were most of what a lookup under dns rules cost). Reads the
  * entry's address and first name as read_entry does, word by word. */
-static bool newest(const char *name, const struct fn_endpoint *a)
+static bool newest(const char *name, size_t len, const struct akey *a, size_t at)
 {
 	struct entry *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-	size_t words = strlen(name) / 8 + 1; /* with its NUL */
+	size_t words = len / 8 + 1; /* with its NUL */
 	if (!t || words > NAME_WORDS)
 		return false;
-	enum {
-		ADDR = offsetof(struct entry, addr) / 8,
-		NAMES0 = offsetof(struct entry, names) / 8
-	};
 	for (size_t i = 0; i < PROBE; i++) {
-		struct entry *e = &t[(home(a) + i) % SLOTS];
-		const uint64_t *src = (const uint64_t *)e;
-		uint64_t s1 = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE), addr[NAMES0 - ADDR],
-			 first[NAME_WORDS];
-		for (size_t w = 0; w < NAMES0 - ADDR; w++)
-			addr[w] = __atomic_load_n(&src[ADDR + w], __ATOMIC_ACQUIRE);
-		for (size_t w = 0; w < words; w++)
-			first[w] = __atomic_load_n(&src[NAMES0 + w], __ATOMIC_ACQUIRE);
+		struct entry *e = &t[(at + i) % SLOTS];
+		uint64_t s1 = load(&e->seq);
+		struct akey k = {{load(&e->addr.ip[0]), load(&e->addr.ip[1])}, load(&e->addr.v4)};
+		bool same = same_addr(&k, a), named = same && first_is(e, name, len, words);
 		if ((s1 & 1) || __atomic_load_n(&e->seq, __ATOMIC_RELAXED) != s1)
 			return false;
-		struct fn_endpoint at;
-		memcpy(&at, addr, sizeof(at));
-		if (!stamp_of(e) || !same_addr(&at, a))
+		if (!stamp_of(e) || !same)
 			continue;
-		if (memcmp(first, name, strlen(name) + 1) != 0)
+		if (!named)
 			return false;
 		renew(e);
 		return true;
@@ -109,12 +165,9 @@ static bool newest(const char *name, const struct fn_endpoint *a)
 	return false;
 }
 
-void fn_names_record(const char *name, const struct fn_endpoint *ep)
+/* The writer's side of record(): a new name or address, under the lock. */
+static void write_entry(const char *name, const struct akey *a, size_t at)
 {
-	struct fn_endpoint a = *ep;
-	a.port = 0;
-	if (newest(name, &a))
-		return;
 	/* Signals blocked: a handler that resolves in this thread would wait
 	 * for the lock its own thread holds. */
 	sigset_t old;
@@ -131,8 +184,8 @@ void fn_names_record(const char *name, const struct fn_endpoint *ep)
 	}
 	struct entry *e = NULL, *oldest = NULL;
 	for (size_t i = 0; i < PROBE && !e; i++) {
-		struct entry *c = &table[(home(&a) + i) % SLOTS];
-		if (stamp_of(c) && same_addr(&c->addr, &a))
+		struct entry *c = &table[(at + i) % SLOTS];
+		if (stamp_of(c) && same_addr(&c->addr, a))
 			e = c;
 		else if (!oldest || stamp_of(c) < stamp_of(oldest))
 			oldest = c;
@@ -143,7 +196,7 @@ void fn_names_record(const char *name, const struct fn_endpoint *ep)
 	}
 	writing = e;
 	__atomic_add_fetch(&e->seq, 1, __ATOMIC_ACQ_REL);
-	e->addr = a;
+	e->addr = *a;
 	renew(e);
 	put_name(e, name);
 	__atomic_add_fetch(&e->seq, 1, __ATOMIC_RELEASE);
@@ -152,12 +205,50 @@ void fn_names_record(const char *name, const struct fn_endpoint *ep)
 	fn_signals_restore(&old);
 }
 
+/* fn_names_record for a name of len bytes. */
+static void record(const char *name, size_t len, const struct akey *a)
+{
+	size_t at = home(a);
+	if (!newest(name, len, a, at))
+		write_entry(name, a, at);
+}
+
+void fn_names_record(const char *name, const struct fn_endpoint *ep)
+{
+	struct akey a = key_of(ep);
+	record(name, strlen(name), &a);
+}
+
 void fn_names_record_ai(const char *name, const struct addrinfo *ai)
 {
+	fn_names_record_ai_len(name, strlen(name), ai);
+}
+
+/* An address of getaddrinfo's list as a key: an IPv4 one in line (most
+ * are; as fn_endpoint_from_sockaddr reads it, without its call, memset and
+ * copy), any other through fn_endpoint_from_sockaddr. */
+static bool key_of_sa(struct akey *k, const struct sockaddr *sa, socklen_t len)
+{
+	if (sa && len >= sizeof(struct sockaddr_in) && sa->sa_family == AF_INET) {
+		uint32_t ip;
+		memcpy(&ip, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		*k = (struct akey){{0, 0}, 1};
+		memcpy(k->ip, &ip, 4);
+		return true;
+	}
+	struct fn_endpoint ep;
+	if (!fn_endpoint_from_sockaddr(&ep, sa, len))
+		return false;
+	*k = key_of(&ep);
+	return true;
+}
+
+void fn_names_record_ai_len(const char *name, size_t len, const struct addrinfo *ai)
+{
 	for (; ai; ai = ai->ai_next) {
-		struct fn_endpoint ep;
-		if (fn_endpoint_from_sockaddr(&ep, ai->ai_addr, ai->ai_addrlen))
-			fn_names_record(name, &ep);
+		struct akey a;
+		if (key_of_sa(&a, ai->ai_addr, ai->ai_addrlen))
+			record(name, len, &a);
 	}
 }
 
@@ -170,10 +261,8 @@ static bool read_entry(const struct entry *e, struct entry *out)
 			continue;
 		const uint64_t *src = (const uint64_t *)e;
 		uint64_t *dst = (uint64_t *)out;
-		/* Acquire loads: the second look at seq cannot move before them
-		 * (a fence would do, but ThreadSanitizer does not take fences). */
 		for (size_t i = 0; i < sizeof(*e) / 8; i++)
-			dst[i] = __atomic_load_n(&src[i], __ATOMIC_ACQUIRE);
+			dst[i] = load(&src[i]);
 		if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) == s1)
 			return true;
 	}
@@ -183,12 +272,12 @@ static bool read_entry(const struct entry *e, struct entry *out)
 bool fn_names_each(const struct fn_endpoint *ep, void (*fn)(const char *, void *), void *arg)
 {
 	const struct entry *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-	struct fn_endpoint a = *ep;
-	a.port = 0;
+	struct akey a = key_of(ep);
 	bool any = false;
+	size_t at = home(&a);
 	for (size_t i = 0; t && i < PROBE; i++) {
 		struct entry copy = {0};
-		if (!read_entry(&t[(home(&a) + i) % SLOTS], &copy) || !copy.stamp ||
+		if (!read_entry(&t[(at + i) % SLOTS], &copy) || !copy.stamp ||
 		    !same_addr(&copy.addr, &a))
 			continue;
 		for (int k = 0; k < NAMES && copy.names[k][0]; k++) {

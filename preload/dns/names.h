@@ -13,6 +13,8 @@
 
 /* Remembers that name resolved to each address of the list. */
 void fn_names_record_ai(const char *name, const struct addrinfo *ai);
+/* The same for a caller that has strlen(name) at hand. */
+void fn_names_record_ai_len(const char *name, size_t len, const struct addrinfo *ai);
 void fn_names_record(const char *name, const struct fn_endpoint *ep);
 
 /* Whether a name remembered for ep's address matches pattern (dns.h). */

@@ -52,17 +52,18 @@ static const char *named(unsigned sum, const char *name)
 	return (sum & (FN_PS_DNS | FN_PS_HOST)) && name && !numeric(name) ? name : NULL;
 }
 
-/* What the rules say of a lookup of name (from named()): the rule's part
+/* What the rules say of a lookup of name (from named(); len: its strlen,
+ * taken once a lookup for the index and the name memory): the rule's part
  * (NULL: glibc's answer), held for the caller (fn_dns_put), after any
  * wait the rule asks for. The section on the policy ends before the
  * wait, which may be long and is a cancellation point. */
-static struct fn_dns *decide(unsigned sum, const char *name)
+static struct fn_dns *decide(unsigned sum, const char *name, size_t len)
 {
 	if (!name || !(sum & FN_PS_DNS))
 		return NULL;
 	struct fn_policy_hold h;
 	const struct fn_policy *p = fn_policy_enter(&h);
-	const struct fn_rule *seen, *r = p ? fn_dns_decide(p, name, &seen) : NULL;
+	const struct fn_rule *seen, *r = p ? fn_dns_decide_len(p, name, len, &seen) : NULL;
 	if (!r) {
 		fn_stats_lookup(name, NULL, FN_LOOKUP_REAL);
 		fn_policy_exit(&h);
@@ -84,10 +85,10 @@ static struct fn_dns *decide(unsigned sum, const char *name)
 	return d;
 }
 
-static void remember_ai(const char *name, const struct addrinfo *ai)
+static void remember_ai(const char *name, size_t len, const struct addrinfo *ai)
 {
 	if (name) /* from named() */
-		fn_names_record_ai(name, ai);
+		fn_names_record_ai_len(name, len, ai);
 }
 
 /* ---- getaddrinfo ----------------------------------------------------------- */
@@ -180,18 +181,19 @@ int fn_getaddrinfo(const char *node, const char *service, const struct addrinfo 
 {
 	unsigned sum = fn_policy_summary_fresh();
 	const char *name = named(sum, node);
-	struct fn_dns *d = decide(sum, name);
+	size_t len = name ? strlen(name) : 0;
+	struct fn_dns *d = decide(sum, name, len);
 	if (d && (d->error || d->nanswer)) {
 		int rc = d->error ? ai_error(d->error) : answer_ai(d, node, service, hints, res);
 		fn_dns_put(d);
 		if (rc == 0)
-			remember_ai(name, *res);
+			remember_ai(name, len, *res);
 		return rc;
 	}
 	fn_dns_put(d);
 	int rc = LIBC(getaddrinfo)(node, service, hints, res);
 	if (rc == 0)
-		remember_ai(name, *res);
+		remember_ai(name, len, *res);
 	return rc;
 }
 
@@ -276,7 +278,7 @@ int fn_gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf
 {
 	unsigned sum = fn_policy_summary_fresh();
 	const char *nm = named(sum, name);
-	struct fn_dns *d = decide(sum, nm);
+	struct fn_dns *d = decide(sum, nm, nm ? strlen(nm) : 0);
 	*result = NULL;
 	if (d && (d->error || d->nanswer)) {
 		int rc = ruled_hostent(d, nm, name, af, ret, buf, buflen, result, h_errnop);

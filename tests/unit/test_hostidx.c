@@ -7,6 +7,7 @@
  * must give the scan's rule and seen rule; and after rules are added and
  * removed live (core/edit.c), the rebuilt index must still agree. */
 #include <CUnit/CUnit.h>
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "core/edit.h"
 #include "core/hostidx.h"
 #include "core/rules.h"
+#include "preload/dns/names.h"
 #include "rnd.h"
 
 static uint64_t state = 0x9e3779b97f4a7c15ull;
@@ -26,7 +28,8 @@ static uint32_t rnd(uint32_t n)
 	return test_rnd(&state, n);
 }
 
-static const char *const labels[] = {"a", "b", "api", "example", "test", "x-1", "_srv", "eu"};
+static const char *const labels[] = {"a",    "b",   "api",  "example",
+				     "test", "x-1", "_srv", "eu-west-1-endpoint"};
 
 /* 1 to 4 labels, lower case. */
 static void random_host(char *out, size_t len)
@@ -194,10 +197,120 @@ static void test_many_suffixes(void)
 	fn_policy_free(p);
 }
 
+/* ---- the resolved-name memory (preload/dns/names.c) ---------------------
+ * A lookup under dns rules records the name for each address it returned;
+ * when the name is already the address's newest, a lock-free test settles
+ * it (a word at a time). Each name recorded must come back, newest first,
+ * whatever its length and wherever it differs from the one before it. */
+
+/* names.c counts connects per name through the stats room, which the unit
+ * binary does not hold. */
+void fn_stats_name_connect(const char *name, void *unused)
+{
+	(void)name;
+	(void)unused;
+}
+
+struct seen_names {
+	char names[4][300];
+	int n;
+};
+
+static void collect(const char *name, void *arg)
+{
+	struct seen_names *s = arg;
+	if (s->n < 4)
+		snprintf(s->names[s->n++], sizeof(s->names[0]), "%s", name);
+}
+
+static struct seen_names names_of(const struct fn_endpoint *ep)
+{
+	struct seen_names s = {.n = 0};
+	fn_names_each(ep, collect, &s);
+	return s;
+}
+
+static void test_names_newest(void)
+{
+	int bad = 0;
+	for (int round = 0; round < 3000; round++) {
+		struct fn_endpoint ep = {.v4 = rnd(2) != 0};
+		for (int i = 0; i < (ep.v4 ? 4 : 16); i++)
+			ep.ip[i] = (uint8_t)rnd(256);
+		/* A name of 1 to 40 bytes, then the same, then one that differs
+		 * in one byte, or is one byte shorter or longer. */
+		char a[64], b[64];
+		size_t len = 1 + rnd(40);
+		for (size_t i = 0; i < len; i++)
+			a[i] = "abcdefgh.-0123"[rnd(14)];
+		a[len] = '\0';
+		memcpy(b, a, sizeof(a));
+		uint32_t how = rnd(3);
+		if (how == 0)
+			b[rnd((uint32_t)len)] = 'Z';
+		else if (how == 1 && len > 1)
+			b[len - 1] = '\0';
+		else
+			snprintf(b + len, sizeof(b) - len, "q");
+		fn_names_record(a, &ep);
+		fn_names_record(a, &ep);
+		struct seen_names s1 = names_of(&ep);
+		fn_names_record(b, &ep);
+		struct seen_names s2 = names_of(&ep);
+		if (s1.n < 1 || strcmp(s1.names[0], a) != 0 || s2.n < 1 ||
+		    strcmp(s2.names[0], b) != 0 ||
+		    (strcmp(a, b) != 0 && (s2.n < 2 || strcmp(s2.names[1], a) != 0))) {
+			if (bad++ < 5)
+				printf("\n  %s then %s: newest %s, then %s", a, b,
+				       s2.n ? s2.names[0] : "-", s2.n > 1 ? s2.names[1] : "-");
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	/* getaddrinfo's lists: each address found again as the connect
+	 * path reads it (fn_endpoint_from_sockaddr), an IPv4-mapped one as
+	 * the IPv4 address. */
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons(80)};
+	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6}, mapped = {.sin6_family = AF_INET6};
+	inet_pton(AF_INET, "127.3.4.5", &in.sin_addr);
+	inet_pton(AF_INET6, "fd00::35", &in6.sin6_addr);
+	inet_pton(AF_INET6, "::ffff:127.6.7.8", &mapped.sin6_addr);
+	struct addrinfo a3 = {.ai_addr = (struct sockaddr *)&mapped, .ai_addrlen = sizeof(mapped)};
+	struct addrinfo a2 = {
+	    .ai_addr = (struct sockaddr *)&in6, .ai_addrlen = sizeof(in6), .ai_next = &a3};
+	struct addrinfo a1 = {
+	    .ai_addr = (struct sockaddr *)&in, .ai_addrlen = sizeof(in), .ai_next = &a2};
+	fn_names_record_ai("list.example.test", &a1);
+	const char *as[] = {"127.3.4.5", "fd00::35", "127.6.7.8"};
+	for (int i = 0; i < 3; i++) {
+		struct fn_endpoint ep;
+		struct sockaddr_storage ss = {0};
+		if (strchr(as[i], ':')) {
+			struct sockaddr_in6 *x = (struct sockaddr_in6 *)&ss;
+			x->sin6_family = AF_INET6;
+			inet_pton(AF_INET6, as[i], &x->sin6_addr);
+		} else {
+			struct sockaddr_in *x = (struct sockaddr_in *)&ss;
+			x->sin_family = AF_INET;
+			x->sin_port = htons(443);
+			inet_pton(AF_INET, as[i], &x->sin_addr);
+		}
+		CU_ASSERT_FATAL(fn_endpoint_from_sockaddr(&ep, (struct sockaddr *)&ss, sizeof(ss)));
+		struct seen_names s = names_of(&ep);
+		CU_ASSERT(s.n == 1 && strcmp(s.names[0], "list.example.test") == 0);
+	}
+	/* An IPv4 address and the IPv6 one of the same first bytes are two. */
+	struct fn_endpoint v4 = {.v4 = true, .ip = {127, 0, 0, 9}}, v6 = {.ip = {127, 0, 0, 9}};
+	fn_names_record("four.test", &v4);
+	fn_names_record("six.test", &v6);
+	CU_ASSERT_STRING_EQUAL(names_of(&v4).names[0], "four.test");
+	CU_ASSERT_STRING_EQUAL(names_of(&v6).names[0], "six.test");
+}
+
 void add_hostidx_tests(void)
 {
 	CU_pSuite s = CU_add_suite("hostidx", NULL, NULL);
 	CU_add_test(s, "index_is_the_scan", test_index_is_the_scan);
 	CU_add_test(s, "index_after_edits", test_index_after_edits);
 	CU_add_test(s, "many_suffixes", test_many_suffixes);
+	CU_add_test(s, "names_newest", test_names_newest);
 }
