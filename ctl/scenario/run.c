@@ -141,7 +141,7 @@ static void exec_in_group(const struct run *r, bool shim, char **argv)
 	int n = 0;
 	while (argv[n])
 		n++;
-	char **v = calloc((size_t)n + 8, sizeof(char *));
+	char **v = calloc((size_t)n + 9, sizeof(char *)); /* 8 of ours, then NULL */
 	int k = 0;
 	v[k++] = (char *)"faultctl";
 	v[k++] = (char *)"run";
@@ -154,6 +154,7 @@ static void exec_in_group(const struct run *r, bool shim, char **argv)
 	v[k++] = (char *)"--";
 	for (int i = 0; i < n; i++)
 		v[k++] = argv[i];
+	v[k] = NULL;
 	execv(r->self, v);
 	_exit(127);
 }
