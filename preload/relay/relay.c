@@ -31,6 +31,7 @@
 #include "preload/relay/reinject.h"
 #include "preload/relay/relay_conn.h"
 #include "preload/relay/relay_http.h"
+#include "preload/relay/relay_sched.h"
 #include "preload/relay/splice.h"
 #include "preload/sink/sink.h"
 #include "preload/stats/stats.h"
@@ -166,6 +167,23 @@ static bool meet_at_once(int err, int family, struct sockaddr_storage *to, sockl
 	return false;
 }
 
+/* Adds c to the relay's connections, or takes it out (lock held). */
+static void link_conn(struct fn_conn *c)
+{
+	c->next = conns;
+	c->pprev = &conns;
+	if (conns)
+		conns->pprev = &c->next;
+	conns = c;
+}
+
+static void unlink_conn(struct fn_conn *c)
+{
+	*c->pprev = c->next;
+	if (c->next)
+		c->next->pprev = c->pprev;
+}
+
 /* This thread's last relayed connect: the app's fd, its connection, and
  * whether the peer had already accepted (see fn_relay_connected). */
 static __thread int last_fd = -1;
@@ -196,10 +214,10 @@ static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
 		return meet_at_once(met, family, hold, holdlen);
 	}
 	pthread_mutex_lock(&lock);
-	bool ok = start_thread();
+	bool ok = start_thread() && fn_sched_reserve();
 	if (ok) {
-		c->next = conns;
-		conns = c;
+		link_conn(c);
+		fn_sched_ready(c); /* new: the thread starts it */
 		last_fd = fd;
 		last_conn = c;
 	}
@@ -325,6 +343,7 @@ static void abandon(int fd, struct fn_conn *gone)
 	for (struct fn_conn *c = conns; c; c = c->next)
 		if (c == gone && c->appfd == fd && !c->done && c->state != FN_CONN_RELAY) {
 			fn_conn_finish(c, true);
+			fn_sched_ready(c); /* to be freed */
 			wake();
 		}
 	pthread_mutex_unlock(&lock);
@@ -392,24 +411,31 @@ static uint64_t send_due(uint64_t now)
 	return next;
 }
 
-/* Steps every connection that an event or its timer concerns, frees the
- * finished ones, and returns the earliest timer. */
+/* Steps every connection that an event or its timer concerns (and only
+ * those: relay_sched.h), frees the finished ones, and returns the earliest
+ * timer. */
 static uint64_t step_all(uint64_t now)
 {
 	uint64_t next = send_due(now);
-	for (struct fn_conn **p = &conns; *p;) {
-		struct fn_conn *c = *p;
-		if (c->ready || c->wake_ns <= now)
+	for (struct fn_conn *c = fn_sched_take(now), *more; c; c = more) {
+		more = c->ready_next; /* a step may list c again */
+		if (c->done)
+			c->ready = false;
+		else
 			fn_conn_step(c, now);
-		if (c->done) {
-			*p = c->next;
+		/* Listed again by its own step (established) and then
+		 * finished: freed by the round that takes it. */
+		if (c->done && !c->ready) {
+			unlink_conn(c);
+			fn_sched_forget(c);
+			fn_sched_release();
 			fn_conn_free(c);
 			continue;
 		}
-		next = c->wake_ns < next ? c->wake_ns : next;
-		p = &c->next;
+		fn_sched_timer(c);
 	}
-	return next;
+	uint64_t t = fn_sched_next();
+	return t < next ? t : next;
 }
 
 /* epoll_wait until the deadline next (CLOCK_MONOTONIC ns; UINT64_MAX for
@@ -457,7 +483,7 @@ static void rebuild(void)
 	__atomic_store_n(&wakefd, w, __ATOMIC_RELEASE);
 	for (struct fn_conn *c = conns; c; c = c->next) {
 		c->watching[0] = c->watching[1] = FN_WATCH_NONE;
-		c->ready = true;
+		fn_sched_ready(c);
 		c->dir[0].quiet = c->dir[1].quiet = false;
 	}
 }
@@ -474,11 +500,12 @@ static void *loop(void *arg)
 	/* Wake-ups on time: the default 50 us slack adds to every latency
 	 * release and token refill. */
 	prctl(PR_SET_TIMERSLACK, 1UL);
-	struct epoll_event ev[64];
+	/* Many events a wake-up: 1,000 busy connections have that many. */
+	struct epoll_event ev[256];
 	uint64_t next = 0;
 	for (;;) {
 		uint64_t check = fn_now_ns() + LOST_CHECK_NS;
-		int n = epfd >= 0 ? wait_until(ev, 64, next < check ? next : check) : 0;
+		int n = epfd >= 0 ? wait_until(ev, 256, next < check ? next : check) : 0;
 		if (n <= 0) /* idle: every 200 ms at most, whatever the traffic was */
 			fn_end_if_alone();
 		if (epfd < 0)
@@ -492,14 +519,12 @@ static void *loop(void *arg)
 			if (!ev[i].data.ptr) {
 				uint64_t v;
 				ssize_t r = wakefd >= 0 ? LIBC(read)(wakefd, &v, sizeof(v)) : 0;
-				(void)r;
-				for (struct fn_conn *c = conns; c; c = c->next)
-					c->ready |= c->state == FN_CONN_NEW;
+				(void)r; /* new connections were listed ready by relay_start */
 				continue;
 			}
 			uintptr_t tag = (uintptr_t)ev[i].data.ptr;
 			struct fn_conn *c = (struct fn_conn *)(tag & ~(uintptr_t)1);
-			c->ready = true;
+			fn_sched_ready(c);
 			/* The socket tag & 1 is the source of direction tag & 1. */
 			if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 				c->dir[tag & 1].quiet = false;
@@ -529,8 +554,10 @@ static void relay_lost(int fd)
 	}
 	fn_splice_lost(fd);
 	for (struct fn_conn *c = conns; c; c = c->next)
-		if (c->app == fd || c->up == fd || c->opener == fd)
+		if (c->app == fd || c->up == fd || c->opener == fd) {
 			fn_conn_forget_fd(c, fd);
+			fn_sched_ready(c); /* to be freed */
+		}
 	for (struct fn_dgram *d = dgrams; d; d = d->next)
 		if (d->fd == fd)
 			d->fd = -1;
@@ -556,6 +583,7 @@ void fn_relay_atfork_child(void)
 		fn_http_atfork_forget(c);
 		fn_conn_free(c);
 	}
+	fn_sched_atfork_child();
 	while (dgrams) {
 		struct fn_dgram *d = dgrams;
 		dgrams = d->next;
@@ -618,8 +646,10 @@ __attribute__((destructor)) static void drain_at_exit(void)
 			pending = undelivered(c);
 		if (!pending || fn_now_ns() >= until) {
 			for (struct fn_conn *c = conns; c; c = c->next)
-				if (undelivered(c))
+				if (undelivered(c)) {
 					fn_conn_finish(c, true);
+					fn_sched_ready(c);
+				}
 			/* FAULTNET_REQUESTS: a line for each request still
 			 * waiting, so that a log never lacks one the app sent. */
 			fn_reqlog_exit();
@@ -629,7 +659,7 @@ __attribute__((destructor)) static void drain_at_exit(void)
 		}
 		if (on_relay_thread) { /* nobody else steps them: step them here */
 			for (struct fn_conn *c = conns; c; c = c->next) {
-				c->ready = true; /* no epoll here: read anyway */
+				fn_sched_ready(c); /* no epoll here: read anyway */
 				c->dir[0].quiet = c->dir[1].quiet = false;
 			}
 			step_all(fn_now_ns());

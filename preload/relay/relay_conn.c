@@ -22,6 +22,7 @@
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
 #include "preload/relay/relay_http.h"
+#include "preload/relay/relay_sched.h"
 
 #define BUF_START (64 * 1024)
 
@@ -344,7 +345,7 @@ static void established(struct fn_conn *c, uint64_t now)
 		fn_conn_finish(c, true);
 		return;
 	}
-	c->ready = true;
+	fn_sched_ready(c);
 }
 
 static void setup_step(struct fn_conn *c, uint64_t now)

@@ -89,7 +89,12 @@ struct fn_follow {
 struct fn_hconn;
 
 struct fn_conn {
-	struct fn_conn *next;
+	/* The relay's list of connections (relay.c), with the link that
+	 * points at this one, so that a finished connection leaves it in
+	 * O(1); the next ready one and the place in the timer heap
+	 * (relay_sched.h). */
+	struct fn_conn *next, **pprev, *ready_next;
+	size_t heap_at;
 	enum fn_conn_state state;
 	enum fn_action action;
 	struct fn_params par;
@@ -107,7 +112,7 @@ struct fn_conn {
 	struct sockaddr_storage dest, local, hold;
 	socklen_t destlen, locallen, holdlen;
 	uint64_t start_ns, open_ns, est_ns, wake_ns;
-	bool ready;	    /* an event arrived: step it */
+	bool ready;	    /* an event arrived: step it (fn_sched_ready) */
 	bool reset_pending; /* reset once the app has every byte sent to it */
 	uint64_t reset_ns;  /* when the reset became due */
 	bool done;

@@ -68,7 +68,8 @@ ROOMS = [
      "disable, add, rm, load, zone, reset). No thread."),
     ("preload/relay", {"preload/h2", "preload/sink", "preload/stats", "preload/fd",
                        "preload/tls", "preload/base", "core"},
-     "the relay thread: its epoll loop (relay.c), one relayed connection's setup "
+     "the relay thread: its epoll loop (relay.c), which connections a round "
+     "steps (relay_sched.c: a ready list and a timer heap), one relayed connection's setup "
      "(relay_conn.c) and byte pump (relay_pump.c), the pipe a message untouched "
      "by the rule is spliced through (splice.c), the shaping of a direction's "
      "buffer on core/pace.c (shape.c, pure), delayed inbound datagrams (reinject.c), per-request HTTP "
