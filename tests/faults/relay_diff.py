@@ -487,15 +487,15 @@ def write_until_block(fam, sndbuf):
 
 # shape: (function, variants, what it is)
 SHAPES = {
-    "refused connect": (refused, [True, False], "blocking, non-blocking + poll + SO_ERROR"),
-    "connect, then accept": (connect_accept, [None], "non-blocking connect, accept, poll both ends"),
-    "connect again after a refusal": (connect_again, [None], "the same socket, once the peer listens"),
-    "timed-out connect": (timed_out, [True, False], "blocking with TCP_SYNCNT 1, non-blocking + poll"),
+    "refused connect": (refused, [True, False], "i38.8: blocking, non-blocking + poll + SO_ERROR"),
+    "connect, then accept": (connect_accept, [None], "i38.8: non-blocking connect, accept, poll both ends"),
+    "connect again after a refusal": (connect_again, [None], "i38.8: the same socket, once the peer listens"),
+    "timed-out connect": (timed_out, [True, False], "i38.8: blocking with TCP_SYNCNT 1, non-blocking + poll"),
     "half-close": (half_close, ["app", "server"], "SHUT_WR by the app, by the server"),
     "SO_LINGER 0 reset": (linger0, ["app", "server"], "by the app, by the server"),
     "close with unread data": (unread_close, ["app", "server"], "by the app, by the server"),
     "write after the peer closed": (write_after_close, ["app", "server"], "closed by the app, by the server"),
-    "urgent data (MSG_OOB)": (oob, ["app", "server"], "sent by the app, by the server"),
+    "urgent data (MSG_OOB)": (oob, ["app", "server"], "i38.9: sent by the app, by the server"),
     "shutdown both ways": (shut_both, ["app", "server"], "SHUT_RDWR by the app, by the server"),
     "address queries": (addresses, [None], "getsockname, getpeername on both ends"),
     "the app's port at the server": (app_port, ["blocking", "non-blocking", "bound", "bound, refused first",
