@@ -122,8 +122,11 @@ static bool local_address(int fd, int family, struct sockaddr_storage *ss, sockl
 		return false;
 	uint16_t port = ss->ss_family == AF_INET ? ((struct sockaddr_in *)ss)->sin_port
 						 : ((struct sockaddr_in6 *)ss)->sin6_port;
-	if (port)
-		return true;
+	bool unbound = ss->ss_family == AF_INET
+			   ? ((struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY)
+			   : IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)ss)->sin6_addr);
+	if (port || !unbound)
+		return true; /* bound by the app (an address without a port too) */
 	/* IP_BIND_ADDRESS_NO_PORT for this bind only: the app reads back its
 	 * own value (the option acts at bind, not at the connect after it). */
 	int one = 1, nop = 0;

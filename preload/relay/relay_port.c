@@ -79,6 +79,20 @@ static bool app_name(int appfd, struct sockaddr_storage *me, socklen_t *len)
 	       (me->ss_family == AF_INET || me->ss_family == AF_INET6);
 }
 
+/* The app's socket holds no port yet: up leaves from the address the app
+ * bound, if any (without a port: the kernel picks it at up's connect). */
+static enum fn_port free_port(int up, const struct sockaddr_storage *me, socklen_t len)
+{
+	int one = 1;
+	bool any = me->ss_family == AF_INET
+		       ? ((const struct sockaddr_in *)me)->sin_addr.s_addr == htonl(INADDR_ANY)
+		       : IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)me)->sin6_addr);
+	if (!any && (setsockopt(up, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one)) < 0 ||
+		     bind(up, (const struct sockaddr *)me, len) < 0))
+		return FN_PORT_NONE;
+	return FN_PORT_APP_FREE;
+}
+
 enum fn_port fn_port_bind_up(int appfd, int up)
 {
 	int one = 1;
@@ -90,7 +104,7 @@ enum fn_port fn_port_bind_up(int appfd, int up)
 	    !app_name(appfd, &me, &len))
 		return FN_PORT_NONE;
 	if (!port_of(&me))
-		return FN_PORT_APP_FREE;
+		return free_port(up, &me, len);
 	/* getsockname still names the port of a connect that failed, which
 	 * the kernel took back unless the app bound that port by number (a
 	 * bind of port 0 keeps none): a bind without a port then succeeds,
@@ -99,7 +113,7 @@ enum fn_port fn_port_bind_up(int appfd, int up)
 	uint16_t port = port_of(&me);
 	set_port(&me, 0);
 	if (bind_with(appfd, appfd, &me, len, true) == 0)
-		return FN_PORT_APP_FREE;
+		return free_port(up, &me, len);
 	if (errno != EINVAL)
 		return FN_PORT_NONE;
 	set_port(&me, port);

@@ -318,13 +318,14 @@ def addresses(fam, _):
 
 
 IP_BIND_ADDRESS_NO_PORT = 24
+OTHER_HOST = {"v4": "127.0.0.5", "v6": "::1"}  # a client's own source address
 
 
 def app_port(fam, how):
     """Issue 38 item 10 (i38.10): the server's getpeername, and the address
     accept returns, against the app's getsockname, for a blocking connect,
     a non-blocking one (poll, SO_ERROR), a client that bound its own port
-    first, one whose first connect (to a port bound with port 0) was
+    first, one that bound an address without a port, one whose first connect (to a port bound with port 0) was
     refused, one that set SO_REUSEADDR itself, and one whose server the
     relayed player's HTTP rule stands in for until bytes that are not HTTP
     come; the options the app reads back must be its own."""
@@ -338,6 +339,9 @@ def app_port(fam, how):
     if how.startswith("bound"):
         c.bind((host, 0))
         mine = c.getsockname()[1]
+    if how == "address, no port":  # an address of its own; the port at connect
+        c.setsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
+        c.bind((OTHER_HOST[fam], 0))
     if how == "bound, refused first":
         o["refused"] = err_of(lambda: c.connect(lst.getsockname()[:2]))
     lst.listen(1)
@@ -358,6 +362,8 @@ def app_port(fam, how):
     o["accept_names_app"] = accepted[:2] == me[:2]
     o["server_getpeername_is_app_getsockname"] = s.getpeername()[:2] == me[:2]
     o["app_getpeername_is_server"] = c.getpeername()[:2] == s.getsockname()[:2]
+    if how == "address, no port":
+        o["address_is_the_one_bound"] = me[0] == OTHER_HOST[fam]
     if how.startswith("bound"):
         # A port bound by number stays; one the kernel picked at a bind of
         # port 0 is given back when a connect fails.
@@ -499,7 +505,7 @@ SHAPES = {
     "shutdown both ways": (shut_both, ["app", "server"], "SHUT_RDWR by the app, by the server"),
     "address queries": (addresses, [None], "getsockname, getpeername on both ends"),
     "the app's port at the server": (app_port, ["blocking", "non-blocking", "bound", "bound, refused first",
-                                              "reuse", "http rule answers"],
+                                              "address, no port", "reuse", "http rule answers"],
                                      "i38.10: accept and getpeername against getsockname"),
     "SO_KEEPALIVE": (keepalive, [None], "probes on a dead route"),
     "TCP_USER_TIMEOUT": (user_timeout, [None], "unacknowledged bytes on a dead route"),
