@@ -124,16 +124,26 @@ static bool local_address(int fd, int family, struct sockaddr_storage *ss, sockl
 		return false;
 	uint16_t port = ss->ss_family == AF_INET ? ((struct sockaddr_in *)ss)->sin_port
 						 : ((struct sockaddr_in6 *)ss)->sin6_port;
-	if (port)
-		return true;
-	int one = 1;
+	bool unbound = ss->ss_family == AF_INET
+			   ? ((struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY)
+			   : IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)ss)->sin6_addr);
+	if (port || !unbound)
+		return true; /* bound by the app (an address without a port too) */
+	/* IP_BIND_ADDRESS_NO_PORT for this bind only: the app reads back its
+	 * own value (the option acts at bind, not at the connect after it). */
+	int one = 1, nop = 0;
+	socklen_t nlen = sizeof(nop);
+	getsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &nop, &nlen);
 	setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
 	struct sockaddr_storage any;
 	memset(&any, 0, sizeof(any));
 	any.ss_family = (sa_family_t)family;
 	socklen_t alen =
 	    family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
-	if (bind(fd, (struct sockaddr *)&any, alen) < 0)
+	int rc = bind(fd, (struct sockaddr *)&any, alen);
+	if (!nop)
+		setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &nop, sizeof(nop));
+	if (rc < 0)
 		return false;
 	*len = sizeof(*ss);
 	return getsockname(fd, (struct sockaddr *)ss, len) == 0;

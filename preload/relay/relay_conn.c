@@ -22,6 +22,7 @@
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
 #include "preload/relay/relay_http.h"
+#include "preload/relay/relay_port.h"
 #include "preload/relay/relay_sched.h"
 
 #define BUF_START (64 * 1024)
@@ -210,6 +211,17 @@ static bool needs_no_peer(const struct fn_conn *c)
 	return all;
 }
 
+/* The relay's socket to the peer, with the app's limits on its connect. */
+static bool upstream_socket(struct fn_conn *c)
+{
+	c->up = fn_conn_socket(c->dest.ss_family);
+	if (c->up < 0)
+		return false;
+	small_window(c, c->up, 1);
+	copy_connect_timeouts(c);
+	return true;
+}
+
 /* Everything but what needs_no_peer names connects to the peer here, on
  * the app's thread, before the app's own connect: a peer on loopback that
  * refuses has done so when connect returns, and the app's connect can then
@@ -220,25 +232,51 @@ int fn_conn_dial(struct fn_conn *c)
 	int e = errno;
 	if (needs_no_peer(c))
 		return 0;
-	c->up = fn_conn_socket(c->dest.ss_family);
-	if (c->up < 0) {
+	if (!upstream_socket(c)) {
 		/* No fd of the shim's (EMFILE): met at once, so that the
 		 * connection goes on unfaulted (fn_fault_target). */
 		c->up_error = errno;
 		errno = e;
 		return c->up_error;
 	}
-	small_window(c, c->up, 1);
-	copy_connect_timeouts(c);
-	if (!fn_conn_connect(c->up, &c->dest, c->destlen))
-		c->up_error = errno;
-	else
-		c->up_error = sock_error(c->up);
+	/* From the app's own port (relay_port.c): the one it bound, or the
+	 * one the kernel picks now, which the app's socket then takes. */
+	enum fn_port port = fn_port_bind_up(c->appfd, c->up);
+	bool ok = fn_conn_connect(c->up, &c->dest, c->destlen);
+	if (!ok && port == FN_PORT_UP_BOUND && errno == EADDRNOTAVAIL) {
+		/* That port's 4-tuple to the peer is taken: another port. */
+		fn_relay_close(c->up, true);
+		if (!upstream_socket(c)) {
+			c->up_error = errno;
+			errno = e;
+			return c->up_error;
+		}
+		ok = fn_conn_connect(c->up, &c->dest, c->destlen);
+	}
+	c->up_error = ok ? sock_error(c->up) : errno;
+	if (!c->up_error && port == FN_PORT_APP_FREE)
+		fn_port_give_app(c->appfd, c->up);
 	struct sockaddr_storage peer;
 	socklen_t plen = sizeof(peer);
 	c->up_open = !c->up_error && LIBC(getpeername)(c->up, (struct sockaddr *)&peer, &plen) == 0;
 	errno = e;
 	return c->up_error;
+}
+
+bool fn_conn_dial_late(struct fn_conn *c)
+{
+	if ((c->up = fn_conn_socket(c->dest.ss_family)) < 0)
+		return false;
+	bool kept =
+	    fn_fd_same_file(c->appfd, c->app_dev, c->app_ino) && fn_port_bind_held(c->appfd, c->up);
+	if (fn_conn_connect(c->up, &c->dest, c->destlen))
+		return true;
+	if (!kept || errno != EADDRNOTAVAIL)
+		return false;
+	/* That port's 4-tuple to the server is taken: another port. */
+	fn_relay_close(c->up, true);
+	return (c->up = fn_conn_socket(c->dest.ss_family)) >= 0 &&
+	       fn_conn_connect(c->up, &c->dest, c->destlen);
 }
 
 /* On the relay thread: waits for the peer dialled by fn_conn_dial. */

@@ -71,13 +71,6 @@ IGNORE = ["*VSOCK*"]
 # case is printed as an expected difference, never passed silently; any
 # other difference fails.
 KNOWN = [
-    # The peer's accept returns the address of the relay's (or the HTTP
-    # engine's) connection, not the app's getsockname, which these cases
-    # compare.
-    (mode, case, "the-servers-view-of-the-apps-port") for mode in ("relay", "http")
-    for case in ("test.test_asyncio.test_sock_lowlevel.*.test_sock_accept",
-                 "test.test_ssl.ThreadedTests.test_server_accept")
-] + [
     # Two sends then one poll expecting both ends readable at once: the
     # relayed bytes arrive a hop later, one end first (about half the runs).
     (mode, "test.test_epoll.TestEPoll.test_control_and_wait", "bytes-arrive-a-hop-later")

@@ -5,6 +5,7 @@
  * Runs under the shim with FAULTNET_CONFIG=tests/faults/catalogue.conf. */
 #include "catalogue.h"
 
+#include <dirent.h>
 #include <sys/ioctl.h>
 
 /* ---- stream actions ----------------------------------------------------- */
@@ -265,9 +266,51 @@ static void test_integrity_drip(void)
 	integrity("127.72.2.3");
 }
 
-/* The server sees the relay's socket for a relayed connection, the app's
- * own for an unmatched one: proof that nothing else is relayed. */
-static uint16_t server_saw(const char *ip, uint16_t *mine)
+/* Whether socket inode ino is one of this process's fds. */
+static bool own_socket(unsigned long ino)
+{
+	char want[64], path[64], got[64];
+	snprintf(want, sizeof(want), "socket:[%lu]", ino);
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	bool found = false;
+	while (d && !found && (e = readdir(d))) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		ssize_t n = readlink(path, got, sizeof(got) - 1);
+		found = n > 0 && (got[n] = 0, strcmp(got, want) == 0);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* This process's established TCP sockets whose local port is port
+ * (/proc/net/tcp). A relayed connection has two: the app's socket (to the
+ * hold sink) and the relay's to the server, which leaves from the app's
+ * port (issue 38, item 10); a direct one has one. */
+static int sockets_from(uint16_t port)
+{
+	FILE *f = fopen("/proc/self/net/tcp", "r");
+	char line[512], local[64];
+	unsigned st;
+	unsigned long ino;
+	int n = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		char *colon;
+		if (sscanf(line, " %*d: %63s %*s %x %*s %*s %*s %*s %*s %lu", local, &st, &ino) ==
+			3 &&
+		    st == 1 && (colon = strrchr(local, ':')) &&
+		    strtoul(colon + 1, NULL, 16) == port && own_socket(ino))
+			n++;
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* The port the server saw, and how many sockets left from the app's port
+ * while the connection was open. */
+static uint16_t server_saw(const char *ip, uint16_t *mine, int *from_mine)
 {
 	struct cl c;
 	int end;
@@ -277,6 +320,7 @@ static uint16_t server_saw(const char *ip, uint16_t *mine)
 	*mine = local_port(c.fd);
 	cl_write(&c, "x", 1);
 	cl_read_all(&c, b, 1, 2000, &end, NULL);
+	*from_mine = sockets_from(*mine);
 	cl_close(&c);
 	server_done(before);
 	pthread_mutex_lock(&seen_lock);
@@ -285,11 +329,16 @@ static uint16_t server_saw(const char *ip, uint16_t *mine)
 	return port;
 }
 
+/* The server sees the app's own port either way; only the matched
+ * connection has a second socket from that port, the relay's. */
 static void test_only_matched_relayed(void)
 {
 	uint16_t mine;
-	CU_ASSERT_EQUAL(server_saw("127.72.3.1", &mine), mine);
-	CU_ASSERT_NOT_EQUAL(server_saw("127.72.0.6", &mine), mine);
+	int from_mine;
+	CU_ASSERT_EQUAL(server_saw("127.72.3.1", &mine, &from_mine), mine);
+	CU_ASSERT_EQUAL(from_mine, 1);
+	CU_ASSERT_EQUAL(server_saw("127.72.0.6", &mine, &from_mine), mine);
+	CU_ASSERT_EQUAL(from_mine, 2);
 }
 
 static void test_fork_keeps_relayed(void)

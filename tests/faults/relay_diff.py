@@ -27,9 +27,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 PY = "/usr/bin/python3"
-POLICY = """rules = ( { name = "relay"; action = "bandwidth"; rate = 1099511627776L;
+# The relayed player's first rule stands in for the server on ANSWERED_PORT
+# (it answers requests for /inj*): the HTTP engine connects to the server
+# only for bytes that are not HTTP.
+ANSWERED_PORT = 7412
+POLICY = """rules = ( { name = "inj"; action = "respond"; status = 503;
+  match = { to = [ "127.0.0.1/32", "::1/128" ]; port = %d; path = "/inj*"; }; },
+  { name = "relay"; action = "bandwidth"; rate = 1099511627776L;
   match = { to = [ "127.0.0.0/8", "::1/128" ]; }; } );
-"""
+""" % ANSWERED_PORT
 FAMILIES = {"v4": (socket.AF_INET, "127.0.0.1"), "v6": (socket.AF_INET6, "::1")}
 DARK_PORT = 9  # SYNs to it are dropped (nftables) from the start
 CUT_PORT = 7411  # dropped both ways once a connection to it is open
@@ -311,6 +317,76 @@ def addresses(fam, _):
     return o
 
 
+IP_BIND_ADDRESS_NO_PORT = 24
+OTHER_HOST = {"v4": "127.0.0.5", "v6": "::1"}  # a client's own source address
+
+
+def app_port(fam, how):
+    """Issue 38 item 10 (i38.10): the server's getpeername, and the address
+    accept returns, against the app's getsockname, for a blocking connect,
+    a non-blocking one (poll, SO_ERROR), a client that bound its own port
+    first, one that bound an address without a port, one whose first connect (to a port bound with port 0) was
+    refused, one that set SO_REUSEADDR itself, and one whose server the
+    relayed player's HTTP rule stands in for until bytes that are not HTTP
+    come; the options the app reads back must be its own."""
+    af, host = FAMILIES[fam]
+    lst = socket.socket(af)
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind((host, ANSWERED_PORT if how == "http rule answers" else 0))
+    c, o = socket.socket(af), {}
+    if how == "reuse":
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if how.startswith("bound"):
+        c.bind((host, 0))
+        mine = c.getsockname()[1]
+    if how == "address, no port":  # an address of its own; the port at connect
+        c.setsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
+        c.bind((OTHER_HOST[fam], 0))
+    if how == "bound, refused first":
+        o["refused"] = err_of(lambda: c.connect(lst.getsockname()[:2]))
+    lst.listen(1)
+    if how == "non-blocking":
+        c.setblocking(False)
+        o["connect"] = errno.errorcode.get(c.connect_ex(lst.getsockname()[:2]), "0")
+        o["poll"] = poll1(c, 2000, select.POLLOUT)
+        o["so_error"] = errno.errorcode.get(c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), "0")
+        c.setblocking(True)
+    else:
+        c.settimeout(5)
+        o["connect"] = err_of(lambda: c.connect(lst.getsockname()[:2]) or "0")
+    c.sendall(b"\0ping")  # not HTTP: the engine then dials the server
+    lst.settimeout(5)
+    s, accepted = lst.accept()
+    s.settimeout(5)
+    me = c.getsockname()
+    o["accept_names_app"] = accepted[:2] == me[:2]
+    o["server_getpeername_is_app_getsockname"] = s.getpeername()[:2] == me[:2]
+    o["app_getpeername_is_server"] = c.getpeername()[:2] == s.getsockname()[:2]
+    if how == "address, no port":
+        o["address_is_the_one_bound"] = me[0] == OTHER_HOST[fam]
+    if how.startswith("bound"):
+        # A port bound by number stays; one the kernel picked at a bind of
+        # port 0 is given back when a connect fails.
+        o["port_is_the_one_bound"] = me[1] == mine
+    o["SO_REUSEADDR"] = c.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR)
+    o["SO_REUSEPORT"] = c.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT)
+    o["IP_BIND_ADDRESS_NO_PORT"] = err_of(lambda: c.getsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT))
+    o["server_read"] = recv_all_of(s, 5)
+    for x in (c, s, lst):
+        x.close()
+    return o
+
+
+def recv_all_of(sock, n):
+    got = b""
+    while len(got) < n:
+        b = sock.recv(n - len(got))
+        if not b:
+            break
+        got += b
+    return got
+
+
 def cut_pair(fam, opts):
     """A pair on CUT_PORT whose packets are then dropped both ways (the
     route died under the open connection)."""
@@ -417,17 +493,20 @@ def write_until_block(fam, sndbuf):
 
 # shape: (function, variants, what it is)
 SHAPES = {
-    "refused connect": (refused, [True, False], "blocking, non-blocking + poll + SO_ERROR"),
-    "connect, then accept": (connect_accept, [None], "non-blocking connect, accept, poll both ends"),
-    "connect again after a refusal": (connect_again, [None], "the same socket, once the peer listens"),
-    "timed-out connect": (timed_out, [True, False], "blocking with TCP_SYNCNT 1, non-blocking + poll"),
+    "refused connect": (refused, [True, False], "i38.8: blocking, non-blocking + poll + SO_ERROR"),
+    "connect, then accept": (connect_accept, [None], "i38.8: non-blocking connect, accept, poll both ends"),
+    "connect again after a refusal": (connect_again, [None], "i38.8: the same socket, once the peer listens"),
+    "timed-out connect": (timed_out, [True, False], "i38.8: blocking with TCP_SYNCNT 1, non-blocking + poll"),
     "half-close": (half_close, ["app", "server"], "SHUT_WR by the app, by the server"),
     "SO_LINGER 0 reset": (linger0, ["app", "server"], "by the app, by the server"),
     "close with unread data": (unread_close, ["app", "server"], "by the app, by the server"),
     "write after the peer closed": (write_after_close, ["app", "server"], "closed by the app, by the server"),
-    "urgent data (MSG_OOB)": (oob, ["app", "server"], "sent by the app, by the server"),
+    "urgent data (MSG_OOB)": (oob, ["app", "server"], "i38.9: sent by the app, by the server"),
     "shutdown both ways": (shut_both, ["app", "server"], "SHUT_RDWR by the app, by the server"),
     "address queries": (addresses, [None], "getsockname, getpeername on both ends"),
+    "the app's port at the server": (app_port, ["blocking", "non-blocking", "bound", "bound, refused first",
+                                              "address, no port", "reuse", "http rule answers"],
+                                     "i38.10: accept and getpeername against getsockname"),
     "SO_KEEPALIVE": (keepalive, [None], "probes on a dead route"),
     "TCP_USER_TIMEOUT": (user_timeout, [None], "unacknowledged bytes on a dead route"),
     "TCP_NODELAY": (nodelay, [0, 1], "off, on: two small writes and an answer"),
@@ -527,8 +606,9 @@ def reset_not_timeout(d, r):
 # What docs/relay-limits.md lists, by its heading: (shape, the keys that
 # differ, what both sides must look like).
 EXPECTED = [
-    ("The server's view of the app's port", "address queries", {"server_peer_is_app"},
-     lambda d, r: d["server_peer_is_app"] and not r["server_peer_is_app"]),
+    ("The server's view of the app's port", "the app's port at the server",
+     {"accept_names_app", "server_getpeername_is_app_getsockname"},
+     lambda d, r: d["SO_REUSEADDR"] == 1 and d["accept_names_app"] and not r["accept_names_app"]),
     ("A dead route met by keepalive or TCP_USER_TIMEOUT", "SO_KEEPALIVE", {"read"}, reset_not_timeout),
     ("A dead route met by keepalive or TCP_USER_TIMEOUT", "TCP_USER_TIMEOUT", {"read"}, reset_not_timeout),
     ("How much the app can write before it blocks", "write until it blocks", {"written", "writable"},

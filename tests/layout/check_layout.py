@@ -70,7 +70,8 @@ ROOMS = [
                        "preload/tls", "preload/base", "core"},
      "the relay thread: its epoll loop (relay.c), which connections a round "
      "steps (relay_sched.c: a ready list and a timer heap), one relayed connection's setup "
-     "(relay_conn.c) and byte pump (relay_pump.c), the pipe a message untouched "
+     "(relay_conn.c; its connection to the peer from the app's own port: "
+     "relay_port.c) and byte pump (relay_pump.c), the pipe a message untouched "
      "by the rule is spliced through (splice.c), the shaping of a direction's "
      "buffer on core/pace.c (shape.c, pure), delayed inbound datagrams (reinject.c), per-request HTTP "
      "faults (relay_http.c: a connection's requests and answers parsed, each "

@@ -233,7 +233,8 @@ void add_rundir_tests(void)
 {
 	CU_pSuite s = CU_add_suite("run directory", NULL, NULL);
 	CU_add_test(s, "the group's change counter", test_seq_shared);
-	CU_add_test(s, "a symbolic link, however spelt", test_rundir_symlink);
+	CU_add_test(s, "i38.18: a symbolic link, however spelt (a trailing slash too)",
+		    test_rundir_symlink);
 	CU_add_test(s, "members' names: the id whole, across pid namespaces", test_member_names);
 	CU_add_test(s, "a member's lock, kept by its mapping", test_member_held);
 	CU_add_test(s, "a free member's file kept as .done, not its successor",
