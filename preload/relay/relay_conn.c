@@ -263,22 +263,6 @@ int fn_conn_dial(struct fn_conn *c)
 	return c->up_error;
 }
 
-bool fn_conn_dial_late(struct fn_conn *c)
-{
-	if ((c->up = fn_conn_socket(c->dest.ss_family)) < 0)
-		return false;
-	bool kept =
-	    fn_fd_same_file(c->appfd, c->app_dev, c->app_ino) && fn_port_bind_held(c->appfd, c->up);
-	if (fn_conn_connect(c->up, &c->dest, c->destlen))
-		return true;
-	if (!kept || errno != EADDRNOTAVAIL)
-		return false;
-	/* That port's 4-tuple to the server is taken: another port. */
-	fn_relay_close(c->up, true);
-	return (c->up = fn_conn_socket(c->dest.ss_family)) >= 0 &&
-	       fn_conn_connect(c->up, &c->dest, c->destlen);
-}
-
 /* On the relay thread: waits for the peer dialled by fn_conn_dial. */
 static void start_upstream(struct fn_conn *c)
 {

@@ -158,10 +158,6 @@ void fn_conn_follow(struct fn_conn *c, uint64_t now);
 /* relay_conn.c: on the app's thread, before c is handed over: starts the
  * connect to the real peer; the error it met at once (0 if none yet). */
 int fn_conn_dial(struct fn_conn *c);
-/* relay_conn.c: on the relay thread, the HTTP engine's connect to the
- * server that rules stood in for until then, from the app's port where the
- * kernel lets it (relay_port.c); false with errno. */
-bool fn_conn_dial_late(struct fn_conn *c);
 /* relay_conn.c: bytes waiting unread in the app's own socket; false when
  * the app's fd no longer is that socket. */
 bool fn_conn_app_unread(const struct fn_conn *c, int *unread);

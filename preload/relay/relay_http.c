@@ -1070,9 +1070,9 @@ static void ensure_upstream(struct fn_conn *c)
 		inline_urgent(c->up);
 		return;
 	}
-	bool ok = fn_conn_dial_late(c);
+	c->up = fn_conn_socket(c->dest.ss_family);
 	inline_urgent(c->up);
-	if (!ok) {
+	if (c->up < 0 || !fn_conn_connect(c->up, &c->dest, c->destlen)) {
 		h->up_failed = true;
 		h->up_err = errno;
 		return;

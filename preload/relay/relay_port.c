@@ -139,20 +139,3 @@ bool fn_port_give_app(int appfd, int up)
 	restore(appfd, &me, len);
 	return false;
 }
-
-bool fn_port_bind_held(int appfd, int up)
-{
-	int one = 1;
-	struct sockaddr_storage me;
-	socklen_t len, tlen;
-	struct tcp_info ti;
-	tlen = sizeof(ti);
-	/* Only a socket past its connect surely holds the port getsockname
-	 * names (see fn_port_bind_up). */
-	if (setsockopt(up, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    getsockopt(appfd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) < 0 ||
-	    ti.tcpi_state == TCP_CLOSE || ti.tcpi_state == TCP_SYN_SENT ||
-	    !app_name(appfd, &me, &len) || !port_of(&me))
-		return false;
-	return bind_with(appfd, up, &me, len, false) == 0;
-}

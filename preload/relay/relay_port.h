@@ -22,10 +22,4 @@ enum fn_port fn_port_bind_up(int appfd, int up);
  * was. */
 bool fn_port_give_app(int appfd, int up);
 
-/* Later, on the relay thread (the HTTP engine's connect to a server that
- * rules stood in for until then): binds up to the port of the app's
- * socket, connected by now; true if done. appfd must still be the app's
- * socket. */
-bool fn_port_bind_held(int appfd, int up);
-
 #endif
