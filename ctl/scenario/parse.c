@@ -303,8 +303,9 @@ static bool parse_probe(struct pctx *c, const config_setting_t *g, struct sc_pro
 static bool expect_bound(struct pctx *c, const config_setting_t *g, struct sc_expect *e,
 			 const char *where)
 {
-	static const char *const counters[] = {"attempts", "faults",  "requests",  "answered",
-					       "slowed",   "aborted", "forwarded", NULL};
+	static const char *const counters[] = {"attempts",  "faults",	 "requests",
+					       "answered",  "slowed",	 "aborted",
+					       "untouched", "to_server", NULL};
 	static const char *const kinds[] = {"healthy_within_ms", "unhealthy_within_ms",
 					    "max_failures"};
 	int found = 0;
@@ -337,7 +338,7 @@ static bool expect_bound(struct pctx *c, const config_setting_t *g, struct sc_ex
 			    "%s: give one bound: healthy_within_ms, unhealthy_within_ms or "
 			    "max_failures for a probe; COUNTER_max or COUNTER_min for a rule, "
 			    "COUNTER one of attempts, faults, requests, answered, slowed, "
-			    "aborted, forwarded",
+			    "aborted, untouched, to_server",
 			    where);
 	return true;
 }
@@ -357,14 +358,16 @@ static bool parse_expect(struct pctx *c, const config_setting_t *g, struct sc_ex
 					   "answered_max",
 					   "slowed_max",
 					   "aborted_max",
-					   "forwarded_max",
+					   "untouched_max",
+					   "to_server_max",
 					   "attempts_min",
 					   "faults_min",
 					   "requests_min",
 					   "answered_min",
 					   "slowed_min",
 					   "aborted_min",
-					   "forwarded_min",
+					   "untouched_min",
+					   "to_server_min",
 					   NULL};
 	e->line = config_setting_source_line(g);
 	char where[32];
