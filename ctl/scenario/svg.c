@@ -328,8 +328,10 @@ static void plot(FILE *f, const struct scenario *s, const struct geo *g)
 {
 	double max = 0;
 	const char *what;
+	int nreq = 0;
 	for (int r = 0; r < s->nrates; r++) {
 		const uint64_t *v = looked_at(&s->rates[r], &what);
+		nreq += what[0] == 'r';
 		for (int i = 0; i < s->rates[r].len; i++)
 			if ((double)per_second(v, i) > max)
 				max = (double)per_second(v, i);
@@ -337,8 +339,13 @@ static void plot(FILE *f, const struct scenario *s, const struct geo *g)
 	double top = round_up(max < 1 ? 1 : max);
 	char label[64];
 	snprintf(label, sizeof(label), "per second (max %.0f)", max);
-	text(f, 10, g->plot + 12, "start", 12, "#222222", "plot-label",
-	     "attempts or requests (line)");
+	/* The line's word, as the rules count: short enough to clear the rate
+	 * axis's values (smaller when both words are needed). */
+	bool mixed = nreq && nreq < s->nrates;
+	text(f, 10, g->plot + 12, "start", mixed ? 10 : 12, "#222222", "plot-label",
+	     mixed  ? "attempts/requests (line)"
+	     : nreq ? "requests (line)"
+		    : "attempts (line)");
 	text(f, 10, g->plot + 27, "start", 12, "#222222", "plot-label", "faults (shaded)");
 	text(f, 10, g->plot + 42, "start", 11, "#555555", "plot-label", label);
 	rate_axis(f, g, top);
@@ -351,7 +358,10 @@ static void plot(FILE *f, const struct scenario *s, const struct geo *g)
 		const char *c = line_colors[r % 4];
 		series(f, g, rt->faults, rt->len, top, c, "faults", rt->rule, true);
 		const uint64_t *v = looked_at(rt, &what);
-		series(f, g, v, rt->len, top, c, what, rt->rule, false);
+		/* A request rule's line has a class of its own: "requests" is
+		 * the request log's plot. */
+		series(f, g, v, rt->len, top, c, what[0] == 'r' ? "rule-requests" : "attempts",
+		       rt->rule, false);
 		text(f, X1 - 4, g->plot + 14 + 14 * r, "end", 12, c, "rule-label", rt->rule);
 	}
 }
