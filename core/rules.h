@@ -45,10 +45,13 @@ enum { FN_PROTO_TCP = 1, FN_PROTO_UDP = 2, FN_PROTO_ANY = 3 };
 /* What a rule did, counted for faultctl. */
 struct fn_rulecounts {
 	uint64_t attempts; /* connects and datagrams to the rule's destinations */
-	uint64_t faults;   /* of those, how many the rule faulted */
+	uint64_t faults;   /* of those (or of requests), how many the rule faulted */
 	uint64_t bytes;	   /* bytes the app sent into faulted sockets */
-	/* HTTP rules: requests their match covered, and what became of them. */
-	uint64_t requests, answered, slowed, aborted, forwarded;
+	/* Request rules (respond, slow, abort): requests their match covered,
+	 * and what became of them; untouched ones went to the server with
+	 * nothing done, to_server counts every one sent on to it (untouched,
+	 * slowed, cut after the server's first bytes). Never attempts. */
+	uint64_t requests, answered, slowed, aborted, untouched, to_server;
 };
 
 /* A rule's state besides its definition. It outlives policy versions: a

@@ -123,15 +123,25 @@ static void unlisted_note(const struct fn_seg *s, struct fn_buf *b)
 		fn_buf_printf(b, "unlisted pid=%d rules=%u\n", (int)s->h.pid, s->h.unlisted);
 }
 
-static void rules_record(struct fn_buf *b, const struct fn_seg *s, const char *name,
-			 const char *action, bool enabled, const struct fn_rulecounts *n,
-			 const char *params)
+/* A request rule (respond, slow, abort) counts requests; every other rule
+ * (a tls rule's handshakes included) counts attempts: connects. */
+static bool counts_requests(int action)
 {
+	return action == FN_ACT_RESPOND || action == FN_ACT_SLOW || action == FN_ACT_ABORT;
+}
+
+static void rules_record(struct fn_buf *b, const struct fn_seg *s, const char *name, int action,
+			 bool enabled, const struct fn_rulecounts *n, const char *params)
+{
+	bool req = counts_requests(action);
 	fn_buf_printf(b, "rule pid=%d", (int)s->h.pid);
 	fn_buf_field(b, "name", name);
-	fn_buf_printf(b, " action=%s enabled=%s faults=%llu attempts=%llu", action,
+	fn_buf_printf(b, " action=%s enabled=%s faults=%llu %s=%llu",
+		      (unsigned)action < FN_ACT_COUNT ? fn_action_name((enum fn_action)action)
+						      : "?",
 		      enabled ? "yes" : "no", (unsigned long long)(n ? LOAD(n->faults) : 0),
-		      (unsigned long long)(n ? LOAD(n->attempts) : 0));
+		      req ? "requests" : "attempts",
+		      (unsigned long long)(n ? (req ? LOAD(n->requests) : LOAD(n->attempts)) : 0));
 	fn_buf_field(b, "params", params);
 	fn_buf_add(b, "\n", 1);
 }
@@ -140,8 +150,7 @@ void fn_seg_rules(const struct fn_seg *s, struct fn_buf *b)
 {
 	const struct fn_seg_rule **v = in_order(s);
 	for (int i = 0; v && v[i]; i++)
-		rules_record(b, s, v[i]->name, action_of(v[i]), v[i]->enabled, &v[i]->n,
-			     v[i]->params);
+		rules_record(b, s, v[i]->name, v[i]->action, v[i]->enabled, &v[i]->n, v[i]->params);
 	free(v);
 	unlisted_note(s, b);
 	fn_buf_add(b, "end\n", 4);
@@ -156,29 +165,35 @@ void fn_seg_rules_of(const struct fn_seg *s, const struct fn_policy *p, struct f
 		const struct fn_seg_rule *slot =
 		    fn_seg_rule_slot((struct fn_seg *)s, r->name, false);
 		fn_rule_describe(r, params, sizeof(params));
-		rules_record(b, s, r->name, fn_action_name(r->action), r->enabled,
-			     slot ? &slot->n : NULL, params);
+		rules_record(b, s, r->name, (int)r->action, r->enabled, slot ? &slot->n : NULL,
+			     params);
 	}
 	fn_buf_add(b, "end\n", 4);
 }
 
-static void rule_counts(struct fn_buf *b, const struct fn_seg *s, const struct fn_seg_rule *r,
-			bool http)
+/* A request rule's line says requests (and what became of them), never
+ * attempts; any other rule's says attempts, faults and bytes. */
+static void rule_counts(struct fn_buf *b, const struct fn_seg *s, const struct fn_seg_rule *r)
 {
+	const struct fn_rulecounts *n = &r->n;
 	rule_head(b, s, r);
-	fn_buf_printf(b, " action=%s attempts=%llu faults=%llu bytes=%llu", action_of(r),
-		      (unsigned long long)LOAD(r->n.attempts),
-		      (unsigned long long)LOAD(r->n.faults), (unsigned long long)LOAD(r->n.bytes));
-	if (http) {
-		fn_buf_printf(
-		    b, " requests=%llu answered=%llu slowed=%llu aborted=%llu forwarded=%llu",
-		    (unsigned long long)LOAD(r->n.requests),
-		    (unsigned long long)LOAD(r->n.answered), (unsigned long long)LOAD(r->n.slowed),
-		    (unsigned long long)LOAD(r->n.aborted),
-		    (unsigned long long)LOAD(r->n.forwarded));
-		if (r->action == FN_ACT_RESPOND)
-			fn_buf_printf(b, " status=%d", r->status);
+	if (!counts_requests(r->action)) {
+		fn_buf_printf(b, " action=%s attempts=%llu faults=%llu bytes=%llu\n", action_of(r),
+			      (unsigned long long)LOAD(n->attempts),
+			      (unsigned long long)LOAD(n->faults),
+			      (unsigned long long)LOAD(n->bytes));
+		return;
 	}
+	fn_buf_printf(b,
+		      " action=%s requests=%llu faults=%llu answered=%llu slowed=%llu aborted=%llu "
+		      "untouched=%llu to_server=%llu",
+		      action_of(r), (unsigned long long)LOAD(n->requests),
+		      (unsigned long long)LOAD(n->faults), (unsigned long long)LOAD(n->answered),
+		      (unsigned long long)LOAD(n->slowed), (unsigned long long)LOAD(n->aborted),
+		      (unsigned long long)LOAD(n->untouched),
+		      (unsigned long long)LOAD(n->to_server));
+	if (r->action == FN_ACT_RESPOND)
+		fn_buf_printf(b, " status=%d", r->status);
 	fn_buf_add(b, "\n", 1);
 }
 
@@ -224,16 +239,20 @@ static void dests(const struct fn_seg *s, struct fn_buf *b)
 static void key_record(struct fn_buf *b, const struct fn_seg *s, const struct fn_seg_key *k,
 		       const char *prefix)
 {
-	uint64_t n[4];
-	for (int i = 0; i < 4; i++)
+	uint64_t n[5];
+	for (int i = 0; i < 5; i++)
 		n[i] = LOAD(k->n[i]);
 	fn_buf_printf(b, "http pid=%d", (int)s->h.pid);
 	fn_buf_field(b, "method", k->method[0] ? k->method : "-");
 	fn_buf_field(b, "host", k->host[0] ? k->host : "-");
 	fn_buf_field(b, "path", prefix);
-	fn_buf_printf(b, " requests=%llu forwarded=%llu answered=%llu slowed=%llu aborted=%llu\n",
+	/* n: untouched, answered, slowed, aborted, then sent on to the server. */
+	fn_buf_printf(b,
+		      " requests=%llu untouched=%llu answered=%llu slowed=%llu aborted=%llu "
+		      "to_server=%llu\n",
 		      (unsigned long long)(n[0] + n[1] + n[2] + n[3]), (unsigned long long)n[0],
-		      (unsigned long long)n[1], (unsigned long long)n[2], (unsigned long long)n[3]);
+		      (unsigned long long)n[1], (unsigned long long)n[2], (unsigned long long)n[3],
+		      (unsigned long long)n[4]);
 }
 
 /* The record's field names, in enum fn_seg_tls's order. */
@@ -387,12 +406,12 @@ void fn_seg_stats(const struct fn_seg *s, struct fn_buf *b)
 {
 	const struct fn_seg_rule **v = in_order(s);
 	for (int i = 0; v && v[i]; i++)
-		rule_counts(b, s, v[i], v[i]->http);
+		rule_counts(b, s, v[i]);
 	free(v);
 	/* Rules no longer in the policy keep their counts. */
 	for (int i = 0; i < FN_SEG_RULES; i++)
 		if (s->rules[i].state == FN_SLOT_READY && s->rules[i].order < 0)
-			rule_counts(b, s, &s->rules[i], false);
+			rule_counts(b, s, &s->rules[i]);
 	unlisted_note(s, b);
 	dests(s, b);
 	requests(s, b);

@@ -16,7 +16,7 @@
 #include "core/rules.h"
 #include "core/wire.h"
 
-#define FN_SEG_MAGIC 0x33304d45534e4655ull /* "UFNSEM03" */
+#define FN_SEG_MAGIC 0x34304d45534e4655ull /* "UFNSEM04" */
 #define FN_SEG_RULES 4096		   /* rule names with counters */
 #define FN_SEG_DESTS 1024		   /* beyond this many, counts go to "other" */
 #define FN_SEG_EVENTS 4096
@@ -148,7 +148,7 @@ struct fn_seg_event {
 struct fn_seg_key {
 	int state; /* FN_SLOT_FREE or _READY (one writer: no claiming step) */
 	char method[16], host[64], prefix[64];
-	uint64_t n[4]; /* by fate: forwarded, answered, slowed, aborted */
+	uint64_t n[5]; /* by fate (enum fn_req_fate), then sent on to the server */
 };
 
 enum {

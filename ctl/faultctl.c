@@ -67,8 +67,8 @@ static const struct verb verbs[] = {
      "[--backend=shim|bpf|auto] -- CMD [ARG...]",
      "run a command under the shim", V_OWN, verb_run},
     {"ps", "", "processes under the shim", V_QUERY, NULL},
-    {"rules", "", "rules with their state, faults and attempts", V_QUERY, NULL},
-    {"stats", "", "attempts and faults per rule and destination", V_QUERY, NULL},
+    {"rules", "", "rules with their state, faults and attempts (or requests)", V_QUERY, NULL},
+    {"stats", "", "attempts, requests and faults per rule and destination", V_QUERY, NULL},
     {"events", "[--follow]", "connection attempts and faults, one a line", V_QUERY, NULL},
     {"requests",
      "[--rule NAME] [--host GLOB] [--status N] [--follow | --per-call[=HEADER] | --har OUT] "
@@ -300,19 +300,19 @@ static void print_stats(const struct opts *o, char **lines, int nlines)
 					     "blackhole", "stall", "drop",  "bytes"};
 	/* HTTP rules add their request counts; requests are listed per
 	 * method, Host and path prefix. */
-	static const char *const hrstats[] = {"pid",	"name",	    "action",	"attempts",
-					      "faults", "requests", "answered", "status",
-					      "slowed", "aborted",  "forwarded"};
+	static const char *const hrstats[] = {"pid",	  "name",    "action",	  "attempts",
+					      "requests", "faults",  "status",	  "answered",
+					      "slowed",	  "aborted", "untouched", "to_server"};
 	static const char *const nstats[] = {"pid",	 "name",     "lookups", "nxdomain",
 					     "servfail", "nodata",   "timeout", "refused",
 					     "delayed",	 "answered", "connects"};
-	static const char *const hstats[] = {"pid",	 "method",   "host",
-					     "path",	 "requests", "forwarded",
-					     "answered", "slowed",   "aborted"};
+	static const char *const hstats[] = {"pid",	  "method",   "host",	"path",
+					     "requests",  "answered", "slowed", "aborted",
+					     "untouched", "to_server"};
 
 	bool http = has_records(lines, nlines, "http");
 	if (http)
-		print_records(o, lines, nlines, "rule", hrstats, 11);
+		print_records(o, lines, nlines, "rule", hrstats, 12);
 	else
 		print_records(o, lines, nlines, "rule", rstats, 6);
 	if (!o->json && nlines)
@@ -321,7 +321,7 @@ static void print_stats(const struct opts *o, char **lines, int nlines)
 	if (http && !o->json)
 		fputc('\n', stdout);
 	if (http)
-		print_records(o, lines, nlines, "http", hstats, 9);
+		print_records(o, lines, nlines, "http", hstats, 10);
 	if (has_records(lines, nlines, "name") && !o->json)
 		fputc('\n', stdout);
 	print_records(o, lines, nlines, "name", nstats, 10);
@@ -423,12 +423,12 @@ static int cmd_query(struct opts *o, const char *verb)
 	}
 	static const char *const ps[] = {"pid",	  "group",   "zone", "enabled",
 					 "rules", "sockets", "cmd"};
-	static const char *const rules[] = {"pid",    "name",	  "action", "enabled",
-					    "faults", "attempts", "params"};
+	static const char *const rules[] = {"pid",    "name",	  "action",   "enabled",
+					    "faults", "attempts", "requests", "params"};
 	if (strcmp(verb, "ps") == 0)
 		print_records(o, lines, nlines, "process", ps, 7);
 	else if (strcmp(verb, "rules") == 0)
-		print_records(o, lines, nlines, "rule", rules, 7);
+		print_records(o, lines, nlines, "rule", rules, 8);
 	else if (strcmp(verb, "events") == 0)
 		print_records(o, lines, nlines, "event", event_cols, EVENT_COLS);
 	else

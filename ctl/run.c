@@ -150,10 +150,14 @@ static int set_requests(const char *file)
 }
 
 /* Sums "rule", "dest" and "http" records by name across processes. The
- * request counts are those of HTTP rules and of "http" records. */
+ * request counts (from "requests" on) are those of request rules and of
+ * "http" records; a request rule has no attempts nor bytes. */
 #define NCOUNTS 9
-static const char *const counted[NCOUNTS] = {
-    "attempts", "faults", "bytes", "requests", "answered", "slowed", "aborted", "forwarded", "-"};
+static const char *const counted[NCOUNTS] = {"attempts", "faults",    "bytes",
+					     "requests", "answered",  "slowed",
+					     "aborted",	 "untouched", "to_server"};
+/* What a request rule's line shows, in its order (indexes of counted). */
+static const int req_rule[] = {3, 1, 4, 5, 6, 7, 8};
 /* "name" records (lookups per name) count other things. */
 static const char *const looked[NCOUNTS] = {"lookups", "nxdomain", "servfail", "nodata",  "timeout",
 					    "refused", "delayed",  "answered", "connects"};
@@ -293,7 +297,15 @@ static void print_total(FILE *out, const struct total *t, bool json)
 	bool trust = strcmp(t->type, "trust") == 0;
 	bool tls = trust || strcmp(t->type, "tls") == 0;
 	bool conn = tls || strcmp(t->type, "parser") == 0;
-	int from = http ? 3 : 0, to = name ? NCOUNTS : t->http ? NCOUNTS - 1 : tls ? FN_SEG_TLS : 3;
+	int from = http ? 3 : 0, to = name || http ? NCOUNTS : tls ? FN_SEG_TLS : 3;
+	/* A request rule's line: requests, faults, then their fates. */
+	int idx[NCOUNTS], nidx = 0;
+	if (t->http && !http && !tls)
+		for (size_t k = 0; k < sizeof(req_rule) / sizeof(req_rule[0]); k++)
+			idx[nidx++] = req_rule[k];
+	else
+		for (int k = from; k < to; k++)
+			idx[nidx++] = k;
 	name |= conn; /* no proto or action to print */
 	const char *const *f = fields_of(t->type);
 	if (json) {
@@ -312,8 +324,8 @@ static void print_total(FILE *out, const struct total *t, bool json)
 			fprintf(out, ",\"proto\":\"%s\",\"action\":\"%s\"", t->proto, t->action);
 		if (trust)
 			fprintf(out, ",\"via\":\"%s\"", trust_via(t));
-		for (int k = from; k < to; k++)
-			fprintf(out, ",\"%s\":%llu", f[k], t->n[k]);
+		for (int k = 0; k < nidx; k++)
+			fprintf(out, ",\"%s\":%llu", f[idx[k]], t->n[idx[k]]);
 		fputs("}\n", out);
 		return;
 	}
@@ -323,8 +335,8 @@ static void print_total(FILE *out, const struct total *t, bool json)
 		fprintf(out, "  trust %-22s via=%s", t->key, trust_via(t));
 	else
 		fprintf(out, "  %s %-24s %-4s", t->type, t->key, t->proto);
-	for (int k = from; k < to; k++)
-		fprintf(out, " %s=%llu", f[k], t->n[k]);
+	for (int k = 0; k < nidx; k++)
+		fprintf(out, " %s=%llu", f[idx[k]], t->n[idx[k]]);
 	fputc('\n', out);
 }
 

@@ -100,10 +100,18 @@ class Faultnet {
   async rules() { return (await this.query('rules')).filter((r) => r.kind === 'rule'); }
   stats() { return this.query('stats'); }
   async events() { return (await this.query('events')).filter((r) => r.kind === 'event'); }
-  async attempts(rule) {
-    return (await this.stats()).filter((r) => r.kind === 'rule' && r.name === rule)
-      .reduce((n, r) => n + (r.attempts || 0), 0);
+  // A rule's counter summed over the group's processes. A request rule
+  // (respond, slow, abort) counts requests, never attempts (connects):
+  // asking it for attempts is an error, not a silent 0.
+  async count(rule, word) {
+    const recs = (await this.stats()).filter((r) => r.kind === 'rule' && r.name === rule);
+    const other = word === 'attempts' ? 'requests' : 'attempts';
+    if (recs.some((r) => other in r && !(word in r)))
+      throw new FaultnetError(`rule ${rule} counts ${other}, not ${word}: use ${other}()`);
+    return recs.reduce((n, r) => n + (r[word] || 0), 0);
   }
+  attempts(rule) { return this.count(rule, 'attempts'); }
+  requests(rule) { return this.count(rule, 'requests'); }
 
   // Runs fn with a rule added, and removes it afterwards, even if fn throws.
   async withFault(action, keys, fn) {

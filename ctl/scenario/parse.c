@@ -303,8 +303,9 @@ static bool parse_probe(struct pctx *c, const config_setting_t *g, struct sc_pro
 static bool expect_bound(struct pctx *c, const config_setting_t *g, struct sc_expect *e,
 			 const char *where)
 {
-	static const char *const counters[] = {"attempts", "faults",  "requests",  "answered",
-					       "slowed",   "aborted", "forwarded", NULL};
+	static const char *const counters[] = {"attempts",  "faults",	 "requests",
+					       "answered",  "slowed",	 "aborted",
+					       "untouched", "to_server", NULL};
 	static const char *const kinds[] = {"healthy_within_ms", "unhealthy_within_ms",
 					    "max_failures"};
 	int found = 0;
@@ -337,7 +338,7 @@ static bool expect_bound(struct pctx *c, const config_setting_t *g, struct sc_ex
 			    "%s: give one bound: healthy_within_ms, unhealthy_within_ms or "
 			    "max_failures for a probe; COUNTER_max or COUNTER_min for a rule, "
 			    "COUNTER one of attempts, faults, requests, answered, slowed, "
-			    "aborted, forwarded",
+			    "aborted, untouched, to_server",
 			    where);
 	return true;
 }
@@ -357,14 +358,16 @@ static bool parse_expect(struct pctx *c, const config_setting_t *g, struct sc_ex
 					   "answered_max",
 					   "slowed_max",
 					   "aborted_max",
-					   "forwarded_max",
+					   "untouched_max",
+					   "to_server_max",
 					   "attempts_min",
 					   "faults_min",
 					   "requests_min",
 					   "answered_min",
 					   "slowed_min",
 					   "aborted_min",
-					   "forwarded_min",
+					   "untouched_min",
+					   "to_server_min",
 					   NULL};
 	e->line = config_setting_source_line(g);
 	char where[32];
@@ -592,6 +595,48 @@ static bool load_steps(struct pctx *c, struct names *k, struct fn_policy **loade
 	return true;
 }
 
+/* Whether a rule of this action has the counter: a request rule (respond,
+ * slow, abort) counts requests and never attempts or bytes; any other rule
+ * counts attempts (connects) and never requests (the stats' words). */
+static bool has_counter(enum fn_action a, const char *counter)
+{
+	bool req = a == FN_ACT_RESPOND || a == FN_ACT_SLOW || a == FN_ACT_ABORT;
+	if (strcmp(counter, "faults") == 0)
+		return true;
+	if (strcmp(counter, "attempts") == 0 || strcmp(counter, "bytes") == 0)
+		return !req;
+	return req;
+}
+
+/* An expectation on a counter its rule never has (attempts_min on a respond
+ * rule) could never hold, or would hold with 0: refused, the right word
+ * said. A rule an add step brings is not known here, nor checked. */
+static bool counter_fits(struct pctx *c, struct fn_policy **loaded, const struct sc_expect *e,
+			 const char *where)
+{
+	const struct fn_rule *seen = NULL;
+	for (int i = -1; i < c->s->nsteps; i++) {
+		const struct fn_policy *p = i < 0 ? c->policy : loaded[i];
+		for (size_t j = 0; p && j < p->nrules; j++) {
+			if (strcmp(p->rules[j].name, e->rule) != 0)
+				continue;
+			if (has_counter(p->rules[j].action, e->counter))
+				return true;
+			seen = &p->rules[j];
+		}
+	}
+	if (!seen)
+		return true;
+	bool req = has_counter(seen->action, "requests");
+	return fail_at(c, e->line,
+		       "%s: rule '%s' (%s) counts %s, not %s: say %s_%s, or another of its "
+		       "counters (%s)",
+		       where, e->rule, fn_action_name(seen->action),
+		       req ? "requests" : "attempts (connects)", e->counter,
+		       req ? "requests" : "attempts", e->kind == EX_RULE_MIN ? "min" : "max",
+		       req ? "faults, answered, slowed, aborted, untouched, to_server" : "faults");
+}
+
 static bool resolve(struct pctx *c)
 {
 	struct names k = {0};
@@ -605,6 +650,8 @@ static bool resolve(struct pctx *c)
 		snprintf(where, sizeof(where), "expect #%d", i + 1);
 		if (e->probe < 0 && !known(k.rules, k.nrules, e->rule))
 			ok = unknown(c, e->line, where, "rule", e->rule, k.rules, k.nrules);
+		else if (e->probe < 0)
+			ok = counter_fits(c, loaded, e, where);
 	}
 	for (int i = 0; loaded && i < c->s->nsteps; i++)
 		fn_policy_free(loaded[i]);

@@ -14,8 +14,9 @@
 
 static const char *const kind_names[] = {"healthy_within_ms", "unhealthy_within_ms",
 					 "max_failures"};
-static const char *const total_names[8] = {"attempts", "faults", "bytes",   "requests",
-					   "answered", "slowed", "aborted", "forwarded"};
+static const char *const total_names[SC_TOTALS] = {"attempts", "faults",    "bytes",
+						   "requests", "answered",  "slowed",
+						   "aborted",  "untouched", "to_server"};
 
 /* Where an expectation counts from: a step's start or end, or 0. */
 static int64_t reference(const struct scenario *s, const struct sc_expect *e)
@@ -273,7 +274,7 @@ static void json_rules(FILE *f, const struct scenario *s)
 		fputs(",\"requests_per_s\":", f);
 		jseries(f, rt->requests, rt->len);
 		fputs(",\"totals\":{", f);
-		for (int k = 0; k < 8; k++)
+		for (int k = 0; k < SC_TOTALS; k++)
 			fprintf(f, "%s\"%s\":%llu", k ? "," : "", total_names[k],
 				(unsigned long long)rt->total[k]);
 		fputs("}}", f);
@@ -588,12 +589,18 @@ void sc_summary(const struct scenario *s, FILE *out)
 	}
 	for (int i = 0; i < s->nrates; i++) {
 		const struct sc_rate *rt = &s->rates[i];
-		fprintf(out, "  rule %-16s attempts %llu, faults %llu", rt->rule,
-			(unsigned long long)rt->total[0], (unsigned long long)rt->total[1]);
+		/* A request rule counts requests, any other attempts. */
 		if (rt->total[3])
-			fprintf(out, ", requests %llu (answered %llu, slowed %llu, aborted %llu)",
-				(unsigned long long)rt->total[3], (unsigned long long)rt->total[4],
-				(unsigned long long)rt->total[5], (unsigned long long)rt->total[6]);
+			fprintf(out,
+				"  rule %-16s requests %llu, faults %llu (answered %llu, slowed "
+				"%llu, aborted %llu; untouched %llu; to the server %llu)",
+				rt->rule, (unsigned long long)rt->total[3],
+				(unsigned long long)rt->total[1], (unsigned long long)rt->total[4],
+				(unsigned long long)rt->total[5], (unsigned long long)rt->total[6],
+				(unsigned long long)rt->total[7], (unsigned long long)rt->total[8]);
+		else
+			fprintf(out, "  rule %-16s attempts %llu, faults %llu", rt->rule,
+				(unsigned long long)rt->total[0], (unsigned long long)rt->total[1]);
 		fputc('\n', out);
 	}
 	summary_problems(s, out);

@@ -379,8 +379,9 @@ static struct sc_rate *rate_for(struct scenario *s, const char *rule)
  * the stats directory (core/segment.h; kept after they exit). */
 static void read_totals(struct run *r)
 {
-	static const char *const keys[8] = {"attempts", "faults", "bytes",   "requests",
-					    "answered", "slowed", "aborted", "forwarded"};
+	static const char *const keys[SC_TOTALS] = {"attempts", "faults",    "bytes",
+						    "requests", "answered",  "slowed",
+						    "aborted",	"untouched", "to_server"};
 	struct scenario *s = r->s;
 	for (int i = 0; i < s->nrates; i++)
 		memset(s->rates[i].total, 0, sizeof(s->rates[i].total));
@@ -412,7 +413,7 @@ static void read_totals(struct run *r)
 				continue;
 			struct sc_rate *rt =
 			    rate_for(s, record_get(line, "name", name, sizeof(name)));
-			for (int k = 0; rt && k < 8; k++)
+			for (int k = 0; rt && k < SC_TOTALS; k++)
 				rt->total[k] +=
 				    strtoull(record_get(line, keys[k], v, sizeof(v)), NULL, 10);
 		}

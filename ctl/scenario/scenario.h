@@ -108,11 +108,14 @@ struct sc_marks_src {
 };
 
 /* Per-rule totals over time, summed over the group's processes. */
+#define SC_TOTALS 9
 struct sc_rate {
 	char rule[SC_NAME];
 	uint64_t *attempts, *faults, *requests; /* one per second of the run */
-	uint64_t total[8]; /* attempts faults bytes requests answered slowed aborted forwarded */
-	int len;	   /* entries filled in the series */
+	/* attempts faults bytes requests answered slowed aborted untouched
+	 * to_server (SC_TOTALS, as the stats' rule lines name them) */
+	uint64_t total[9];
+	int len; /* entries filled in the series */
 };
 
 struct scenario {

@@ -315,17 +315,37 @@ static void rate_axis(FILE *f, const struct geo *g, double top)
 	}
 }
 
+/* What a rule's line shows: a request rule's requests, any other rule's
+ * attempts (connects); a rule counts one or the other. */
+static const uint64_t *looked_at(const struct sc_rate *rt, const char **what)
+{
+	bool req = rt->total[3] && !rt->total[0];
+	*what = req ? "requests" : "attempts";
+	return req ? rt->requests : rt->attempts;
+}
+
 static void plot(FILE *f, const struct scenario *s, const struct geo *g)
 {
 	double max = 0;
-	for (int r = 0; r < s->nrates; r++)
+	const char *what;
+	int nreq = 0;
+	for (int r = 0; r < s->nrates; r++) {
+		const uint64_t *v = looked_at(&s->rates[r], &what);
+		nreq += what[0] == 'r';
 		for (int i = 0; i < s->rates[r].len; i++)
-			if ((double)per_second(s->rates[r].attempts, i) > max)
-				max = (double)per_second(s->rates[r].attempts, i);
+			if ((double)per_second(v, i) > max)
+				max = (double)per_second(v, i);
+	}
 	double top = round_up(max < 1 ? 1 : max);
 	char label[64];
 	snprintf(label, sizeof(label), "per second (max %.0f)", max);
-	text(f, 10, g->plot + 12, "start", 12, "#222222", "plot-label", "attempts (line)");
+	/* The line's word, as the rules count: short enough to clear the rate
+	 * axis's values (smaller when both words are needed). */
+	bool mixed = nreq && nreq < s->nrates;
+	text(f, 10, g->plot + 12, "start", mixed ? 10 : 12, "#222222", "plot-label",
+	     mixed  ? "attempts/requests (line)"
+	     : nreq ? "requests (line)"
+		    : "attempts (line)");
 	text(f, 10, g->plot + 27, "start", 12, "#222222", "plot-label", "faults (shaded)");
 	text(f, 10, g->plot + 42, "start", 11, "#555555", "plot-label", label);
 	rate_axis(f, g, top);
@@ -337,7 +357,11 @@ static void plot(FILE *f, const struct scenario *s, const struct geo *g)
 		const struct sc_rate *rt = &s->rates[r];
 		const char *c = line_colors[r % 4];
 		series(f, g, rt->faults, rt->len, top, c, "faults", rt->rule, true);
-		series(f, g, rt->attempts, rt->len, top, c, "attempts", rt->rule, false);
+		const uint64_t *v = looked_at(rt, &what);
+		/* A request rule's line has a class of its own: "requests" is
+		 * the request log's plot. */
+		series(f, g, v, rt->len, top, c, what[0] == 'r' ? "rule-requests" : "attempts",
+		       rt->rule, false);
 		text(f, X1 - 4, g->plot + 14 + 14 * r, "end", 12, c, "rule-label", rt->rule);
 	}
 }

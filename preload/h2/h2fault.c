@@ -216,9 +216,10 @@ bool fn_h2_decide(struct fn_h2 *h, struct fn_h2s *s)
 	const struct fn_policy *pol = fn_policy_fresh(&hold);
 	if (!h->goaway_sent && strcmp(method, "CONNECT") != 0)
 		r = fn_http_decide(pol, &h->ep, &rq, &seen);
-	enum fn_req_fate fate = FN_REQ_FORWARDED;
+	enum fn_req_fate fate = FN_REQ_UNTOUCHED;
 	bool ok = apply(h, s, r, strcmp(method, "HEAD") == 0, &fate);
-	fn_stats_request(seen, r, &h->ep, method, auth, path, fate);
+	/* Sent on to the server: the stream was submitted upstream (s->u). */
+	fn_stats_request_to(seen, r, &h->ep, method, auth, path, fate, s->u != 0);
 	fn_h2_log_start(h, s, r, fate, auth, path);
 	if (s->submitted) /* answered here at once, before its line began */
 		fn_h2_log_answer(s, s->resph.nv, s->resph.n);

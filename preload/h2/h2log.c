@@ -29,7 +29,6 @@ static void kept(char *buf, size_t cap, size_t *len, const struct fn_hl *l)
 void fn_h2_log_start(struct fn_h2 *h, struct fn_h2s *s, const struct fn_rule *r,
 		     enum fn_req_fate fate, const char *host, const char *path)
 {
-	static const char *const fates[] = {"forwarded", "answered", "slowed", "aborted"};
 	if (!h->logging)
 		return;
 	const char *q = strchr(fn_hl_get(&s->reqh, ":path"), '?');
@@ -51,7 +50,7 @@ void fn_h2_log_start(struct fn_h2 *h, struct fn_h2s *s, const struct fn_rule *r,
 	struct fn_reqrec *lg = s->log = fn_reqlog_begin(&hd);
 	if (!lg)
 		return;
-	lg->fate = fates[fate];
+	lg->fate = fn_req_fate_names[fate];
 	lg->rule_status = fate == FN_REQ_ANSWERED ? (r->http->status ? r->http->status : 200) : 0;
 	lg->slowed_ms =
 	    fate == FN_REQ_SLOWED && s->due > h->now ? (int64_t)((s->due - h->now) / MS) : 0;

@@ -56,24 +56,31 @@ static struct fn_seg_key *key_for(const char *method, const char *host, const ch
 	return &keys[FN_SEG_KEYS];
 }
 
+const char *const fn_req_fate_names[4] = {"untouched", "answered", "slowed", "aborted"};
+
 static void add(uint64_t *v)
 {
 	__atomic_add_fetch(v, 1, __ATOMIC_RELAXED);
 }
 
-/* A rule's attempts are the requests its match covered, its faults the
- * requests it faulted; forwarded ones count against the rule that saw them. */
-static void count_rule(const struct fn_rule *seen, const struct fn_rule *r, enum fn_req_fate f)
+/* A rule's requests are those its match covered, its faults the requests
+ * it faulted; untouched ones count against the rule that saw them. A
+ * request is never an attempt (attempts are connects), and to_server
+ * counts it whatever the rule did to it, once it was sent on. */
+static void count_rule(const struct fn_rule *seen, const struct fn_rule *r, enum fn_req_fate f,
+		       bool to_server)
 {
 	struct fn_rulecounts *s = seen && seen->stat ? seen->stat->n : NULL,
 			     *t = r && r->stat ? r->stat->n : NULL;
 	if (s) {
 		add(&s->requests);
-		add(&s->attempts);
+		if (to_server)
+			add(&s->to_server);
 	}
 	if (t && t != s) {
 		add(&t->requests);
-		add(&t->attempts);
+		if (to_server)
+			add(&t->to_server);
 	}
 	uint64_t *slot[] = {NULL, t ? &t->answered : NULL, t ? &t->slowed : NULL,
 			    t ? &t->aborted : NULL};
@@ -81,20 +88,39 @@ static void count_rule(const struct fn_rule *seen, const struct fn_rule *r, enum
 		add(&t->faults);
 		add(slot[f]);
 	} else if (s) {
-		add(&s->forwarded);
+		add(&s->untouched);
 	}
+}
+
+/* HTTP/1.1 (the relay): a request goes on to the server unless a respond
+ * rule answered it or an abort rule cut it before any byte of an answer
+ * (after_bytes not given). */
+static bool h1_to_server(const struct fn_rule *r, enum fn_req_fate fate)
+{
+	if (fate == FN_REQ_ANSWERED)
+		return false;
+	return fate != FN_REQ_ABORTED || (r && r->par.after_bytes >= 0);
 }
 
 void fn_stats_request(const struct fn_rule *seen, const struct fn_rule *r,
 		      const struct fn_endpoint *ep, const char *method, const char *host,
 		      const char *path, enum fn_req_fate fate)
 {
+	fn_stats_request_to(seen, r, ep, method, host, path, fate, h1_to_server(r, fate));
+}
+
+void fn_stats_request_to(const struct fn_rule *seen, const struct fn_rule *r,
+			 const struct fn_endpoint *ep, const char *method, const char *host,
+			 const char *path, enum fn_req_fate fate, bool to_server)
+{
 	char prefix[64];
 	fn_http_prefix(path, prefix, sizeof(prefix));
 	struct fn_seg_key *k = key_for(method, host, prefix);
 	__atomic_add_fetch(&fn_seg->h.requests, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&k->n[fate], 1, __ATOMIC_RELAXED);
-	count_rule(seen, r, fate);
+	if (to_server)
+		__atomic_add_fetch(&k->n[FN_REQ_TO_SERVER], 1, __ATOMIC_RELAXED);
+	count_rule(seen, r, fate, to_server);
 	if (!r)
 		return;
 	char outcome[24];

@@ -109,8 +109,8 @@ struct fn_reqhead {
 struct fn_reqrec {
 	uint64_t req_ns, first_ns, end_ns; /* fn_now_ns(); 0: never */
 	int64_t wall_us;		   /* wall time at the request */
-	bool reached;			   /* forwarded to the server */
-	const char *fate;		   /* "answered", "slowed", "aborted", "forwarded" */
+	bool reached;			   /* it reached the server */
+	const char *fate;		   /* fn_req_fate_names ("forwarded": "untouched") */
 	int rule_status;		   /* answered: the rule's status */
 	int64_t slowed_ms;
 	int status; /* the status the app received; 0: none */
@@ -165,12 +165,25 @@ static inline void fn_stats_socket_seen(void)
 
 /* requests.c: one HTTP request on a relayed connection, and what became
  * of it. seen is the rule whose match covered it (NULL for none), r the rule
- * that faulted it (NULL when forwarded as it was). Counted per rule and per
- * method, Host and path prefix; faulted ones are also events. */
-enum fn_req_fate { FN_REQ_FORWARDED, FN_REQ_ANSWERED, FN_REQ_SLOWED, FN_REQ_ABORTED };
+ * that faulted it (NULL when it went on untouched). Counted per rule and
+ * per method, Host and path prefix; faulted ones are also events.
+ * fn_stats_request_to says whether it was sent on to the server (HTTP/2
+ * knows); fn_stats_request works it out as the HTTP/1.1 relay does. The
+ * fates' names (fn_req_fate_names) are the words of the stats, of the
+ * request log's "fate" and of the docs: "untouched", "answered", "slowed",
+ * "aborted". */
+enum fn_req_fate { FN_REQ_UNTOUCHED, FN_REQ_ANSWERED, FN_REQ_SLOWED, FN_REQ_ABORTED };
+/* The "http" record's count of requests sent on to the server (fn_seg_key). */
+#define FN_REQ_TO_SERVER 4
+/* Kept for callers that still say it: the same fate as FN_REQ_UNTOUCHED. */
+#define FN_REQ_FORWARDED FN_REQ_UNTOUCHED
+extern const char *const fn_req_fate_names[4];
 void fn_stats_request(const struct fn_rule *seen, const struct fn_rule *r,
 		      const struct fn_endpoint *ep, const char *method, const char *host,
 		      const char *path, enum fn_req_fate fate);
+void fn_stats_request_to(const struct fn_rule *seen, const struct fn_rule *r,
+			 const struct fn_endpoint *ep, const char *method, const char *host,
+			 const char *path, enum fn_req_fate fate, bool to_server);
 /* A relayed connection the HTTP parser gave up on (relayed untouched from
  * there): counted, and an event ("not-http", "bad-request", "bad-response"). */
 enum fn_unparsed { FN_UNPARSED_NOT_HTTP, FN_UNPARSED_REQUEST, FN_UNPARSED_RESPONSE };

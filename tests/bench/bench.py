@@ -1215,7 +1215,7 @@ def h2_carried(stats):
         elif rec.get("type") == "parser":
             not_http += int(rec.get("not_http", 0))
         elif rec.get("type") == "http":
-            forwarded += int(rec.get("forwarded", 0))
+            forwarded += int(rec.get("untouched", 0))
     return h2, not_http, forwarded
 
 

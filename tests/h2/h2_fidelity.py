@@ -212,10 +212,10 @@ def compare(tag, conv, port, nstreams):
     # (the "http" records), as HTTP/1.1 requests are; the rule's own counts
     # are of the requests its match took (none here).
     recs = [r for r in stats if r.get("type") == "http"]
-    got = tuple(sum(r.get(k, 0) for r in recs) for k in ("requests", "forwarded", "answered"))
-    check("%s: faultnet took the %d streams as requests and forwarded them all (run --stats)"
+    got = tuple(sum(r.get(k, 0) for r in recs) for k in ("requests", "untouched", "answered"))
+    check("%s: faultnet took the %d streams as requests and left them all untouched (run --stats)"
           % (tag, nstreams), got == (nstreams, nstreams, 0),
-          "requests, forwarded, answered: %s; records %s" % (got, short(stats, 800)))
+          "requests, untouched, answered: %s; records %s" % (got, short(stats, 800)))
     return dc, ds, fc, fs
 
 

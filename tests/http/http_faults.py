@@ -306,13 +306,45 @@ def test_counts():
     recs = [json.loads(line) for line in p.stderr.splitlines() if line.startswith("{")]
     r = [x for x in recs if x.get("type") == "rule" and x.get("name") == "every3"]
     h = [x for x in recs if x.get("type") == "http" and x.get("path") == "/k/*"]
-    check("run --stats: the rule's requests (10), answered (3) and forwarded (7)",
-          r and (r[0]["requests"], r[0]["answered"], r[0]["forwarded"]) == (10, 3, 7), recs)
+    check("run --stats: the rule's requests (10), answered (3), untouched (7), to_server (7)",
+          r and tuple(r[0].get(k) for k in ("requests", "answered", "untouched", "to_server")) ==
+          (10, 3, 7, 7), recs)
+    check("run --stats: a request rule's line counts requests, never attempts (connects)",
+          r and "attempts" not in r[0] and "bytes" not in r[0], recs)
     check("run --stats: per method, Host and path prefix: GET origin /k/* 10 requests",
           h and (h[0]["method"], h[0]["host"], h[0]["requests"], h[0]["answered"]) ==
           ("GET", "origin", 10, 3), recs)
-    check("run --stats agrees with the server: it saw the 7 forwarded requests",
+    check("run --stats agrees with the server: it saw the 7 untouched requests",
           len(o.requests) == 7, o.requests)
+    o.shutdown()
+
+
+def test_words():
+    """Issue 41: a slowed request reached the server but was not left
+    untouched; stats, the request log and the docs say so with one word
+    each (requests, untouched, to_server; attempts only for connects)."""
+    port = 18120
+    o = origin.Origin(port, HOST).start()
+    conf = policy("words", [rule("slow50", "slow", port, "delay_ms = 50;")])
+    log = os.path.join(TMP, "words.requests.jsonl")
+    p = subprocess.run([CTL, "run", "--config", conf, "--stats", "--requests", log, "--", PY,
+                        os.path.join(HERE, "client.py"), "keepalive", HOST, str(port), "4"],
+                       env=env(conf), capture_output=True, text=True, timeout=60)
+    line = [x for x in p.stderr.splitlines() if x.strip().startswith("rule slow50")]
+    words = dict(w.split("=", 1) for w in line[0].split() if "=" in w) if line else {}
+    check("run --stats, a slow rule: requests=4 slowed=4 to_server=4 untouched=0, no attempts=",
+          (words.get("requests"), words.get("slowed"), words.get("to_server"),
+           words.get("untouched"), "attempts" in words) == ("4", "4", "4", "0", False),
+          p.stderr)
+    check("the server saw the 4 slowed requests (to_server counts them)",
+          len(o.requests) == 4, o.requests)
+    try:
+        with open(log) as f:
+            fates = [json.loads(x).get("fate") for x in f if '"method"' in x]
+    except OSError as e:
+        fates = [str(e)]
+    check("the request log says slowed for them, in the stats' word",
+          fates == ["slowed"] * 4, fates)
     o.shutdown()
 
 
@@ -390,7 +422,7 @@ def test_last_bytes_then_reset():
 
 
 def main():
-    for t in checks.selected([test_counts, test_live, test_keepalive, test_pipelined,
+    for t in checks.selected([test_counts, test_words, test_live, test_keepalive, test_pipelined,
                               test_head_and_expect, test_close_cases, test_no_server, test_slow,
                               test_abort, test_window, test_not_http,
                               test_last_bytes_then_reset]):

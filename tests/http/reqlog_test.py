@@ -174,7 +174,7 @@ def test_storm():
           "workers' 5xx count, and the rest reached the server" % answered,
           rule and answered > 0 and answered == rule[0].get("answered") == out.get("errors_5xx")
           and len(got) == out.get("requests")
-          and all(r["reached_server"] for r in got if r["fate"] == "forwarded"),
+          and all(r["reached_server"] for r in got if r["fate"] == "untouched"),
           (answered, rule, out, len(got)))
 
 
@@ -271,11 +271,11 @@ def test_credentials():
     pre = [x for x in got if x["path"] == "/bucket/key"]
     pq = pre[0]["query"] if pre else ""
     check("the presigned URL: X-Amz-Signature, X-Amz-Credential and X-Amz-Security-Token as "
-          "their length, X-Amz-Expires kept; forwarded, reached the server, status 200",
+          "their length, X-Amz-Expires kept; untouched, reached the server, status 200",
           pre and "X-Amz-Signature=(redacted:%d)" % len(sig) in pq
           and re.search(r"X-Amz-Credential=\(redacted:\d+\)", pq)
           and re.search(r"X-Amz-Security-Token=\(redacted:\d+\)", pq)
-          and "X-Amz-Expires=3600" in pq and pre[0]["fate"] == "forwarded"
+          and "X-Amz-Expires=3600" in pq and pre[0]["fate"] == "untouched"
           and pre[0]["reached_server"] and pre[0]["status"] == 200, pre)
 
 
@@ -338,8 +338,8 @@ def test_har():
           and slow[0]["slowed_ms"] == 200 and slow[0]["reached_server"] and slow[0]["status"] == 200
           and slow[0]["first_mono_us"] - slow[0]["req_mono_us"] >= 200000, slow)
     plain = [r for r in got if r["path"] == "/plain/c"]
-    check("a request no rule took: forwarded, no rule, the server's 200 and its bytes",
-          plain and plain[0]["fate"] == "forwarded" and plain[0]["rule"] is None
+    check("a request no rule took: untouched, no rule, the server's 200 and its bytes",
+          plain and plain[0]["fate"] == "untouched" and plain[0]["rule"] is None
           and plain[0]["status"] == 200 and plain[0]["resp_bytes"] > 0
           and [r["n"] for r in got] == [1, 2, 3] and len({r["conn"] for r in got}) == 1, plain)
 
@@ -558,7 +558,7 @@ def test_unanswered():
               % (what, why), r.stdout.split() == ["sent", "True"] and len(got) == 1
               and one.get("path") == path and one.get("query") == "x=1"
               and one.get("unanswered") == why and one.get("status") == 0
-              and one.get("fate") == "forwarded" and one.get("first_mono_us") is None
+              and one.get("fate") == "untouched" and one.get("first_mono_us") is None
               and one.get("end_mono_us") is None, (r.stdout, r.stderr[-300:], got))
     # HTTP/2: a stream a rule answers, its line whole.
     r, got = silent_run("h2answer")

@@ -420,6 +420,11 @@ def test_names_resolved():
                   'steps = ( { name = "f"; at_ms = 500; enable = "deny-a"; for_ms = 800; } );\n',
                   ":3: step 'f': its for_ms (800) would end at 1300 ms, after the scenario's "
                   "duration_ms (1000)")
+    check_refused("a counter its rule never has (the stats' words: a connection rule "
+                  "counts attempts, not requests)", 'duration_ms = 1000;\n'
+                  'expect = ( { rule = "deny-a"; requests_min = 1; } );\n',
+                  ":3: expect #1: rule 'deny-a' (refuse) counts attempts (connects), not "
+                  "requests: say attempts_min")
     check_refused("a misspelt key, with the closest", 'duration_ms = 1000;\n'
                   'steps = ( { name = "a"; at_ms = 10; enabel = "deny-a"; } );\n',
                   "unknown key 'enabel', did you mean 'enable'?")

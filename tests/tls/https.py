@@ -634,7 +634,7 @@ def logged(d, srv):
         with open(log) as f:
             got = [json.loads(x) for x in f]
     want = [("https", "api.test:%d" % PORT, "/503", "k=v", "answered", 503, False),
-            ("https", "api.test:%d" % PORT, "/1024", "", "forwarded", 200, True)]
+            ("https", "api.test:%d" % PORT, "/1024", "", "untouched", 200, True)]
     check("the request log of an HTTPS connection the relay terminates: scheme https, the "
           "answered request and the forwarded one with their statuses",
           p.returncode == 0 and [(r["scheme"], r["host"], r["path"], r["query"], r["fate"],

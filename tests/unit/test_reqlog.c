@@ -149,6 +149,7 @@ static void test_line(void)
 			 13);
 	struct fn_reqrec *r = begin("/a b", "sig=SECRETSIG&x=1", reqh);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	/* The HTTP/1.1 relay's own name for it: the line says the stats' word. */
 	r->fate = "forwarded";
 	r->first_ns = 5002000000ull;
 	r->end_ns = 5003500000ull;
@@ -169,7 +170,7 @@ static void test_line(void)
 		 "\"query\":\"sig=(redacted:9)&x=1\",\"rule\":\"r1\","
 		 "\"req_headers\":[[\"user-agent\",\"t/1\"],[\"authorization\",\"(redacted:13)\"]],"
 		 "\"first_wall_us\":%" PRId64 ",\"first_mono_us\":5002000,\"end_wall_us\":%" PRId64
-		 ",\"end_mono_us\":5003500,\"fate\":\"forwarded\",\"rule_status\":0,"
+		 ",\"end_mono_us\":5003500,\"fate\":\"untouched\",\"rule_status\":0,"
 		 "\"slowed_ms\":0,\"reached_server\":true,\"status\":200,\"req_bytes\":40,"
 		 "\"resp_bytes\":1234567,\"unanswered\":null,\"resp_headers\":[[\"set-cookie\","
 		 "\"(redacted:15)\"],[\"retry-after\",\"3\"]]}\n",
@@ -186,7 +187,7 @@ static void test_exit(void)
 	struct fn_reqrec *a = begin("/a", "", ""), *b = begin("/b", "", "");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-	a->fate = b->fate = "forwarded";
+	a->fate = b->fate = "untouched";
 	fn_reqlog_end(a, NULL); /* answered: off the waiting list */
 	reset_out();
 	fn_reqlog_exit();
@@ -200,7 +201,7 @@ static void test_exit(void)
 
 	struct fn_reqrec *c = begin("/c", "", "");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-	c->fate = "forwarded";
+	c->fate = "untouched";
 	fn_reqlog_atfork_child();
 	fn_reqlog_exit();
 	fn_reqlog_end(c, "connection closed");
@@ -231,7 +232,7 @@ static void test_longest(void)
 			       reqh,	   reqhlen};
 	struct fn_reqrec *r = fn_reqlog_begin(&h);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-	r->fate = "forwarded";
+	r->fate = "untouched";
 	r->first_ns = UINT64_MAX - 1;
 	r->end_ns = UINT64_MAX;
 	r->status = -1;

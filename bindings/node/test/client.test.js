@@ -165,3 +165,28 @@ test('faultnetFor: a fresh group per test, reset when the test ends', async (t) 
     if (a) a.close();
   }
 });
+
+test('a request rule counts requests(), and attempts() on it is an error', async (t) => {
+  const http = require('http');
+  const srv = http.createServer((q, r) => r.end('ok'));
+  await new Promise((ok) => srv.listen(0, '127.89.1.3', ok));
+  const port = srv.address().port;
+  const conf = path.join(dir, 'r.conf');
+  fs.writeFileSync(conf, `rules = ({ name = "r503"; action = "respond"; status = 503; ` +
+    `match = { to = "127.89.1.3/32"; port = ${port}; path = "/fault"; }; });\n`);
+  const fn = faultnetFor(t);
+  const get3 = `const http = require('http'); let n = 0;
+const one = () => http.get('http://127.89.1.3:${port}/fault', (r) => {
+  if (r.statusCode !== 503) process.exit(1);
+  r.resume(); r.on('end', () => (++n < 3 ? one() : process.exit(0)));
+}).on('error', () => process.exit(2));
+one();`;
+  const p = spawnWithFaults(fn, process.execPath, ['-e', get3], { config: conf, stdio: 'inherit' });
+  try {
+    assert.strictEqual(await exited(p), 0);
+    assert.strictEqual(await fn.requests('r503'), 3);
+    await assert.rejects(fn.attempts('r503'), /counts requests, not attempts/);
+  } finally {
+    srv.close();
+  }
+});

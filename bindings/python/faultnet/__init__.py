@@ -216,18 +216,39 @@ class Faultnet:
             p.terminate()
             p.wait()
 
+    def _count(self, rule, word):
+        """A rule's counter summed over the group's processes. A request
+        rule (respond, slow, abort) counts requests, never attempts
+        (connects): asking it for attempts is an error, not a silent 0."""
+        recs = [r for r in self.stats() if r.kind == "rule" and r.get("name") == rule]
+        other = "requests" if word == "attempts" else "attempts"
+        if any(other in r and word not in r for r in recs):
+            raise FaultnetError("rule %s counts %s, not %s: use %s()" % (rule, other, word, other))
+        return sum(r.get(word, 0) for r in recs)
+
+    @staticmethod
+    def _bound(rule, n, word, equals, at_least, at_most):
+        if equals is not None and n != equals:
+            raise AssertionError("rule %s: %d %s, expected %d" % (rule, n, word, equals))
+        if at_least is not None and n < at_least:
+            raise AssertionError("rule %s: %d %s, expected at least %d" % (rule, n, word, at_least))
+        if at_most is not None and n > at_most:
+            raise AssertionError("rule %s: %d %s, expected at most %d" % (rule, n, word, at_most))
+        return n
+
     def attempts(self, rule):
-        return sum(r.get("attempts", 0) for r in self.stats() if r.kind == "rule" and r.get("name") == rule)
+        """Connects (and datagrams) a rule that acts on connections saw."""
+        return self._count(rule, "attempts")
+
+    def requests(self, rule):
+        """HTTP requests a request rule (respond, slow, abort) saw."""
+        return self._count(rule, "requests")
 
     def assert_attempts(self, rule, equals=None, at_least=None, at_most=None):
-        n = self.attempts(rule)
-        if equals is not None and n != equals:
-            raise AssertionError("rule %s: %d attempts, expected %d" % (rule, n, equals))
-        if at_least is not None and n < at_least:
-            raise AssertionError("rule %s: %d attempts, expected at least %d" % (rule, n, at_least))
-        if at_most is not None and n > at_most:
-            raise AssertionError("rule %s: %d attempts, expected at most %d" % (rule, n, at_most))
-        return n
+        return self._bound(rule, self.attempts(rule), "attempts", equals, at_least, at_most)
+
+    def assert_requests(self, rule, equals=None, at_least=None, at_most=None):
+        return self._bound(rule, self.requests(rule), "requests", equals, at_least, at_most)
 
     # ---- context managers and programs ------------------------------------------
 

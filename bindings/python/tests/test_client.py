@@ -243,3 +243,34 @@ def test_preload_with():
     # A sanitizer runtime must stay first; the shim is not listed twice.
     assert preload_with("/x/libfaultnet.so", "/z/libasan.so.8 /x/libfaultnet.so:/y/a.so") == \
         "/z/libasan.so.8:/x/libfaultnet.so:/y/a.so"
+
+
+GET3 = r"""
+import sys, urllib.error, urllib.request
+for _ in range(3):
+    try:
+        urllib.request.urlopen("http://127.89.0.3:%s/fault" % sys.argv[1], timeout=10).read()
+    except urllib.error.HTTPError as e:
+        assert e.code == 503, e.code
+"""
+
+
+def test_requests_of_a_request_rule(faultnet, tmp_path):
+    """Issue 41: a request rule counts requests, never attempts; attempts()
+    on it is an error, not a silent 0."""
+    import http.server
+    import threading
+    srv = http.server.ThreadingHTTPServer(("127.89.0.3", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    port = srv.server_address[1]
+    conf = tmp_path / "r.conf"
+    conf.write_text('rules = ({ name = "r503"; action = "respond"; status = 503; '
+                    'match = { to = "127.89.0.3/32"; port = %d; path = "/fault"; }; });\n' % port)
+    try:
+        p = faultnet.spawn([sys.executable, "-c", GET3, str(port)], config=str(conf))
+        assert p.wait(timeout=30) == 0
+        assert faultnet.assert_requests(rule="r503", equals=3) == 3
+        with pytest.raises(FaultnetError, match="counts requests, not attempts"):
+            faultnet.attempts("r503")
+    finally:
+        srv.shutdown()
