@@ -338,11 +338,14 @@ bool fn_tls_flush(struct fn_tls *t, enum fn_tls_side side, int fd, bool *waiting
 }
 
 /* Reads what fd holds into the side's SSL: bytes read, 0 at its end, -1
- * for nothing yet, -2 on an error (errno). */
-static int pull(struct fn_tls *t, struct tside *s, int fd)
+ * for nothing yet, -2 on an error (errno). *quiet (see fn_tls_recv): set
+ * when the read emptied the socket's queue (it came back short, or found
+ * nothing), so that the next read waits for epoll's word. */
+static int pull(struct fn_tls *t, struct tside *s, int fd, bool *quiet)
 {
 	char tmp[CHUNK];
 	ssize_t n = LIBC(recv)(fd, tmp, sizeof(tmp), MSG_DONTWAIT);
+	*quiet = n < 0 ? errno == EAGAIN : n > 0 && n < (ssize_t)sizeof(tmp);
 	if (n == 0)
 		s->raw_eof = true;
 	if (n <= 0)
@@ -425,8 +428,8 @@ static void failure(struct fn_tls *t, enum fn_tls_side side, bool *unverified, c
 	snprintf(why, len, "%s", fn_ossl_error(e, sizeof(e)));
 }
 
-enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd, bool *unverified,
-				char *why, size_t len)
+enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd, bool *quiet,
+				bool *unverified, char *why, size_t len)
 {
 	const struct fn_ossl *o = t->o;
 	struct tside *s = &t->s[side];
@@ -456,7 +459,9 @@ enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd,
 			failure(t, side, unverified, why, len);
 			return FN_TLS_HS_FAILED;
 		}
-		int got = pull(t, s, fd);
+		if (*quiet)
+			return FN_TLS_HS_WAIT; /* the socket is empty: epoll says when not */
+		int got = pull(t, s, fd, quiet);
 		if (got == -1)
 			return FN_TLS_HS_WAIT;
 		if (got <= 0) {
@@ -499,7 +504,8 @@ bool fn_tls_h2(const struct fn_tls *t)
 	return t->h2;
 }
 
-ssize_t fn_tls_recv(struct fn_tls *t, enum fn_tls_side side, int fd, void *buf, size_t n)
+ssize_t fn_tls_recv(struct fn_tls *t, enum fn_tls_side side, int fd, void *buf, size_t n,
+		    bool *quiet)
 {
 	const struct fn_ossl *o = t->o;
 	struct tside *s = &t->s[side];
@@ -522,7 +528,11 @@ ssize_t fn_tls_recv(struct fn_tls *t, enum fn_tls_side side, int fd, void *buf, 
 		}
 		/* A close with no close_notify still ends the stream: most
 		 * servers and clients close so. */
-		int got = s->raw_eof ? 0 : pull(t, s, fd);
+		if (!s->raw_eof && *quiet) { /* no read that would find nothing */
+			errno = EAGAIN;
+			return -1;
+		}
+		int got = s->raw_eof ? 0 : pull(t, s, fd, quiet);
 		if (got > 0)
 			continue;
 		if (got == -1)
