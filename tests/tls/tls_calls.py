@@ -6,8 +6,11 @@ server). Per request the relay thread must wait for each side once, read
 each side's record once and write it once: no read that finds nothing
 (EAGAIN) after a record is in, and no read of the side that had no event.
 Without that, a request cost the relay 10.4 calls, 4 of them reads for
-nothing. Every answer must arrive whole. Runs itself in a network
-namespace of its own (loopback only). Root (unshare).
+nothing. Every answer must arrive whole. Also: an app that offers its
+earlier TLS session on a new connection resumes it with the server
+directly, never with the relay (each handshake with the relay is a full
+one, whose server chain the app's own store judges). Runs itself in a
+network namespace of its own (loopback only). Root (unshare).
 
 usage: tls_calls.py BUILD_DIR"""
 import glob
@@ -57,6 +60,30 @@ for i in range(n):
         got += b
     good += got.startswith(b"HTTP/1.1 200 ")
 print(good)
+"""
+
+
+# Two connections, the second offering the first's TLS session: whether
+# the server resumed it, and every answer.
+RESUME = r"""
+import socket, ssl, sys
+port, ca, name = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = ssl.create_default_context(cafile=ca)
+sess, out = None, []
+for i in range(2):
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname=name,
+                        session=sess)
+    s.sendall(b"GET /k%d HTTP/1.1\r\nHost: calls.test\r\n\r\n" % i)
+    got = b""
+    while not got.endswith(b"ok%d" % i):
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+    out.append((got.startswith(b"HTTP/1.1 200 "), s.session_reused))
+    sess = s.session
+    s.close()
+print(out)
 """
 
 
@@ -154,6 +181,32 @@ def main():
     rundir = os.path.join(TMP, "run")
     os.mkdir(rundir, 0o700)
     env = dict(os.environ, LD_PRELOAD=LIB, FAULTNET_CONFIG=conf, FAULTNET_RUNDIR=rundir)
+    for t in checks.selected([lambda: keep_alive(env, port, ca),
+                              lambda: no_resumption(env, port, ca)]):
+        t()
+
+
+def no_resumption(env, port, ca):
+    """The relay's end for the app issues no session to resume (no TLS 1.3
+    ticket, no TLS 1.2 ticket or session id): each of the app's
+    connections is a full handshake in which its own store judges the
+    chain of the server the relay reached on that connection (trust.h). A
+    resumed session would show the app no chain: the server's, met afresh
+    by the relay, would be taken on the app's word of an earlier one (and
+    the tickets cost the relay two encryptions a connection)."""
+    plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    direct = subprocess.run([PY, "-c", RESUME, str(port), ca, NAME], env=plain,
+                            capture_output=True, text=True, timeout=60)
+    check("directly, the server resumes the session the client offers: %s"
+          % direct.stdout.strip(), direct.stdout.strip() == "[(True, False), (True, True)]",
+          direct.stderr[-500:])
+    r = subprocess.run([PY, "-c", RESUME, str(port), ca, NAME], env=env, capture_output=True,
+                       text=True, timeout=60)
+    check("through the relay's TLS termination, no session is resumed: %s" % r.stdout.strip(),
+          r.stdout.strip() == "[(True, False), (True, False)]", r.stderr[-500:])
+
+
+def keep_alive(env, port, ca):
     r, relay = traced([PY, "-c", CLIENT, str(port), str(REQUESTS), ca, NAME], env,
                       os.path.join(TMP, "strace"))
     check("%d keep-alive HTTPS requests through the relay's TLS termination: every answer"
