@@ -1110,6 +1110,11 @@ static void upstream_progress(struct fn_conn *c)
 	if (!err && LIBC(getpeername)(c->up, (struct sockaddr *)&peer, &plen) == 0) {
 		h->up_tcp = true;
 		h->up_ok = !h->tls; /* with TLS: once its handshake is done */
+		/* Only its connect was watched (EPOLLOUT): whether it has
+		 * spoken yet (a greeting) epoll says once it watches its input
+		 * (watch), level-triggered; a read now would mostly find
+		 * nothing. */
+		c->dir[1].quiet = true;
 		return;
 	}
 	if (err) {
