@@ -338,6 +338,8 @@ s_tls() {
 	pyscript tests/tls/https.py build
 	echo "=== TLS faults (the tls action) against real servers doing them; match.host on the SNI name"
 	pyscript tests/tls/tls_faults.py build
+	echo "=== system calls per keep-alive HTTPS request through the TLS termination (strace)"
+	pyscript tests/tls/tls_calls.py build
 }
 
 s_h2fid() {

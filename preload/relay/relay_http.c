@@ -135,11 +135,25 @@ static http_parser_settings req_settings, res_settings;
 /* ---- buffers ------------------------------------------------------------ */
 
 /* The app's (0) or the server's (1) socket, read and written as recv and
- * send do: through the TLS ends when the relay terminates the connection. */
+ * send do: through the TLS ends when the relay terminates the connection.
+ * A socket whose queue a read emptied (it came back short, or found
+ * nothing) is not read again until epoll reports input on it (its
+ * direction's quiet, cleared by relay.c): that read would only fail with
+ * EAGAIN. The level-triggered epoll reports whatever came since, also
+ * what a read stopped short of (an urgent mark). */
 static ssize_t io_recv(struct fn_conn *c, int side, int fd, void *buf, size_t n)
 {
 	struct fn_tls *t = c->http->tls;
-	return t ? fn_tls_recv(t, side, fd, buf, n) : LIBC(recv)(fd, buf, n, MSG_DONTWAIT);
+	bool *quiet = &c->dir[side].quiet;
+	if (t)
+		return fn_tls_recv(t, side, fd, buf, n, quiet);
+	if (*quiet) {
+		errno = EAGAIN;
+		return -1;
+	}
+	ssize_t k = LIBC(recv)(fd, buf, n, MSG_DONTWAIT);
+	*quiet = k < 0 ? errno == EAGAIN : k > 0 && (size_t)k < n;
+	return k;
 }
 
 static ssize_t io_send(struct fn_conn *c, int side, int fd, const void *buf, size_t n)
@@ -1096,6 +1110,11 @@ static void upstream_progress(struct fn_conn *c)
 	if (!err && LIBC(getpeername)(c->up, (struct sockaddr *)&peer, &plen) == 0) {
 		h->up_tcp = true;
 		h->up_ok = !h->tls; /* with TLS: once its handshake is done */
+		/* Only its connect was watched (EPOLLOUT): whether it has
+		 * spoken yet (a greeting) epoll says once it watches its input
+		 * (watch), level-triggered; a read now would mostly find
+		 * nothing. */
+		c->dir[1].quiet = true;
 		return;
 	}
 	if (err) {
@@ -1108,8 +1127,9 @@ static void upstream_progress(struct fn_conn *c)
 static bool fill(struct fn_conn *c, int d, int fd)
 {
 	struct fn_dir *dr = &c->dir[d];
-	if (fd < 0 || dr->eof)
-		return true;
+	struct fn_tls *t = c->http->tls;
+	if (fd < 0 || dr->eof || (dr->quiet && !(t && fn_tls_buffered(t, d))))
+		return true; /* nothing to read (io_recv) */
 	if (dr->hi == dr->cap && dr->lo > 0) {
 		memmove(dr->buf, dr->buf + dr->lo, dr->hi - dr->lo);
 		dr->hi -= dr->lo;
@@ -1290,8 +1310,8 @@ static bool tls_handshakes(struct fn_conn *c)
 	char why[300];
 	bool unverified = false;
 	if (h->up_tcp && !h->up_hs && !h->up_failed) {
-		enum fn_tls_hs r =
-		    fn_tls_handshake(h->tls, 1, c->up, &unverified, why, sizeof(why));
+		enum fn_tls_hs r = fn_tls_handshake(h->tls, 1, c->up, &c->dir[1].quiet, &unverified,
+						    why, sizeof(why));
 		if (r == FN_TLS_HS_FAILED && unverified) {
 			refuse(c);
 			return false;
@@ -1305,7 +1325,8 @@ static bool tls_handshakes(struct fn_conn *c)
 	}
 	if (h->app_hs || !up_settled(h))
 		return true;
-	enum fn_tls_hs r = fn_tls_handshake(h->tls, 0, c->app, &unverified, why, sizeof(why));
+	enum fn_tls_hs r =
+	    fn_tls_handshake(h->tls, 0, c->app, &c->dir[0].quiet, &unverified, why, sizeof(why));
 	if (r == FN_TLS_HS_FAILED) {
 		/* The app refused the leaf (or went away): its own choice, which
 		 * the paused server handshake meets as a rejected certificate. */
@@ -1313,7 +1334,8 @@ static bool tls_handshakes(struct fn_conn *c)
 		note_trust();
 		if (h->up_paused) {
 			fn_tls_verdict(h->tls, false);
-			fn_tls_handshake(h->tls, 1, c->up, &unverified, why, sizeof(why));
+			fn_tls_handshake(h->tls, 1, c->up, &c->dir[1].quiet, &unverified, why,
+					 sizeof(why));
 		}
 		fn_conn_finish(c, false);
 		return false;

@@ -69,24 +69,28 @@ static bool alpn_has(const unsigned char *l, size_t n, const char *proto)
 }
 
 /* The relay's client context: TLS 1.2 or later, the server's chain and
- * name verified against the system's default roots (server_end lets the
- * app judge instead where it can). Made once. */
-static SSL_CTX *client_ctx(const struct fn_ossl *o)
+ * name verified against the system's default roots (roots); without
+ * them where the app's own store judges the server (server_end,
+ * await_app): its verdict alone decides there, so a look through the
+ * system's roots would be work for nothing (a stat and a scan of
+ * /etc/ssl/certs, twice, at each verification of a chain they lack).
+ * Each made once. */
+static SSL_CTX *client_ctx(const struct fn_ossl *o, bool roots)
 {
-	static SSL_CTX *x;
-	if (x)
-		return x;
+	static SSL_CTX *x[2];
+	if (x[roots])
+		return x[roots];
 	SSL_CTX *n = o->SSL_CTX_new(o->TLS_client_method());
 	if (!n)
 		return NULL;
 	o->SSL_CTX_ctrl(n, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
 	o->SSL_CTX_set_options(n, SSL_OP_NO_RENEGOTIATION);
 	o->SSL_CTX_set_verify(n, SSL_VERIFY_PEER, NULL);
-	if (o->SSL_CTX_set_default_verify_paths(n) != 1) {
+	if (roots && o->SSL_CTX_set_default_verify_paths(n) != 1) {
 		o->SSL_CTX_free(n);
 		return NULL;
 	}
-	return x = n;
+	return x[roots] = n;
 }
 
 enum verdict { V_PENDING, V_ACCEPTED, V_REJECTED };
@@ -160,7 +164,11 @@ static SSL *server_end(const struct fn_ossl *o, struct fn_tls *t, const struct f
 {
 	char name[256] = "";
 	bool ip = false;
-	SSL_CTX *x = client_ctx(o);
+	/* A server the system's roots do not know (a private CA the app
+	 * trusts) is reached when the app's own store can judge it; never
+	 * when its TLS is out of the hook's reach. */
+	bool app_judges = fn_trust_reaches_app();
+	SSL_CTX *x = client_ctx(o, !app_judges);
 	SSL *s = x && fn_leaf_name(h->sni, dst, name, &ip) ? o->SSL_new(x) : NULL;
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	t->ip = ip;
@@ -172,10 +180,7 @@ static SSL *server_end(const struct fn_ossl *o, struct fn_tls *t, const struct f
 				 name) == 1;
 	if (ok && t->offer_len)
 		ok = o->SSL_set_alpn_protos(s, t->offer, (unsigned)t->offer_len) == 0;
-	/* A server the system's roots do not know (a private CA the app
-	 * trusts) is reached when the app's own store can judge it; never
-	 * when its TLS is out of the hook's reach. */
-	t->app_judges = ok && fn_trust_reaches_app();
+	t->app_judges = ok && app_judges;
 	ok = ok && o->SSL_set_ex_data(s, 0, t) == 1;
 	if (ok)
 		o->SSL_set_verify(s, SSL_VERIFY_PEER, await_app);
@@ -338,11 +343,14 @@ bool fn_tls_flush(struct fn_tls *t, enum fn_tls_side side, int fd, bool *waiting
 }
 
 /* Reads what fd holds into the side's SSL: bytes read, 0 at its end, -1
- * for nothing yet, -2 on an error (errno). */
-static int pull(struct fn_tls *t, struct tside *s, int fd)
+ * for nothing yet, -2 on an error (errno). *quiet (see fn_tls_recv): set
+ * when the read emptied the socket's queue (it came back short, or found
+ * nothing), so that the next read waits for epoll's word. */
+static int pull(struct fn_tls *t, struct tside *s, int fd, bool *quiet)
 {
 	char tmp[CHUNK];
 	ssize_t n = LIBC(recv)(fd, tmp, sizeof(tmp), MSG_DONTWAIT);
+	*quiet = n < 0 ? errno == EAGAIN : n > 0 && n < (ssize_t)sizeof(tmp);
 	if (n == 0)
 		s->raw_eof = true;
 	if (n <= 0)
@@ -425,8 +433,8 @@ static void failure(struct fn_tls *t, enum fn_tls_side side, bool *unverified, c
 	snprintf(why, len, "%s", fn_ossl_error(e, sizeof(e)));
 }
 
-enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd, bool *unverified,
-				char *why, size_t len)
+enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd, bool *quiet,
+				bool *unverified, char *why, size_t len)
 {
 	const struct fn_ossl *o = t->o;
 	struct tside *s = &t->s[side];
@@ -456,7 +464,9 @@ enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd,
 			failure(t, side, unverified, why, len);
 			return FN_TLS_HS_FAILED;
 		}
-		int got = pull(t, s, fd);
+		if (*quiet)
+			return FN_TLS_HS_WAIT; /* the socket is empty: epoll says when not */
+		int got = pull(t, s, fd, quiet);
 		if (got == -1)
 			return FN_TLS_HS_WAIT;
 		if (got <= 0) {
@@ -499,7 +509,8 @@ bool fn_tls_h2(const struct fn_tls *t)
 	return t->h2;
 }
 
-ssize_t fn_tls_recv(struct fn_tls *t, enum fn_tls_side side, int fd, void *buf, size_t n)
+ssize_t fn_tls_recv(struct fn_tls *t, enum fn_tls_side side, int fd, void *buf, size_t n,
+		    bool *quiet)
 {
 	const struct fn_ossl *o = t->o;
 	struct tside *s = &t->s[side];
@@ -522,7 +533,11 @@ ssize_t fn_tls_recv(struct fn_tls *t, enum fn_tls_side side, int fd, void *buf, 
 		}
 		/* A close with no close_notify still ends the stream: most
 		 * servers and clients close so. */
-		int got = s->raw_eof ? 0 : pull(t, s, fd);
+		if (!s->raw_eof && *quiet) { /* no read that would find nothing */
+			errno = EAGAIN;
+			return -1;
+		}
+		int got = s->raw_eof ? 0 : pull(t, s, fd, quiet);
 		if (got > 0)
 			continue;
 		if (got == -1)

@@ -50,9 +50,10 @@ void fn_tls_free(struct fn_tls *t);
 
 /* One step of side's handshake over fd (the app's: answered with the leaf;
  * the server's: verified). On FN_TLS_HS_FAILED, why (len bytes) says why;
- * *unverified is set when the server's certificate failed verification. */
-enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd, bool *unverified,
-				char *why, size_t len);
+ * *unverified is set when the server's certificate failed verification.
+ * *quiet as for fn_tls_recv. */
+enum fn_tls_hs fn_tls_handshake(struct fn_tls *t, enum fn_tls_side side, int fd, bool *quiet,
+				bool *unverified, char *why, size_t len);
 /* The app's handshake with the leaf ended (accepted) or failed: the
  * paused server handshake may go on, its chain accepted or rejected. */
 void fn_tls_verdict(struct fn_tls *t, bool accepted);
@@ -68,8 +69,12 @@ bool fn_tls_h2(const struct fn_tls *t);
 
 /* As recv on fd with MSG_DONTWAIT, in plaintext: bytes, 0 at the peer's
  * end (close_notify or a close), -1 with errno (EAGAIN; ECONNRESET for a
- * broken TLS stream). */
-ssize_t fn_tls_recv(struct fn_tls *t, enum fn_tls_side side, int fd, void *buf, size_t n);
+ * broken TLS stream). *quiet (the caller's struct fn_dir's, which the relay
+ * clears when epoll reports input on fd): while set, fd is not read (what
+ * the SSL already holds is still given); set when a read of fd emptied its
+ * queue (a short read, or EAGAIN), where another read could only fail. */
+ssize_t fn_tls_recv(struct fn_tls *t, enum fn_tls_side side, int fd, void *buf, size_t n,
+		    bool *quiet);
 /* As send: plaintext taken (its records are written, or kept to write),
  * or -1 with errno (EAGAIN while records wait for room in fd). */
 ssize_t fn_tls_send(struct fn_tls *t, enum fn_tls_side side, int fd, const void *buf, size_t n);

@@ -150,8 +150,17 @@ static SSL_CTX *server_ctx(const struct fn_ossl *o, X509 *leaf)
 	if (!x)
 		return NULL;
 	o->SSL_CTX_ctrl(x, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
-	o->SSL_CTX_set_options(x, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+	o->SSL_CTX_set_options(x, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE |
+				      SSL_OP_NO_TICKET);
 	o->SSL_CTX_set_max_early_data(x, 0); /* never 0-RTT: it could be replayed */
+	/* No session for the app to resume (no TLS 1.3 ticket, no TLS 1.2
+	 * ticket or session id): a resumed handshake shows the app no chain,
+	 * so the server the relay reaches afresh on that connection would be
+	 * taken on the app's verdict on an earlier one. Each of the app's
+	 * handshakes is a full one its own store judges (trust.h); and the
+	 * relay makes no tickets (two encryptions a connection). */
+	o->SSL_CTX_set_num_tickets(x, 0);
+	o->SSL_CTX_ctrl(x, SSL_CTRL_SET_SESS_CACHE_MODE, SSL_SESS_CACHE_OFF, NULL);
 	o->SSL_CTX_set_alpn_select_cb(x, select_alpn, (void *)o);
 	if (o->SSL_CTX_use_certificate(x, leaf) != 1 ||
 	    o->SSL_CTX_use_PrivateKey(x, leaf_key) != 1) {

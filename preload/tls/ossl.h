@@ -87,6 +87,7 @@
 	X(ssl, SSL_CTX_use_PrivateKey)           \
 	X(ssl, SSL_CTX_set_alpn_select_cb)       \
 	X(ssl, SSL_CTX_set_max_early_data)       \
+	X(ssl, SSL_CTX_set_num_tickets)          \
 	X(ssl, SSL_new)                          \
 	X(ssl, SSL_free)                         \
 	X(ssl, SSL_set_fd)                       \
