@@ -334,6 +334,7 @@ def app_port(fam, how):
     lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lst.bind((host, ANSWERED_PORT if how == "http rule answers" else 0))
     c, o = socket.socket(af), {}
+    o["server_dialled_late"] = how == "http rule answers"  # the same both ways
     if how == "reuse":
         c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if how.startswith("bound"):
@@ -609,6 +610,9 @@ EXPECTED = [
     ("The server's view of the app's port", "the app's port at the server",
      {"accept_names_app", "server_getpeername_is_app_getsockname"},
      lambda d, r: d["SO_REUSEADDR"] == 1 and d["accept_names_app"] and not r["accept_names_app"]),
+    ("The server's view of the app's port", "the app's port at the server",
+     {"accept_names_app", "server_getpeername_is_app_getsockname"},
+     lambda d, r: d["server_dialled_late"] and d["accept_names_app"] and not r["accept_names_app"]),
     ("A dead route met by keepalive or TCP_USER_TIMEOUT", "SO_KEEPALIVE", {"read"}, reset_not_timeout),
     ("A dead route met by keepalive or TCP_USER_TIMEOUT", "TCP_USER_TIMEOUT", {"read"}, reset_not_timeout),
     ("How much the app can write before it blocks", "write until it blocks", {"written", "writable"},
