@@ -3,7 +3,8 @@
 # time, in one folder that can be mounted read-only into a glibc image (a
 # container whose image has none of them): BUILD/bundle.
 #   The libraries the shim dlopens are found by their sonames, read from the
-#   sources (every "libNAME.so.N" string in core/ and preload/), so one added
+#   sources (every "libNAME.so.N" string in core/ and preload/ but those on
+#   a line that only looks one up with RTLD_NOLOAD), so one added
 #   there is bundled without a change here; each is copied from where this
 #   machine's loader finds it, with every library it needs in turn, except
 #   the C library's own (libc, libm, libdl, libpthread, libresolv, ...: the
@@ -35,8 +36,10 @@ is_libc() {
 # Where this machine's loader finds a soname.
 where() { /sbin/ldconfig -p | awk -v s="$1" '$1 == s && /x86-64|libc6,/ { print $NF; exit }'; }
 
-sonames=$(grep -rhoE '"lib[A-Za-z0-9_+-]+\.so\.[0-9.]+"' "$src/core" "$src/preload" --include='*.c' |
-	tr -d '"' | sort -u)
+# A soname only looked up in the process (dlopen with RTLD_NOLOAD: the
+# app's own GnuTLS, never loaded by the shim) is not one the shim loads.
+sonames=$(grep -rhE '"lib[A-Za-z0-9_+-]+\.so\.[0-9.]+"' "$src/core" "$src/preload" --include='*.c' |
+	grep -v RTLD_NOLOAD | grep -oE '"lib[A-Za-z0-9_+-]+\.so\.[0-9.]+"' | tr -d '"' | sort -u)
 declare -A have=()
 queue=()
 for s in $sonames; do queue+=("$s"); done

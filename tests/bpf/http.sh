@@ -129,14 +129,14 @@ req=$(echo "$err" | grep -E '^  rule unavailable ' | tr -s ' ')
 check "Go over HTTP under respond 503: 503 (got '$out', exit $rc), the server saw none ($(served plain))" \
 	holds '[ "$out" = 503 ] && [ "$rc" = 0 ] && [ "$(served plain)" = 0 ]'
 check "--stats: the request counted against the rule under the run ($req)" \
-	holds 'contains "$req" "requests=1 answered=1"'
+	holds 'contains "$req" "requests=1 faults=1 answered=1"'
 # Live: the pump is a member of the run's group.
 "$ctl" run --backend=bpf -g bpfhttp --config "$tmp/503.conf" -- \
 	/bin/sh -c "$tmp/gohttp http://127.87.0.1:8081/; sleep 2" >"$tmp/live.out" 2>&1 &
 live=$!
 lines "$tmp/live.out" 1 # the GET is answered; the run lasts 2 s more
 run "$ctl" -g bpfhttp stats
-stats=$(echo "$out" | grep -E ' unavailable +respond +1 +1 +1 +1 +503 ' | tr -s ' ')
+stats=$(echo "$out" | grep -E ' unavailable +respond +- +1 +1 +503 +1 ' | tr -s ' ')
 run "$ctl" -g bpfhttp ps
 check "faultctl stats during the run: the request counted by the pump, a member of the run's group ($stats)" \
 	holds '[ -n "$stats" ] && contains "$out" "faultnet-pump" && contains "$out" "kernel-side backend"'
@@ -235,7 +235,7 @@ check "...faultnet counted 3 streams, 2 answered ($rule; $h2)" \
 run "$ctl" run --backend=bpf --stats --json --config "$tmp/grpcah.conf" -- "$tmp/gogrpc" 127.87.0.4:9090
 rule=$(echo "$err" | grep '"type":"rule","name":"committed"')
 check "Go gRPC under grpc_after_headers: fails at once, not retried ('$out', $ms ms; $rule)" \
-	holds '[ "$out" = "Unavailable try later" ] && between 0 5000 "$ms" && contains "$rule" "\"requests\":1,\"answered\":1"'
+	holds '[ "$out" = "Unavailable try later" ] && between 0 5000 "$ms" && contains "$rule" "\"requests\":1,\"faults\":1,\"answered\":1"'
 unset GRPC_GO_RETRY
 
 # dns rules stay the shim's: refused by name.

@@ -236,14 +236,30 @@ def echo_server(port):
     threading.Thread(target=loop, daemon=True).start()
 
 
-# Connects, tells whether the server saw its own port (not relayed), then
+# Connects, tells whether the connection is direct (not relayed): the
+# server saw the app's port, and this process holds one established socket
+# from that port (a relayed one holds two, the app's to the hold sink and
+# the relay's to the server, which leaves from the app's port too); then
 # sends a little every 100 ms with TCP_USER_TIMEOUT 1000 ms until an error.
 RAW = r"""
-import json, socket, sys, time
+import json, os, socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 1000)
 seen = int(s.makefile().readline())
-print(json.dumps({"direct": seen == s.getsockname()[1]}), flush=True)
+mine = s.getsockname()[1]
+fds = set()
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        fds.add(os.readlink("/proc/self/fd/" + fd))
+    except OSError:
+        pass
+ours = 0
+with open("/proc/self/net/tcp") as f:
+    for line in list(f)[1:]:
+        x = line.split()
+        if x[3] == "01" and int(x[1].split(":")[1], 16) == mine and "socket:[%s]" % x[9] in fds:
+            ours += 1
+print(json.dumps({"direct": seen == mine and ours == 1, "sockets": ours}), flush=True)
 if sys.argv[2] == "hold":
     sys.stdin.readline()
     t = time.monotonic()
@@ -265,7 +281,7 @@ def test_raw(conf):
     env = plain_env()
     other = subprocess.run([CTL, "run", "--config", conf, "-g", group, "--", PY, "-c", RAW,
                             str(OTHER_PORT), "once"], capture_output=True, text=True, env=env, timeout=30)
-    check("a connection no established rule covers is not relayed (the server sees the app's port)",
+    check("a connection no established rule covers is not relayed (one socket from the app's port)",
           '"direct": true' in other.stdout, other.stdout + other.stderr[-300:])
     p = subprocess.Popen([CTL, "run", "--config", conf, "-g", group, "--", PY, "-u", "-c", RAW,
                           str(ECHO_PORT), "hold"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
