@@ -87,6 +87,7 @@ KNOWN = [
                  "test.test_ssl.ThreadedTests.test_ecdh_curve",
                  "test.test_ssl.ThreadedTests.test_no_shared_ciphers",
                  "test.test_ssl.ThreadedTests.test_session",
+                 "test.test_ssl.ThreadedTests.test_session_handling",
                  "test.test_ssl.ThreadedTests.test_tls_unique_channel_binding",
                  "test.test_ssl.ThreadedTests.test_wrong_cert_tls12",
                  "test.test_asyncio.test_ssl.TestSSL.test_ssl_handshake_timeout",
