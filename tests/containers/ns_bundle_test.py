@@ -108,11 +108,15 @@ def in_chroot(group, argv, lib="/opt/faultnet/libfaultnet.so", **kw):
 
 
 def sonames_in_sources():
-    """Every "libNAME.so.N" the shim's sources name (what it dlopens)."""
+    """Every "libNAME.so.N" the shim's sources name (what it dlopens), but
+    one only looked up in the process (a line with RTLD_NOLOAD: the app's
+    own GnuTLS), which the shim never loads."""
     found = set()
     for d in ("core", "preload"):
         for path in glob.glob(os.path.join(SRC, d, "**", "*.c"), recursive=True):
-            found |= set(re.findall(r'"(lib[A-Za-z0-9_+-]+\.so\.[0-9.]+)"', open(path).read()))
+            for line in open(path):
+                if "RTLD_NOLOAD" not in line:
+                    found |= set(re.findall(r'"(lib[A-Za-z0-9_+-]+\.so\.[0-9.]+)"', line))
     return found
 
 
