@@ -303,14 +303,13 @@ static struct hreq *awaiting(struct fn_hconn *h);
 static struct fn_reqrec *log_start(struct fn_hconn *h, const char *method, const struct fn_rule *r,
 				   enum fn_req_fate fate, const struct hreq *e, uint64_t now)
 {
-	static const char *const fates[] = {"forwarded", "answered", "slowed", "aborted"};
 	struct fn_reqhead hd = {h->conn_id, ++h->nreq, now,	 h->tls != NULL,     method,
 				h->host,    h->path,   h->query, r ? r->name : NULL, h->reqh,
 				h->reqhlen};
 	struct fn_reqrec *lg = fn_reqlog_begin(&hd);
 	if (!lg)
 		return NULL;
-	lg->fate = fates[fate];
+	lg->fate = fn_req_fate_names[fate];
 	lg->rule_status = fate == FN_REQ_ANSWERED ? r->http->status : 0;
 	lg->slowed_ms = fate == FN_REQ_SLOWED ? (int64_t)(e->delay_ns / MS) : 0;
 	return lg;
@@ -360,7 +359,7 @@ static struct hreq *decide(struct fn_conn *c, http_parser *p, uint64_t now)
 		h->upgrading = true; /* after it, bytes go through untouched */
 	else if (ruled)
 		r = fn_http_decide(pol, &h->ep, &rq, &seen);
-	enum fn_req_fate fate = FN_REQ_FORWARDED;
+	enum fn_req_fate fate = FN_REQ_UNTOUCHED;
 	if (r && r->action == FN_ACT_RESPOND) {
 		e->kind = HK_ANSWER;
 		e->answer = fn_http_answer(r, e->head, &e->alen);
@@ -726,7 +725,7 @@ static void unframed(struct fn_conn *c)
 		e->kind = HK_FORWARD;
 		e->expect = false;
 		if (e->log)
-			e->log->fate = "forwarded";
+			e->log->fate = fn_req_fate_names[FN_REQ_UNTOUCHED];
 		ensure_upstream(c);
 	}
 	h->gates = 0;

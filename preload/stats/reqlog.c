@@ -561,11 +561,8 @@ static size_t line(const struct fn_reqrec *r, const char *unanswered, char *b)
 	p += r->headlen;
 	p = times(p, r);
 	LIT(p, ",\"fate\":\"");
-	/* The HTTP/1.1 relay still names an untouched request "forwarded":
-	 * the log says it in the stats' word. */
-	const char *fate = strcmp(r->fate, "forwarded") == 0 ? fn_req_fate_names[0] : r->fate;
-	size_t fl = strlen(fate);
-	memcpy(p, fate, fl);
+	size_t fl = strlen(r->fate);
+	memcpy(p, r->fate, fl);
 	p += fl;
 	LIT(p, "\",\"rule_status\":");
 	p = snum(p, r->rule_status);

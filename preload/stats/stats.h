@@ -110,7 +110,7 @@ struct fn_reqrec {
 	uint64_t req_ns, first_ns, end_ns; /* fn_now_ns(); 0: never */
 	int64_t wall_us;		   /* wall time at the request */
 	bool reached;			   /* it reached the server */
-	const char *fate;		   /* fn_req_fate_names ("forwarded": "untouched") */
+	const char *fate;		   /* one of fn_req_fate_names */
 	int rule_status;		   /* answered: the rule's status */
 	int64_t slowed_ms;
 	int status; /* the status the app received; 0: none */
@@ -175,8 +175,6 @@ static inline void fn_stats_socket_seen(void)
 enum fn_req_fate { FN_REQ_UNTOUCHED, FN_REQ_ANSWERED, FN_REQ_SLOWED, FN_REQ_ABORTED };
 /* The "http" record's count of requests sent on to the server (fn_seg_key). */
 #define FN_REQ_TO_SERVER 4
-/* Kept for callers that still say it: the same fate as FN_REQ_UNTOUCHED. */
-#define FN_REQ_FORWARDED FN_REQ_UNTOUCHED
 extern const char *const fn_req_fate_names[4];
 void fn_stats_request(const struct fn_rule *seen, const struct fn_rule *r,
 		      const struct fn_endpoint *ep, const char *method, const char *host,

@@ -149,8 +149,7 @@ static void test_line(void)
 			 13);
 	struct fn_reqrec *r = begin("/a b", "sig=SECRETSIG&x=1", reqh);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-	/* The HTTP/1.1 relay's own name for it: the line says the stats' word. */
-	r->fate = "forwarded";
+	r->fate = fn_req_fate_names[FN_REQ_UNTOUCHED];
 	r->first_ns = 5002000000ull;
 	r->end_ns = 5003500000ull;
 	r->status = 200;
