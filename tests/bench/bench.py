@@ -1067,6 +1067,77 @@ def startup():
                "met" if mb / ma <= target else "missed"))
     say("")
     start_counts(cfg)
+    start_in_big_group(cfg, runs)
+
+
+# Issue 42: a start in a group of 10,000 live members costs at most this
+# many times a start in an empty group (medians of alternating runs).
+BIG_GROUP, BIG_GROUP_TARGET = 10000, 1.10
+
+
+def hold_members(rundir, group, n):
+    """A process that holds n live members' files of group in rundir as
+    the shim does (core/rundir.h: an exclusive flock kept by a shared
+    mapping after the fd is closed), under made-up pids; it prints "held"
+    once all are, and lives until killed."""
+    code = """import fcntl, mmap, os, sys
+maps = []
+for pid in range(1000000, 1000000 + int(sys.argv[3])):
+    fd = os.open("%s/%s.%d.1.1.mem" % (sys.argv[1], sys.argv[2], pid), os.O_RDWR | os.O_CREAT, 0o600)
+    os.ftruncate(fd, 4096)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    maps.append(mmap.mmap(fd, 4096))
+    os.close(fd)
+print("held", flush=True)
+sys.stdin.read()
+"""
+    p = subprocess.Popen(["/usr/bin/python3", "-c", code, rundir, group, str(n)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    procs.append(p)
+    if p.stdout.readline().strip() != "held":
+        raise RuntimeError("the members' holder did not start")
+    return p
+
+
+def start_in_big_group(cfg, runs):
+    """Wall time of a start of true joining a group of BIG_GROUP live
+    members against one joining an empty group, alternating; and the
+    system calls of each."""
+    n = 200 if SMOKE else BIG_GROUP
+    rundir = os.path.join(TMP, "bigrun")
+    os.mkdir(rundir, 0o700)
+    holder = hold_members(rundir, "big", n)
+    # A start sweeps the run directory for dead members at most every 10 s
+    # (its stamp, .sweep): marked now, no start measured here sweeps.
+    open(os.path.join(rundir, ".sweep"), "w").close()
+    envs = {g: shim_env(cfg, {"FAULTNET_RUNDIR": rundir, "FAULTNET_GROUP": g})
+            for g in ("big", "empty")}
+    times = {"big": [], "empty": []}
+    for _ in range(runs):
+        for g in ("empty", "big"):
+            t0 = time.monotonic()
+            subprocess.run(["true"], env=envs[g], check=True)
+            times[g].append((time.monotonic() - t0) * 1000)
+    med = {g: statistics.median(v) for g, v in times.items()}
+    ratio = med["big"] / med["empty"]
+    calls = {}
+    if shutil.which("strace"):
+        open(os.path.join(rundir, ".sweep"), "w").close()
+        trace = os.path.join(TMP, "big.strace")
+        calls = {g: len(start_syscalls(envs[g], trace)) for g in ("empty", "big")}
+    holder.stdin.close()
+    holder.wait()
+    say("A start in a big group: `true` joining a group of %d live members (files held"
+        " locked by another process, as members hold theirs) took %.2f ms, joining an empty"
+        " group %.2f ms (%d runs each, alternating; medians): %.2f; target at most %.2f: %s.%s"
+        % (n, med["big"], med["empty"], runs, ratio, BIG_GROUP_TARGET,
+           "met" if ratio <= BIG_GROUP_TARGET else "missed",
+           " System calls of each start: %d and %d." % (calls["big"], calls["empty"])
+           if calls else ""))
+    say("")
+    if calls:
+        check_bound("start: system calls added by a group of %d members" % n,
+                    calls["big"] - calls["empty"], 10)
 
 
 def start_syscalls(env, trace):
