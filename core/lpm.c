@@ -562,10 +562,14 @@ static bool each_block(struct builder *b, unsigned f, uint32_t *offset,
 {
 	uint32_t *root = root_of(b->t, f);
 	b->at_now = f ? b->t->home[f - 1].at : 0;
-	for (unsigned blk = 0; blk < FN_LPM_ROOT / 64; blk++)
-		if ((b->used[f][blk >> 6] & (1ull << (blk & 63))) &&
-		    !what(b, &root[blk * 64], offset))
-			return false;
+	/* Word by word, set bits only: a test of each of a root's 1,024
+	 * blocks was 31k instructions of a 10-rule policy's start. */
+	for (unsigned w = 0; w < FN_LPM_ROOT / 64 / 64; w++)
+		for (uint64_t bits = b->used[f][w]; bits; bits &= bits - 1) {
+			unsigned blk = w * 64 + (unsigned)__builtin_ctzll(bits);
+			if (!what(b, &root[blk * 64], offset))
+				return false;
+		}
 	return true;
 }
 
