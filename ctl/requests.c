@@ -31,6 +31,7 @@ struct req {
 	int64_t req_wall, req_mono, first_mono, end_mono; /* -1: null */
 	bool reached, has_rule, is_req;
 	char method[32], scheme[8], host[300], path[1100], query[1100], rule[100], fate[20];
+	char unanswered[40]; /* why no answer came, "" when one did */
 	struct pair reqh[HDRS], resph[HDRS];
 	int nreqh, nresph;
 };
@@ -173,7 +174,7 @@ static const char *member(const char *k, const char *p, struct req *r)
 	} strs[] = {
 #define S(k, f) {k, offsetof(struct req, f), sizeof(((struct req *)0)->f)}
 	    S("method", method), S("scheme", scheme), S("host", host), S("path", path),
-	    S("query", query),	 S("rule", rule),     S("fate", fate),
+	    S("query", query),	 S("rule", rule),     S("fate", fate), S("unanswered", unanswered),
 #undef S
 	};
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
@@ -261,11 +262,18 @@ static void list(const struct req *r)
 		size_t k = strftime(when, sizeof(when), "%H:%M:%S", &tm);
 		snprintf(when + k, sizeof(when) - k, ".%03d", (int)(r->req_wall / 1000 % 1000));
 	}
+	/* A request no answer came to says why where the answer's time
+	 * would be: the app got nothing, which a 0 status alone leaves open. */
+	char end[64];
+	if (r->unanswered[0])
+		snprintf(end, sizeof(end), "unanswered (%s)", r->unanswered);
+	else
+		snprintf(end, sizeof(end), "%.1fms", ms(r->req_mono, r->end_mono));
 	printf("%s %" PRId64 " %" PRId64 "/%" PRId64 " %s %s://%s%s%s%s %s %s%s %" PRId64
-	       " %" PRId64 "B %.1fms\n",
+	       " %" PRId64 "B %s\n",
 	       when, r->pid, r->conn, r->n, r->method, r->scheme, r->host, r->path,
 	       r->query[0] ? "?" : "", r->query, r->has_rule ? r->rule : "-", r->fate,
-	       r->reached ? "+server" : "", r->status, r->resp_bytes, ms(r->req_mono, r->end_mono));
+	       r->reached ? "+server" : "", r->status, r->resp_bytes, end);
 }
 
 /* ---- per call --------------------------------------------------------------- */

@@ -560,6 +560,11 @@ def test_unanswered():
               and one.get("unanswered") == why and one.get("status") == 0
               and one.get("fate") == "untouched" and one.get("first_mono_us") is None
               and one.get("end_mono_us") is None, (r.stdout, r.stderr[-300:], got))
+        listed = ctl(os.path.join(TMP, "silent-%s.jsonl" % mode))
+        check("%s: faultctl requests lists it as unanswered (%s)" % (what, why),
+              listed.returncode == 0 and listed.stdout.count("\n") == 1
+              and listed.stdout.rstrip().endswith(" 0 0B unanswered (%s)" % why),
+              (listed.stdout, listed.stderr))
     # HTTP/2: a stream a rule answers, its line whole.
     r, got = silent_run("h2answer")
     one = got[0] if len(got) == 1 else {}
