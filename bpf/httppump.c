@@ -56,6 +56,7 @@ static void exec_pump(const char *bin, const char *lib, int fd, const struct fnb
 	set_or_unset("FAULTNET_CONFIG", e->config);
 	setenv("FAULTNET_GROUP", e->group, 1);
 	set_or_unset("FAULTNET_STATS_DIR", e->stats_dir);
+	set_or_unset("FAULTNET_REQUESTS", e->requests);
 	/* The relay's check of the server: the roots the app had, without the
 	 * run's CA that was added for the app's check of the relay. */
 	set_or_unset("SSL_CERT_FILE", e->cert_file);

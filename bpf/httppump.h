@@ -26,6 +26,7 @@ struct fnb_pump_msg {
  * without --stats). */
 struct fnb_pump_env {
 	const char *config, *group, *cert_file, *stats_dir;
+	const char *requests; /* the request log (run --requests), absolute; or NULL */
 };
 
 struct fnb_httppump {

@@ -468,7 +468,8 @@ static int usage_error(const char *what)
 }
 
 /* --backend=bpf: the policy carried out in the kernel (bpf/backend.c). */
-static int run_bpf(const char *config, const char *group, char **argv, bool stats, bool json)
+static int run_bpf(const char *config, const char *group, char **argv, bool stats, bool json,
+		   const char *requests)
 {
 #ifdef FAULTNET_BPF
 	char err[1024], abs[PATH_MAX];
@@ -498,17 +499,26 @@ static int run_bpf(const char *config, const char *group, char **argv, bool stat
 		fn_policy_free(p);
 		return 1;
 	}
+	/* The request log is the pump's to write, as it parses the requests;
+	 * without an HTTP rule nothing is, and the run says so. */
+	if (requests && !http)
+		fprintf(
+		    stderr,
+		    "faultctl run --backend=bpf: --requests: the policy has no HTTP rule, so no "
+		    "request is parsed and %s gets no line\n",
+		    requests);
 	struct fnb_pump_env pe = {.config = config ? abs : NULL,
 				  .group = g,
 				  .cert_file = cert[0] ? cert : NULL,
-				  .stats_dir = http && stats ? dir : NULL};
+				  .stats_dir = http && stats ? dir : NULL,
+				  .requests = requests};
 	int rc = fnb_run(p, g, argv, stats, json, &pe);
 	if (http && stats)
 		run_print_stats(dir, json); /* the pump's, which has exited */
 	fn_policy_free(p);
 	return rc;
 #else
-	(void)config, (void)group, (void)argv, (void)stats, (void)json;
+	(void)config, (void)group, (void)argv, (void)stats, (void)json, (void)requests;
 	fprintf(stderr, "faultctl run --backend=bpf: this faultctl was built without the "
 			"kernel-side backend (libbpf-dev, bpftool or clang was missing)\n");
 	return 2;
@@ -583,8 +593,17 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 						   geteuid() == 0 && !allow_unreached);
 	if (bpf && strict.on)
 		return usage_error("--strict: the kernel-side backend cannot say yet what fired");
-	if (bpf)
-		return run_bpf(config, group, argv + i + 1, stats, json);
+	if (bpf) {
+		if (requests && set_requests(requests) < 0)
+			return 1;
+		/* The pump gets it; the command, which the shim does not run
+		 * in, does not. */
+		char *log = requests ? strdup(getenv("FAULTNET_REQUESTS")) : NULL;
+		unsetenv("FAULTNET_REQUESTS");
+		int rc = run_bpf(config, group, argv + i + 1, stats, json, log);
+		free(log);
+		return rc;
+	}
 	if (unreached) {
 		fprintf(stderr, "faultctl run: %s\n", why);
 		if (!allow_unreached)

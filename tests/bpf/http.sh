@@ -130,6 +130,16 @@ check "Go over HTTP under respond 503: 503 (got '$out', exit $rc), the server sa
 	holds '[ "$out" = 503 ] && [ "$rc" = 0 ] && [ "$(served plain)" = 0 ]'
 check "--stats: the request counted against the rule under the run ($req)" \
 	holds 'contains "$req" "requests=1 faults=1 answered=1"'
+# --requests: the pump, which parses the requests, writes the log (the
+# tree before took the option and wrote nothing).
+run "$ctl" run --backend=bpf --requests "$tmp/req.jsonl" --config "$tmp/503.conf" -- "$tmp/gohttp" http://127.87.0.1:8081/
+listed=$("$ctl" requests "$tmp/req.jsonl" 2>&1)
+check "--requests under the backend: the Go client's request logged, its rule and 503 ($listed)" \
+	holds '[ "$out" = 503 ] && [ "$(echo "$listed" | wc -l)" = 1 ] && contains "$listed" "GET http://127.87.0.1:8081/ unavailable answered 503"'
+echo 'rules = ( { name = "tcp"; action = "refuse"; match = { to = "127.87.1.0/24"; }; } );' >"$tmp/tcp.conf"
+run "$ctl" run --backend=bpf --requests "$tmp/none.jsonl" --config "$tmp/tcp.conf" -- /bin/true
+check "--requests with no HTTP rule under the backend: said, not silent ($err)" \
+	holds '[ "$rc" = 0 ] && contains "$err" "no HTTP rule, so no request is parsed"'
 # Live: the pump is a member of the run's group.
 "$ctl" run --backend=bpf -g bpfhttp --config "$tmp/503.conf" -- \
 	/bin/sh -c "$tmp/gohttp http://127.87.0.1:8081/; sleep 2" >"$tmp/live.out" 2>&1 &
