@@ -38,6 +38,7 @@
 #include "core/chance.h"
 #include "core/clock.h"
 #include "core/rules.h"
+#include "core/wire.h"
 
 #define FAIL 2 /* what is missing is the machine's: exit 2, as unreachable */
 
@@ -151,6 +152,39 @@ static int wait_child(void)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* Rule i's counters: its attempts and faults (the BPF map), its bytes
+ * (the relay's slots). */
+static void counts_of(const struct faultnet_bpf *s, const struct fnb_plan *pl,
+		      const struct fnb_slots *slots, uint32_t i, struct fnb_count *c,
+		      unsigned long long *bytes)
+{
+	uint32_t slot = pl->rules[i].slot;
+	*c = (struct fnb_count){0};
+	*bytes = __atomic_load_n(&slots->bytes[slot], __ATOMIC_RELAXED);
+	bpf_map__lookup_elem(s->maps.counts, &slot, sizeof(slot), c, sizeof(*c), 0);
+}
+
+/* The same as state records, for run --strict (backend.h). */
+static void rule_records(const struct faultnet_bpf *s, const struct fnb_plan *pl,
+			 const struct fnb_slots *slots, struct fn_buf *out)
+{
+	const struct fn_policy *p = pl->policy;
+	for (uint32_t i = 0; i < p->nrules; i++) {
+		const struct fn_rule *r = &p->rules[i];
+		if (fn_rule_http(r))
+			continue; /* the pump's records count these */
+		struct fnb_count c;
+		unsigned long long bytes;
+		counts_of(s, pl, slots, i, &c, &bytes);
+		fn_buf_printf(out,
+			      "rule name=%s proto=%s action=%s attempts=%llu faults=%llu "
+			      "bytes=%llu\n",
+			      r->name, r->protos == FN_PROTO_UDP ? "udp" : "tcp",
+			      fn_action_name(r->action), (unsigned long long)c.attempts,
+			      (unsigned long long)c.faults, bytes);
+	}
+}
+
 /* The rules in force at the end, with their counters. */
 static void print_stats(const struct faultnet_bpf *s, const struct fnb_plan *pl,
 			const struct fnb_slots *slots, bool json)
@@ -159,13 +193,12 @@ static void print_stats(const struct faultnet_bpf *s, const struct fnb_plan *pl,
 	if (!json)
 		fprintf(stderr, "faultctl: stats of the kernel-side backend:\n");
 	for (uint32_t i = 0; i < p->nrules; i++) {
-		struct fnb_count c = {0};
-		uint32_t slot = pl->rules[i].slot;
-		unsigned long long bytes = __atomic_load_n(&slots->bytes[slot], __ATOMIC_RELAXED);
-		bpf_map__lookup_elem(s->maps.counts, &slot, sizeof(slot), &c, sizeof(c), 0);
+		struct fnb_count c;
+		unsigned long long bytes;
 		const struct fn_rule *r = &p->rules[i];
 		if (fn_rule_http(r))
 			continue; /* counted per request by the pump's shim */
+		counts_of(s, pl, slots, i, &c, &bytes);
 		const char *proto = r->protos == FN_PROTO_UDP ? "udp" : "tcp";
 		if (json)
 			fprintf(stderr,
@@ -343,7 +376,7 @@ static void tear_down(struct run *r)
 }
 
 int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stats, bool json,
-	    const struct fnb_pump_env *http)
+	    const struct fnb_pump_env *http, struct fn_buf *records)
 {
 	static struct run r; /* large; one per process */
 	char err[1024] = "";
@@ -372,6 +405,8 @@ int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stat
 			r.joined = false;
 			if (stats)
 				print_stats(r.s, &r.ctl.pl, &r.slots, json);
+			if (records)
+				rule_records(r.s, &r.ctl.pl, &r.slots, records);
 		}
 	}
 	if (rc == FAIL && err[0])

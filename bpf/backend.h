@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 
+struct fn_buf;
 struct fn_policy;
 struct fnb_pump_env;
 
@@ -15,8 +16,11 @@ struct fnb_pump_env;
  * rules and stats reach (control.c). With stats, prints the rules'
  * counters as `faultctl run --stats` does. When the policy has HTTP rules,
  * the run's HTTP pump (httppump.h) is started with http (its group is
- * group) and ended before this returns. */
+ * group) and ended before this returns. With records, the rules' counters
+ * at the end are appended to it as a member's state records ("rule
+ * name=N proto=P action=A attempts=N faults=N bytes=N" lines; HTTP rules
+ * left to the pump's), for run --strict's judgement. */
 int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stats, bool json,
-	    const struct fnb_pump_env *http);
+	    const struct fnb_pump_env *http, struct fn_buf *records);
 
 #endif

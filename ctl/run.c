@@ -396,13 +396,15 @@ static bool strict_failed(const struct total *t, int n, int procs)
 	return failed;
 }
 
-/* Sums the state files of dir (removed as they are read), prints them when
- * print, and judges them under --strict: true when --strict fails. */
-static bool print_totals(const char *dir, bool print, bool json)
+/* Sums the state files of dir (removed as they are read; NULL for none),
+ * prints them when print, and judges them under --strict, with extra
+ * records beside them (the kernel-side backend's rules, NULL for none;
+ * faultctl was then the run's member): true when --strict fails. */
+static bool print_totals(const char *dir, bool print, bool json, char *extra)
 {
 	struct total *t = NULL;
 	int n = 0, procs = 0;
-	DIR *d = opendir(dir);
+	DIR *d = dir ? opendir(dir) : NULL;
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
 		char path[PATH_MAX + 300], err[600] = "";
@@ -424,7 +426,8 @@ static bool print_totals(const char *dir, bool print, bool json)
 	}
 	if (d)
 		closedir(d);
-	rmdir(dir);
+	if (dir)
+		rmdir(dir);
 	FILE *out = stderr;
 	const char *group = getenv("FAULTNET_GROUP");
 	if (print && !json)
@@ -435,6 +438,10 @@ static bool print_totals(const char *dir, bool print, bool json)
 		print_total(out, &t[i], json);
 	if (print && h2_seen)
 		print_h2(out, json);
+	/* After the print: the backend printed its rules itself. */
+	for (char *line = extra ? strtok(extra, "\n") : NULL; line; line = strtok(NULL, "\n"))
+		add_record(&t, &n, line);
+	procs += extra != NULL;
 	bool failed = strict.on && strict_failed(t, n, procs);
 	free(t);
 	return failed;
@@ -442,7 +449,7 @@ static bool print_totals(const char *dir, bool print, bool json)
 
 void run_print_stats(const char *dir, bool json)
 {
-	print_totals(dir, true, json);
+	print_totals(dir, true, json, NULL);
 }
 
 /* CMD's status; under --strict 1 when it exited 0 but the run failed. */
@@ -451,7 +458,7 @@ static int wait_and_report(pid_t pid, const char *dir, bool print, bool json)
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	bool failed = print_totals(dir, print, json);
+	bool failed = print_totals(dir, print, json, NULL);
 	int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	return failed && rc == 0 ? 1 : rc;
 }
@@ -494,7 +501,12 @@ static int run_bpf(const char *config, const char *group, char **argv, bool stat
 	static char cert[PATH_MAX], dir[] = "/tmp/faultctl-stats-XXXXXX";
 	snprintf(cert, sizeof(cert), "%s", user && *user ? user : "");
 	bool http = run_ca_cert_file(p);
-	if (http && stats && !mkdtemp(dir)) {
+	/* --strict judges the pump's counts of the HTTP rules with the
+	 * kernel's of the others. */
+	bool count = stats || strict.on;
+	if (strict.on)
+		strict_rules(p);
+	if (http && count && !mkdtemp(dir)) {
 		perror("faultctl run: stats directory");
 		fn_policy_free(p);
 		return 1;
@@ -510,13 +522,20 @@ static int run_bpf(const char *config, const char *group, char **argv, bool stat
 	struct fnb_pump_env pe = {.config = config ? abs : NULL,
 				  .group = g,
 				  .cert_file = cert[0] ? cert : NULL,
-				  .stats_dir = http && stats ? dir : NULL,
+				  .stats_dir = http && count ? dir : NULL,
 				  .requests = requests};
-	int rc = fnb_run(p, g, argv, stats, json, &pe);
-	if (http && stats)
-		run_print_stats(dir, json); /* the pump's, which has exited */
+	struct fn_buf records = {0};
+	int rc = fnb_run(p, g, argv, stats, json, &pe, strict.on ? &records : NULL);
+	/* The pump's counts, once it has exited; under --strict judged with
+	 * the kernel's of the other rules. */
+	char none[1] = "";
+	char *extra = !strict.on ? NULL : records.s ? records.s : none;
+	bool failed = (http && count) || strict.on
+			  ? print_totals(http && count ? dir : NULL, stats && http, json, extra)
+			  : false;
+	fn_buf_free(&records);
 	fn_policy_free(p);
-	return rc;
+	return failed && rc == 0 ? 1 : rc;
 #else
 	(void)config, (void)group, (void)argv, (void)stats, (void)json, (void)requests;
 	fprintf(stderr, "faultctl run --backend=bpf: this faultctl was built without the "
@@ -591,8 +610,6 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 	/* auto: the kernel for what the shim cannot reach, when we may. */
 	bool bpf = strcmp(backend, "bpf") == 0 || (strcmp(backend, "auto") == 0 && unreached &&
 						   geteuid() == 0 && !allow_unreached);
-	if (bpf && strict.on)
-		return usage_error("--strict: the kernel-side backend cannot say yet what fired");
 	if (bpf) {
 		if (requests && set_requests(requests) < 0)
 			return 1;

@@ -137,6 +137,13 @@ listed=$("$ctl" requests "$tmp/req.jsonl" 2>&1)
 check "--requests under the backend: the Go client's request logged, its rule and 503 ($listed)" \
 	holds '[ "$out" = 503 ] && [ "$(echo "$listed" | wc -l)" = 1 ] && contains "$listed" "GET http://127.87.0.1:8081/ unavailable answered 503"'
 echo 'rules = ( { name = "tcp"; action = "refuse"; match = { to = "127.87.1.0/24"; }; } );' >"$tmp/tcp.conf"
+# --strict: an HTTP rule's requests, counted by the pump, say it fired.
+run "$ctl" run --backend=bpf --strict --config "$tmp/503.conf" -- "$tmp/gohttp" http://127.87.0.1:8081/
+check "--strict under the backend: the HTTP rule fired (pump's counts): passes ($rc; $err)" \
+	holds '[ "$out" = 503 ] && [ "$rc" = 0 ] && ! contains "$err" "--strict"'
+run "$ctl" run --backend=bpf --strict --config "$tmp/none.conf" -- /bin/true
+check "--strict under the backend: an HTTP rule that never fired fails the run, named ($rc)" \
+	holds '[ "$rc" = 1 ] && contains "$err" "rule elsewhere was on and never fired"'
 run "$ctl" run --backend=bpf --requests "$tmp/none.jsonl" --config "$tmp/tcp.conf" -- /bin/true
 check "--requests with no HTTP rule under the backend: said, not silent ($err)" \
 	holds '[ "$rc" = 0 ] && contains "$err" "no HTTP rule, so no request is parsed"'
