@@ -256,9 +256,10 @@ static bool has_http(const struct fn_policy *p)
 	return false;
 }
 
-/* The HTTP pump, when the policy has HTTP rules (fnb_http_pump: they
- * compile then), started once the policy compiled: the relay hands their
- * connections to it. Before any thread of faultctl's: it forks. */
+/* The HTTP pump, when the policy has HTTP rules or the run asked for it
+ * (fnb_http_pump: they compile then, at the start or added live), started
+ * once the policy compiled: the relay hands their connections to it.
+ * Before any thread of faultctl's: it forks. */
 static bool pump_up(struct run *r, const struct fnb_pump_env *http, char *err, size_t errlen)
 {
 	if (!fnb_http_pump)
@@ -275,7 +276,7 @@ static bool set_up(struct run *r, const struct fn_policy *p, const struct fnb_pu
 		   char *err, size_t errlen)
 {
 	unsigned hz = kernel_hz();
-	fnb_http_pump = http && has_http(p);
+	fnb_http_pump = http && (http->always || has_http(p));
 	r->ctl.base = p;
 	r->ctl.p = fn_policy_clone(p);
 	if (!r->ctl.p) {

@@ -53,7 +53,8 @@ static const char *unsupported(const struct fn_rule *r)
 		       "by itself: the kernel-side backend does not carry them out";
 	if (fn_rule_http(r) && !fnb_http_pump)
 		return "HTTP rules reach a run of the kernel-side backend only when its --config "
-		       "has one at the start (that starts the run's HTTP pump)";
+		       "has one at the start or it was started with --ca-vars (either starts the "
+		       "run's HTTP pump)";
 	if (!action_of(r))
 		return "its action is not one the kernel-side backend carries out yet "
 		       "(it does blackhole, drop, refuse, stall, reset, delay, latency, "

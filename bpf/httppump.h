@@ -27,6 +27,7 @@ struct fnb_pump_msg {
 struct fnb_pump_env {
 	const char *config, *group, *cert_file, *stats_dir;
 	const char *requests; /* the request log (run --requests), absolute; or NULL */
+	bool always; /* started without an HTTP rule too (run --ca-vars): for one added live */
 };
 
 struct fnb_httppump {

@@ -243,23 +243,28 @@ bool run_ca_cert_file(const struct fn_policy *p)
 {
 	if (!has_http(p))
 		return false;
+	run_ca_cert_file_now();
+	return true;
+}
+
+void run_ca_cert_file_now(void)
+{
 	char dir[4096], ca[4200], both[4200];
 	if (!the_ca(dir, sizeof(dir), ca, sizeof(ca), "SSL_CERT_FILE"))
-		return true;
+		return;
 	const char *old = getenv("SSL_CERT_FILE");
 	const char *src = old && *old ? old : SYSTEM_BUNDLE;
 	if (strncmp(src, dir, strlen(dir)) == 0 && strstr(src, "/ca.certfile-"))
-		return true; /* ours already (a faultctl run inside another) */
+		return; /* ours already (a faultctl run inside another) */
 	if (combine(dir, "certfile", src, ca, both, sizeof(both)) < 0) {
 		fprintf(stderr,
 			"faultctl run: %s%s: %s: %s, without the run's CA (Go clients will refuse "
 			"the relay's leaves)\n",
 			old && *old ? "SSL_CERT_FILE=" : "the system's bundle ", src,
 			strerror(errno), old && *old ? "left as it is" : "SSL_CERT_FILE not set");
-		return true;
+		return;
 	}
 	setenv("SSL_CERT_FILE", both, 1);
-	return true;
 }
 
 void run_ca_vars(const struct fn_policy *p)

@@ -31,6 +31,9 @@ void run_ca_vars(const struct fn_policy *p);
  * p has HTTP rules (whether or not the bundle could be made: a failure is
  * a warning). */
 bool run_ca_cert_file(const struct fn_policy *p);
+/* The same whatever the policy (run --backend=bpf --ca-vars: HTTP rules
+ * added live). */
+void run_ca_cert_file_now(void);
 
 /* The same whatever the policy: for a command whose HTTP rules come later
  * (a scenario's add or load steps). Setting them twice is harmless: a

@@ -476,7 +476,7 @@ static int usage_error(const char *what)
 
 /* --backend=bpf: the policy carried out in the kernel (bpf/backend.c). */
 static int run_bpf(const char *config, const char *group, char **argv, bool stats, bool json,
-		   const char *requests)
+		   const char *requests, bool ca_vars)
 {
 #ifdef FAULTNET_BPF
 	char err[1024], abs[PATH_MAX];
@@ -500,7 +500,11 @@ static int run_bpf(const char *config, const char *group, char **argv, bool stat
 	const char *user = getenv("SSL_CERT_FILE");
 	static char cert[PATH_MAX], dir[] = "/tmp/faultctl-stats-XXXXXX";
 	snprintf(cert, sizeof(cert), "%s", user && *user ? user : "");
-	bool http = run_ca_cert_file(p);
+	/* --ca-vars: the pump and the CA from the start, for HTTP rules added
+	 * live (the command's SSL_CERT_FILE cannot be set once it runs). */
+	bool http = ca_vars || run_ca_cert_file(p);
+	if (ca_vars)
+		run_ca_cert_file_now();
 	/* --strict judges the pump's counts of the HTTP rules with the
 	 * kernel's of the others. */
 	bool count = stats || strict.on;
@@ -523,7 +527,8 @@ static int run_bpf(const char *config, const char *group, char **argv, bool stat
 				  .group = g,
 				  .cert_file = cert[0] ? cert : NULL,
 				  .stats_dir = http && count ? dir : NULL,
-				  .requests = requests};
+				  .requests = requests,
+				  .always = ca_vars};
 	struct fn_buf records = {0};
 	int rc = fnb_run(p, g, argv, stats, json, &pe, strict.on ? &records : NULL);
 	/* The pump's counts, once it has exited; under --strict judged with
@@ -537,7 +542,8 @@ static int run_bpf(const char *config, const char *group, char **argv, bool stat
 	fn_policy_free(p);
 	return failed && rc == 0 ? 1 : rc;
 #else
-	(void)config, (void)group, (void)argv, (void)stats, (void)json, (void)requests;
+	(void)config, (void)group, (void)argv, (void)stats, (void)json, (void)requests,
+	    (void)ca_vars;
 	fprintf(stderr, "faultctl run --backend=bpf: this faultctl was built without the "
 			"kernel-side backend (libbpf-dev, bpftool or clang was missing)\n");
 	return 2;
@@ -617,7 +623,7 @@ int cmd_run(int argc, char **argv, const char *group, bool json)
 		 * in, does not. */
 		char *log = requests ? strdup(getenv("FAULTNET_REQUESTS")) : NULL;
 		unsetenv("FAULTNET_REQUESTS");
-		int rc = run_bpf(config, group, argv + i + 1, stats, json, log);
+		int rc = run_bpf(config, group, argv + i + 1, stats, json, log, ca_vars);
 		free(log);
 		return rc;
 	}

@@ -195,6 +195,18 @@ check "Go over HTTPS under respond 503: 503 with no flag (got '$out', exit $rc),
 check "...terminated by the pump's shim ($tls)" contains "$tls" "terminated=1"
 run "$ctl" run --backend=bpf --config "$tmp/none.conf" -- "$tmp/gohttp" https://127.87.0.2:8443/
 check "Go over HTTPS with the rule elsewhere: 200 (got '$out')" [ "$out" = 200 ]
+# --ca-vars: a run started with no HTTP rule takes one added live, over
+# HTTPS too (the pump and SSL_CERT_FILE from the start); the tree before
+# refused the add ("only when its --config has one at the start").
+"$ctl" run --backend=bpf --ca-vars -g bpfadd --config "$tmp/tcp.conf" -- \
+	/bin/sh -c "sleep 1.5; $tmp/gohttp https://127.87.0.2:8443/" >"$tmp/add.out" 2>&1 &
+added=$!
+sleep 0.5
+run "$ctl" -g bpfadd add '{ name = "live"; action = "respond"; status = 503; match = { to = "127.87.0.2/32"; }; }'
+addrc=$rc adderr=$err
+wait "$added"
+check "--ca-vars: an HTTP rule added live reaches Go over HTTPS: 503 (add: $addrc $adderr; got '$(cat "$tmp/add.out")'), the server saw none" \
+	holds '[ "$addrc" = 0 ] && [ "$(cat "$tmp/add.out")" = 503 ] && [ "$(served good)" = 2 ]'
 direct=$("$tmp/gohttp" https://127.87.0.2:9443/ h2)
 check "Go over HTTP/2 with TLS directly: 200 over HTTP/2 ($direct)" [ "$direct" = "200 HTTP/2.0" ]
 run "$ctl" run --backend=bpf --stats --config "$tmp/503.conf" -- "$tmp/gohttp" https://127.87.0.2:9443/ h2
