@@ -635,7 +635,11 @@ for i in range(14):
     except requests.exceptions.RequestException as e: print(type(e).__name__, flush=True)
     time.sleep(0.2)' >"$tmp/pool.out" 2>&1 &
 pool=$!
-sleep 1
+# The flip waits for the client's first answer: on a loaded machine
+# importing requests took longer than a fixed second, and the route died
+# before the pool had its connection.
+for _ in $(seq 100); do grep -q ok "$tmp/pool.out" 2>/dev/null && break; sleep 0.1; done
+sleep 0.3
 conns_before=$(wc -l <"$tmp/conns")
 "$ctl" -g bpfpool enable route >/dev/null
 sleep 1.5
