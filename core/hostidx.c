@@ -250,6 +250,13 @@ bool fn_hostidx_start(const struct fn_hostidx *x, const char *name, size_t n,
 
 uint32_t fn_hostidx_next(struct fn_hostidx_cur *c)
 {
+	if (c->n == 1) {
+		/* Most names meet one key (their own, or one suffix's):
+		 * that list in order, without the merge. */
+		uint32_t r = *c->at[0];
+		c->at[0] += r != FN_HOSTIDX_END;
+		return r;
+	}
 	uint32_t best = FN_HOSTIDX_END;
 	int from = -1;
 	for (int i = 0; i < c->n; i++)

@@ -18,14 +18,17 @@ void fn_policy_reclaim_with(void (*free_fn)(struct fn_policy *))
 	reclaim_free = free_fn ? free_fn : fn_policy_free;
 }
 
-/* The send bits: for each value of an fd's marks (a protocol's, or 0 and
- * 3 for either), whether a send from it may meet a rule. */
+/* The send bits: for each value of an fd's flags byte, whether a send
+ * from it may meet a rule, by its TCP and UDP marks (a protocol's, or 0
+ * and 3 for either). */
 static unsigned send_bits(unsigned protos)
 {
 	unsigned bits = 0;
-	for (unsigned mark = 0; mark < 4; mark++)
+	for (unsigned flags = 0; flags < 16; flags++) {
+		unsigned mark = flags & 3;
 		if (protos & (mark == FN_PROTO_TCP || mark == FN_PROTO_UDP ? mark : FN_PROTO_ANY))
-			bits |= FN_PS_SEND_MARK(mark);
+			bits |= FN_PS_SEND_MARK(flags);
+	}
 	return bits;
 }
 
@@ -33,7 +36,7 @@ static unsigned summary_of(const struct fn_policy *p)
 {
 	if (!p)
 		return 0;
-	return FN_PS_ANY | (p->active_protos & 3u) << 4 | (unsigned)(p->watch_protos & 3u) << 6 |
+	return FN_PS_ANY | (p->active_protos & 3u) << 16 | (unsigned)(p->watch_protos & 3u) << 18 |
 	       (p->dns_rules ? FN_PS_DNS : 0) | (p->host_rules ? FN_PS_HOST : 0) |
 	       send_bits(p->dns_rules ? FN_PROTO_ANY : p->watch_protos & 3u);
 }

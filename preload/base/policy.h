@@ -25,20 +25,22 @@
 /* What the loads that test whether anything can apply need, copied out of
  * the policy into its slot: read without a section (fn_policy_summary). */
 enum {
-	/* Whether a send may meet a rule, by the fd's TCP and UDP marks
-	 * (fdtab.h; 0: not seen created, either protocol): from
+	/* Whether a send may meet a rule, by the fd's flags byte (fdtab.h:
+	 * its TCP and UDP marks, 0 for an fd not seen created, either
+	 * protocol; the other flags do not change the answer): from
 	 * watch_protos, or both protocols under dns rules (their
 	 * nameservers' queries are the shim's). One bit per value of the
-	 * marks, FN_PS_SEND_MARK(marks), the summary's lowest, so that the
-	 * send paths test the bit the marks select (x86: one bt). */
+	 * whole byte (below 16), FN_PS_SEND_MARK(flags), the summary's
+	 * lowest, so that the send paths test the bit the byte selects
+	 * without masking it first (x86: one bt). */
 	FN_PS_SEND_SHIFT = 0,
-	FN_PS_TCP = FN_PROTO_TCP << 4,	     /* active_protos */
-	FN_PS_UDP = FN_PROTO_UDP << 4,	     /* active_protos */
-	FN_PS_WATCH_TCP = FN_PROTO_TCP << 6, /* watch_protos */
-	FN_PS_WATCH_UDP = FN_PROTO_UDP << 6, /* watch_protos */
-	FN_PS_DNS = 1 << 8,		     /* dns_rules */
-	FN_PS_HOST = 1 << 9,		     /* host_rules */
-	FN_PS_ANY = 1 << 10,		     /* a policy is in force */
+	FN_PS_TCP = FN_PROTO_TCP << 16,	      /* active_protos */
+	FN_PS_UDP = FN_PROTO_UDP << 16,	      /* active_protos */
+	FN_PS_WATCH_TCP = FN_PROTO_TCP << 18, /* watch_protos */
+	FN_PS_WATCH_UDP = FN_PROTO_UDP << 18, /* watch_protos */
+	FN_PS_DNS = 1 << 20,		      /* dns_rules */
+	FN_PS_HOST = 1 << 21,		      /* host_rules */
+	FN_PS_ANY = 1 << 22,		      /* a policy is in force */
 };
 #define FN_PS_SEND_MARK(marks) (1u << (FN_PS_SEND_SHIFT + (unsigned)(marks)))
 

@@ -216,6 +216,8 @@ enum {
 	FN_LOOKUP_ANSWERED
 };
 void fn_stats_lookup(const char *name, const struct fn_rule *r, int what);
+/* The same for a name of len bytes (its strlen, which the caller has). */
+void fn_stats_lookup_len(const char *name, size_t len, const struct fn_rule *r, int what);
 /* A connect to an address name resolved to (fn_names_each's callback). */
 void fn_stats_name_connect(const char *name, void *unused);
 
