@@ -87,7 +87,7 @@ $(CORE_LIB): $(call obj,$(CORE_SRC))
 
 $(BUILD)/libfaultnet.so: $(call obj,$(PRELOAD_SRC)) $(CORE_LIB) $(BUILD)/gen/exports.map
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $(call obj,$(PRELOAD_SRC)) $(CORE_LIB) \
-		-Wl,--version-script=$(BUILD)/gen/exports.map -Wl,--no-undefined-version -Wl,-z,now -Wl,-z,defs -ldl -lresolv -lpthread
+		-Wl,--version-script=$(BUILD)/gen/exports.map -Wl,--no-undefined-version -Wl,-z,now -Wl,-z,defs -ldl -lpthread
 
 $(call obj,$(CTL_SRC) $(BPF_SRC)): $(BPF_HEADERS)
 # faultctl run makes the run's CA before the command starts (ctl/cavars.c),

@@ -28,6 +28,11 @@ dynsyms=$(nm -D --defined-only "$root/$build/libfaultnet.so" | awk '{print $3}' 
 differ=$(comm -3 <(echo "$listed") <(echo "$dynsyms") | tr -d '\t' | tr '\n' ' ')
 check "libfaultnet.so exports exactly the $(echo "$listed" | wc -l) functions hooks.list declares${differ:+ (differ: $differ)}" \
 	[ -n "$listed" -a -z "$differ" ]
+# The shim needs libc (and ld.so) only: libresolv, which only dnswire.c
+# used, was mapped and relocated at every start of every process.
+needed=$(readelf -d "$root/$build/libfaultnet.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+check "libfaultnet.so needs libc and ld.so only (needs: $needed)" \
+	[ -n "$needed" -a -z "$(echo $needed | tr ' ' '\n' | grep -v '^libc\.so\|^ld-linux')" ]
 manlist=$(sed -n '/^# INTERCEPTED/,/^# /{/^#/d;p}' "$root/docs/man/libfaultnet.7.scd" | sed 's/\\//g; s/\.$//' | tr ' ' '\n' |
 	grep -v '^$' | sort)
 differ=$(comm -3 <(echo "$listed") <(echo "$manlist") | tr -d '\t' | tr '\n' ' ')
