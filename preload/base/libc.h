@@ -20,7 +20,8 @@ struct fn_libc {
 
 extern struct fn_libc fn_libc;
 
-/* Resolves every pointer. Idempotent; called by the constructor and by the
+/* Resolves every pointer but the "first call" ones (hooks.list), which
+ * start as stubs that resolve themselves. Idempotent; called by the constructor and by the
  * first hook that runs before it (another library's constructor). */
 void fn_libc_resolve(void);
 
