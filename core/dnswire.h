@@ -1,5 +1,5 @@
 /* dnswire.h - DNS messages as the shim's responder reads and writes them: a
- * query's id, name and type (parsed by glibc's libresolv), and an answer
+ * query's id, name and type (parsed here, its name by libc), and an answer
  * built from the query: an rcode, no records, or the A / AAAA records of a
  * dns rule. Pure: no sockets. */
 #ifndef FAULTNET_DNSWIRE_H

@@ -1,5 +1,6 @@
-/* libc.c - resolves the real libc symbols once. dlsym may allocate, which is
- * fine: the shim does not interpose malloc. */
+/* libc.c - resolves the real libc symbols once: most at start, the ones
+ * hooks.list marks "first call" at their first call. dlsym may allocate,
+ * which is fine: the shim does not interpose malloc. */
 #include "preload/base/libc.h"
 
 #include <dlfcn.h>
@@ -60,7 +61,38 @@ static int first_close(int fd)
 	return fn_libc.close(fd);
 }
 
-struct fn_libc fn_libc = {.socket = first_socket,
+/* A version named by the list's fourth field is looked up as that version. */
+static void *lookup(const char *sym, const char *version)
+{
+	return version ? dlvsym(RTLD_NEXT, sym, version) : dlsym(RTLD_NEXT, sym);
+}
+
+/* The real function behind a "first call" hook (hooks.list), looked up
+ * when the hook first passes a call on and kept: a start pays no dlsym for
+ * the resolver's, dlopen's or TLS libraries' functions it never calls. Two
+ * threads that race store the same pointer (relaxed: a reader sees the stub
+ * or the function, both right). None of these is async-signal-safe, so no
+ * handler may reach this dlsym by the rules of the app's own call. */
+static void *first_call(void **slot, const char *sym, const char *version)
+{
+	void *real = lookup(sym, version);
+	if (real)
+		__atomic_store_n(slot, real, __ATOMIC_RELAXED);
+	return real;
+}
+
+#define FIRST_CALL(field, sym, version, ret, params, args)                                        \
+	static ret first_##field params                                                           \
+	{                                                                                         \
+		__typeof__(fn_libc.field) real =                                                  \
+		    (__typeof__(fn_libc.field))first_call((void **)&fn_libc.field, sym, version); \
+		return real args;                                                                 \
+	}
+FN_LIBC_FIRST_CALL(FIRST_CALL)
+
+#define FIRST_CALL_INIT(field, sym, version, ret, params, args) .field = first_##field,
+
+struct fn_libc fn_libc = {FN_LIBC_FIRST_CALL(FIRST_CALL_INIT).socket = first_socket,
 			  .sendto = first_sendto,
 			  .close = first_close,
 			  .recv = first_recv,
@@ -68,12 +100,6 @@ struct fn_libc fn_libc = {.socket = first_socket,
 			  .recvmsg = first_recvmsg,
 			  .read = first_read,
 			  .readv = first_readv};
-
-/* A versioned symbol (the list's fourth field) is looked up as that version. */
-static void *lookup(const char *sym, const char *version)
-{
-	return version ? dlvsym(RTLD_NEXT, sym, version) : dlsym(RTLD_NEXT, sym);
-}
 
 #define RESOLVE(field, sym, version) *(void **)&fn_libc.field = lookup(sym, version);
 

@@ -20,14 +20,21 @@ struct fn_libc {
 
 extern struct fn_libc fn_libc;
 
-/* Resolves every pointer. Idempotent; called by the constructor and by the
+/* Resolves every pointer but the "first call" ones (hooks.list), which
+ * start as stubs that resolve themselves. Idempotent; called by the constructor and by the
  * first hook that runs before it (another library's constructor). */
 void fn_libc_resolve(void);
 
-/* The real function, resolving first if a hook runs before the constructor. */
-#define LIBC(name)                                                \
-	(__builtin_expect(fn_libc.name != NULL, 1) ? fn_libc.name \
-						   : (fn_libc_resolve(), fn_libc.name))
+/* The real function, resolving first if a hook runs before the constructor.
+ * Read as a relaxed atomic (a plain load on x86-64 and arm64): a "first call"
+ * stub stores its function while other threads may be reading the field. */
+#define LIBC(name)                                                                         \
+	({                                                                                 \
+		__typeof__(fn_libc.name) libc_fn_ =                                        \
+		    __atomic_load_n(&fn_libc.name, __ATOMIC_RELAXED);                      \
+		__builtin_expect(libc_fn_ != NULL, 1) ? libc_fn_                           \
+						      : (fn_libc_resolve(), fn_libc.name); \
+	})
 
 /* recv, recvfrom, recvmsg, read, readv, socket, sendto and close: never
  * NULL (they start as stubs

@@ -165,7 +165,12 @@ const char *fn_control_start(void)
 	publishing = !(ctl && strcmp(ctl, "off") == 0);
 	if (publishing)
 		sweep_dead();
-	fn_cmd_catch_up();
+	/* A counter still at 0: the group has had no change, so there is no
+	 * journal to replay (an open refused at every start). faultctl moves
+	 * the counter once a line is written, and this process catches up at
+	 * its next covered call when it sees it move, as every member does. */
+	if (!fn_groupseq_word || __atomic_load_n(fn_groupseq_word, __ATOMIC_ACQUIRE))
+		fn_cmd_catch_up();
 	if (publishing)
 		publish_state();
 	return NULL;
