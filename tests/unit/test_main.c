@@ -21,6 +21,7 @@ void add_hostidx_tests(void);
 void add_suggest_tests(void);
 void add_reclaim_tests(void);
 void add_reqlog_tests(void);
+void add_compiled_tests(void);
 
 int main(int argc, char **argv)
 {
@@ -45,5 +46,6 @@ int main(int argc, char **argv)
 	add_suggest_tests();
 	add_reclaim_tests();
 	add_reqlog_tests();
+	add_compiled_tests();
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }
