@@ -443,6 +443,41 @@ static void test_flipped(void)
 	fn_policy_free(p);
 }
 
+/* A CIDR as the parser never leaves one: a prefix longer than its family,
+ * or bits set past it (a copy whose checksum was made to agree). The rule
+ * index relies on both: one such CIDR cost its build 100 times as long. */
+static void test_cidr_checked(void)
+{
+	static const char text[] =
+	    "rules = ( { name = \"a\"; action = \"refuse\"; match = { to = \"127.12.0.0/24\"; }; "
+	    "} );\n";
+	char err[512];
+	struct fn_policy *p = fn_config_load_string(text, "c.conf", NULL, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	struct fn_compiled_key k = key_of(text, NULL);
+	size_t len;
+	uint8_t *blob = fn_compiled_write(p, &k, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(blob);
+	const uint8_t want[] = {1, 24, 127, 12, 0, 0};
+	uint8_t *at = memmem(blob, len, want, sizeof(want));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+	const uint8_t prefixes[] = {24, 33, 8, 13, 0, 14};
+	const bool good[] = {true, false, false, false, false, true};
+	for (size_t i = 0; i < sizeof(prefixes); i++) {
+		at[1] = prefixes[i];
+		fn_compiled_seal(blob, len);
+		struct fn_policy *q = fn_compiled_read(blob, len, &k);
+		CU_ASSERT_EQUAL(q != NULL, good[i]);
+		fn_policy_free(q);
+	}
+	at[1] = 24;
+	at[13] = 1; /* 127.12.0.0/24 with a bit in the address's unused bytes */
+	fn_compiled_seal(blob, len);
+	CU_ASSERT_PTR_NULL(fn_compiled_read(blob, len, &k));
+	free(blob);
+	fn_policy_free(p);
+}
+
 void add_compiled_tests(void)
 {
 	CU_pSuite s = CU_add_suite("compiled policies", NULL, NULL);
@@ -453,4 +488,5 @@ void add_compiled_tests(void)
 	CU_add_test(s, "another text, zone or build is refused", test_key_compared);
 	CU_add_test(s, "cut short at every length: refused", test_truncated);
 	CU_add_test(s, "bytes changed: refused or the original, never a crash", test_flipped);
+	CU_add_test(s, "a CIDR the parser would refuse is refused", test_cidr_checked);
 }
