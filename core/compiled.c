@@ -29,8 +29,8 @@
 /* A policy file is at most 16 MiB; its rules, CIDRs and bodies fit in
  * this many times as much. */
 #define BLOB_MAX (512u << 20)
-#define NONE UINT32_MAX /* a NULL string */
-#define STR_MAX (1u << 20)
+#define NONE UINT32_MAX	    /* a NULL string */
+#define STR_MAX (16u << 20) /* a policy file's size: no string of one is longer */
 
 struct head {
 	char magic[8];
