@@ -772,22 +772,31 @@ static struct fn_policy *parse_text(const char *path, const char *text, const ch
 				    const struct fn_policy *base, bool rules_only, char *err,
 				    size_t errlen);
 
-static struct fn_policy *load(const char *path, const char *text, const char *zone_override,
-			      const struct fn_policy *base, bool rules_only, char *err,
-			      size_t errlen)
+char *fn_config_read(const char *path, size_t *len, char *err, size_t errlen)
 {
-	char *own = NULL, why[128];
-	size_t n = 0;
-	if (!text && !(text = own = slurp_n(path, why, sizeof(why), &n))) {
+	char why[128];
+	char *text = slurp_n(path, why, sizeof(why), len);
+	if (!text) {
 		snprintf(err, errlen, "%s: %s", path, why);
 		return NULL;
 	}
 	/* The bytes read (not the size a second stat would give: one system
 	 * call less at every start, and the same text the parser reads). */
-	if (own && has_nul(path, own, n, err, errlen)) {
-		free(own);
+	if (has_nul(path, text, *len, err, errlen)) {
+		free(text);
 		return NULL;
 	}
+	return text;
+}
+
+static struct fn_policy *load(const char *path, const char *text, const char *zone_override,
+			      const struct fn_policy *base, bool rules_only, char *err,
+			      size_t errlen)
+{
+	char *own = NULL;
+	size_t n = 0;
+	if (!text && !(text = own = fn_config_read(path, &n, err, errlen)))
+		return NULL;
 	int line;
 	char num[32];
 	struct fn_policy *p = NULL;

@@ -20,6 +20,11 @@ struct fn_policy *fn_config_load_file(const char *path, const char *zone_overrid
 struct fn_policy *fn_config_load_string(const char *text, const char *origin,
 					const char *zone_override, char *err, size_t errlen);
 
+/* path's whole text, NUL-terminated, its length in *len; NULL with
+ * "FILE: problem" in err when it cannot be read or holds a NUL byte
+ * (FILE:LINE). What fn_config_load_file parses, read the same way. */
+char *fn_config_read(const char *path, size_t *len, char *err, size_t errlen);
+
 /* A live change (faultctl add or load): zones and the process's zone come
  * from base unless text defines its own. */
 struct fn_policy *fn_config_load_change(const char *text, const char *origin,

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "core/compiled.h"
 #include "core/config.h"
 #include "core/rundir.h"
 #include "ctl/scenario/scenario.h"
@@ -745,6 +746,8 @@ static bool gc_entry(const char *dir, const char *name, time_t now, char *group,
 		snprintf(group, len, "%.*s", (int)(ext - name), name);
 		return false;
 	}
+	if (fn_compiled_expire(dir, name, now))
+		return false; /* a policy's compiled copy, written again when wanted */
 	if (strcmp(ext, ".mem") && strcmp(ext, ".sock") && strcmp(ext, ".done"))
 		return false; /* not ours to judge (the run's CA, the sweep stamp) */
 	struct fn_member_id id;

@@ -13,6 +13,7 @@
 #include "preload/dns/responder.h"
 #include "preload/base/groupseq.h"
 #include "preload/control/commands.h"
+#include "core/compiled.h"
 #include "core/config.h"
 #include "core/rundir.h"
 #include "preload/control/control.h"
@@ -89,7 +90,9 @@ static void load_policy(bool passthrough)
 		return;
 	}
 	char err[1024];
-	struct fn_policy *p = fn_config_load_file(path, zone, err, sizeof(err));
+	/* Parsed once per text, zone and build; later starts rebuild it from
+	 * the run directory's compiled copy, without libconfig. */
+	struct fn_policy *p = fn_compiled_load_file(path, zone, err, sizeof(err));
 	if (!p)
 		return config_error(err, passthrough);
 	/* A relative path would break in every child that changes directory

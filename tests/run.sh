@@ -116,6 +116,7 @@ s_control() {
 	echo "=== $1: faultctl and live control"
 	ASAN_OPTIONS=detect_leaks=0 pyscript tests/control/control_test.py "$1" "$2"
 	ASAN_OPTIONS=detect_leaks=0 pyscript tests/control/pidns_test.py "$1" "$2"
+	ASAN_OPTIONS=detect_leaks=0 pyscript tests/control/compiled_test.py "$1" "$2"
 }
 
 s_hardening() {

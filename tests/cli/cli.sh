@@ -237,8 +237,10 @@ sleep 0.5
 env FAULTNET_RUNDIR="$gcdir" "$ctl" -g live enable never >/dev/null 2>&1
 run env FAULTNET_RUNDIR="$gcdir" "$ctl" gc
 check "faultctl gc keeps what is within the kept hour" holds '[ "$rc" = 0 ] && ls "$gcdir"/gone.*.done >/dev/null 2>&1 && [ -e "$gcdir/gone.journal" ]'
-touch -h -d '2 hours ago' "$gcdir"/gone.* "$gcdir"/live.journal "$gcdir"/live.seq "$gcdir"/live.lock
+check "faultctl gc keeps a policy's compiled copy written within the hour" holds 'ls "$gcdir"/policy-*.compiled >/dev/null 2>&1'
+touch -h -d '2 hours ago' "$gcdir"/gone.* "$gcdir"/live.journal "$gcdir"/live.seq "$gcdir"/live.lock "$gcdir"/policy-*.compiled
 run env FAULTNET_RUNDIR="$gcdir" "$ctl" gc
+check "faultctl gc removes a compiled copy not written for the kept hour" holds '[ "$rc" = 0 ] && ! ls "$gcdir"/policy-*.compiled >/dev/null 2>&1'
 check "faultctl gc removes a finished group's files past the kept hour, not a live group's" holds '[ "$rc" = 0 ] && ! ls "$gcdir"/gone.* >/dev/null 2>&1 && [ -e "$gcdir/live.journal" ] && ls "$gcdir"/live.*.mem >/dev/null 2>&1'
 kill "$livepid" 2>/dev/null
 wait "$livepid" 2>/dev/null

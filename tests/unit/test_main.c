@@ -22,6 +22,7 @@ void add_suggest_tests(void);
 void add_reclaim_tests(void);
 void add_reqlog_tests(void);
 void add_lookups_tests(void);
+void add_compiled_tests(void);
 
 int main(int argc, char **argv)
 {
@@ -47,5 +48,6 @@ int main(int argc, char **argv)
 	add_reclaim_tests();
 	add_reqlog_tests();
 	add_lookups_tests();
+	add_compiled_tests();
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }

@@ -1,0 +1,305 @@
+"""compiled_test.py - the policy compiled once (core/compiled.c): the first
+start under the shim parses the file and writes its compiled copy to the
+run directory; later starts rebuild the policy from it without loading
+libconfig. A changed file (same size, same mtime) is parsed again; a copy
+that another account owns, that others can write, that is a symbolic link
+or that is corrupt is never used; a bad policy still exits 78 with its
+message; @include and body_file policies are parsed at every start and
+never kept. Whether a start loaded libconfig is read from the dynamic
+loader's own trace (LD_DEBUG=files). Run by tests/run.sh; prints
+"ok"/"FAIL" lines and adds them to $FN_COUNTS.
+
+usage: compiled_test.py BUILD_DIR [PRELOAD_FIRST]
+"""
+import glob
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import checks  # noqa: E402
+from checks import check  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+FIRST = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else None
+LIB = os.path.join(BUILD, "libfaultnet.so")
+PY = "/usr/bin/python3"
+WORK = tempfile.mkdtemp(prefix="fn-compiled-")
+
+# Connects to 127.0.0.1:PORT once: "connected", "refused" or the error.
+PROBE = """
+import socket, sys
+s = socket.socket()
+try:
+    s.connect(("127.0.0.1", int(sys.argv[1])))
+    print("connected")
+except OSError as e:
+    print("refused" if e.errno == 111 else str(e))
+"""
+
+
+def fresh_rundir():
+    d = tempfile.mkdtemp(prefix="run-", dir=WORK)
+    os.chmod(d, 0o700)
+    return d
+
+
+def start(conf, rundir, argv=("true",), extra=None):
+    """One start under the shim: (completed process, whether it loaded
+    libconfig)."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_")}
+    e.update(LD_PRELOAD=(FIRST + ":" if FIRST else "") + LIB, FAULTNET_CONFIG=conf,
+             FAULTNET_RUNDIR=rundir, LD_DEBUG="files")
+    e.update(extra or {})
+    p = subprocess.run(list(argv), env=e, capture_output=True, text=True, timeout=120)
+    return p, "file=libconfig.so" in p.stderr
+
+
+def copies(rundir):
+    return sorted(glob.glob(os.path.join(rundir, "policy-*.compiled")))
+
+
+def probe(conf, rundir, port):
+    p, parsed = start(conf, rundir, (PY, "-c", PROBE, str(port)))
+    return p.stdout.strip(), parsed
+
+
+def write(path, text, mtime=None):
+    with open(path, "w") as f:
+        f.write(text)
+    if mtime is not None:
+        os.utime(path, ns=(mtime, mtime))
+
+
+def listener():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(16)
+    return s
+
+
+def refuse(port):
+    return ('rules = ( { name = "cut"; action = "refuse"; '
+            'match = { to = "127.0.0.1/32"; port = %d; }; } );\n' % port)
+
+
+def test_second_start_without_libconfig():
+    """The first start parses and writes the copy (mode 0600, no temporary
+    file left); the second loads no libconfig and still applies the rule."""
+    rundir, conf = fresh_rundir(), os.path.join(WORK, "one.conf")
+    a = listener()
+    try:
+        port = a.getsockname()[1]
+        write(conf, refuse(port))
+        got1, parsed1 = probe(conf, rundir, port)
+        kept = copies(rundir)
+        check("the first start parses (libconfig loaded) and refuses (%s)" % got1,
+              parsed1 and got1 == "refused")
+        check("and writes one compiled copy, mode 0600, no temporary file left",
+              len(kept) == 1 and stat.S_IMODE(os.stat(kept[0]).st_mode) == 0o600
+              and not glob.glob(os.path.join(rundir, ".policy-*")), os.listdir(rundir))
+        got2, parsed2 = probe(conf, rundir, port)
+        check("the second start loads no libconfig and refuses as the first (%s)" % got2,
+              not parsed2 and got2 == "refused")
+        p, parsed3 = start(conf, rundir)
+        check("a start of true with the copy: exit 0, no libconfig",
+              p.returncode == 0 and not parsed3, p.stderr[-300:])
+    finally:
+        a.close()
+
+
+def test_changed_file_same_size_and_mtime():
+    """The key is the file's whole text: another text of the same size and
+    the same mtime is parsed, not taken for the copy of the first."""
+    rundir, conf = fresh_rundir(), os.path.join(WORK, "two.conf")
+    a, b = listener(), listener()
+    try:
+        pa, pb = a.getsockname()[1], b.getsockname()[1]
+        ta, tb = refuse(pa), refuse(pb)
+        if len(ta) != len(tb):
+            check("two ports of as many digits (%d, %d)" % (pa, pb), False)
+            return
+        write(conf, ta, mtime=10**18)
+        probe(conf, rundir, pa)
+        first = probe(conf, rundir, pa)
+        write(conf, tb, mtime=10**18)
+        check("the text changed, size and mtime kept",
+              os.stat(conf).st_size == len(ta) and os.stat(conf).st_mtime_ns == 10**18)
+        after = probe(conf, rundir, pa), probe(conf, rundir, pb)
+        check("with A's copy: A's port refused (%s); B's text is parsed and A's port "
+              "connects, B's refused (%s)" % (first, after),
+              first == ("refused", False) and after[0] == ("connected", True)
+              and after[1] == ("refused", False))
+        write(conf, ta, mtime=10**18)
+        back = probe(conf, rundir, pa)
+        check("back to A's text: A's copy again, no parse (%s); one copy per text (%d)"
+              % (back, len(copies(rundir))),
+              back == ("refused", False) and len(copies(rundir)) == 2)
+    finally:
+        a.close()
+        b.close()
+
+
+def planted(kind):
+    """A run directory whose copy for the policy is replaced by kind; the
+    copy was valid (the start before read it without libconfig)."""
+    rundir, conf = fresh_rundir(), os.path.join(WORK, "plant-%s.conf" % kind)
+    write(conf, 'rules = ( { name = "x"; action = "refuse"; '
+                'match = { to = "127.0.0.1/32"; port = 9; }; } );\n')
+    start(conf, rundir)
+    p, parsed = start(conf, rundir)
+    [copy] = copies(rundir)
+    good = open(copy, "rb").read()
+    if kind == "group-writable":
+        os.chmod(copy, 0o620)
+    elif kind == "other-writable":
+        os.chmod(copy, 0o602)
+    elif kind == "symlink":
+        elsewhere = os.path.join(WORK, "elsewhere-copy")
+        shutil.copy(copy, elsewhere)
+        os.chmod(elsewhere, 0o600)
+        os.unlink(copy)
+        os.symlink(elsewhere, copy)
+    elif kind == "another uid":
+        os.chown(copy, 65534, 65534)
+    elif kind == "truncated":
+        with open(copy, "r+b") as f:
+            f.truncate(len(good) - 9)
+    elif kind == "flipped":
+        with open(copy, "r+b") as f:
+            f.seek(len(good) - 40)
+            f.write(bytes([good[-40] ^ 0x5a]))
+    return conf, rundir, copy, not parsed
+
+
+def test_untrusted_copies_ignored():
+    """A copy another account owns, that group or others can write, that is
+    a symbolic link (to a valid copy), or that is cut short or has a byte
+    changed: the start parses instead, and runs."""
+    good_of = {}
+    kinds = ["group-writable", "other-writable", "symlink", "truncated", "flipped"]
+    if os.geteuid() == 0:
+        kinds.append("another uid")
+    else:
+        print("  skip - a copy owned by another uid: chown needs root")
+        checks.skip()
+    for kind in kinds:
+        conf, rundir, copy, was_used = planted(kind)
+        good_of[kind] = open(os.path.join(WORK, "elsewhere-copy"), "rb").read() \
+            if kind == "symlink" else None
+        p, parsed = start(conf, rundir)
+        check("a %s copy is not used: the start loads libconfig and exits 0 (the valid "
+              "copy was used before: %s)" % (kind, was_used),
+              was_used and parsed and p.returncode == 0, p.stderr[-300:])
+        if kind == "symlink":
+            target = os.path.join(WORK, "elsewhere-copy")
+            check("the link's target is not written through (the link itself replaced by "
+                  "a copy of this user's)", open(target, "rb").read() == good_of[kind]
+                  and not os.path.islink(copy) and len(copies(rundir)) == 1)
+
+
+def test_bad_policy_still_exits_78():
+    """A copy of the good version does not hide a bad one: exit 78 before
+    main with the message a start without any copy gives."""
+    rundir, conf = fresh_rundir(), os.path.join(WORK, "bad.conf")
+    good = refuse(9)
+    write(conf, good)
+    start(conf, rundir)
+    p, parsed = start(conf, rundir)
+    check("the good version's copy is used", p.returncode == 0 and not parsed)
+    for bad in (good.replace("refuse", "refusee"), good.replace("port = 9", "port = 0"),
+                good.replace("} );", "}, );")):
+        write(conf, bad)
+        p, _ = start(conf, rundir, ("true",))
+        clean = start(conf, fresh_rundir())[0]
+        msg = [line for line in p.stderr.splitlines() if line.startswith("faultnet:")]
+        ref = [line for line in clean.stderr.splitlines() if line.startswith("faultnet:")]
+        check("a bad version exits 78 with the message of a start without a copy (%s)"
+              % (msg[:1],), p.returncode == 78 and msg == ref and msg and "bad.conf:1:" in msg[0],
+              (p.returncode, msg, ref))
+        p, _ = start(conf, rundir, ("true",), {"FAULTNET_ON_ERROR": "passthrough"})
+        check("and with FAULTNET_ON_ERROR=passthrough runs with no faults (exit %d)"
+              % p.returncode, p.returncode == 0 and "running with no faults" in p.stderr)
+
+
+def test_include_and_body_file_never_kept():
+    """Their content lives in other files: parsed at every start, no copy,
+    and a change of the other file is seen by the next start."""
+    rundir = fresh_rundir()
+    a, b = listener(), listener()
+    try:
+        pa, pb = a.getsockname()[1], b.getsockname()[1]
+        inc, more = os.path.join(WORK, "inc.conf"), os.path.join(WORK, "more.conf")
+        write(inc, '@include "more.conf"\n')
+        write(more, refuse(pa))
+        one = probe(inc, rundir, pa)
+        write(more, refuse(pb))
+        two = probe(inc, rundir, pa), probe(inc, rundir, pb)
+        check("@include: parsed at each start, the included file's change seen (%s, %s)"
+              % (one, two), one == ("refused", True) and two == (("connected", True),
+                                                                  ("refused", True)))
+        check("and no compiled copy written", copies(rundir) == [], os.listdir(rundir))
+        body, conf = os.path.join(WORK, "body.txt"), os.path.join(WORK, "body.conf")
+        write(body, "busy\n")
+        write(conf, 'rules = ( { name = "r"; action = "respond"; status = 503; '
+                    'body_file = "body.txt"; match = { to = "127.0.0.1/32"; port = 9; }; } );\n')
+        runs = [start(conf, rundir) for _ in range(2)]
+        check("body_file: parsed at each start (%s), no copy written"
+              % [r[1] for r in runs],
+              all(r[0].returncode == 0 and r[1] for r in runs) and copies(rundir) == [],
+              [r[0].stderr[-200:] for r in runs])
+        os.unlink(body)
+        p, _ = start(conf, rundir)
+        check("its file gone, the next start says so (exit %d)" % p.returncode,
+              p.returncode == 78 and "body_file" in p.stderr, p.stderr[-300:])
+    finally:
+        a.close()
+        b.close()
+
+
+def test_zone_in_the_key():
+    """FAULTNET_ZONE is part of the key: one copy per zone, each start in
+    its zone."""
+    rundir, conf = fresh_rundir(), os.path.join(WORK, "zones.conf")
+    a = listener()
+    try:
+        port = a.getsockname()[1]
+        write(conf, 'zones = ( { name = "za"; cidrs = "127.70.0.0/16"; }, '
+                    '{ name = "zb"; cidrs = "127.71.0.0/16"; } );\n'
+                    'rules = ( { name = "cut"; action = "refuse"; '
+                    'match = { from_zone = "za"; to = "127.0.0.1/32"; port = %d; }; } );\n' % port)
+        got = {}
+        for zone in ("za", "zb", "za", "zb"):
+            p, parsed = start(conf, rundir, (PY, "-c", PROBE, str(port)),
+                              {"FAULTNET_ZONE": zone})
+            got.setdefault(zone, []).append((p.stdout.strip(), parsed))
+        check("each zone parsed once then read from its own copy (%s)" % got,
+              got == {"za": [("refused", True), ("refused", False)],
+                      "zb": [("connected", True), ("connected", False)]}
+              and len(copies(rundir)) == 2)
+    finally:
+        a.close()
+
+
+def main():
+    print("the compiled policy copy (%s)" % BUILD)
+    tests = [test_second_start_without_libconfig, test_changed_file_same_size_and_mtime,
+             test_untrusted_copies_ignored, test_bad_policy_still_exits_78,
+             test_include_and_body_file_never_kept, test_zone_in_the_key]
+    try:
+        for t in checks.selected(tests):
+            try:
+                t()
+            except Exception:
+                check("%s ran to its end" % checks.name_of(t), False, traceback.format_exc())
+    finally:
+        shutil.rmtree(WORK, ignore_errors=True)
+    sys.exit(1 if checks.failed else 0)
+
+
+main()
