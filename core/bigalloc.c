@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define BIG ((size_t)4 << 20)
 #define HUGE_PAGE ((uintptr_t)2 << 20)
@@ -57,4 +58,42 @@ void *fn_big_calloc(size_t n, size_t size)
 void *fn_big_realloc(void *p, size_t size)
 {
 	return advise(realloc(p, size), size);
+}
+
+/* A mapping's length, kept in its first 16 bytes (the array's alignment). */
+#define MAP_HEAD 16
+
+static size_t map_len(size_t size)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	return (size + MAP_HEAD + page - 1) / page * page;
+}
+
+void *fn_map_realloc(void *p, size_t size)
+{
+	if (size > SIZE_MAX / 2)
+		return NULL;
+	size_t len = map_len(size);
+	char *base = p ? (char *)p - MAP_HEAD : NULL;
+	size_t had = base ? *(size_t *)base : 0;
+	if (base && len <= had)
+		return p;
+	/* mremap keeps the bytes and zero-fills the new pages, as mmap does. */
+	void *m = base
+		      ? mremap(base, had, len, MREMAP_MAYMOVE)
+		      : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	*(size_t *)m = len;
+	if (len >= BIG) /* the whole mapping is the array's: safe to advise */
+		madvise(m, len, MADV_HUGEPAGE);
+	return (char *)m + MAP_HEAD;
+}
+
+void fn_map_free(void *p)
+{
+	if (p) {
+		char *base = (char *)p - MAP_HEAD;
+		munmap(base, *(size_t *)base);
+	}
 }

@@ -550,6 +550,37 @@ bool fn_compiled_path(char *out, size_t len, const char *dir, const struct fn_co
 
 /* The copy at path, when it is a regular file of this user that no one
  * else can write and of a sane size, rebuilt; NULL otherwise. */
+/* A text or copy this large is read into a mapping of its own, not the
+ * heap: freed there after the policy was built, it was a free chunk among
+ * the policy's allocations, which each later malloc of the app's split and
+ * merged (core/bigalloc.h), and freed as a chunk glibc mapped, it raised
+ * glibc's mmap threshold, and the arrays built after it came from the heap.
+ * A smaller free chunk is below what stdio's buffers and the like ask for. */
+#define HEAP_MAX 4096
+
+/* The policy file's text, NUL-ended, in a mapping of its own when it is a
+ * regular file of HEAP_MAX bytes or more with no NUL; NULL otherwise, and
+ * the caller reads it as the parser does (with its messages). */
+static char *map_text(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return NULL;
+	struct stat sb;
+	char *buf = NULL;
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= HEAP_MAX &&
+	    sb.st_size <= (off_t)FN_CONFIG_FILE_MAX &&
+	    (buf = fn_map_realloc(NULL, (size_t)sb.st_size + 1)) &&
+	    (fn_read_raw(fd, buf, (size_t)sb.st_size) != sb.st_size ||
+	     memchr(buf, 0, (size_t)sb.st_size))) {
+		fn_map_free(buf);
+		buf = NULL;
+	}
+	fn_close_raw(fd);
+	*len = buf ? (size_t)sb.st_size : 0;
+	return buf; /* the mapping's zeros end it */
+}
+
 static struct fn_policy *load_copy(const char *path, const struct fn_compiled_key *k)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -558,12 +589,18 @@ static struct fn_policy *load_copy(const char *path, const struct fn_compiled_ke
 	struct stat sb;
 	struct fn_policy *p = NULL;
 	void *blob = NULL;
+	bool mapped = false;
 	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
 	    !(sb.st_mode & (S_IWGRP | S_IWOTH)) && sb.st_size >= (off_t)sizeof(struct head) &&
-	    sb.st_size <= (off_t)BLOB_MAX && (blob = malloc((size_t)sb.st_size)) &&
+	    sb.st_size <= (off_t)BLOB_MAX &&
+	    (blob = (mapped = sb.st_size >= HEAP_MAX) ? fn_map_realloc(NULL, (size_t)sb.st_size)
+						      : malloc((size_t)sb.st_size)) &&
 	    fn_read_raw(fd, blob, (size_t)sb.st_size) == sb.st_size)
 		p = fn_compiled_read(blob, (size_t)sb.st_size, k);
-	free(blob);
+	if (mapped)
+		fn_map_free(blob);
+	else
+		free(blob);
 	fn_close_raw(fd);
 	return p;
 }
@@ -614,7 +651,8 @@ struct fn_policy *fn_compiled_load_file(const char *path, const char *zone, char
 {
 	int saved = errno; /* the app's, untouched by a copy's absence */
 	size_t n;
-	char *text = fn_config_read(path, &n, err, errlen);
+	char *mtext = map_text(path, &n);
+	char *text = mtext ? mtext : fn_config_read(path, &n, err, errlen);
 	if (!text)
 		return NULL;
 	struct fn_compiled_key k = {.text = text, .textlen = n, .zone = zone ? zone : ""};
@@ -627,7 +665,10 @@ struct fn_policy *fn_compiled_load_file(const char *path, const char *zone, char
 		if (p && keep)
 			store_copy(file, p, &k);
 	}
-	free(text);
+	if (mtext)
+		fn_map_free(mtext);
+	else
+		free(text);
 	errno = saved;
 	return p;
 }

@@ -665,7 +665,6 @@ static bool parse_root(struct ctx *c, const config_setting_t *root, const char *
 /* The whole file, NUL-terminated, or NULL (errno set). Read here rather than
  * by libconfig so that the text can be checked for numbers libconfig would
  * truncate. */
-#define FILE_MAX (16u << 20)
 
 /* The whole file, NUL-terminated; NULL with *why set. The file is opened
  * without blocking and must be a regular file: a FIFO would block the
@@ -686,9 +685,9 @@ static char *slurp_n(const char *path, char *why, size_t whylen, size_t *len)
 	char *buf = NULL;
 	if (!S_ISREG(sb.st_mode))
 		snprintf(why, whylen, "not a regular file");
-	else if ((size_t)sb.st_size > FILE_MAX)
+	else if ((size_t)sb.st_size > FN_CONFIG_FILE_MAX)
 		snprintf(why, whylen, "too large (%lld bytes; the limit is %u)",
-			 (long long)sb.st_size, FILE_MAX);
+			 (long long)sb.st_size, FN_CONFIG_FILE_MAX);
 	else if (!(buf = malloc((size_t)sb.st_size + 1)))
 		snprintf(why, whylen, "out of memory");
 	ssize_t n = buf ? fn_read_raw(fd, buf, (size_t)sb.st_size) : 0;

@@ -11,6 +11,9 @@
 /* Exit status for a bad configuration (sysexits' EX_CONFIG). */
 #define FN_EXIT_CONFIG 78
 
+/* The largest policy file read (a larger one is refused, named). */
+#define FN_CONFIG_FILE_MAX (16u << 20)
+
 /* Parses path. zone_override (FAULTNET_ZONE, may be NULL) replaces the file's
  * `zone`. On error returns NULL and writes "FILE:LINE: problem" into err. */
 struct fn_policy *fn_config_load_file(const char *path, const char *zone_override, char *err,

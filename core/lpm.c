@@ -50,14 +50,38 @@ static uint64_t mix(uint64_t x)
 	return x;
 }
 
+/* From this many rules the index and its build take mappings of their
+ * own (fn_lpm.mapped): a small policy's start keeps its few arrays on the
+ * heap, which costs no system call. */
+#define MAPPED_RULES 512
+
+static void *arr_realloc(bool mapped, void *p, size_t size)
+{
+	return mapped ? fn_map_realloc(p, size) : fn_big_realloc(p, size);
+}
+
+static void arr_free(bool mapped, void *p)
+{
+	if (mapped)
+		fn_map_free(p);
+	else
+		free(p);
+}
+
+static void *arr_calloc(bool mapped, size_t n, size_t size)
+{
+	return mapped ? fn_map_realloc(NULL, n * size) : fn_big_calloc(n, size);
+}
+
 static bool memo_grow(struct builder *b)
 {
 	size_t size = b->memo_mask ? (b->memo_mask + 1) * 2 : 1024;
-	uint64_t *keys = fn_big_calloc(size, sizeof(*keys));
-	uint32_t *ids = fn_big_calloc(size, sizeof(*ids));
+	bool mapped = b->t->mapped;
+	uint64_t *keys = arr_calloc(mapped, size, sizeof(*keys));
+	uint32_t *ids = arr_calloc(mapped, size, sizeof(*ids));
 	if (!keys || !ids) {
-		free(keys);
-		free(ids);
+		arr_free(mapped, keys);
+		arr_free(mapped, ids);
 		return false;
 	}
 	for (size_t i = 0; b->memo_mask && i <= b->memo_mask; i++) {
@@ -69,8 +93,8 @@ static bool memo_grow(struct builder *b)
 		keys[h] = b->memo[i];
 		ids[h] = b->memo_id[i];
 	}
-	free(b->memo);
-	free(b->memo_id);
+	arr_free(mapped, b->memo);
+	arr_free(mapped, b->memo_id);
 	b->memo = keys;
 	b->memo_id = ids;
 	b->memo_mask = size - 1;
@@ -81,9 +105,10 @@ static uint32_t new_list(struct builder *b, uint32_t parent, uint32_t rule)
 {
 	if (b->nlists == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 1024;
-		uint32_t *p = fn_big_realloc(b->parent, cap * 4),
-			 *l = fn_big_realloc(b->last, cap * 4),
-			 *n = fn_big_realloc(b->len, cap * 4);
+		bool mapped = b->t->mapped;
+		uint32_t *p = arr_realloc(mapped, b->parent, cap * 4),
+			 *l = arr_realloc(mapped, b->last, cap * 4),
+			 *n = arr_realloc(mapped, b->len, cap * 4);
 		if (p)
 			b->parent = p;
 		if (l)
@@ -133,7 +158,7 @@ static uint32_t new_node(struct builder *b, uint32_t value)
 		/* Offsets must stay below the skip mark (fn_lpm_step); checked
 		 * before realloc, which may move the nodes. */
 		uint32_t *n = cap * 256 < FN_LPM_SKIP
-				  ? fn_big_realloc(t->nodes, cap * 256 * sizeof(uint32_t))
+				  ? arr_realloc(t->mapped, t->nodes, cap * 256 * sizeof(uint32_t))
 				  : NULL;
 		if (!n) {
 			b->oom = true;
@@ -305,7 +330,8 @@ static bool finish_slots(struct builder *b, uint32_t *slots, size_t n, uint32_t 
 			 * in glibc, a copy each under ASan, 47 s). */
 			if (need > b->pool_cap) {
 				size_t cap = b->pool_cap * 2 > need ? b->pool_cap * 2 : need;
-				uint32_t *pool = fn_big_realloc(t->pool, cap * sizeof(uint32_t));
+				uint32_t *pool =
+				    arr_realloc(t->mapped, t->pool, cap * sizeof(uint32_t));
 				if (!pool)
 					return false;
 				t->pool = pool;
@@ -497,7 +523,9 @@ static bool add_skip(struct builder *b, const struct fn_lpm_skip *s, uint32_t *s
 	if (t->nskips == b->skips_cap) {
 		size_t cap = b->skips_cap ? b->skips_cap * 2 : 16;
 		struct fn_lpm_skip *more =
-		    t->skip0 + cap <= FN_LPM_SKIP ? realloc(t->skips, cap * sizeof(*more)) : NULL;
+		    t->skip0 + cap <= FN_LPM_SKIP
+			? arr_realloc(t->mapped, t->skips, cap * sizeof(*more))
+			: NULL;
 		if (!more)
 			return false;
 		t->skips = more;
@@ -546,7 +574,7 @@ static bool compress(struct builder *b, uint32_t *slot, unsigned k)
  * gives back the pool's spare room. */
 static bool skip_lists(struct fn_lpm *t)
 {
-	uint32_t *pool = realloc(t->pool, (t->npool + t->nskips) * sizeof(uint32_t));
+	uint32_t *pool = arr_realloc(t->mapped, t->pool, (t->npool + t->nskips) * sizeof(uint32_t));
 	if (!pool)
 		return !t->nskips; /* the spare room kept, when there was none to add */
 	t->pool = pool;
@@ -618,8 +646,10 @@ static struct fn_lpm *new_index(const struct fn_policy *p)
 		return NULL;
 	t->refs = 1;
 	t->end = (uint32_t)p->nrules;
+	t->mapped = p->nrules >= MAPPED_RULES;
 	find_homes(t, p);
-	bool ok = (t->root4 = root_new()) && (t->pool = malloc(sizeof(uint32_t)));
+	bool ok =
+	    (t->root4 = root_new()) && (t->pool = arr_realloc(t->mapped, NULL, sizeof(uint32_t)));
 	for (struct fn_lpm_home *h = t->home; ok && h < t->homes_end; h++)
 		ok = (h->root = root_new());
 	if (!ok) {
@@ -656,7 +686,7 @@ struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 	new_list(&b, 0, 0); /* id 0: the empty list */
 	for (size_t i = 0; i < p->nrules && !b.oom; i++)
 		add_rule(&b, p, i);
-	uint32_t *offset = b.oom ? NULL : calloc(b.nlists + 1, sizeof(uint32_t));
+	uint32_t *offset = b.oom ? NULL : arr_calloc(t->mapped, b.nlists + 1, sizeof(uint32_t));
 	bool ok = offset && each_root(&b, offset, finish_block, true) &&
 		  finish_slots(&b, t->nodes, t->nnodes * 256, offset) &&
 		  finish_slots(&b, &t->out6, 1, offset);
@@ -666,12 +696,12 @@ struct fn_lpm *fn_lpm_build(const struct fn_policy *p)
 		t->skip0 = (uint32_t)t->npool;
 		ok = each_root(&b, NULL, compress_block, false) && skip_lists(t);
 	}
-	free(offset);
-	free(b.parent);
-	free(b.last);
-	free(b.len);
-	free(b.memo);
-	free(b.memo_id);
+	arr_free(t->mapped, offset);
+	arr_free(t->mapped, b.parent);
+	arr_free(t->mapped, b.last);
+	arr_free(t->mapped, b.len);
+	arr_free(t->mapped, b.memo);
+	arr_free(t->mapped, b.memo_id);
 	if (!ok) {
 		fn_lpm_put(t);
 		return NULL;
@@ -686,9 +716,9 @@ void fn_lpm_put(struct fn_lpm *t)
 	root_free(t->root4);
 	for (struct fn_lpm_home *h = t->home; h < t->homes_end; h++)
 		root_free(h->root);
-	free(t->skips);
-	free(t->nodes);
-	free(t->pool);
+	arr_free(t->mapped, t->skips);
+	arr_free(t->mapped, t->nodes);
+	arr_free(t->mapped, t->pool);
 	free(t);
 }
 

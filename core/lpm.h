@@ -82,6 +82,9 @@ struct fn_lpm {
 	size_t npool;
 	size_t prefixes;
 	uint32_t skip0; /* the first skip's slot value */
+	/* A large policy's: its arrays and its build's are mappings of their
+	 * own (core/bigalloc.h: fn_map_realloc), not heap chunks. */
+	bool mapped;
 };
 
 struct fn_policy;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/compiled.h"
 #include "core/config.h"
 #include "core/edit.h"
 #include "core/hash.h"
@@ -72,7 +73,7 @@ static void reset(void)
 {
 	char err[1024];
 	struct fn_policy *p = base_config
-				  ? fn_config_load_file(base_config, base_zone, err, sizeof(err))
+				  ? fn_compiled_load_file(base_config, base_zone, err, sizeof(err))
 				  : fn_edit_empty();
 	if (p)
 		publish(p);

@@ -654,6 +654,10 @@ def test_long_journal():
     # the file's listing (2,565 faults against 853 here, then 1,437; now
     # 1,050). Under ASan, whose allocator faults in pages of its own at
     # every size, the count says nothing of the shim's: not checked there.
+    # A large policy's index is built in mappings of its own (core/lpm.c:
+    # no free chunk left in the app's heap), so the joiner's second build
+    # faults its pages in again where the heap's reused the first's: +388
+    # before, +443 since; an index per add would be thousands.
     def faults(group):
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
         subprocess.run(["/bin/true"], env=env(group, None, {"FAULTNET_CONFIG": conf}),
@@ -661,8 +665,8 @@ def test_long_journal():
         return resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - before
     if not FIRST:
         late_f, fresh_f = faults("long"), faults("fresh")
-        check("... and faults in about as many pages (%d, %d; under 400 more)"
-              % (late_f, fresh_f), late_f < fresh_f + 400)
+        check("... and faults in about as many pages (%d, %d; under 500 more)"
+              % (late_f, fresh_f), late_f < fresh_f + 500)
     b = Agent.start(group="long", extra={"FAULTNET_CONFIG": conf})
 
     def states(agent):
