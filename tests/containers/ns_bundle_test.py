@@ -162,7 +162,12 @@ def test_libraries_resolve_in_the_chroot():
 
 def test_shim_alone_fails_there():
     """The shim without the bundle (build/libfaultnet.so copied into the
-    test's folder): the chroot has no libconfig, the policy cannot be read."""
+    test's folder): the chroot has no libconfig, the policy cannot be read.
+    A policy text no start has kept compiled in the run directory (a start
+    that finds its copy needs no libconfig: core/compiled.h)."""
+    with open(CONF, "w") as f:
+        f.write('# alone %d\nrules = ( { name = "cut"; action = "refuse"; '
+                'match = { to = "127.0.0.1/32"; port = 9; }; } );\n' % os.getpid())
     shutil.copy(os.path.join(BUILD, "libfaultnet.so"), os.path.join(WORK, "alone.so"))
     p = in_chroot("alone", ["bash", "-c", "true"], lib=os.path.join(WORK, "alone.so"),
                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
