@@ -558,27 +558,49 @@ bool fn_compiled_path(char *out, size_t len, const char *dir, const struct fn_co
  * A smaller free chunk is below what stdio's buffers and the like ask for. */
 #define HEAP_MAX 4096
 
-/* The policy file's text, NUL-ended, in a mapping of its own when it is a
- * regular file of HEAP_MAX bytes or more with no NUL; NULL otherwise, and
- * the caller reads it as the parser does (with its messages). */
-static char *map_text(const char *path, size_t *len)
+static void buf_free(char *b, size_t size)
+{
+	if (size >= HEAP_MAX)
+		fn_map_free(b);
+	else
+		free(b);
+}
+
+/* A buffer for a file's size bytes and a NUL after them: on the heap below
+ * HEAP_MAX, else a mapping of its own. Its kind follows from size, so the
+ * text and the copy are freed alike (buf_free). */
+static char *buf_read(int fd, size_t size)
+{
+	char *b = size >= HEAP_MAX ? fn_map_realloc(NULL, size + 1) : malloc(size + 1);
+	if (b && fn_read_raw(fd, b, size) != (ssize_t)size) {
+		buf_free(b, size);
+		return NULL;
+	}
+	if (b)
+		b[size] = '\0';
+	return b;
+}
+
+/* The policy file's text, NUL-ended, when it is a regular file of a sane
+ * size with no NUL: one open, one fstat and one read, where reading it
+ * again as the parser does cost three system calls more at every start.
+ * NULL otherwise: the caller reads it as the parser does, with its
+ * messages. */
+static char *read_text(const char *path, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return NULL;
 	struct stat sb;
 	char *buf = NULL;
-	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= HEAP_MAX &&
-	    sb.st_size <= (off_t)FN_CONFIG_FILE_MAX &&
-	    (buf = fn_map_realloc(NULL, (size_t)sb.st_size + 1)) &&
-	    (fn_read_raw(fd, buf, (size_t)sb.st_size) != sb.st_size ||
-	     memchr(buf, 0, (size_t)sb.st_size))) {
-		fn_map_free(buf);
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size <= (off_t)FN_CONFIG_FILE_MAX &&
+	    (buf = buf_read(fd, (size_t)sb.st_size)) && memchr(buf, 0, (size_t)sb.st_size)) {
+		buf_free(buf, (size_t)sb.st_size);
 		buf = NULL;
 	}
 	fn_close_raw(fd);
 	*len = buf ? (size_t)sb.st_size : 0;
-	return buf; /* the mapping's zeros end it */
+	return buf;
 }
 
 static struct fn_policy *load_copy(const char *path, const struct fn_compiled_key *k)
@@ -588,19 +610,13 @@ static struct fn_policy *load_copy(const char *path, const struct fn_compiled_ke
 		return NULL;
 	struct stat sb;
 	struct fn_policy *p = NULL;
-	void *blob = NULL;
-	bool mapped = false;
+	char *blob = NULL;
 	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
 	    !(sb.st_mode & (S_IWGRP | S_IWOTH)) && sb.st_size >= (off_t)sizeof(struct head) &&
-	    sb.st_size <= (off_t)BLOB_MAX &&
-	    (blob = (mapped = sb.st_size >= HEAP_MAX) ? fn_map_realloc(NULL, (size_t)sb.st_size)
-						      : malloc((size_t)sb.st_size)) &&
-	    fn_read_raw(fd, blob, (size_t)sb.st_size) == sb.st_size)
+	    sb.st_size <= (off_t)BLOB_MAX && (blob = buf_read(fd, (size_t)sb.st_size))) {
 		p = fn_compiled_read(blob, (size_t)sb.st_size, k);
-	if (mapped)
-		fn_map_free(blob);
-	else
-		free(blob);
+		buf_free(blob, (size_t)sb.st_size);
+	}
 	fn_close_raw(fd);
 	return p;
 }
@@ -651,8 +667,8 @@ struct fn_policy *fn_compiled_load_file(const char *path, const char *zone, char
 {
 	int saved = errno; /* the app's, untouched by a copy's absence */
 	size_t n;
-	char *mtext = map_text(path, &n);
-	char *text = mtext ? mtext : fn_config_read(path, &n, err, errlen);
+	char *own = read_text(path, &n);
+	char *text = own ? own : fn_config_read(path, &n, err, errlen);
 	if (!text)
 		return NULL;
 	struct fn_compiled_key k = {.text = text, .textlen = n, .zone = zone ? zone : ""};
@@ -665,8 +681,8 @@ struct fn_policy *fn_compiled_load_file(const char *path, const char *zone, char
 		if (p && keep)
 			store_copy(file, p, &k);
 	}
-	if (mtext)
-		fn_map_free(mtext);
+	if (own)
+		buf_free(own, n);
 	else
 		free(text);
 	errno = saved;

@@ -19,21 +19,35 @@ size_t fn_seg_rule_at(const char *name, unsigned i)
 	return (size_t)((fn_hash_str(name) + i) % FN_SEG_RULES);
 }
 
+/* A new slot for name, its index entry e written last: a reader that finds
+ * the entry finds the slot whole. */
+static struct fn_seg_rule *claim_slot(struct fn_seg *s, uint16_t *e, const char *name)
+{
+	uint32_t k = s->h.rule_slots;
+	if (k >= FN_SEG_RULES)
+		return NULL;
+	struct fn_seg_rule *r = &s->rules[k];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->order = -1;
+	__atomic_store_n(&r->state, FN_SLOT_READY, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->h.rule_slots, k + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(e, (uint16_t)(k + 1), __ATOMIC_RELEASE);
+	return r;
+}
+
 struct fn_seg_rule *fn_seg_rule_slot(struct fn_seg *s, const char *name, bool claim)
 {
 	uint64_t h = fn_hash_str(name);
 	for (unsigned i = 0; i < PROBES; i++) {
-		struct fn_seg_rule *r = &s->rules[(h + i) % FN_SEG_RULES];
-		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != FN_SLOT_READY) {
-			if (!claim)
-				return NULL;
-			memset(r, 0, sizeof(*r));
-			snprintf(r->name, sizeof(r->name), "%s", name);
-			r->order = -1;
-			__atomic_store_n(&r->state, FN_SLOT_READY, __ATOMIC_RELEASE);
-			return r;
-		}
-		if (strcmp(r->name, name) == 0)
+		uint16_t *e = &s->rule_at[(h + i) % FN_SEG_RULES];
+		unsigned v = __atomic_load_n(e, __ATOMIC_ACQUIRE);
+		if (!v)
+			return claim ? claim_slot(s, e, name) : NULL;
+		/* A copy read from a file may hold anything: checked. */
+		struct fn_seg_rule *r = v <= FN_SEG_RULES ? &s->rules[v - 1] : NULL;
+		if (r && __atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == FN_SLOT_READY &&
+		    strncmp(r->name, name, sizeof(r->name)) == 0)
 			return r;
 	}
 	return NULL;

@@ -16,7 +16,7 @@
 #include "core/rules.h"
 #include "core/wire.h"
 
-#define FN_SEG_MAGIC 0x34304d45534e4655ull /* "UFNSEM04" */
+#define FN_SEG_MAGIC 0x35304d45534e4655ull /* "UFNSEM05" */
 #define FN_SEG_RULES 4096		   /* rule names with counters */
 #define FN_SEG_DESTS 1024		   /* beyond this many, counts go to "other" */
 #define FN_SEG_EVENTS 4096
@@ -104,6 +104,7 @@ struct fn_seg_head {
 	uint64_t list_gen;
 	uint64_t seq;			    /* the group journal's last entry applied */
 	uint32_t nrules, enabled, unlisted; /* unlisted: rules no slot was left for */
+	uint32_t rule_slots;		    /* rules[0 .. rule_slots) are claimed */
 	char zone[FN_NAME_MAX];		    /* "-" for none */
 	/* Counters of the stats room. */
 	uint64_t ring_head; /* events written so far */
@@ -172,6 +173,12 @@ struct fn_seg_name {
 
 struct fn_seg {
 	struct fn_seg_head h;
+	/* The rule slots' index: by a name's hash (open addressing), its
+	 * slot's number + 1, 0 for none. Slots are claimed in order, so a
+	 * policy's rules sit side by side on a page or two, and the index
+	 * (8 KiB) on two: a start writes those, where slots placed by the
+	 * hash itself put each of 10 rules on a page of its own. */
+	uint16_t rule_at[FN_SEG_RULES];
 	struct fn_seg_rule rules[FN_SEG_RULES];
 	struct fn_seg_dest dests[FN_SEG_DESTS + 1]; /* the last one is "other" */
 	struct fn_seg_event ring[FN_SEG_EVENTS];
@@ -184,8 +191,8 @@ struct fn_seg {
  * under its change lock, claims. */
 struct fn_seg_rule *fn_seg_rule_slot(struct fn_seg *s, const char *name, bool claim);
 
-/* The index of the i-th slot that search looks at for name (i below
- * FN_SEG_RULE_PROBES), for a member to make its pages ready first. */
+/* The index of the i-th entry of rule_at that search looks at for name (i
+ * below FN_SEG_RULE_PROBES), for a member to make its pages ready first. */
 #define FN_SEG_RULE_PROBES 64
 size_t fn_seg_rule_at(const char *name, unsigned i);
 

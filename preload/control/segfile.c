@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,11 @@ static void *mapped; /* the address, kept across fork: see the fork child */
 static char run_path[4200];
 static pid_t owner;
 static int made_fd = -1; /* the file while it is being made */
+
+/* The pages a new file is given at once: the head, the rule index and the
+ * slots of a policy of up to 16 rules. */
+#define FIRST_PAGES \
+	((offsetof(struct fn_seg, rules) + 16 * sizeof(struct fn_seg_rule) + 4095) / 4096)
 
 static void fill_head(struct fn_seg_head *h, const struct fn_member_id *me, const char *group,
 		      const char *config, const char *zone, uint64_t seq)
@@ -70,12 +76,14 @@ static struct fn_seg *map_new(const char *tmp, const char *final)
 		       final);
 	void *m = MAP_FAILED;
 	struct stat sb;
-	/* The head's blocks first: it is written at once; every other page
-	 * gets its own when first touched (fn_seg_touch). Written as zeros
-	 * (nothing maps the file yet): a disk file system reserves the blocks
-	 * and keeps the page, where fallocate allocated them and the first
-	 * write through the mapping read the page in. */
-	static const char zeros[sizeof(struct fn_seg_head)];
+	/* The blocks of the head, the rule index and the first rule slots
+	 * first, in one write: the head is written at once, and a start's
+	 * listing writes in the index and those slots; every other page gets
+	 * its own when first touched (fn_seg_touch). Written as zeros (nothing
+	 * maps the file yet): a disk file system reserves the blocks and
+	 * keeps the page, where fallocate allocated them and the first write
+	 * through the mapping read the page in. */
+	static const char zeros[FIRST_PAGES * 4096];
 	ssize_t w = pwrite(fd, zeros, sizeof(zeros), 0);
 	int got = w == (ssize_t)sizeof(zeros) ? 0 : -1;
 	if (w >= 0 && got < 0)
@@ -85,7 +93,7 @@ static struct fn_seg *map_new(const char *tmp, const char *final)
 			 MAP_SHARED | (mapped ? MAP_FIXED : 0), fd, 0);
 	int e = errno;
 	if (m != MAP_FAILED) {
-		fn_stats_backing(final, (unsigned long)sb.st_ino, m);
+		fn_stats_backing(final, (unsigned long)sb.st_ino, m, FIRST_PAGES);
 		made_fd = fd;
 		fn_stats_backing_fd(fd); /* until it has its name */
 	} else {
@@ -173,7 +181,7 @@ const char *fn_segfile_create(const char *rundir, const char *group, const char 
 
 bool fn_segfile_atfork_child(void)
 {
-	fn_stats_backing(NULL, 0, NULL); /* the parent's file is not the child's */
+	fn_stats_backing(NULL, 0, NULL, 0); /* the parent's file is not the child's */
 	/* The parent's file is the parent's: the child counts in private
 	 * memory at the same address (every pointer into it stays good) until
 	 * it makes a file of its own. If that memory cannot be had, it counts

@@ -10,25 +10,25 @@
 #include "core/http.h"
 #include "preload/stats/stats.h"
 
-/* The slots this process has claimed, so that a listing visits those and
- * not the whole table: reading a slot of a new file faults its page in. */
-static uint16_t claimed[FN_SEG_RULES];
-static unsigned nclaimed;
-
-/* Gives blocks to the slots the search for name reads, in its order, up to
- * the one where it stops (a free slot, or name's own): each is touched
- * before it is read. Only this process writes its rule slots, under the
- * change lock, so the search stops at the same slot. A new file's search
- * stops at the first probe but where this listing took it: one page per
- * rule at a start, where touching every probe cost the 64 slots' seven
- * pages (75 fallocate calls for 10 rules). */
+/* Gives blocks to the index entries the search for name reads, in its
+ * order, up to the one where it stops (an empty entry, or name's own), and
+ * to the slot a claim would take there: each is touched before it is read
+ * or written. Only this process writes its index and slots, under the
+ * change lock, so the search stops at the same entry. */
 static void touch_probes(struct fn_seg *s, const char *name)
 {
 	for (unsigned i = 0; i < FN_SEG_RULE_PROBES; i++) {
-		struct fn_seg_rule *r = &s->rules[fn_seg_rule_at(name, i)];
-		fn_seg_touch_listing(r, sizeof(*r));
-		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != FN_SLOT_READY ||
-		    strncmp(r->name, name, sizeof(r->name)) == 0)
+		uint16_t *e = &s->rule_at[fn_seg_rule_at(name, i)];
+		fn_seg_touch_listing(e, sizeof(*e));
+		unsigned v = __atomic_load_n(e, __ATOMIC_ACQUIRE);
+		if (!v) {
+			if (s->h.rule_slots < FN_SEG_RULES)
+				fn_seg_touch_listing(&s->rules[s->h.rule_slots],
+						     sizeof(s->rules[0]));
+			return;
+		}
+		if (v <= FN_SEG_RULES &&
+		    strncmp(s->rules[v - 1].name, name, sizeof(s->rules[0].name)) == 0)
 			return;
 	}
 }
@@ -36,12 +36,7 @@ static void touch_probes(struct fn_seg *s, const char *name)
 static struct fn_seg_rule *claim(struct fn_seg *s, const char *name)
 {
 	touch_probes(s, name);
-	struct fn_seg_rule *slot = fn_seg_rule_slot(s, name, false);
-	if (slot || !(slot = fn_seg_rule_slot(s, name, true)))
-		return slot;
-	if (nclaimed < FN_SEG_RULES)
-		claimed[nclaimed++] = (uint16_t)(slot - s->rules);
-	return slot;
+	return fn_seg_rule_slot(s, name, true);
 }
 
 /* The slot a rule's counters already go to, or one found or claimed for
@@ -87,10 +82,8 @@ void fn_stats_list(const struct fn_policy *p, bool fresh)
 	struct fn_seg *s = fn_seg;
 	struct fn_seg_head *h = &s->h;
 	__atomic_store_n(&h->list_gen, h->list_gen + 1, __ATOMIC_RELEASE); /* odd: changing */
-	if (fresh)
-		nclaimed = 0; /* a new file: nothing claimed in it yet */
-	for (unsigned i = 0; i < nclaimed; i++)
-		s->rules[claimed[i]].order = -1;
+	for (uint32_t i = 0; i < h->rule_slots && i < FN_SEG_RULES; i++)
+		s->rules[i].order = -1;
 	uint32_t on = 0, listed = 0, unlisted = 0;
 	for (size_t i = 0; p && i < p->nrules; i++) {
 		const struct fn_rule *r = &p->rules[i];

@@ -45,12 +45,14 @@ bool fn_stats_private(void)
 	return __atomic_load_n(&fn_seg, __ATOMIC_RELAXED) == &own;
 }
 
-void fn_stats_backing(const char *path, unsigned long ino, void *base)
+void fn_stats_backing(const char *path, unsigned long ino, void *base, size_t given)
 {
 	__atomic_store_n(&backing, 0, __ATOMIC_SEQ_CST);
 	if (!path)
 		return;
 	memset(backed, 0, sizeof(backed));
+	for (size_t pg = 0; pg < given && pg < SEG_PAGES; pg++)
+		backed[pg / 64] |= 1ull << (pg % 64);
 	snprintf(backing_path, sizeof(backing_path), "%s", path);
 	backing_ino = ino;
 	backing_base = base;
@@ -119,12 +121,12 @@ void fn_seg_touch(const void *p, size_t len)
 	}
 }
 
-/* A page wholly inside the rule slots of the file being made: only the
+/* A page wholly inside the rule index and slots of the file being made: only the
  * listing writes there (under the change lock, before any rule's counters
  * move in), and the page is all holes until its first touch. */
 static bool fresh_rule_page(size_t pg)
 {
-	size_t from = offsetof(struct fn_seg, rules), to = offsetof(struct fn_seg, dests);
+	size_t from = offsetof(struct fn_seg, rule_at), to = offsetof(struct fn_seg, dests);
 	return pg * 4096 >= from && (pg + 1) * 4096 <= to &&
 	       __atomic_load_n(&backing_fd, __ATOMIC_SEQ_CST) >= 0;
 }

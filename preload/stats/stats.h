@@ -39,11 +39,12 @@ extern struct fn_seg *fn_seg;
 bool fn_stats_private(void);
 
 /* The state file fn_seg is mapped from (path names it, ino is its inode,
- * base is where it is mapped),
- * or none (path NULL). Its pages are sparse: a page is first given its
- * blocks (fallocate) and only then read or written through the mapping,
- * which on a full file system would otherwise raise SIGBUS in the app. */
-void fn_stats_backing(const char *path, unsigned long ino, void *base);
+ * base is where it is mapped, its first given pages have their blocks
+ * already), or none (path NULL). Its pages are sparse: a page is first
+ * given its blocks (fallocate) and only then read or written through the
+ * mapping, which on a full file system would otherwise raise SIGBUS in the
+ * app. */
+void fn_stats_backing(const char *path, unsigned long ino, void *base, size_t given);
 
 /* While the file is being made: fd is it (-1 once it has its name). */
 void fn_stats_backing_fd(int fd);

@@ -3,6 +3,7 @@
  * someone hostile (strings not ended, bools that are not 0 or 1, places,
  * actions and counts out of range) read without harm. */
 #include <CUnit/CUnit.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,46 @@ static void test_slots(void)
 		got += fn_seg_rule_slot(s, name, true) != NULL;
 	}
 	CU_ASSERT(got < FN_SEG_RULES && got > FN_SEG_RULES / 2);
+	free(s);
+}
+
+/* Slots are claimed side by side, in order: a policy of ten rules writes
+ * its slots on one or two pages (a start writes each page it touches),
+ * where slots placed by a name's hash put each on a page of its own. */
+static void test_slots_in_order(void)
+{
+	struct fn_seg *s = new_state();
+	char name[16];
+	for (int i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "rule-%d", i);
+		CU_ASSERT(fn_seg_rule_slot(s, name, true) == &s->rules[i]);
+	}
+	CU_ASSERT_EQUAL(s->h.rule_slots, 10);
+	size_t first = offsetof(struct fn_seg, rules) / 4096,
+	       last = (offsetof(struct fn_seg, rules) + 10 * sizeof(s->rules[0]) - 1) / 4096;
+	CU_ASSERT(last - first <= 1);
+	for (int i = 9; i >= 0; i--) {
+		snprintf(name, sizeof(name), "rule-%d", i);
+		CU_ASSERT(fn_seg_rule_slot(s, name, false) == &s->rules[i]);
+	}
+	free(s);
+}
+
+/* A state file's index written by someone hostile: entries past the table
+ * or at slots that are not ready, or that name another rule, find
+ * nothing, and a claim then takes a new slot. */
+static void test_slots_hostile_index(void)
+{
+	struct fn_seg *s = new_state();
+	for (unsigned i = 0; i < FN_SEG_RULES; i++)
+		s->rule_at[i] = (uint16_t)(i % 3 == 0 ? 0xffff : i % 3 == 1 ? 7 : 1);
+	strcpy(s->rules[0].name, "other");
+	s->rules[0].state = FN_SLOT_READY;
+	CU_ASSERT_PTR_NULL(fn_seg_rule_slot(s, "a", false));
+	CU_ASSERT_PTR_NULL(fn_seg_rule_slot(s, "a", true)); /* no empty entry in reach */
+	memset(s->rule_at, 0, sizeof(s->rule_at));
+	s->h.rule_slots = FN_SEG_RULES; /* every slot claimed: no new one */
+	CU_ASSERT_PTR_NULL(fn_seg_rule_slot(s, "a", true));
 	free(s);
 }
 
@@ -153,6 +194,8 @@ void add_segment_tests(void)
 {
 	CU_pSuite s = CU_add_suite("segment", NULL, NULL);
 	CU_add_test(s, "rule name slots: found, claimed, a full table", test_slots);
+	CU_add_test(s, "rule name slots: claimed side by side, in order", test_slots_in_order);
+	CU_add_test(s, "rule name slots: a hostile index finds nothing", test_slots_hostile_index);
 	CU_add_test(s, "records: rules in order, kept counts, dests, events", test_records);
 	CU_add_test(s, "an event's record and JSON line, for both backends", test_event_formats);
 	CU_add_test(s, "a slot is claimed once", test_slot_claim);
