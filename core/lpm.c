@@ -73,9 +73,12 @@ static void *arr_calloc(bool mapped, size_t n, size_t size)
 	return mapped ? fn_map_realloc(NULL, n * size) : fn_big_calloc(n, size);
 }
 
+/* The memo and the lists start small and double: a 10-rule policy's
+ * build wrote into 24 KiB of them at every start (a page fault each page),
+ * and doubling costs a 1,000,000-rule build a few more copies. */
 static bool memo_grow(struct builder *b)
 {
-	size_t size = b->memo_mask ? (b->memo_mask + 1) * 2 : 1024;
+	size_t size = b->memo_mask ? (b->memo_mask + 1) * 2 : 64;
 	bool mapped = b->t->mapped;
 	uint64_t *keys = arr_calloc(mapped, size, sizeof(*keys));
 	uint32_t *ids = arr_calloc(mapped, size, sizeof(*ids));
@@ -104,7 +107,7 @@ static bool memo_grow(struct builder *b)
 static uint32_t new_list(struct builder *b, uint32_t parent, uint32_t rule)
 {
 	if (b->nlists == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 1024;
+		size_t cap = b->cap ? b->cap * 2 : 64;
 		bool mapped = b->t->mapped;
 		uint32_t *p = arr_realloc(mapped, b->parent, cap * 4),
 			 *l = arr_realloc(mapped, b->last, cap * 4),
