@@ -185,16 +185,24 @@ static void put_http(struct wr *w, const struct fn_http *h)
 	put_str(w, h->grpc_message);
 }
 
+/* A rule's copy without its pointers: the copy stores none (what they
+ * point to follows it), and a rule read back owns nothing until its parts
+ * are read. */
+static void rule_bare(struct fn_rule *c)
+{
+	c->to = NULL;
+	c->ports = NULL;
+	c->stat = NULL;
+	c->http = NULL;
+	c->dns = NULL;
+	c->host = NULL;
+}
+
 static void put_rule(struct wr *w, const struct fn_rule *r)
 {
 	struct fn_rule c;
 	memcpy(&c, r, sizeof(c)); /* padding too (the rules array is calloc'd) */
-	c.to = NULL;
-	c.ports = NULL;
-	c.stat = NULL;
-	c.http = NULL;
-	c.dns = NULL;
-	c.host = NULL;
+	rule_bare(&c);
 	put(w, &c, sizeof(c));
 	put(w, r->to, r->nto * sizeof(*r->to));
 	put(w, r->ports, r->nports * sizeof(*r->ports));
@@ -427,12 +435,7 @@ static bool get_rule(struct rd *r, struct fn_rule *rule, size_t nzones)
 	uint8_t parts;
 	if (!get(r, &c, sizeof(c)) || !rule_ok(&c, nzones))
 		return false;
-	c.to = NULL;
-	c.ports = NULL;
-	c.http = NULL;
-	c.dns = NULL;
-	c.host = NULL;
-	c.stat = NULL;
+	rule_bare(&c);
 	*rule = c; /* owns nothing yet: fn_policy_free frees what is set below */
 	if (!get_array(r, c.nto, sizeof(*c.to), (void **)&rule->to) || !cidrs_ok(rule->to, c.nto) ||
 	    !get_array(r, c.nports, sizeof(*c.ports), (void **)&rule->ports))
@@ -694,10 +697,6 @@ bool fn_compiled_expire(const char *dir, const char *name, time_t now)
 	size_t n = strlen(name);
 	if (n < 16 || strncmp(name, "policy-", 7) != 0 || strcmp(name + n - 9, ".compiled") != 0)
 		return false;
-	char path[4200];
-	struct stat sb;
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (lstat(path, &sb) == 0 && now - sb.st_mtim.tv_sec > FN_KEEP_S)
-		unlink(path);
+	fn_expire_old(dir, name, now);
 	return true;
 }

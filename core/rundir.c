@@ -275,13 +275,18 @@ bool fn_done_expire(const char *dir, const char *name, time_t now)
 	size_t n = strlen(name);
 	if (n < 6 || name[0] == '.' || strcmp(name + n - 5, ".done") != 0)
 		return false;
+	/* mtime: set when it was made (fn_member_gone), never by a reader. */
+	fn_expire_old(dir, name, now);
+	return true;
+}
+
+void fn_expire_old(const char *dir, const char *name, time_t now)
+{
 	char path[4200];
 	struct stat sb;
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	/* mtime: set when it was made (fn_member_gone), never by a reader. */
 	if (lstat(path, &sb) == 0 && now - sb.st_mtim.tv_sec > FN_KEEP_S)
 		unlink(path);
-	return true;
 }
 
 ssize_t fn_read_raw(int fd, void *buf, size_t n)

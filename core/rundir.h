@@ -117,6 +117,10 @@ void fn_member_gone_if(const char *path, int fd);
  * older than FN_KEEP_S at now. */
 bool fn_done_expire(const char *dir, const char *name, time_t now);
 
+/* Removes dir/name (not following a link) when it was last written more
+ * than FN_KEEP_S before now: the kept hour of a .done or a compiled copy. */
+void fn_expire_old(const char *dir, const char *name, time_t now);
+
 /* The group's change counter, "DIR/GROUP.seq": the sequence number of the
  * last change faultctl journaled for the group, in the first 8 bytes of a
  * one-page file that faultctl and every member map shared. faultctl stores
