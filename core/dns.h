@@ -59,6 +59,19 @@ const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
 const struct fn_rule *fn_dns_decide_len(const struct fn_policy *p, const char *name, size_t len,
 					const struct fn_rule **seen);
 
+/* The dns rules whose host pattern matches the len bytes of name (or
+ * that have none), in file order, whatever their state or zone: their
+ * indices in out, and how many; -1 when there are more than max or the
+ * policy has no index. A pure function of the policy's rules and the
+ * name, so that a caller may keep the list while the policy stays in
+ * force (preload/dns/resolve.c keeps its thread's last name's). */
+int fn_dns_candidates(const struct fn_policy *p, const char *name, size_t len, uint32_t *out,
+		      int max);
+/* fn_dns_decide_len over such a list: the first candidate enabled, of
+ * this zone, whose conditions (drawn) let it apply; *seen as there. */
+const struct fn_rule *fn_dns_pick(const struct fn_policy *p, const uint32_t *cand, int n,
+				  const struct fn_rule **seen);
+
 /* The same by a scan of every rule in file order (the index's fallback,
  * and the reference its unit test compares it with); *seen must start
  * NULL. draw: conditions are drawn, else the first covering rule. */

@@ -59,6 +59,84 @@ static const char *named(unsigned sum, const char *name)
 	return (sum & (FN_PS_DNS | FN_PS_HOST)) && name && !numeric(name) ? name : NULL;
 }
 
+/* The last name this thread looked up under dns rules, as it was spelled,
+ * and the dns rules whose pattern covers it (fn_dns_candidates) under the
+ * policy published as serial (0: nothing kept). A program looks the same
+ * names up again and again: then neither the name index nor the patterns
+ * are read again, only the candidates' state and conditions, which change
+ * without a new policy or are drawn per lookup. Per thread, so read and
+ * written without a lock; busy while this thread uses it, so that a
+ * signal handler's lookup in between passes it by. */
+#define MEMO_BYTES 64
+#define MEMO_CANDS 6
+struct memo {
+	uint64_t serial;
+	size_t len;
+	int n;
+	uint32_t cand[MEMO_CANDS];
+	char name[MEMO_BYTES];
+};
+static __thread struct memo memo __attribute__((tls_model("initial-exec")));
+static __thread bool memo_busy __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t word_at(const char *p)
+{
+	uint64_t w;
+	memcpy(&w, p, 8);
+	return w;
+}
+
+/* Whether the memo's name is the len bytes of name, as they are: eight
+ * bytes at a time, the last word the eight that end the name. */
+static bool memo_is(const struct memo *m, const char *name, size_t len)
+{
+	if (m->len != len)
+		return false;
+	if (len < 8) {
+		for (size_t i = 0; i < len; i++)
+			if (m->name[i] != name[i])
+				return false;
+		return true;
+	}
+	for (size_t i = 0; i + 8 < len; i += 8)
+		if (word_at(m->name + i) != word_at(name + i))
+			return false;
+	return word_at(m->name + len - 8) == word_at(name + len - 8);
+}
+
+/* fn_dns_decide_len through the memo: its candidates kept when the name
+ * and the policy are the ones it holds, else found and kept. A name
+ * longer than the memo holds, or with more candidates, is decided as
+ * before. */
+static const struct fn_rule *pick(const struct fn_policy *p, uint64_t serial, const char *name,
+				  size_t len, const struct fn_rule **seen)
+{
+	struct memo *m = &memo;
+	if (memo_busy || len > MEMO_BYTES)
+		return fn_dns_decide_len(p, name, len, seen);
+	memo_busy = true;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	const struct fn_rule *r;
+	if (m->serial == serial && memo_is(m, name, len)) {
+		r = fn_dns_pick(p, m->cand, m->n, seen);
+	} else {
+		m->serial = 0;
+		int n = fn_dns_candidates(p, name, len, m->cand, MEMO_CANDS);
+		if (n >= 0) {
+			m->n = n;
+			m->len = len;
+			memcpy(m->name, name, len);
+			m->serial = serial;
+			r = fn_dns_pick(p, m->cand, n, seen);
+		} else {
+			r = fn_dns_decide_len(p, name, len, seen);
+		}
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	memo_busy = false;
+	return r;
+}
+
 /* What the rules say of a lookup of name (from named(); len: its strlen,
  * taken once a lookup for the index and the name memory): the rule's part
  * (NULL: glibc's answer), held for the caller (fn_dns_put), after any
@@ -70,7 +148,7 @@ static struct fn_dns *decide(unsigned sum, const char *name, size_t len)
 		return NULL;
 	struct fn_policy_hold h;
 	const struct fn_policy *p = fn_policy_enter(&h);
-	const struct fn_rule *seen, *r = p ? fn_dns_decide_len(p, name, len, &seen) : NULL;
+	const struct fn_rule *seen, *r = p ? pick(p, h.serial, name, len, &seen) : NULL;
 	if (!r) {
 		fn_stats_lookup_len(name, len, NULL, FN_LOOKUP_REAL);
 		fn_policy_exit(&h);

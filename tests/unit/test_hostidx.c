@@ -107,7 +107,16 @@ static int compare(const struct fn_policy *p, int names)
 		const struct fn_rule *want = fn_dns_scan(p, name, &s1, true);
 		const struct fn_rule *got = fn_dns_decide(p, name, &s2);
 		bool taken = fn_dns_taken(p, name);
-		if (want != got || s1 != s2 || taken != (s1 != NULL)) {
+		/* The candidates the resolver hook keeps for a name it looks
+		 * up again (preload/dns/resolve.c), judged as fn_dns_pick does. */
+		uint32_t cand[6];
+		const struct fn_rule *s3 = NULL, *kept = want;
+		int nc = fn_dns_candidates(p, name, strlen(name), cand, 6);
+		if (nc >= 0)
+			kept = fn_dns_pick(p, cand, nc, &s3);
+		else
+			s3 = s1;
+		if (want != got || s1 != s2 || taken != (s1 != NULL) || kept != want || s3 != s1) {
 			if (bad++ < 5)
 				printf("\n  %s: scan %s/%s, index %s/%s, taken %d", name,
 				       want ? want->name : "-", s1 ? s1->name : "-",
@@ -301,6 +310,39 @@ static void test_names_newest(void)
 	CU_ASSERT_STRING_EQUAL(names_of(&v6).names[0], "six.test");
 }
 
+/* The list a thread recorded last is skipped while the table has not
+ * changed (names.c: struct last); a change made meanwhile by another
+ * path (here the gethostbyname family's fn_names_record) must make the
+ * next record of the same list look again, and the name be the newest. */
+static void test_names_kept_list(void)
+{
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons(80)};
+	inet_pton(AF_INET, "127.9.8.7", &in.sin_addr);
+	struct addrinfo ai = {.ai_addr = (struct sockaddr *)&in, .ai_addrlen = sizeof(in)};
+	struct fn_endpoint ep = {.v4 = true, .ip = {127, 9, 8, 7}};
+	for (int round = 0; round < 3; round++) {
+		fn_names_record_ai("kept.example.test", &ai);
+		fn_names_record_ai("kept.example.test", &ai); /* kept */
+		CU_ASSERT_STRING_EQUAL(names_of(&ep).names[0], "kept.example.test");
+		fn_names_record("other.example.test", &ep);
+		CU_ASSERT_STRING_EQUAL(names_of(&ep).names[0], "other.example.test");
+		fn_names_record_ai("kept.example.test", &ai);
+		struct seen_names s = names_of(&ep);
+		CU_ASSERT(s.n == 2 && strcmp(s.names[0], "kept.example.test") == 0 &&
+			  strcmp(s.names[1], "other.example.test") == 0);
+	}
+	/* Another list for the same name, and the same list for another
+	 * name, are recorded. */
+	struct sockaddr_in in2 = in;
+	inet_pton(AF_INET, "127.9.8.6", &in2.sin_addr);
+	struct addrinfo ai2 = {.ai_addr = (struct sockaddr *)&in2, .ai_addrlen = sizeof(in2)};
+	struct fn_endpoint ep2 = {.v4 = true, .ip = {127, 9, 8, 6}};
+	fn_names_record_ai("kept.example.test", &ai2);
+	CU_ASSERT_STRING_EQUAL(names_of(&ep2).names[0], "kept.example.test");
+	fn_names_record_ai("kept.example.tesT", &ai2);
+	CU_ASSERT_STRING_EQUAL(names_of(&ep2).names[0], "kept.example.tesT");
+}
+
 void add_hostidx_tests(void)
 {
 	CU_pSuite s = CU_add_suite("hostidx", NULL, NULL);
@@ -308,4 +350,5 @@ void add_hostidx_tests(void)
 	CU_add_test(s, "index_after_edits", test_index_after_edits);
 	CU_add_test(s, "many_suffixes", test_many_suffixes);
 	CU_add_test(s, "names_newest", test_names_newest);
+	CU_add_test(s, "names_kept_list", test_names_kept_list);
 }
