@@ -201,22 +201,6 @@ int fn_dns_candidates(const struct fn_policy *p, const char *name, size_t len, u
 	return k;
 }
 
-const struct fn_rule *fn_dns_pick(const struct fn_policy *p, const uint32_t *cand, int n,
-				  const struct fn_rule **seen)
-{
-	*seen = NULL;
-	for (int k = 0; k < n; k++) {
-		const struct fn_rule *r = &p->rules[cand[k]];
-		if (!r->enabled || (r->from_zone >= 0 && r->from_zone != p->self_zone))
-			continue;
-		if (!*seen)
-			*seen = r;
-		if (fn_cond_pass(r))
-			return r;
-	}
-	return NULL;
-}
-
 const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
 				    const struct fn_rule **seen)
 {

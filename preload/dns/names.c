@@ -39,10 +39,10 @@ static struct entry *table;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t clock_;
 /* Raised by every change of the table, before it (a seqlock over the
- * whole table): a thread that found its lookup's name the newest of every
+ * whole table): a caller that found its lookup's name the newest of every
  * address while it stood still may skip the same lookup's next record
- * while it still does (struct last). */
-static uint64_t changes;
+ * while it still does (fn_names_record_kept). */
+uint64_t fn_names_changes;
 /* The entry being written under the lock, for a fork child to mend. */
 static struct entry *writing;
 
@@ -208,7 +208,7 @@ static __attribute__((noinline, cold)) void write_entry(const char *name, const 
 		memset(e->names, 0, sizeof(e->names));
 	}
 	writing = e;
-	__atomic_add_fetch(&changes, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&fn_names_changes, 1, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&e->seq, 1, __ATOMIC_ACQ_REL);
 	e->addr = *a;
 	renew(e);
@@ -258,114 +258,77 @@ static bool key_of_sa(struct akey *k, const struct sockaddr *sa, socklen_t len)
 	return true;
 }
 
-/* This thread's last list recorded: the name as it was spelled, the
- * addresses in the list's order, and the table's changes count when each
- * address had that name as its newest (0: nothing kept). A program that
- * looks a name up again mostly gets the same list: while the table has
- * not changed, recording it again would change nothing but the entries'
- * stamps (their age for replacement, renewed at the next record that
- * looks), so the lookup compares the name and the addresses and is done.
- * Per thread: busy while in use, so that a signal handler's lookup in
- * between passes it by. */
-#define LAST_BYTES 64
-#define LAST_ADDRS 8
-struct last {
-	uint64_t changes;
-	size_t len;
-	int n;
-	struct akey addr[LAST_ADDRS];
-	char name[LAST_BYTES];
-};
-static __thread struct last last __attribute__((tls_model("initial-exec")));
-static __thread bool last_busy __attribute__((tls_model("initial-exec")));
-
-static inline uint64_t word_at(const char *p)
+/* Whether ai's addresses are k's, in order: an IPv4 one compared in
+ * line (most are), any other as a key. */
+static bool kept_addrs_are(const struct fn_names_kept *k, const struct addrinfo *ai)
 {
-	uint64_t w;
-	memcpy(&w, p, 8);
-	return w;
-}
-
-/* Whether l's name is the len bytes of name as they are (len at most
- * LAST_BYTES): a word at a time, the last word the eight ending it. */
-static bool last_name_is(const struct last *l, const char *name, size_t len)
-{
-	if (l->len != len)
-		return false;
-	if (len < 8) {
-		for (size_t i = 0; i < len; i++)
-			if (l->name[i] != name[i])
-				return false;
-		return true;
-	}
-	for (size_t i = 0; i + 8 < len; i += 8)
-		if (word_at(l->name + i) != word_at(name + i))
-			return false;
-	return word_at(l->name + len - 8) == word_at(name + len - 8);
-}
-
-/* Whether ai's addresses are l's, in order. */
-static bool last_addrs_are(const struct last *l, const struct addrinfo *ai)
-{
-	int k = 0;
+	int n = 0;
 	for (; ai; ai = ai->ai_next) {
-		struct akey a;
-		if (!key_of_sa(&a, ai->ai_addr, ai->ai_addrlen))
-			continue;
-		if (k == l->n || !same_addr(&a, &l->addr[k]))
+		const struct sockaddr *sa = ai->ai_addr;
+		if (n == k->n)
 			return false;
-		k++;
+		const uint64_t *w = k->addr[n];
+		if (sa && ai->ai_addrlen >= sizeof(struct sockaddr_in) &&
+		    sa->sa_family == AF_INET) {
+			uint32_t ip;
+			memcpy(&ip, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+			if (w[2] != 1 || w[0] != ip || w[1])
+				return false;
+		} else {
+			struct akey a;
+			if (!key_of_sa(&a, sa, ai->ai_addrlen))
+				return false; /* listed as none: looked at again */
+			if (a.ip[0] != w[0] || a.ip[1] != w[1] || a.v4 != w[2])
+				return false;
+		}
+		n++;
 	}
-	return k == l->n;
+	return n == k->n;
 }
 
-/* Records each address of ai; into l when each already had name as its
- * newest and the table did not change meanwhile. */
-static void record_list(const char *name, size_t len, const struct addrinfo *ai, struct last *l)
+/* Records each address of ai; into k (when not NULL) when each already
+ * had name as its newest and the table did not change meanwhile. */
+static void record_list(const char *name, size_t len, const struct addrinfo *ai,
+			struct fn_names_kept *k)
 {
-	uint64_t before = __atomic_load_n(&changes, __ATOMIC_SEQ_CST);
-	struct entry *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-	bool kept = l && t;
+	uint64_t before = __atomic_load_n(&fn_names_changes, __ATOMIC_SEQ_CST);
+	bool kept = k && __atomic_load_n(&table, __ATOMIC_ACQUIRE);
 	int n = 0;
 	for (; ai; ai = ai->ai_next) {
 		struct akey a;
-		if (!key_of_sa(&a, ai->ai_addr, ai->ai_addrlen))
+		if (!key_of_sa(&a, ai->ai_addr, ai->ai_addrlen)) {
+			kept = false;
 			continue;
+		}
 		size_t at = home(&a);
-		if (newest(name, len, &a, at)) {
-			if (kept && n < LAST_ADDRS)
-				l->addr[n++] = a;
-			else
-				kept = false;
-		} else {
+		if (!newest(name, len, &a, at)) {
 			kept = false;
 			write_entry(name, &a, at);
+		} else if (kept && n < FN_NAMES_KEPT) {
+			memcpy(k->addr[n++], &a, sizeof(a));
+		} else {
+			kept = false;
 		}
 	}
-	if (!kept || __atomic_load_n(&changes, __ATOMIC_SEQ_CST) != before)
+	if (!kept || __atomic_load_n(&fn_names_changes, __ATOMIC_SEQ_CST) != before)
 		return;
-	l->n = n;
-	l->len = len;
-	memcpy(l->name, name, len);
-	l->changes = before + 1; /* never 0: the count may be */
+	k->n = n;
+	k->changes = before + 1; /* never 0, which the count may be */
 }
 
 void fn_names_record_ai_len(const char *name, size_t len, const struct addrinfo *ai)
 {
-	if (last_busy || len > LAST_BYTES) {
-		record_list(name, len, ai, NULL);
+	record_list(name, len, ai, NULL);
+}
+
+void fn_names_record_kept(struct fn_names_kept *k, const char *name, size_t len,
+			  const struct addrinfo *ai)
+{
+	if (k->changes == __atomic_load_n(&fn_names_changes, __ATOMIC_SEQ_CST) + 1 &&
+	    kept_addrs_are(k, ai))
 		return;
-	}
-	last_busy = true;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	struct last *l = &last;
-	uint64_t now = __atomic_load_n(&changes, __ATOMIC_SEQ_CST) + 1;
-	if (l->changes != now || !last_name_is(l, name, len) || !last_addrs_are(l, ai)) {
-		l->changes = 0;
-		record_list(name, len, ai, l);
-	}
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	last_busy = false;
+	k->changes = 0;
+	record_list(name, len, ai, k);
 }
 
 /* A consistent copy of entry e, without a lock; false if it keeps changing. */
@@ -437,7 +400,7 @@ void fn_names_atfork_child(void)
 	 * no stamp) rather than left odd for ever. */
 	pthread_mutex_init(&lock, NULL);
 	if (writing) {
-		__atomic_add_fetch(&changes, 1, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&fn_names_changes, 1, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&writing->stamp, 0, __ATOMIC_RELAXED);
 		memset(writing->names, 0, sizeof(writing->names));
 		writing->seq += writing->seq & 1;

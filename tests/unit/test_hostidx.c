@@ -310,37 +310,49 @@ static void test_names_newest(void)
 	CU_ASSERT_STRING_EQUAL(names_of(&v6).names[0], "six.test");
 }
 
-/* The list a thread recorded last is skipped while the table has not
- * changed (names.c: struct last); a change made meanwhile by another
- * path (here the gethostbyname family's fn_names_record) must make the
- * next record of the same list look again, and the name be the newest. */
+/* The list a caller recorded last for a name is skipped while the table
+ * has not changed (fn_names_record_kept); a change made meanwhile by
+ * another path (here the gethostbyname family's fn_names_record) must
+ * make the next record of the same list look again, and the name be the
+ * newest again. */
 static void test_names_kept_list(void)
 {
 	struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons(80)};
 	inet_pton(AF_INET, "127.9.8.7", &in.sin_addr);
 	struct addrinfo ai = {.ai_addr = (struct sockaddr *)&in, .ai_addrlen = sizeof(in)};
 	struct fn_endpoint ep = {.v4 = true, .ip = {127, 9, 8, 7}};
+	struct fn_names_kept k = {0};
+	const char *name = "kept.example.test";
 	for (int round = 0; round < 3; round++) {
-		fn_names_record_ai("kept.example.test", &ai);
-		fn_names_record_ai("kept.example.test", &ai); /* kept */
-		CU_ASSERT_STRING_EQUAL(names_of(&ep).names[0], "kept.example.test");
+		fn_names_record_kept(&k, name, strlen(name), &ai);
+		fn_names_record_kept(&k, name, strlen(name), &ai); /* kept */
+		CU_ASSERT(k.changes != 0 && k.n == 1);
+		CU_ASSERT_STRING_EQUAL(names_of(&ep).names[0], name);
 		fn_names_record("other.example.test", &ep);
 		CU_ASSERT_STRING_EQUAL(names_of(&ep).names[0], "other.example.test");
-		fn_names_record_ai("kept.example.test", &ai);
+		fn_names_record_kept(&k, name, strlen(name), &ai);
 		struct seen_names s = names_of(&ep);
-		CU_ASSERT(s.n == 2 && strcmp(s.names[0], "kept.example.test") == 0 &&
+		CU_ASSERT(s.n == 2 && strcmp(s.names[0], name) == 0 &&
 			  strcmp(s.names[1], "other.example.test") == 0);
 	}
-	/* Another list for the same name, and the same list for another
-	 * name, are recorded. */
-	struct sockaddr_in in2 = in;
-	inet_pton(AF_INET, "127.9.8.6", &in2.sin_addr);
-	struct addrinfo ai2 = {.ai_addr = (struct sockaddr *)&in2, .ai_addrlen = sizeof(in2)};
-	struct fn_endpoint ep2 = {.v4 = true, .ip = {127, 9, 8, 6}};
-	fn_names_record_ai("kept.example.test", &ai2);
-	CU_ASSERT_STRING_EQUAL(names_of(&ep2).names[0], "kept.example.test");
-	fn_names_record_ai("kept.example.tesT", &ai2);
-	CU_ASSERT_STRING_EQUAL(names_of(&ep2).names[0], "kept.example.tesT");
+	/* Another list for the same name is recorded: a second address, and
+	 * the first again after it. */
+	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6};
+	inet_pton(AF_INET6, "fd00::9", &in6.sin6_addr);
+	struct addrinfo ai6 = {.ai_addr = (struct sockaddr *)&in6, .ai_addrlen = sizeof(in6)};
+	struct addrinfo both = ai;
+	both.ai_next = &ai6;
+	struct fn_endpoint ep6 = {.v4 = false};
+	memcpy(ep6.ip, &in6.sin6_addr, 16);
+	fn_names_record("other.example.test", &ep6);
+	fn_names_record_kept(&k, name, strlen(name), &ai);
+	fn_names_record_kept(&k, name, strlen(name), &both);
+	CU_ASSERT_STRING_EQUAL(names_of(&ep6).names[0], name);
+	fn_names_record("other.example.test", &ep6);
+	fn_names_record_kept(&k, name, strlen(name), &both);
+	fn_names_record_kept(&k, name, strlen(name), &both); /* kept: 2 addresses */
+	CU_ASSERT(k.n == 2);
+	CU_ASSERT_STRING_EQUAL(names_of(&ep6).names[0], name);
 }
 
 void add_hostidx_tests(void)
