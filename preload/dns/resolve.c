@@ -51,14 +51,17 @@ static __attribute__((noinline)) bool numeric_rest(const char *name)
 	return parses_as_address(name);
 }
 
+/* The bytes an address may begin with (numeric_rest's letters), and the
+ * NUL of an empty name. */
+static const bool may_begin_address[256] = {
+    [0] = true,		  ['0' ... '9'] = true, ['a' ... 'f'] = true,
+    ['A' ... 'F'] = true, ['.'] = true,		[':'] = true};
+
 /* numeric(): a name whose first letter cannot begin an address (most
- * names: a letter past f) is told in line, without a call. */
+ * names: a letter past f) is told in line, by a table, without a call. */
 static inline bool numeric(const char *name)
 {
-	unsigned char c = (unsigned char)name[0], l = c | 0x20;
-	if (c && !((c >= '0' && c <= '9') || (l >= 'a' && l <= 'f') || c == '.' || c == ':'))
-		return false;
-	return numeric_rest(name);
+	return may_begin_address[(unsigned char)name[0]] && numeric_rest(name);
 }
 
 /* name when a rule may take it or its addresses are remembered: not an
@@ -154,8 +157,8 @@ static __attribute__((noinline)) const struct fn_rule *pick_new(struct memo *m,
  * and the policy are the ones it holds, else found and kept. A name
  * longer than the memo holds, or with more candidates, is decided as
  * before. */
-static inline const struct fn_rule *pick(const struct fn_policy *p, uint64_t serial,
-					 const char *name, size_t len, uint64_t *gen)
+static inline __attribute__((always_inline)) const struct fn_rule *
+pick(const struct fn_policy *p, uint64_t serial, const char *name, size_t len, uint64_t *gen)
 {
 	struct memo *m = memo();
 	if (m->busy || len > MEMO_BYTES) {
@@ -181,7 +184,8 @@ static inline const struct fn_rule *pick(const struct fn_policy *p, uint64_t ser
  * (NULL: glibc's answer), held for the caller (fn_dns_put), after any
  * wait the rule asks for. The section on the policy ends before the
  * wait, which may be long and is a cancellation point. */
-static struct fn_dns *decide(unsigned sum, const char *name, size_t len, uint64_t *gen)
+static inline __attribute__((always_inline)) struct fn_dns *decide(unsigned sum, const char *name,
+								   size_t len, uint64_t *gen)
 {
 	*gen = 0;
 	if (!name || !(sum & FN_PS_DNS))
@@ -237,7 +241,7 @@ static inline void remember_ai(const char *name, size_t len, const struct addrin
 	if (!name)
 		return;
 	struct memo *m = memo();
-	if (gen && !m->busy && m->gen == gen && fn_names_kept_same(&m->kept, ai) && m->gen == gen)
+	if (gen && !m->busy && m->gen == gen && fn_names_kept_same(&m->kept, ai))
 		return;
 	remember_new(m, name, len, ai, gen);
 }
