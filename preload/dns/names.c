@@ -242,7 +242,8 @@ void fn_names_record_ai(const char *name, const struct addrinfo *ai)
 /* An address of getaddrinfo's list as a key: an IPv4 one in line (most
  * are; as fn_endpoint_from_sockaddr reads it, without its call, memset and
  * copy), any other through fn_endpoint_from_sockaddr. */
-static bool key_of_sa(struct akey *k, const struct sockaddr *sa, socklen_t len)
+static inline __attribute__((always_inline)) bool
+key_of_sa(struct akey *k, const struct sockaddr *sa, socklen_t len)
 {
 	if (sa && len >= sizeof(struct sockaddr_in) && sa->sa_family == AF_INET) {
 		uint32_t ip;
