@@ -37,7 +37,9 @@ struct entry {
 
 static struct entry *table;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t clock_;
+/* The stamps' clock: entries' ages for replacement (the oldest of an
+ * address's slots goes). Read by fn_names_kept_same too. */
+uint64_t fn_names_clock;
 /* Raised by every change of the table, before it (a seqlock over the
  * whole table): a caller that found its lookup's name the newest of every
  * address while it stood still may skip the same lookup's next record
@@ -94,7 +96,7 @@ static uint64_t stamp_of(const struct entry *e)
 
 static void renew(struct entry *e)
 {
-	__atomic_store_n(&e->stamp, __atomic_add_fetch(&clock_, 1, __ATOMIC_RELAXED),
+	__atomic_store_n(&e->stamp, __atomic_add_fetch(&fn_names_clock, 1, __ATOMIC_RELAXED),
 			 __ATOMIC_RELAXED);
 }
 
@@ -314,6 +316,7 @@ static void record_list(const char *name, size_t len, const struct addrinfo *ai,
 	if (!kept || __atomic_load_n(&fn_names_changes, __ATOMIC_SEQ_CST) != before)
 		return;
 	k->n = n;
+	k->clock = __atomic_load_n(&fn_names_clock, __ATOMIC_RELAXED);
 	k->changes = before + 1; /* never 0, which the count may be */
 }
 
@@ -326,6 +329,7 @@ void fn_names_record_kept(struct fn_names_kept *k, const char *name, size_t len,
 			  const struct addrinfo *ai)
 {
 	if (k->changes == __atomic_load_n(&fn_names_changes, __ATOMIC_SEQ_CST) + 1 &&
+	    __atomic_load_n(&fn_names_clock, __ATOMIC_RELAXED) - k->clock < FN_NAMES_FRESH &&
 	    kept_addrs_are(k, ai))
 		return;
 	k->changes = 0;

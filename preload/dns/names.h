@@ -26,18 +26,28 @@ void fn_names_record(const char *name, const struct fn_endpoint *ep);
 #define FN_NAMES_KEPT 8
 struct fn_names_kept {
 	uint64_t changes;
+	uint64_t clock; /* the stamps' clock after the list was recorded */
 	int n;
 	uint64_t addr[FN_NAMES_KEPT][3];
 };
-/* The table's change count (names.c), raised before each change. */
-extern uint64_t fn_names_changes;
+/* The table's change count (names.c), raised before each change, and
+ * the clock of its entries' stamps (their ages for replacement). */
+extern uint64_t fn_names_changes, fn_names_clock;
 
-/* Whether k shows ai as recorded with the table unchanged since: every
- * address IPv4 and k's, in order (any other family: false, and
- * fn_names_record_kept looks). Only reads; in line, without a call. */
+/* A list kept is recorded again once the stamps' clock has moved this
+ * much since: its entries' stamps are renewed then, so that an address
+ * looked up again and again stays among the youngest of its slots (the
+ * oldest is replaced), as when each lookup renewed them. */
+#define FN_NAMES_FRESH 8
+
+/* Whether k shows ai as recorded with the table unchanged since and its
+ * stamps still young: every address IPv4 and k's, in order (any other
+ * family: false, and fn_names_record_kept looks). Only reads; in line,
+ * without a call. */
 static inline bool fn_names_kept_same(const struct fn_names_kept *k, const struct addrinfo *ai)
 {
-	if (k->changes != __atomic_load_n(&fn_names_changes, __ATOMIC_SEQ_CST) + 1)
+	if (k->changes != __atomic_load_n(&fn_names_changes, __ATOMIC_SEQ_CST) + 1 ||
+	    __atomic_load_n(&fn_names_clock, __ATOMIC_RELAXED) - k->clock >= FN_NAMES_FRESH)
 		return false;
 	int n = 0;
 	for (; ai; ai = ai->ai_next, n++) {

@@ -241,8 +241,13 @@ static inline void remember_ai(const char *name, size_t len, const struct addrin
 	if (!name)
 		return;
 	struct memo *m = memo();
-	if (gen && !m->busy && m->gen == gen && fn_names_kept_same(&m->kept, ai))
-		return;
+	if (gen && !m->busy && m->gen == gen && fn_names_kept_same(&m->kept, ai)) {
+		/* A handler's lookup of another name during the comparison
+		 * (its list kept instead) has changed the generation. */
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		if (m->gen == gen)
+			return;
+	}
 	remember_new(m, name, len, ai, gen);
 }
 

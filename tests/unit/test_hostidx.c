@@ -353,6 +353,22 @@ static void test_names_kept_list(void)
 	fn_names_record_kept(&k, name, strlen(name), &both); /* kept: 2 addresses */
 	CU_ASSERT(k.n == 2);
 	CU_ASSERT_STRING_EQUAL(names_of(&ep6).names[0], name);
+	/* Kept while the stamps' clock stands nearly still; once other
+	 * lookups have moved it FN_NAMES_FRESH times, recorded again (its
+	 * entries' stamps renewed: an address looked up again and again
+	 * stays young), not only compared. */
+	struct fn_endpoint far = {.v4 = true, .ip = {127, 9, 1, 1}};
+	fn_names_record("far.example.test", &far);
+	fn_names_record_kept(&k, name, strlen(name), &both);
+	uint64_t at = k.clock;
+	CU_ASSERT(k.changes != 0 && at == fn_names_clock);
+	fn_names_record_kept(&k, name, strlen(name), &both);
+	CU_ASSERT(k.clock == at); /* only compared */
+	for (int i = 0; i < FN_NAMES_FRESH; i++)
+		fn_names_record("far.example.test", &far); /* the clock moves, nothing changes */
+	CU_ASSERT(k.changes == fn_names_changes + 1);
+	fn_names_record_kept(&k, name, strlen(name), &both);
+	CU_ASSERT(k.changes != 0 && k.clock == fn_names_clock && k.clock > at + FN_NAMES_FRESH);
 }
 
 void add_hostidx_tests(void)
