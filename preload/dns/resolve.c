@@ -133,10 +133,8 @@ static inline bool memo_is(const struct memo *m, const char *name, size_t len)
 
 /* pick() for a name the memo does not hold (m busy): its candidates found
  * and kept. Out of line: most lookups do not come here. */
-static __attribute__((noinline)) const struct fn_rule *pick_new(struct memo *m,
-								const struct fn_policy *p,
-								uint64_t serial, const char *name,
-								size_t len, uint64_t *gen)
+static __attribute__((noinline)) const struct fn_rule *
+pick_new(struct memo *m, const struct fn_policy *p, uint64_t serial, const char *name, size_t len)
 {
 	const struct fn_rule *seen;
 	m->serial = 0;
@@ -145,7 +143,6 @@ static __attribute__((noinline)) const struct fn_rule *pick_new(struct memo *m,
 	int n = fn_dns_candidates(p, name, len, m->cand, MEMO_CANDS);
 	if (n < 0)
 		return fn_dns_decide_len(p, name, len, &seen);
-	*gen = m->gen;
 	m->n = n;
 	m->len = len;
 	memcpy(m->name, name, len);
@@ -172,7 +169,10 @@ pick(const struct fn_policy *p, uint64_t serial, const char *name, size_t len, u
 		*gen = m->gen;
 		r = fn_dns_pick(p, m->cand, m->n, NULL);
 	} else {
-		r = pick_new(m, p, serial, name, len, gen);
+		/* No generation given: the list recorded is kept for a name
+		 * looked up twice running, not for each name of a program
+		 * that alternates them (its bookkeeping would be lost). */
+		r = pick_new(m, p, serial, name, len);
 	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	m->busy = false;
@@ -218,7 +218,7 @@ static inline __attribute__((always_inline)) struct fn_dns *decide(unsigned sum,
 static __attribute__((noinline)) void remember_new(struct memo *m, const char *name, size_t len,
 						   const struct addrinfo *ai, uint64_t gen)
 {
-	if (!gen || m->busy || m->gen != gen) {
+	if (m->busy || m->gen != gen) {
 		fn_names_record_ai_len(name, len, ai);
 		return;
 	}
@@ -240,8 +240,12 @@ static inline void remember_ai(const char *name, size_t len, const struct addrin
 {
 	if (!name)
 		return;
+	if (!gen) {
+		fn_names_record_ai_len(name, len, ai);
+		return;
+	}
 	struct memo *m = memo();
-	if (gen && !m->busy && m->gen == gen && fn_names_kept_same(&m->kept, ai)) {
+	if (!m->busy && m->gen == gen && fn_names_kept_same(&m->kept, ai)) {
 		/* A handler's lookup of another name during the comparison
 		 * (its list kept instead) has changed the generation. */
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
