@@ -67,7 +67,7 @@ static inline bool numeric(const char *name)
 /* name when a rule may take it or its addresses are remembered: not an
  * address, under dns or host rules (sum, the policy's summary, read once
  * a lookup with its catch-up); else NULL. Asked once a lookup. */
-static const char *named(unsigned sum, const char *name)
+static inline __attribute__((always_inline)) const char *named(unsigned sum, const char *name)
 {
 	return (sum & (FN_PS_DNS | FN_PS_HOST)) && name && !numeric(name) ? name : NULL;
 }
