@@ -182,6 +182,25 @@ static const struct fn_rule *first(const struct fn_policy *p, const char *name, 
 	return NULL;
 }
 
+int fn_dns_candidates(const struct fn_policy *p, const char *name, size_t len, uint32_t *out,
+		      int max)
+{
+	size_t n = without_dot(name, len);
+	struct fn_hostidx_cur c;
+	if (!p->hosts || !fn_hostidx_start(p->hosts, name, n, &c))
+		return -1;
+	int k = 0;
+	for (uint32_t i; (i = fn_hostidx_next(&c)) != FN_HOSTIDX_END;) {
+		const struct fn_rule *r = &p->rules[i];
+		if (r->host && !host_match_len(r->host, p->hosts->hostlen[i], name, n))
+			continue;
+		if (k == max)
+			return -1;
+		out[k++] = i;
+	}
+	return k;
+}
+
 const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
 				    const struct fn_rule **seen)
 {

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/chance.h"
 #include "core/rules.h"
 
 enum fn_dns_error {
@@ -58,6 +59,34 @@ const struct fn_rule *fn_dns_decide(const struct fn_policy *p, const char *name,
 /* The same for a caller that has name's length (strlen) at hand. */
 const struct fn_rule *fn_dns_decide_len(const struct fn_policy *p, const char *name, size_t len,
 					const struct fn_rule **seen);
+
+/* The dns rules whose host pattern matches the len bytes of name (or
+ * that have none), in file order, whatever their state or zone: their
+ * indices in out, and how many; -1 when there are more than max or the
+ * policy has no index. A pure function of the policy's rules and the
+ * name, so that a caller may keep the list while the policy stays in
+ * force (preload/dns/resolve.c keeps its thread's last name's). */
+int fn_dns_candidates(const struct fn_policy *p, const char *name, size_t len, uint32_t *out,
+		      int max);
+/* fn_dns_decide_len over such a list: the first candidate enabled, of
+ * this zone, whose conditions (drawn) let it apply; *seen as there (seen
+ * may be NULL). In line: a lookup judges one candidate or none, mostly. */
+static inline const struct fn_rule *fn_dns_pick(const struct fn_policy *p, const uint32_t *cand,
+						int n, const struct fn_rule **seen)
+{
+	if (seen)
+		*seen = NULL;
+	for (int k = 0; k < n; k++) {
+		const struct fn_rule *r = &p->rules[cand[k]];
+		if (!r->enabled || (r->from_zone >= 0 && r->from_zone != p->self_zone))
+			continue;
+		if (seen && !*seen)
+			*seen = r;
+		if (fn_cond_pass(r))
+			return r;
+	}
+	return NULL;
+}
 
 /* The same by a scan of every rule in file order (the index's fallback,
  * and the reference its unit test compares it with); *seen must start

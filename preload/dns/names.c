@@ -37,7 +37,14 @@ struct entry {
 
 static struct entry *table;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t clock_;
+/* The stamps' clock: entries' ages for replacement (the oldest of an
+ * address's slots goes). Read by fn_names_kept_same too. */
+uint64_t fn_names_clock;
+/* Raised by every change of the table, before it (a seqlock over the
+ * whole table): a caller that found its lookup's name the newest of every
+ * address while it stood still may skip the same lookup's next record
+ * while it still does (fn_names_record_kept). */
+uint64_t fn_names_changes;
 /* The entry being written under the lock, for a fork child to mend. */
 static struct entry *writing;
 
@@ -89,7 +96,7 @@ static uint64_t stamp_of(const struct entry *e)
 
 static void renew(struct entry *e)
 {
-	__atomic_store_n(&e->stamp, __atomic_add_fetch(&clock_, 1, __ATOMIC_RELAXED),
+	__atomic_store_n(&e->stamp, __atomic_add_fetch(&fn_names_clock, 1, __ATOMIC_RELAXED),
 			 __ATOMIC_RELAXED);
 }
 
@@ -203,6 +210,7 @@ static __attribute__((noinline, cold)) void write_entry(const char *name, const 
 		memset(e->names, 0, sizeof(e->names));
 	}
 	writing = e;
+	__atomic_add_fetch(&fn_names_changes, 1, __ATOMIC_SEQ_CST);
 	__atomic_add_fetch(&e->seq, 1, __ATOMIC_ACQ_REL);
 	e->addr = *a;
 	renew(e);
@@ -236,7 +244,8 @@ void fn_names_record_ai(const char *name, const struct addrinfo *ai)
 /* An address of getaddrinfo's list as a key: an IPv4 one in line (most
  * are; as fn_endpoint_from_sockaddr reads it, without its call, memset and
  * copy), any other through fn_endpoint_from_sockaddr. */
-static bool key_of_sa(struct akey *k, const struct sockaddr *sa, socklen_t len)
+static inline __attribute__((always_inline)) bool
+key_of_sa(struct akey *k, const struct sockaddr *sa, socklen_t len)
 {
 	if (sa && len >= sizeof(struct sockaddr_in) && sa->sa_family == AF_INET) {
 		uint32_t ip;
@@ -252,13 +261,79 @@ static bool key_of_sa(struct akey *k, const struct sockaddr *sa, socklen_t len)
 	return true;
 }
 
-void fn_names_record_ai_len(const char *name, size_t len, const struct addrinfo *ai)
+/* Whether ai's addresses are k's, in order: an IPv4 one compared in
+ * line (most are), any other as a key. */
+static bool kept_addrs_are(const struct fn_names_kept *k, const struct addrinfo *ai)
 {
+	int n = 0;
+	for (; ai; ai = ai->ai_next) {
+		const struct sockaddr *sa = ai->ai_addr;
+		if (n == k->n)
+			return false;
+		const uint64_t *w = k->addr[n];
+		if (sa && ai->ai_addrlen >= sizeof(struct sockaddr_in) &&
+		    sa->sa_family == AF_INET) {
+			uint32_t ip;
+			memcpy(&ip, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+			if (w[2] != 1 || w[0] != ip || w[1])
+				return false;
+		} else {
+			struct akey a;
+			if (!key_of_sa(&a, sa, ai->ai_addrlen))
+				return false; /* listed as none: looked at again */
+			if (a.ip[0] != w[0] || a.ip[1] != w[1] || a.v4 != w[2])
+				return false;
+		}
+		n++;
+	}
+	return n == k->n;
+}
+
+/* Records each address of ai; into k (when not NULL) when each already
+ * had name as its newest and the table did not change meanwhile. */
+static void record_list(const char *name, size_t len, const struct addrinfo *ai,
+			struct fn_names_kept *k)
+{
+	uint64_t before = __atomic_load_n(&fn_names_changes, __ATOMIC_SEQ_CST);
+	bool kept = k && __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+	int n = 0;
 	for (; ai; ai = ai->ai_next) {
 		struct akey a;
-		if (key_of_sa(&a, ai->ai_addr, ai->ai_addrlen))
-			record(name, len, &a);
+		if (!key_of_sa(&a, ai->ai_addr, ai->ai_addrlen)) {
+			kept = false;
+			continue;
+		}
+		size_t at = home(&a);
+		if (!newest(name, len, &a, at)) {
+			kept = false;
+			write_entry(name, &a, at);
+		} else if (kept && n < FN_NAMES_KEPT) {
+			memcpy(k->addr[n++], &a, sizeof(a));
+		} else {
+			kept = false;
+		}
 	}
+	if (!kept || __atomic_load_n(&fn_names_changes, __ATOMIC_SEQ_CST) != before)
+		return;
+	k->n = n;
+	k->clock = __atomic_load_n(&fn_names_clock, __ATOMIC_RELAXED);
+	k->changes = before + 1; /* never 0, which the count may be */
+}
+
+void fn_names_record_ai_len(const char *name, size_t len, const struct addrinfo *ai)
+{
+	record_list(name, len, ai, NULL);
+}
+
+void fn_names_record_kept(struct fn_names_kept *k, const char *name, size_t len,
+			  const struct addrinfo *ai)
+{
+	if (k->changes == __atomic_load_n(&fn_names_changes, __ATOMIC_SEQ_CST) + 1 &&
+	    __atomic_load_n(&fn_names_clock, __ATOMIC_RELAXED) - k->clock < FN_NAMES_FRESH &&
+	    kept_addrs_are(k, ai))
+		return;
+	k->changes = 0;
+	record_list(name, len, ai, k);
 }
 
 /* A consistent copy of entry e, without a lock; false if it keeps changing. */
@@ -330,6 +405,7 @@ void fn_names_atfork_child(void)
 	 * no stamp) rather than left odd for ever. */
 	pthread_mutex_init(&lock, NULL);
 	if (writing) {
+		__atomic_add_fetch(&fn_names_changes, 1, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&writing->stamp, 0, __ATOMIC_RELAXED);
 		memset(writing->names, 0, sizeof(writing->names));
 		writing->seq += writing->seq & 1;

@@ -7,7 +7,10 @@
 #define FAULTNET_NAMES_H
 
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "core/addr.h"
 
@@ -16,6 +19,56 @@ void fn_names_record_ai(const char *name, const struct addrinfo *ai);
 /* The same for a caller that has strlen(name) at hand. */
 void fn_names_record_ai_len(const char *name, size_t len, const struct addrinfo *ai);
 void fn_names_record(const char *name, const struct fn_endpoint *ep);
+
+/* What a caller keeps of the last list it recorded for one name: its
+ * addresses, and the table's change count when each had that name as
+ * its newest (0: nothing kept). */
+#define FN_NAMES_KEPT 8
+struct fn_names_kept {
+	uint64_t changes;
+	uint64_t clock; /* the stamps' clock after the list was recorded */
+	int n;
+	uint64_t addr[FN_NAMES_KEPT][3];
+};
+/* The table's change count (names.c), raised before each change, and
+ * the clock of its entries' stamps (their ages for replacement). */
+extern uint64_t fn_names_changes, fn_names_clock;
+
+/* A list kept is recorded again once the stamps' clock has moved this
+ * much since: its entries' stamps are renewed then, so that an address
+ * looked up again and again stays among the youngest of its slots (the
+ * oldest is replaced), as when each lookup renewed them. */
+#define FN_NAMES_FRESH 8
+
+/* Whether k shows ai as recorded with the table unchanged since and its
+ * stamps still young: every address IPv4 and k's, in order (any other
+ * family: false, and fn_names_record_kept looks). Only reads; in line,
+ * without a call. */
+static inline bool fn_names_kept_same(const struct fn_names_kept *k, const struct addrinfo *ai)
+{
+	if (k->changes != __atomic_load_n(&fn_names_changes, __ATOMIC_SEQ_CST) + 1 ||
+	    __atomic_load_n(&fn_names_clock, __ATOMIC_RELAXED) - k->clock >= FN_NAMES_FRESH)
+		return false;
+	int n = 0;
+	for (; ai; ai = ai->ai_next, n++) {
+		const struct sockaddr *sa = ai->ai_addr;
+		if (n == k->n || !sa || ai->ai_addrlen < sizeof(struct sockaddr_in) ||
+		    sa->sa_family != AF_INET)
+			return false;
+		uint32_t ip;
+		memcpy(&ip, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		if (k->addr[n][2] != 1 || k->addr[n][0] != ip || k->addr[n][1])
+			return false;
+	}
+	return n == k->n;
+}
+
+/* fn_names_record_ai_len for a caller that keeps k for name alone (its
+ * thread's last name: zeroed when the name is another): the same list
+ * again, the table unchanged since, is already recorded, and costs a
+ * comparison. Not reentrant on the same k. */
+void fn_names_record_kept(struct fn_names_kept *k, const char *name, size_t len,
+			  const struct addrinfo *ai);
 
 /* Whether a name remembered for ep's address matches pattern (dns.h). */
 bool fn_names_match(const struct fn_endpoint *ep, const char *pattern);

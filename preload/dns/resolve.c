@@ -42,7 +42,7 @@ static __attribute__((noinline)) bool parses_as_address(const char *name)
  * dots and colons make one: a host name fails at its first other letter,
  * mostly its first, without the two calls of inet_pton (about 140
  * instructions a lookup, twice a lookup under dns rules). */
-static bool numeric(const char *name)
+static __attribute__((noinline)) bool numeric_rest(const char *name)
 {
 	for (const char *c = name; *c; c++)
 		if (!((*c >= '0' && *c <= '9') || ((*c | 0x20) >= 'a' && (*c | 0x20) <= 'f') ||
@@ -51,12 +51,132 @@ static bool numeric(const char *name)
 	return parses_as_address(name);
 }
 
+/* The bytes an address may begin with (numeric_rest's letters), and the
+ * NUL of an empty name. */
+static const bool may_begin_address[256] = {
+    [0] = true,		  ['0' ... '9'] = true, ['a' ... 'f'] = true,
+    ['A' ... 'F'] = true, ['.'] = true,		[':'] = true};
+
+/* numeric(): a name whose first letter cannot begin an address (most
+ * names: a letter past f) is told in line, by a table, without a call. */
+static inline bool numeric(const char *name)
+{
+	return may_begin_address[(unsigned char)name[0]] && numeric_rest(name);
+}
+
 /* name when a rule may take it or its addresses are remembered: not an
  * address, under dns or host rules (sum, the policy's summary, read once
  * a lookup with its catch-up); else NULL. Asked once a lookup. */
-static const char *named(unsigned sum, const char *name)
+static inline __attribute__((always_inline)) const char *named(unsigned sum, const char *name)
 {
 	return (sum & (FN_PS_DNS | FN_PS_HOST)) && name && !numeric(name) ? name : NULL;
+}
+
+/* The last name this thread looked up under dns rules, as it was spelled,
+ * and the dns rules whose pattern covers it (fn_dns_candidates) under the
+ * policy published as serial (0: nothing kept), and the list of addresses
+ * last recorded for it. A program looks the same names up again and
+ * again: then neither the name index nor the patterns are read again,
+ * only the candidates' state and conditions, which change without a new
+ * policy or are drawn per lookup; and the name memory is only compared
+ * with (fn_names_record_kept). Per thread, so read and written without a
+ * lock; busy while this thread uses it, so that a signal handler's lookup
+ * in between passes it by. */
+#define MEMO_BYTES 64
+#define MEMO_CANDS 6
+struct memo {
+	bool busy;
+	int n;
+	uint64_t serial;
+	size_t len;
+	uint32_t cand[MEMO_CANDS];
+	uint64_t gen;		   /* raised at each rewrite: a later use's proof of the name */
+	struct fn_names_kept kept; /* the name's last list recorded (names.h) */
+	char name[MEMO_BYTES];
+};
+static __thread struct memo memo_ __attribute__((tls_model("initial-exec")));
+
+/* This thread's memo, its address taken once a use (opaque to the
+ * compiler, which would otherwise load the thread's offset again at each
+ * access: two instructions each). */
+static inline __attribute__((always_inline)) struct memo *memo(void)
+{
+	struct memo *m = &memo_;
+	__asm__("" : "+r"(m));
+	return m;
+}
+
+static inline uint64_t word_at(const char *p)
+{
+	uint64_t w;
+	memcpy(&w, p, 8);
+	return w;
+}
+
+/* Whether the memo's name is the len bytes of name, as they are: eight
+ * bytes at a time, the last word the eight that end the name. */
+static inline bool memo_is(const struct memo *m, const char *name, size_t len)
+{
+	if (m->len != len)
+		return false;
+	if (len < 8) {
+		for (size_t i = 0; i < len; i++)
+			if (m->name[i] != name[i])
+				return false;
+		return true;
+	}
+	for (size_t i = 0; i + 8 < len; i += 8)
+		if (word_at(m->name + i) != word_at(name + i))
+			return false;
+	return word_at(m->name + len - 8) == word_at(name + len - 8);
+}
+
+/* pick() for a name the memo does not hold (m busy): its candidates found
+ * and kept. Out of line: most lookups do not come here. */
+static __attribute__((noinline)) const struct fn_rule *
+pick_new(struct memo *m, const struct fn_policy *p, uint64_t serial, const char *name, size_t len)
+{
+	const struct fn_rule *seen;
+	m->serial = 0;
+	m->gen++;
+	m->kept.changes = 0;
+	int n = fn_dns_candidates(p, name, len, m->cand, MEMO_CANDS);
+	if (n < 0)
+		return fn_dns_decide_len(p, name, len, &seen);
+	m->n = n;
+	m->len = len;
+	memcpy(m->name, name, len);
+	m->serial = serial;
+	return fn_dns_pick(p, m->cand, n, NULL);
+}
+
+/* fn_dns_decide_len through the memo: its candidates kept when the name
+ * and the policy are the ones it holds, else found and kept. A name
+ * longer than the memo holds, or with more candidates, is decided as
+ * before. */
+static inline __attribute__((always_inline)) const struct fn_rule *
+pick(const struct fn_policy *p, uint64_t serial, const char *name, size_t len, uint64_t *gen)
+{
+	struct memo *m = memo();
+	if (m->busy || len > MEMO_BYTES) {
+		const struct fn_rule *seen;
+		return fn_dns_decide_len(p, name, len, &seen);
+	}
+	m->busy = true;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	const struct fn_rule *r;
+	if (m->serial == serial && memo_is(m, name, len)) {
+		*gen = m->gen;
+		r = fn_dns_pick(p, m->cand, m->n, NULL);
+	} else {
+		/* No generation given: the list recorded is kept for a name
+		 * looked up twice running, not for each name of a program
+		 * that alternates them (its bookkeeping would be lost). */
+		r = pick_new(m, p, serial, name, len);
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	m->busy = false;
+	return r;
 }
 
 /* What the rules say of a lookup of name (from named(); len: its strlen,
@@ -64,13 +184,15 @@ static const char *named(unsigned sum, const char *name)
  * (NULL: glibc's answer), held for the caller (fn_dns_put), after any
  * wait the rule asks for. The section on the policy ends before the
  * wait, which may be long and is a cancellation point. */
-static struct fn_dns *decide(unsigned sum, const char *name, size_t len)
+static inline __attribute__((always_inline)) struct fn_dns *decide(unsigned sum, const char *name,
+								   size_t len, uint64_t *gen)
 {
+	*gen = 0;
 	if (!name || !(sum & FN_PS_DNS))
 		return NULL;
 	struct fn_policy_hold h;
 	const struct fn_policy *p = fn_policy_enter(&h);
-	const struct fn_rule *seen, *r = p ? fn_dns_decide_len(p, name, len, &seen) : NULL;
+	const struct fn_rule *r = p ? pick(p, h.serial, name, len, gen) : NULL;
 	if (!r) {
 		fn_stats_lookup_len(name, len, NULL, FN_LOOKUP_REAL);
 		fn_policy_exit(&h);
@@ -92,10 +214,45 @@ static struct fn_dns *decide(unsigned sum, const char *name, size_t len)
 	return d;
 }
 
-static void remember_ai(const char *name, size_t len, const struct addrinfo *ai)
+/* remember_ai when the memo does not already show the list recorded. */
+static __attribute__((noinline)) void remember_new(struct memo *m, const char *name, size_t len,
+						   const struct addrinfo *ai, uint64_t gen)
 {
-	if (name) /* from named() */
+	if (m->busy || m->gen != gen) {
 		fn_names_record_ai_len(name, len, ai);
+		return;
+	}
+	m->busy = true;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	fn_names_record_kept(&m->kept, name, len, ai);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	m->busy = false;
+}
+
+/* Records ai for name (from named()); gen: the memo's when decide found
+ * name there (0 when not), so that the list kept for it is compared with
+ * when the memo still holds that name (a handler's lookup in between
+ * may have put another there: then gen differs). The comparison only
+ * reads, in line and without a call; a handler that changes the list
+ * kept for the same name in between leaves one recorded as well. */
+static inline void remember_ai(const char *name, size_t len, const struct addrinfo *ai,
+			       uint64_t gen)
+{
+	if (!name)
+		return;
+	if (!gen) {
+		fn_names_record_ai_len(name, len, ai);
+		return;
+	}
+	struct memo *m = memo();
+	if (!m->busy && m->gen == gen && fn_names_kept_same(&m->kept, ai)) {
+		/* A handler's lookup of another name during the comparison
+		 * (its list kept instead) has changed the generation. */
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		if (m->gen == gen)
+			return;
+	}
+	remember_new(m, name, len, ai, gen);
 }
 
 /* ---- getaddrinfo ----------------------------------------------------------- */
@@ -189,18 +346,19 @@ int fn_getaddrinfo(const char *node, const char *service, const struct addrinfo 
 	unsigned sum = fn_policy_summary_fresh();
 	const char *name = named(sum, node);
 	size_t len = name ? strlen(name) : 0;
-	struct fn_dns *d = decide(sum, name, len);
+	uint64_t gen = 0;
+	struct fn_dns *d = name && (sum & FN_PS_DNS) ? decide(sum, name, len, &gen) : NULL;
 	if (d && (d->error || d->nanswer)) {
 		int rc = d->error ? ai_error(d->error) : answer_ai(d, node, service, hints, res);
 		fn_dns_put(d);
 		if (rc == 0)
-			remember_ai(name, len, *res);
+			remember_ai(name, len, *res, gen);
 		return rc;
 	}
 	fn_dns_put(d);
 	int rc = LIBC(getaddrinfo)(node, service, hints, res);
 	if (rc == 0)
-		remember_ai(name, len, *res);
+		remember_ai(name, len, *res, gen);
 	return rc;
 }
 
@@ -285,7 +443,8 @@ int fn_gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf
 {
 	unsigned sum = fn_policy_summary_fresh();
 	const char *nm = named(sum, name);
-	struct fn_dns *d = decide(sum, nm, nm ? strlen(nm) : 0);
+	uint64_t gen;
+	struct fn_dns *d = decide(sum, nm, nm ? strlen(nm) : 0, &gen);
 	*result = NULL;
 	if (d && (d->error || d->nanswer)) {
 		int rc = ruled_hostent(d, nm, name, af, ret, buf, buflen, result, h_errnop);

@@ -654,13 +654,19 @@ def name_lookups():
         " *.suffix patterns hashed from the name's end, one pass over the name, then only the"
         " rules whose key it met are judged, in file order. Any dns rule also turns on the"
         " per-name counts and the memory of which name an address came from (preload/dns), which"
-        " the first row above holds.")
+        " the first row above holds. A thread keeps its last name with the dns rules whose"
+        " pattern covers it (for the policy in force) and the list last recorded for it"
+        " (preload/dns/resolve.c: struct memo): the same name looked up again, as here, reads"
+        " neither the index nor the name memory, only the candidates' state and conditions and"
+        " the per-name counts.")
     say("")
     # +968 (+860 under --smoke) before the index hashed words and the name
     # memory compared words; +811 (+649) before the per-name counts placed
-    # a name a word at a time and found it at its place without a frame.
+    # a name a word at a time and found it at its place without a frame;
+    # +522 (+276 after) before a thread kept its last name's candidates and
+    # recorded list (preload/dns/resolve.c: struct memo).
     check_bound("getaddrinfo, dns rules, the match the last, added over no dns rule", worst,
-                560 if SMOKE else 620)
+                350)
     # The index's slots from a key's low bits gave +352 here (long runs of
     # slots for r1.example.test, r2.example.test, ...).
     check_bound("getaddrinfo answered by a *.suffix rule, added by the dns rules before it",

@@ -319,6 +319,57 @@ def test_gai_a_reuse(conf):
           (p.stdout, p.stderr[-300:]))
 
 
+MEMO_POLICY = """rules = (
+  { name = "other"; action = "dns"; answer = [ "127.88.0.9" ]; match = { host = "other.memo.test"; }; },
+  { name = "flip"; action = "dns"; answer = [ "127.88.0.7" ]; match = { host = "flip.memo.test"; }; },
+  { name = "rest"; action = "dns"; answer = [ "127.88.0.8" ]; match = { host = "*.memo.test"; }; }
+);
+"""
+
+
+def test_same_name_live(conf):
+    """The hook keeps, per thread, the last name and the dns rules covering
+    it (preload/dns/resolve.c), by their places in the policy: one thread
+    looks the same name up again after live changes, each of which must
+    be seen: a rule before it removed (the places move), it disabled (the
+    next covering rule answers), it enabled again; and the counts of its
+    name are each lookup's."""
+    conf = os.path.join(TMP, "memo.conf")
+    with open(conf, "w") as f:
+        f.write(MEMO_POLICY)
+    group = "dnsmemo%d" % os.getpid()
+    code = ("import socket,sys\nfor line in sys.stdin:\n"
+            " print(socket.getaddrinfo('flip.memo.test',80,socket.AF_INET,socket.SOCK_STREAM)"
+            "[0][4][0],flush=True)\n")
+    p = subprocess.Popen([CTL, "run", "--config", conf, "-g", group, "--stats", "--json", "--", PY,
+                          "-u", "-c", code], env=env(conf), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def ask():
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        return p.stdout.readline().strip()
+
+    got = [ask(), ask()]
+    for change in (["rm", "other"], ["disable", "flip"], ["enable", "flip"]):
+        subprocess.run([CTL, "-g", group] + change, env=env(conf), capture_output=True,
+                       timeout=30)
+        got.append(ask())
+    p.stdin.close()
+    err = p.stderr.read()
+    p.wait(timeout=30)
+    subprocess.run([CTL, "-g", group, "reset"], env=env(conf), capture_output=True)
+    check("one thread, the same name after live changes: answered by its rule, again, after "
+          "the rule before it is removed, by the next rule when it is disabled, by it again "
+          "when enabled (%s)" % " ".join(got),
+          got == ["127.88.0.7", "127.88.0.7", "127.88.0.7", "127.88.0.8", "127.88.0.7"],
+          (got, err[-400:]))
+    recs = [json.loads(x) for x in err.splitlines() if x.startswith("{")]
+    name = [r for r in recs if r.get("type") == "name" and r.get("name") == "flip.memo.test"]
+    check("per-name counts: flip.memo.test looked up 5 times, answered 5",
+          name and (name[0].get("lookups"), name[0].get("answered")) == (5, 5), recs)
+
+
 def test_go(conf):
     if FIRST:
         return  # the Go runtime and libasan do not start together
@@ -362,7 +413,8 @@ def main():
         f.write(POLICY)
     for t in checks.selected([test_errors, test_timeout, test_answer, test_s3, test_scoped,
                               test_gethostbyname, test_counts, test_gai_a, test_gai_a_reuse,
-                              test_fork_names, test_go, lambda _: test_bad_rules()]):
+                              test_fork_names, test_same_name_live, test_go,
+                              lambda _: test_bad_rules()]):
         t(conf)
     subprocess.run(["rm", "-rf", TMP])
     sys.exit(1 if checks.failed else 0)

@@ -107,7 +107,16 @@ static int compare(const struct fn_policy *p, int names)
 		const struct fn_rule *want = fn_dns_scan(p, name, &s1, true);
 		const struct fn_rule *got = fn_dns_decide(p, name, &s2);
 		bool taken = fn_dns_taken(p, name);
-		if (want != got || s1 != s2 || taken != (s1 != NULL)) {
+		/* The candidates the resolver hook keeps for a name it looks
+		 * up again (preload/dns/resolve.c), judged as fn_dns_pick does. */
+		uint32_t cand[6];
+		const struct fn_rule *s3 = NULL, *kept = want;
+		int nc = fn_dns_candidates(p, name, strlen(name), cand, 6);
+		if (nc >= 0)
+			kept = fn_dns_pick(p, cand, nc, &s3);
+		else
+			s3 = s1;
+		if (want != got || s1 != s2 || taken != (s1 != NULL) || kept != want || s3 != s1) {
 			if (bad++ < 5)
 				printf("\n  %s: scan %s/%s, index %s/%s, taken %d", name,
 				       want ? want->name : "-", s1 ? s1->name : "-",
@@ -301,6 +310,67 @@ static void test_names_newest(void)
 	CU_ASSERT_STRING_EQUAL(names_of(&v6).names[0], "six.test");
 }
 
+/* The list a caller recorded last for a name is skipped while the table
+ * has not changed (fn_names_record_kept); a change made meanwhile by
+ * another path (here the gethostbyname family's fn_names_record) must
+ * make the next record of the same list look again, and the name be the
+ * newest again. */
+static void test_names_kept_list(void)
+{
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons(80)};
+	inet_pton(AF_INET, "127.9.8.7", &in.sin_addr);
+	struct addrinfo ai = {.ai_addr = (struct sockaddr *)&in, .ai_addrlen = sizeof(in)};
+	struct fn_endpoint ep = {.v4 = true, .ip = {127, 9, 8, 7}};
+	struct fn_names_kept k = {0};
+	const char *name = "kept.example.test";
+	for (int round = 0; round < 3; round++) {
+		fn_names_record_kept(&k, name, strlen(name), &ai);
+		fn_names_record_kept(&k, name, strlen(name), &ai); /* kept */
+		CU_ASSERT(k.changes != 0 && k.n == 1);
+		CU_ASSERT_STRING_EQUAL(names_of(&ep).names[0], name);
+		fn_names_record("other.example.test", &ep);
+		CU_ASSERT_STRING_EQUAL(names_of(&ep).names[0], "other.example.test");
+		fn_names_record_kept(&k, name, strlen(name), &ai);
+		struct seen_names s = names_of(&ep);
+		CU_ASSERT(s.n == 2 && strcmp(s.names[0], name) == 0 &&
+			  strcmp(s.names[1], "other.example.test") == 0);
+	}
+	/* Another list for the same name is recorded: a second address, and
+	 * the first again after it. */
+	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6};
+	inet_pton(AF_INET6, "fd00::9", &in6.sin6_addr);
+	struct addrinfo ai6 = {.ai_addr = (struct sockaddr *)&in6, .ai_addrlen = sizeof(in6)};
+	struct addrinfo both = ai;
+	both.ai_next = &ai6;
+	struct fn_endpoint ep6 = {.v4 = false};
+	memcpy(ep6.ip, &in6.sin6_addr, 16);
+	fn_names_record("other.example.test", &ep6);
+	fn_names_record_kept(&k, name, strlen(name), &ai);
+	fn_names_record_kept(&k, name, strlen(name), &both);
+	CU_ASSERT_STRING_EQUAL(names_of(&ep6).names[0], name);
+	fn_names_record("other.example.test", &ep6);
+	fn_names_record_kept(&k, name, strlen(name), &both);
+	fn_names_record_kept(&k, name, strlen(name), &both); /* kept: 2 addresses */
+	CU_ASSERT(k.n == 2);
+	CU_ASSERT_STRING_EQUAL(names_of(&ep6).names[0], name);
+	/* Kept while the stamps' clock stands nearly still; once other
+	 * lookups have moved it FN_NAMES_FRESH times, recorded again (its
+	 * entries' stamps renewed: an address looked up again and again
+	 * stays young), not only compared. */
+	struct fn_endpoint far = {.v4 = true, .ip = {127, 9, 1, 1}};
+	fn_names_record("far.example.test", &far);
+	fn_names_record_kept(&k, name, strlen(name), &both);
+	uint64_t at = k.clock;
+	CU_ASSERT(k.changes != 0 && at == fn_names_clock);
+	fn_names_record_kept(&k, name, strlen(name), &both);
+	CU_ASSERT(k.clock == at); /* only compared */
+	for (int i = 0; i < FN_NAMES_FRESH; i++)
+		fn_names_record("far.example.test", &far); /* the clock moves, nothing changes */
+	CU_ASSERT(k.changes == fn_names_changes + 1);
+	fn_names_record_kept(&k, name, strlen(name), &both);
+	CU_ASSERT(k.changes != 0 && k.clock == fn_names_clock && k.clock > at + FN_NAMES_FRESH);
+}
+
 void add_hostidx_tests(void)
 {
 	CU_pSuite s = CU_add_suite("hostidx", NULL, NULL);
@@ -308,4 +378,5 @@ void add_hostidx_tests(void)
 	CU_add_test(s, "index_after_edits", test_index_after_edits);
 	CU_add_test(s, "many_suffixes", test_many_suffixes);
 	CU_add_test(s, "names_newest", test_names_newest);
+	CU_add_test(s, "names_kept_list", test_names_kept_list);
 }
