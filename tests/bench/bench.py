@@ -596,10 +596,11 @@ def name_lookups():
         " from the difference of two values of N, with FAULTNET_CONTROL=off. The dns rules are"
         " %d: exact names (r0.example.test, r2.example.test, ...) and *.suffix patterns"
         " (*.s1.example.test, ...), half each. `localhost` (in /etc/hosts) is resolved by glibc"
-        " in every row but the last two: matched by no rule, or by the last rule (an exact"
+        " in every row but the last four: matched by no rule, or by the last rule (an exact"
         " name whose condition, after = 10^15, says no, so that glibc answers; its pattern and"
-        " its condition are judged). The last two rows answer a.s.example.test from a"
-        " *.s.example.test rule with an address, alone or after the %d other rules."
+        " its condition are judged). The last four rows answer a.s.example.test from a"
+        " *.s.example.test rule with an address, alone or after the %d other rules, and the"
+        " last two alternate it with b.s.example.test, answered by the same rule."
         % (n, n))
     say("")
     last_exact = ('{ name = "last"; action = "dns"; error = "nxdomain"; after = 1000000000000000L;'
@@ -616,7 +617,12 @@ def name_lookups():
             ("faultnet, 1 dns rule answering a.s.example.test", conf("dnss1.conf", [last_suffix]),
              "a.s.example.test"),
             ("faultnet, %d dns rules, the last answering a.s.example.test" % n,
-             conf("dnss.conf", dns_rules(n, last_suffix)), "a.s.example.test")]
+             conf("dnss.conf", dns_rules(n, last_suffix)), "a.s.example.test"),
+            ("faultnet, 1 dns rule answering a.s.example.test and b.s.example.test,"
+             " alternating", conf("dnss1.conf", [last_suffix]), "a.s.example.test,b.s.example.test"),
+            ("faultnet, %d dns rules, the last answering a.s.example.test and b.s.example.test,"
+             " alternating" % n, conf("dnss.conf", dns_rules(n, last_suffix)),
+             "a.s.example.test,b.s.example.test")]
     base = per_lookup(plain_env())
     v0 = per_lookup(shim_env(none, {"FAULTNET_CONTROL": "off"}))
     # The same number of rules, none of them dns rules: what a policy of
@@ -640,6 +646,14 @@ def name_lookups():
         " instructions over no dns rule: %s (%+.0f at most; %+.0f from 1 dns rule to"
         " %d, glibc's share under a policy of that size included). With an answering *.suffix rule, the %d rules before it add %+.0f."
         % (n, "met" if worst < 300 else "missed", worst, got[1] - got[0], n, n, got[4] - got[3]))
+    say("A thread keeps the last name it looked up (preload/dns/resolve.c: struct memo), so"
+        " the rows above that look one name up again and again read neither the index nor the"
+        " name memory after the first call. Names that alternate miss it at every call: the"
+        " last two rows, where the %d rules before the answering one add %+.0f (the index: a"
+        " number of steps that does not grow with the rules), and a call costs %+.0f more than"
+        " the same name looked up again (the index walked, the name memory searched and its"
+        " list recorded)." % (n, got[6] - got[5], got[6] - got[4]))
+    say("")
     say("Of these, %+.0f are glibc's own under a policy of %d rules of any kind (the row with"
         " %d TCP rules): over that row the %d dns rules add %+.0f at most, the shim's resolver"
         " hook, the index, the per-name counts and the name memory. glibc's share is its"
