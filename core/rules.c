@@ -316,7 +316,10 @@ void fn_policy_finish(struct fn_policy *p)
 		p->watch_protos |= r->protos;
 		p->dns_rules |= r->action == FN_ACT_DNS;
 		p->established_rules |= r->established;
-		p->host_rules |= r->host && r->action != FN_ACT_DNS && !fn_rule_http(r);
+		/* An HTTP rule's host is its requests' Host header, but one that
+		 * answers them stands for the server where the app resolved the
+		 * peer from that name (fn_http_answers_all): names are wanted. */
+		p->host_rules |= r->host && r->action != FN_ACT_DNS;
 		if (r->enabled)
 			p->active_protos |= r->protos;
 	}

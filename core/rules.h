@@ -139,7 +139,7 @@ struct fn_policy {
 	uint8_t active_protos;	/* union of the enabled rules' protocols */
 	uint8_t watch_protos;	/* the same over every rule that can apply here */
 	bool dns_rules;		/* some rule has the dns action */
-	bool host_rules;	/* some connect rule has match.host: names are remembered */
+	bool host_rules;	/* some connect or HTTP rule has match.host: names are remembered */
 	bool established_rules; /* some rule has established = true */
 };
 

@@ -149,6 +149,17 @@ def many(host, port, n):
     return out
 
 
+def named(host, port, n):
+    """n GETs on one connection to host, a name the app resolves, with
+    Host: that name: statuses only (no server needed)."""
+    c = Conn(host, port)
+    out = []
+    for i in range(int(n)):
+        c.send(get("/n/%d" % i, host))
+        out.append(c.response()[0])
+    return out
+
+
 def raw_error(host, port, path):
     """What the app meets on its read after a request: an answer, EOF or an
     error."""

@@ -163,6 +163,23 @@ def test_no_server():
           cp.returncode == 7, cp.returncode)
 
 
+def test_no_server_by_name():
+    """An HTTP rule for a host stands for the server on a peer the app
+    resolved from that name, with no dns rule and no connect rule naming a
+    host: the shim remembers names for it too. It did not, and the app's
+    connect met the refusal of the port where nothing listens."""
+    port = 18115  # nothing listens here
+    conf = policy("byname", ['{ name = "named"; action = "respond"; status = 503;'
+                             ' match = { to = "127.0.0.1/32"; port = %d; host = "localhost"; }; }'
+                             % port])
+    p = subprocess.run([PY, os.path.join(HERE, "client.py"), "named", "localhost", str(port), "3"],
+                       env=env(conf), capture_output=True, text=True, timeout=120)
+    out = (p.stdout.strip().splitlines() or [""])[-1]
+    check("an HTTP rule for the host localhost, no server, no dns rule: the app's connect to"
+          " the name it resolved is answered, every request 503", out == "[503, 503, 503]",
+          out or p.stderr[-400:])
+
+
 def test_slow():
     port = 18106
     o = origin.Origin(port, HOST).start()
@@ -423,7 +440,8 @@ def test_last_bytes_then_reset():
 
 def main():
     for t in checks.selected([test_counts, test_words, test_live, test_keepalive, test_pipelined,
-                              test_head_and_expect, test_close_cases, test_no_server, test_slow,
+                              test_head_and_expect, test_close_cases, test_no_server, test_no_server_by_name,
+                              test_slow,
                               test_abort, test_window, test_not_http,
                               test_last_bytes_then_reset]):
         t()
