@@ -15,12 +15,12 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -525,7 +525,7 @@ static int wait_until(int epfd, struct epoll_event *ev, int max, uint64_t next)
 
 /* New epoll fd and eventfd after the app closed s's; every connection of
  * s is watched again from scratch. s's lock held. */
-static void rebuild(struct fn_shard *s)
+static void rebuild_fds(struct fn_shard *s)
 {
 	s->rebuild_wanted = false;
 	if (s->epfd >= 0) {
@@ -611,7 +611,7 @@ static void *loop(void *arg)
 			nanosleep(&(struct timespec){0, (long)LOST_CHECK_NS}, NULL);
 		pthread_mutex_lock(&s->lock);
 		if (__atomic_load_n(&s->rebuild_wanted, __ATOMIC_RELAXED)) {
-			rebuild(s);
+			rebuild_fds(s);
 			n = 0;
 		}
 		take_events(s, ev, n);

@@ -640,6 +640,14 @@ static void test_shards_fork(void)
 		printf("\n  skip - one CPU: the relay keeps one thread");
 		return;
 	}
+	/* A fork child's new threads reuse the stacks, and so the ids, of the
+	 * parent's, which ThreadSanitizer takes for threads still alive
+	 * ("dup thread with used id"): the normal build runs this one. */
+	const char *pre = getenv("LD_PRELOAD");
+	if (pre && strstr(pre, "libtsan")) {
+		printf("\n  skip - under ThreadSanitizer a fork child cannot start threads");
+		return;
+	}
 	int fds[NSHARDED], ep[2];
 	CU_ASSERT_EQUAL_FATAL(open_many("127.72.2.2", fds, NSHARDED), 0);
 	CU_ASSERT_EQUAL_FATAL(shards_carrying(fds, NSHARDED, ep), 2);
@@ -667,8 +675,19 @@ static void test_shards_fork(void)
 	close_all(fds, NSHARDED);
 }
 
-/* Pinned to one CPU (a fork child, whose relay starts afresh), the relay
- * keeps one thread however many connections it carries. */
+/* Pinned to one CPU (a process of its own, this program run again), the
+ * relay keeps one thread however many connections it carries. */
+static int one_cpu_child(void)
+{
+	int fds[NSHARDED];
+	if (open_many("127.72.2.2", fds, NSHARDED))
+		return 4;
+	if (echo_all(fds, NSHARDED, 3) != NSHARDED)
+		return 5;
+	return relay_threads("faultnet-relay") == 1 && relay_threads("faultnet-relay2") == 0 ? 0
+											     : 6;
+}
+
 static void test_shards_one_cpu(void)
 {
 	pid_t pid = fork();
@@ -676,19 +695,20 @@ static void test_shards_one_cpu(void)
 		cpu_set_t one;
 		CPU_ZERO(&one);
 		CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
-		int fds[NSHARDED];
-		if (sched_setaffinity(0, sizeof(one), &one) ||
-		    open_many("127.72.2.2", fds, NSHARDED))
-			_exit(4);
-		if (echo_all(fds, NSHARDED, 3) != NSHARDED)
-			_exit(5);
-		_exit(relay_threads("faultnet-relay") == 1 && relay_threads("faultnet-relay2") == 0
-			  ? 0
-			  : 6);
+		if (sched_setaffinity(0, sizeof(one), &one) == 0)
+			execl(self_path, "it_catalogue_stream", "--child", "one-cpu", (char *)NULL);
+		_exit(7);
 	}
 	int st;
 	waitpid(pid, &st, 0);
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fprintf(stderr, "  one-CPU child: status %d\n", st);
+}
+
+static int stream_child(const char *mode)
+{
+	return strcmp(mode, "one-cpu") == 0 ? one_cpu_child() : 98;
 }
 
 /* ---- urgent data ------------------------------------------------------- */
@@ -791,5 +811,5 @@ int main(int argc, char **argv)
 	    {"pinned to one CPU: one relay thread for 48 connections", test_shards_one_cpu},
 	    {NULL, NULL},
 	};
-	return catalogue_main(argc, argv, "stream faults", tests, NULL);
+	return catalogue_main(argc, argv, "stream faults", tests, stream_child);
 }
