@@ -1,8 +1,12 @@
-/* relay.c - the relay thread (see relay.h). One thread per process, started
- * by the first relayed connect, runs an epoll loop over every relayed
- * connection and delayed datagram. Its mutex is held while it works and
- * released while it waits, so a connect or close from the app waits at most
- * one round of non-blocking I/O; the unmatched path never takes it. */
+/* relay.c - the relay threads (see relay.h). Shard 0's thread, started by
+ * the first relayed connect or delayed datagram, runs an epoll loop over its
+ * relayed connections and every delayed datagram. Once shard 0 carries
+ * FN_SHARD_AFTER connections and the process may use two CPUs, a second
+ * shard's thread runs the same loop over the connections given to it (the
+ * one with fewer, relay_shard.h); HTTP connections stay on shard 0. Each
+ * shard's mutex is held while its thread works and released while it waits,
+ * so a connect or close from the app waits at most one round of
+ * non-blocking I/O; the unmatched path never takes one. */
 #include "preload/relay/relay.h"
 
 #include <errno.h>
@@ -11,6 +15,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,26 +37,29 @@
 #include "preload/relay/relay_conn.h"
 #include "preload/relay/relay_http.h"
 #include "preload/relay/relay_sched.h"
+#include "preload/relay/relay_shard.h"
 #include "preload/relay/splice.h"
 #include "preload/sink/sink.h"
 #include "preload/stats/stats.h"
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct fn_conn *conns;
+#define SHARD_INIT(i)                                                        \
+	{                                                                    \
+		.lock = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .wakefd = -1, \
+		.pipe = {.ends = {-1, -1}}, .index = i                       \
+	}
+static struct fn_shard shards[FN_SHARDS] = {SHARD_INIT(0), SHARD_INIT(1)};
+_Static_assert(FN_SHARDS == 2, "SHARD_INIT each shard");
+/* Delayed datagrams: shard 0's, under its lock. */
 static struct fn_dgram *dgrams;
-static int epfd = -1, wakefd = -1;
-static bool running;
-/* The app closed the relay's epoll fd or eventfd (a sweep of unknown fds):
- * the thread builds new ones. It waits at most LOST_CHECK_NS at a time,
- * since a wait on an epoll fd the app closed can be woken by nothing else. */
-static bool rebuild_wanted;
+/* A thread waits at most LOST_CHECK_NS at a time, since a wait on an epoll
+ * fd the app closed (rebuild_wanted) can be woken by nothing else. */
 #define LOST_CHECK_NS 200000000ull
 
-static void wake(void)
+static void wake(struct fn_shard *s)
 {
 	uint64_t one = 1;
 	/* -1 once the app has closed it: never write into a reused number. */
-	int fd = __atomic_load_n(&wakefd, __ATOMIC_ACQUIRE);
+	int fd = __atomic_load_n(&s->wakefd, __ATOMIC_ACQUIRE);
 	if (fd >= 0) {
 		ssize_t w = write(fd, &one, sizeof(one));
 		(void)w;
@@ -63,7 +71,7 @@ static int own_fd(int fd)
 	return fd < 0 ? -1 : fn_fd_move_high(fd, FN_RANGE_SINK);
 }
 
-void fn_relay_close(int fd, bool hard)
+void fn_relay_close(struct fn_conn *c, int fd, bool hard)
 {
 	if (fd < 0)
 		return;
@@ -71,7 +79,8 @@ void fn_relay_close(int fd, bool hard)
 		struct linger l = {1, 0};
 		setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
 	}
-	epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+	if (c->shard) /* else not handed over yet: in no epoll set */
+		epoll_ctl(c->shard->epfd, EPOLL_CTL_DEL, fd, NULL);
 	fn_fd_set(fd, 0);
 	LIBC(close)(fd);
 }
@@ -84,31 +93,65 @@ void fn_relay_watch(struct fn_conn *c, int which, uint32_t events)
 		return;
 	struct epoll_event ev = {.events = events, .data.ptr = (char *)c + which};
 	int op = *have == FN_WATCH_NONE ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
-	if (epoll_ctl(epfd, op, fd, &ev) == 0)
+	if (epoll_ctl(c->shard->epfd, op, fd, &ev) == 0)
 		*have = events;
 }
 
 static void *loop(void *arg);
 
-static bool start_thread(void)
+/* s's lock held. */
+static bool start_thread(struct fn_shard *s)
 {
-	if (running)
+	if (s->running)
 		return true;
-	if (epfd < 0 && (epfd = own_fd(epoll_create1(EPOLL_CLOEXEC))) < 0)
+	if (s->epfd < 0 && (s->epfd = own_fd(epoll_create1(EPOLL_CLOEXEC))) < 0)
 		return false;
-	if (wakefd < 0) {
-		if ((wakefd = own_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK))) < 0)
+	if (s->wakefd < 0) {
+		int w = own_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+		if (w < 0)
 			return false;
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-		epoll_ctl(epfd, EPOLL_CTL_ADD, wakefd, &ev);
+		epoll_ctl(s->epfd, EPOLL_CTL_ADD, w, &ev);
+		__atomic_store_n(&s->wakefd, w, __ATOMIC_RELEASE);
 	}
-	int e = fn_thread_start(loop, NULL);
+	int e = fn_thread_start(loop, s);
 	if (e) {
 		errno = e;
 		return false;
 	}
-	running = true;
+	__atomic_store_n(&s->running, true, __ATOMIC_RELEASE);
 	return true;
+}
+
+/* Whether the process may run on more than one CPU: asked only until the
+ * second shard has started (a system call), so that a process pinned to one
+ * CPU (or a fork child pinned since) keeps one relay thread. */
+static bool many_cpus(void)
+{
+	cpu_set_t set;
+	return sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) >= 2;
+}
+
+/* The shard for a new connection: shard 0 as long as it carries fewer than
+ * FN_SHARD_AFTER or the process has one CPU, and for HTTP connections
+ * (their engine's state, the request log, TLS and HTTP/2 are shard 0's
+ * alone); else the one with the fewest. The counts are read without the
+ * locks: a choice one connection off is still a fair one. */
+static struct fn_shard *choose(const struct fn_conn *c)
+{
+	struct fn_shard *best = &shards[0];
+	unsigned fewest = __atomic_load_n(&best->live, __ATOMIC_RELAXED);
+	if (c->http_mode || fewest < FN_SHARD_AFTER ||
+	    (!__atomic_load_n(&shards[1].running, __ATOMIC_ACQUIRE) && !many_cpus()))
+		return best;
+	for (int i = 1; i < FN_SHARDS; i++) {
+		unsigned n = __atomic_load_n(&shards[i].live, __ATOMIC_RELAXED);
+		if (n < fewest) {
+			best = &shards[i];
+			fewest = n;
+		}
+	}
+	return best;
 }
 
 /* The app's local address. An unbound socket is bound to its family's
@@ -177,14 +220,17 @@ static bool meet_at_once(int err, int family, struct sockaddr_storage *to, sockl
 	return false;
 }
 
-/* Adds c to the relay's connections, or takes it out (lock held). */
+/* Adds c to its shard's connections, or takes it out (the shard's lock
+ * held). */
 static void link_conn(struct fn_conn *c)
 {
-	c->next = conns;
-	c->pprev = &conns;
-	if (conns)
-		conns->pprev = &c->next;
-	conns = c;
+	struct fn_shard *s = c->shard;
+	c->next = s->conns;
+	c->pprev = &s->conns;
+	if (s->conns)
+		s->conns->pprev = &c->next;
+	s->conns = c;
+	__atomic_store_n(&s->live, s->live + 1, __ATOMIC_RELAXED);
 }
 
 static void unlink_conn(struct fn_conn *c)
@@ -192,12 +238,15 @@ static void unlink_conn(struct fn_conn *c)
 	*c->pprev = c->next;
 	if (c->next)
 		c->next->pprev = c->pprev;
+	__atomic_store_n(&c->shard->live, c->shard->live - 1, __ATOMIC_RELAXED);
 }
 
-/* This thread's last relayed connect: the app's fd, its connection, and
- * whether the peer had already accepted (see fn_relay_connected). */
+/* This thread's last relayed connect: the app's fd, its connection and
+ * that connection's shard, and whether the peer had already accepted (see
+ * fn_relay_connected). */
 static __thread int last_fd = -1;
 static __thread struct fn_conn *last_conn;
+static __thread struct fn_shard *last_shard;
 static __thread bool peer_open;
 
 static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
@@ -223,21 +272,24 @@ static bool relay_start(int fd, const struct sockaddr *dest, socklen_t destlen,
 		fn_conn_free(c);
 		return meet_at_once(met, family, hold, holdlen);
 	}
-	pthread_mutex_lock(&lock);
-	bool ok = start_thread() && fn_sched_reserve();
+	struct fn_shard *s = choose(c);
+	pthread_mutex_lock(&s->lock);
+	bool ok = start_thread(s) && fn_sched_reserve(&s->sched);
 	if (ok) {
+		c->shard = s;
 		link_conn(c);
 		fn_sched_ready(c); /* new: the thread starts it */
 		last_fd = fd;
 		last_conn = c;
+		last_shard = s;
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&s->lock);
 	if (!ok) {
 		free(c);
 		errno = EAGAIN;
 		return false;
 	}
-	wake();
+	wake(s);
 	return true;
 }
 
@@ -266,8 +318,9 @@ static bool fd_queued(int fd)
 
 bool fn_relay_queue(struct fn_dgram *d, int dup_of)
 {
-	pthread_mutex_lock(&lock);
-	bool ok = start_thread();
+	struct fn_shard *s = &shards[0];
+	pthread_mutex_lock(&s->lock);
+	bool ok = start_thread(s);
 	if (ok && dup_of >= 0)
 		ok = (d->fd = sending_fd(d, dup_of)) >= 0;
 	/* Once queued, d belongs to the relay thread, which may send and free
@@ -281,13 +334,13 @@ bool fn_relay_queue(struct fn_dgram *d, int dup_of)
 		d->next = *at;
 		*at = d;
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&s->lock);
 	if (!ok) {
 		free(d);
 		errno = ENOBUFS;
 		return false;
 	}
-	wake();
+	wake(s);
 	return true;
 }
 
@@ -345,18 +398,18 @@ static void settle(int fd)
  * socket's pending error, ECONNABORTED after a refusal, EADDRNOTAVAIL):
  * the connection set up for it would wait for ever, and keep the hold
  * port's 4-tuple with the app's address from the next attempt's. */
-static void abandon(int fd, struct fn_conn *gone)
+static void abandon(int fd, struct fn_conn *gone, struct fn_shard *s)
 {
 	sigset_t old;
 	fn_signals_block(&old);
-	pthread_mutex_lock(&lock);
-	for (struct fn_conn *c = conns; c; c = c->next)
+	pthread_mutex_lock(&s->lock);
+	for (struct fn_conn *c = s->conns; c; c = c->next)
 		if (c == gone && c->appfd == fd && !c->done && c->state != FN_CONN_RELAY) {
 			fn_conn_finish(c, true);
 			fn_sched_ready(c); /* to be freed */
-			wake();
+			wake(s);
 		}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&s->lock);
 	fn_signals_restore(&old);
 }
 
@@ -371,7 +424,7 @@ void fn_relay_connected(int fd, int rc, int err)
 		if (peer_open)
 			settle(fd);
 	} else {
-		abandon(fd, last_conn);
+		abandon(fd, last_conn, last_shard);
 	}
 	errno = err;
 }
@@ -386,7 +439,8 @@ bool fn_relay_datagram(int fd, const void *buf, size_t n, const struct sockaddr 
 	return ok;
 }
 
-/* Sends the datagrams that are due; returns the earliest still waiting. */
+/* Sends the datagrams that are due; returns the earliest still waiting.
+ * Shard 0's lock held. */
 static uint64_t send_due(uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
@@ -421,13 +475,13 @@ static uint64_t send_due(uint64_t now)
 	return next;
 }
 
-/* Steps every connection that an event or its timer concerns (and only
- * those: relay_sched.h), frees the finished ones, and returns the earliest
- * timer. */
-static uint64_t step_all(uint64_t now)
+/* Steps every connection of s that an event or its timer concerns (and
+ * only those: relay_sched.h), and shard 0 the datagrams that are due;
+ * frees the finished ones, and returns the earliest timer. */
+static uint64_t step_all(struct fn_shard *s, uint64_t now)
 {
-	uint64_t next = send_due(now);
-	for (struct fn_conn *c = fn_sched_take(now), *more; c; c = more) {
+	uint64_t next = s == &shards[0] ? send_due(now) : UINT64_MAX;
+	for (struct fn_conn *c = fn_sched_take(&s->sched, now), *more; c; c = more) {
 		more = c->ready_next; /* a step may list c again */
 		if (c->done)
 			c->ready = false;
@@ -438,75 +492,105 @@ static uint64_t step_all(uint64_t now)
 		if (c->done && !c->ready) {
 			unlink_conn(c);
 			fn_sched_forget(c);
-			fn_sched_release();
+			fn_sched_release(&s->sched);
 			fn_conn_free(c);
 			continue;
 		}
 		fn_sched_timer(c);
 	}
-	uint64_t t = fn_sched_next();
+	uint64_t t = fn_sched_next(&s->sched);
 	return t < next ? t : next;
 }
 
 /* epoll_wait until the deadline next (CLOCK_MONOTONIC ns; UINT64_MAX for
  * none). epoll_pwait2 takes nanoseconds: latency rules would otherwise be
  * late by up to a millisecond of rounding. */
-static int wait_until(struct epoll_event *ev, int max, uint64_t next)
+static int wait_until(int epfd, struct epoll_event *ev, int max, uint64_t next)
 {
-	static bool no_pwait2;
+	static bool no_pwait2; /* every shard's */
 	uint64_t now = fn_now_ns();
 	uint64_t left = next == UINT64_MAX ? 0 : next > now ? next - now : 0;
-	if (!no_pwait2) {
+	if (!__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED)) {
 		struct timespec ts = {.tv_sec = (time_t)(left / 1000000000u),
 				      .tv_nsec = (long)(left % 1000000000u)};
 		int n = (int)syscall(SYS_epoll_pwait2, epfd, ev, max,
 				     next == UINT64_MAX ? NULL : &ts, NULL, (size_t)8);
 		if (n >= 0 || errno != ENOSYS)
 			return n;
-		no_pwait2 = true;
+		__atomic_store_n(&no_pwait2, true, __ATOMIC_RELAXED);
 	}
 	int ms = next == UINT64_MAX ? -1 : (int)((left + 999999) / 1000000);
 	return epoll_wait(epfd, ev, max, ms);
 }
 
-/* New epoll fd and eventfd after the app closed ours; every connection
- * is watched again from scratch. Lock held. */
-static void rebuild(void)
+/* New epoll fd and eventfd after the app closed s's; every connection of
+ * s is watched again from scratch. s's lock held. */
+static void rebuild_fds(struct fn_shard *s)
 {
-	rebuild_wanted = false;
-	if (epfd >= 0) {
-		fn_fd_set(epfd, 0);
-		LIBC(close)(epfd);
+	s->rebuild_wanted = false;
+	if (s->epfd >= 0) {
+		fn_fd_set(s->epfd, 0);
+		LIBC(close)(s->epfd);
 	}
-	if (wakefd >= 0) {
-		fn_fd_set(wakefd, 0);
-		LIBC(close)(wakefd);
+	if (s->wakefd >= 0) {
+		fn_fd_set(s->wakefd, 0);
+		LIBC(close)(s->wakefd);
 	}
-	epfd = own_fd(epoll_create1(EPOLL_CLOEXEC));
+	int e = own_fd(epoll_create1(EPOLL_CLOEXEC));
+	__atomic_store_n(&s->epfd, e, __ATOMIC_RELAXED);
 	int w = own_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-	if (epfd < 0 || w < 0) {
-		rebuild_wanted = true; /* out of fds: try again on the next round */
+	if (e < 0 || w < 0) {
+		/* out of fds: try again on the next round */
+		__atomic_store_n(&s->wakefd, w, __ATOMIC_RELEASE);
+		s->rebuild_wanted = true;
 		return;
 	}
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-	epoll_ctl(epfd, EPOLL_CTL_ADD, w, &ev);
-	__atomic_store_n(&wakefd, w, __ATOMIC_RELEASE);
-	for (struct fn_conn *c = conns; c; c = c->next) {
+	epoll_ctl(s->epfd, EPOLL_CTL_ADD, w, &ev);
+	__atomic_store_n(&s->wakefd, w, __ATOMIC_RELEASE);
+	for (struct fn_conn *c = s->conns; c; c = c->next) {
 		c->watching[0] = c->watching[1] = FN_WATCH_NONE;
 		fn_sched_ready(c);
 		c->dir[0].quiet = c->dir[1].quiet = false;
 	}
 }
 
-/* Set on the relay thread: an exit() there (fn_end_if_alone) drains the
- * relay from that thread itself. */
-static __thread bool on_relay_thread;
+/* Set on a relay thread to its shard: an exit() there (fn_end_if_alone)
+ * drains that shard from the thread itself. */
+static __thread struct fn_shard *my_shard;
 
+/* Marks the connections an epoll round reported on. s's lock held. */
+static void take_events(struct fn_shard *s, struct epoll_event *ev, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (!ev[i].data.ptr) {
+			uint64_t v;
+			ssize_t r = s->wakefd >= 0 ? LIBC(read)(s->wakefd, &v, sizeof(v)) : 0;
+			(void)r; /* new connections were listed ready by relay_start */
+			continue;
+		}
+		uintptr_t tag = (uintptr_t)ev[i].data.ptr;
+		struct fn_conn *c = (struct fn_conn *)(tag & ~(uintptr_t)1);
+		fn_sched_ready(c);
+		/* The socket tag & 1 is the source of direction tag & 1. */
+		if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+			c->dir[tag & 1].quiet = false;
+		if (ev[i].events & EPOLLPRI)
+			c->dir[tag & 1].urgent = true;
+		if (ev[i].events & EPOLLERR)
+			c->dir[tag & 1].err_seen = true;
+	}
+}
+
+/* One shard's thread: the same loop for every shard. */
 static void *loop(void *arg)
 {
-	(void)arg;
-	on_relay_thread = true;
-	prctl(PR_SET_NAME, "faultnet-relay");
+	struct fn_shard *s = arg;
+	my_shard = s;
+	char name[16] = "faultnet-relay";
+	if (s->index)
+		name[14] = (char)('1' + s->index); /* faultnet-relay2 */
+	prctl(PR_SET_NAME, name);
 	/* Wake-ups on time: the default 50 us slack adds to every latency
 	 * release and token refill. */
 	prctl(PR_SET_TIMERSLACK, 1UL);
@@ -515,75 +599,74 @@ static void *loop(void *arg)
 	uint64_t next = 0;
 	for (;;) {
 		uint64_t check = fn_now_ns() + LOST_CHECK_NS;
-		int n = epfd >= 0 ? wait_until(ev, 256, next < check ? next : check) : 0;
-		if (n <= 0) /* idle: every 200 ms at most, whatever the traffic was */
+		/* Its number as of now: the app may close it meanwhile
+		 * (lost_in), and the thread then builds a new one. */
+		int epfd = __atomic_load_n(&s->epfd, __ATOMIC_RELAXED);
+		int n = epfd >= 0 ? wait_until(epfd, ev, 256, next < check ? next : check) : 0;
+		/* idle: every 200 ms at most, whatever the traffic was; shard
+		 * 0's thread alone, which runs whenever another does */
+		if (n <= 0 && s->index == 0)
 			fn_end_if_alone();
 		if (epfd < 0)
 			nanosleep(&(struct timespec){0, (long)LOST_CHECK_NS}, NULL);
-		pthread_mutex_lock(&lock);
-		if (__atomic_load_n(&rebuild_wanted, __ATOMIC_RELAXED)) {
-			rebuild();
+		pthread_mutex_lock(&s->lock);
+		if (__atomic_load_n(&s->rebuild_wanted, __ATOMIC_RELAXED)) {
+			rebuild_fds(s);
 			n = 0;
 		}
-		for (int i = 0; i < n; i++) {
-			if (!ev[i].data.ptr) {
-				uint64_t v;
-				ssize_t r = wakefd >= 0 ? LIBC(read)(wakefd, &v, sizeof(v)) : 0;
-				(void)r; /* new connections were listed ready by relay_start */
-				continue;
-			}
-			uintptr_t tag = (uintptr_t)ev[i].data.ptr;
-			struct fn_conn *c = (struct fn_conn *)(tag & ~(uintptr_t)1);
-			fn_sched_ready(c);
-			/* The socket tag & 1 is the source of direction tag & 1. */
-			if (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-				c->dir[tag & 1].quiet = false;
-			if (ev[i].events & EPOLLPRI)
-				c->dir[tag & 1].urgent = true;
-			if (ev[i].events & EPOLLERR)
-				c->dir[tag & 1].err_seen = true;
-		}
-		next = step_all(fn_now_ns());
-		pthread_mutex_unlock(&lock);
+		take_events(s, ev, n);
+		next = step_all(s, fn_now_ns());
+		pthread_mutex_unlock(&s->lock);
 	}
 	return NULL;
 }
 
-static void relay_lost(int fd)
+/* fd closed by the app, in shard s (its lock held). */
+static void lost_in(struct fn_shard *s, int fd)
 {
-	if (!__atomic_load_n(&running, __ATOMIC_ACQUIRE))
-		return;
-	pthread_mutex_lock(&lock);
-	if (fd == epfd || fd == wakefd) {
+	if (fd == s->epfd || fd == s->wakefd) {
 		/* Ours no more: forget the numbers now, rebuild in the thread. */
-		if (fd == wakefd)
-			__atomic_store_n(&wakefd, -1, __ATOMIC_RELEASE);
+		if (fd == s->wakefd)
+			__atomic_store_n(&s->wakefd, -1, __ATOMIC_RELEASE);
 		else
-			epfd = -1;
-		__atomic_store_n(&rebuild_wanted, true, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->epfd, -1, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->rebuild_wanted, true, __ATOMIC_RELAXED);
 	}
-	fn_splice_lost(fd);
-	for (struct fn_conn *c = conns; c; c = c->next)
+	fn_splice_lost(&s->pipe, fd);
+	for (struct fn_conn *c = s->conns; c; c = c->next)
 		if (c->app == fd || c->up == fd || c->opener == fd) {
 			fn_conn_forget_fd(c, fd);
 			fn_sched_ready(c); /* to be freed */
 		}
-	for (struct fn_dgram *d = dgrams; d; d = d->next)
-		if (d->fd == fd)
-			d->fd = -1;
-	pthread_mutex_unlock(&lock);
+	if (s == &shards[0])
+		for (struct fn_dgram *d = dgrams; d; d = d->next)
+			if (d->fd == fd)
+				d->fd = -1;
 }
 
-void fn_relay_atfork_child(void)
+/* Every shard in turn, one lock at a time. */
+static void relay_lost(int fd)
+{
+	for (int i = 0; i < FN_SHARDS; i++) {
+		struct fn_shard *s = &shards[i];
+		if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE))
+			continue;
+		pthread_mutex_lock(&s->lock);
+		lost_in(s, fd);
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+/* In a fork child: s's connections and fds are the parent's relay's. */
+static void shard_atfork_child(struct fn_shard *s)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-	lock = fresh;
-	fn_reqlog_atfork_child();
+	s->lock = fresh;
 	/* The parent's relay keeps serving the connections; the child must not
 	 * hold their sockets open after the parent closes them. */
-	while (conns) {
-		struct fn_conn *c = conns;
-		conns = c->next;
+	while (s->conns) {
+		struct fn_conn *c = s->conns;
+		s->conns = c->next;
 		int fds[3] = {c->app, c->up, c->opener};
 		for (int i = 0; i < 3; i++)
 			if (fds[i] >= 0) {
@@ -593,7 +676,25 @@ void fn_relay_atfork_child(void)
 		fn_http_atfork_forget(c);
 		fn_conn_free(c);
 	}
-	fn_sched_atfork_child();
+	s->live = 0;
+	fn_sched_atfork_child(&s->sched);
+	int fds[2] = {s->epfd, s->wakefd};
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0) {
+			fn_fd_set(fds[i], 0);
+			LIBC(close)(fds[i]);
+		}
+	s->epfd = s->wakefd = -1;
+	s->rebuild_wanted = false;
+	fn_splice_atfork_child(&s->pipe);
+	s->running = false;
+}
+
+void fn_relay_atfork_child(void)
+{
+	fn_reqlog_atfork_child();
+	for (int i = 0; i < FN_SHARDS; i++)
+		shard_atfork_child(&shards[i]);
 	while (dgrams) {
 		struct fn_dgram *d = dgrams;
 		dgrams = d->next;
@@ -603,15 +704,6 @@ void fn_relay_atfork_child(void)
 		}
 		free(d);
 	}
-	int fds[2] = {epfd, wakefd};
-	for (int i = 0; i < 2; i++)
-		if (fds[i] >= 0) {
-			fn_fd_set(fds[i], 0);
-			LIBC(close)(fds[i]);
-		}
-	epfd = wakefd = -1;
-	fn_splice_atfork_child();
-	running = false;
 }
 
 void fn_relay_lost(int fd)
@@ -637,45 +729,64 @@ static bool undelivered(const struct fn_conn *c)
 
 #define DRAIN_NS 5000000000ull
 
-/* exit(): the relay thread dies with the process, and the kernel would end
- * its connections with a FIN after whatever it had sent: the peer would take
- * a truncated stream for a whole one. The relay gets up to 5 s to deliver
- * what it holds (as the kernel still delivers a closed socket's data); a
- * connection it could not finish is reset, never ended cleanly. */
+/* One look at shard s at exit (its lock taken here): true while it still
+ * has bytes to deliver and may; at the end (last), what it could not
+ * deliver is reset. On s's own thread, nobody else steps its connections:
+ * they are stepped here. */
+static bool drain_shard(struct fn_shard *s, bool last)
+{
+	if (!__atomic_load_n(&s->running, __ATOMIC_ACQUIRE))
+		return false;
+	bool pending = false;
+	pthread_mutex_lock(&s->lock);
+	for (struct fn_conn *c = s->conns; c && !pending; c = c->next)
+		pending = undelivered(c);
+	if (pending && last) {
+		for (struct fn_conn *c = s->conns; c; c = c->next)
+			if (undelivered(c)) {
+				fn_conn_finish(c, true);
+				fn_sched_ready(c);
+			}
+		pending = false;
+	}
+	if (pending && my_shard == s) {
+		for (struct fn_conn *c = s->conns; c; c = c->next) {
+			fn_sched_ready(c); /* no epoll here: read anyway */
+			c->dir[0].quiet = c->dir[1].quiet = false;
+		}
+		step_all(s, fn_now_ns());
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (pending)
+		wake(s);
+	return pending;
+}
+
+/* exit(): the relay threads die with the process, and the kernel would end
+ * their connections with a FIN after whatever they had sent: the peer would
+ * take a truncated stream for a whole one. The relay gets up to 5 s to
+ * deliver what it holds (as the kernel still delivers a closed socket's
+ * data); a connection it could not finish is reset, never ended cleanly.
+ * The shards are looked at one after the other, one lock at a time. */
 __attribute__((destructor)) static void drain_at_exit(void)
 {
-	if (!__atomic_load_n(&running, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&shards[0].running, __ATOMIC_ACQUIRE))
 		return;
 	uint64_t until = fn_now_ns() + DRAIN_NS;
 	sigset_t old;
 	fn_signals_block(&old);
 	for (;;) {
-		bool pending = false;
-		pthread_mutex_lock(&lock);
-		for (struct fn_conn *c = conns; c && !pending; c = c->next)
-			pending = undelivered(c);
-		if (!pending || fn_now_ns() >= until) {
-			for (struct fn_conn *c = conns; c; c = c->next)
-				if (undelivered(c)) {
-					fn_conn_finish(c, true);
-					fn_sched_ready(c);
-				}
-			/* FAULTNET_REQUESTS: a line for each request still
-			 * waiting, so that a log never lacks one the app sent. */
-			fn_reqlog_exit();
-			pthread_mutex_unlock(&lock);
-			fn_signals_restore(&old);
-			return;
-		}
-		if (on_relay_thread) { /* nobody else steps them: step them here */
-			for (struct fn_conn *c = conns; c; c = c->next) {
-				fn_sched_ready(c); /* no epoll here: read anyway */
-				c->dir[0].quiet = c->dir[1].quiet = false;
-			}
-			step_all(fn_now_ns());
-		}
-		pthread_mutex_unlock(&lock);
-		wake();
+		bool last = fn_now_ns() >= until, pending = false;
+		for (int i = 0; i < FN_SHARDS; i++)
+			pending |= drain_shard(&shards[i], last);
+		if (!pending)
+			break;
 		nanosleep(&(struct timespec){0, 5000000}, NULL);
 	}
+	/* FAULTNET_REQUESTS: a line for each request still waiting, so that a
+	 * log never lacks one the app sent. HTTP connections are shard 0's. */
+	pthread_mutex_lock(&shards[0].lock);
+	fn_reqlog_exit();
+	pthread_mutex_unlock(&shards[0].lock);
+	fn_signals_restore(&old);
 }

@@ -16,8 +16,9 @@
 #include "core/rules.h"
 
 /* Prepares fd (binds it to loopback if it is unbound), hands the connection
- * to the relay thread, and fills hold with the address fd must connect to.
- * dest is the real peer. False with errno when it cannot be set up. */
+ * to a relay thread (its shard's, relay_shard.h), and fills hold with the
+ * address fd must connect to. dest is the real peer. False with errno when
+ * it cannot be set up. */
 bool fn_relay_start(int fd, const struct sockaddr *dest, socklen_t destlen, const struct fn_rule *r,
 		    struct sockaddr_storage *hold, socklen_t *holdlen);
 
@@ -40,7 +41,8 @@ bool fn_relay_queue(struct fn_dgram *d, int dup_of);
 /* The app closed fd, which may be one of the relay's: forget it first. */
 void fn_relay_lost(int fd);
 
-/* After fork, in the child: the relay thread is gone; drop its fds. */
+/* After fork, in the child: the relay threads are gone; drop every
+ * shard's connections and fds. */
 void fn_relay_atfork_child(void);
 
 #endif

@@ -88,9 +88,9 @@ static int64_t jitter(struct fn_conn *c, uint32_t j)
 
 void fn_conn_finish(struct fn_conn *c, bool hard)
 {
-	fn_relay_close(c->opener, hard);
-	fn_relay_close(c->app, hard);
-	fn_relay_close(c->up, hard);
+	fn_relay_close(c, c->opener, hard);
+	fn_relay_close(c, c->app, hard);
+	fn_relay_close(c, c->up, hard);
 	c->opener = c->app = c->up = -1;
 	c->done = true;
 }
@@ -245,7 +245,7 @@ int fn_conn_dial(struct fn_conn *c)
 	bool ok = fn_conn_connect(c->up, &c->dest, c->destlen);
 	if (!ok && port == FN_PORT_UP_BOUND && errno == EADDRNOTAVAIL) {
 		/* That port's 4-tuple to the peer is taken: another port. */
-		fn_relay_close(c->up, true);
+		fn_relay_close(c, c->up, true);
 		if (!upstream_socket(c)) {
 			c->up_error = errno;
 			errno = e;

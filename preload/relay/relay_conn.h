@@ -1,6 +1,6 @@
 /* relay_conn.h - one relayed connection: its sockets, where it is in its
  * setup, and the two byte streams the relay carries and shapes. Used only by
- * the relay thread, under the relay's mutex. */
+ * its shard's relay thread, under that shard's mutex (relay_shard.h). */
 #ifndef FAULTNET_RELAY_CONN_H
 #define FAULTNET_RELAY_CONN_H
 
@@ -87,14 +87,18 @@ struct fn_follow {
 };
 
 struct fn_hconn;
+struct fn_shard;
 
 struct fn_conn {
-	/* The relay's list of connections (relay.c), with the link that
+	/* Its shard's list of connections (relay.c), with the link that
 	 * points at this one, so that a finished connection leaves it in
 	 * O(1); the next ready one and the place in the timer heap
 	 * (relay_sched.h). */
 	struct fn_conn *next, **pprev, *ready_next;
 	size_t heap_at;
+	/* The shard that carries it, set when it is handed over (NULL on the
+	 * app's thread before that); never changes. */
+	struct fn_shard *shard;
 	enum fn_conn_state state;
 	enum fn_action action;
 	struct fn_params par;
@@ -173,8 +177,8 @@ void fn_conn_finish(struct fn_conn *c, bool hard);
 /* The app closed fd, one of c's: drop it and end c. */
 void fn_conn_forget_fd(struct fn_conn *c, int fd);
 
-/* relay.c: closes one of the relay's sockets, with a reset if hard. */
-void fn_relay_close(int fd, bool hard);
+/* relay.c: closes one of c's sockets, with a reset if hard. */
+void fn_relay_close(struct fn_conn *c, int fd, bool hard);
 /* relay.c: sets what epoll reports for c's app (0) or peer (1) socket. */
 void fn_relay_watch(struct fn_conn *c, int which, uint32_t events);
 

@@ -848,7 +848,7 @@ static void cut(struct fn_conn *c, int mode)
 	if (c->up >= 0 && !h->up_shut) {
 		/* The server's side of a cut request is of no more use. */
 		fn_relay_watch(c, 1, 0);
-		fn_relay_close(c->up, true);
+		fn_relay_close(c, c->up, true);
 		c->up = -1;
 		h->up_failed = true;
 		h->up_err = ECONNABORTED;

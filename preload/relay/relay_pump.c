@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "preload/base/libc.h"
 #include "preload/relay/relay_conn.h"
+#include "preload/relay/relay_shard.h"
 #include "preload/relay/shape.h"
 #include "preload/relay/splice.h"
 
@@ -113,11 +114,11 @@ static bool pipe_ok(const struct fn_conn *c, const struct fn_dir *dr)
 static ssize_t take(struct fn_conn *c, int d, size_t *room)
 {
 	struct fn_dir *dr = &c->dir[d];
-	size_t pipe_room = pipe_ok(c, dr) ? fn_splice_room() : 0;
+	size_t pipe_room = pipe_ok(c, dr) ? fn_splice_room(&c->shard->pipe) : 0;
 	if (pipe_room) {
 		if (*room > pipe_room)
 			*room = pipe_room;
-		ssize_t n = fn_splice_in(src_fd(c, d), *room);
+		ssize_t n = fn_splice_in(&c->shard->pipe, src_fd(c, d), *room);
 		if (n >= 0 || !fn_splice_refused(errno)) {
 			dr->piped = n > 0;
 			return n;
@@ -239,15 +240,16 @@ static bool fill(struct fn_conn *c, int d, bool *drained, bool *on)
 	return true;
 }
 
-/* Empties the shared pipe before the pump leaves this direction: what the
+/* Empties the shard's shared pipe before the pump leaves this direction: what the
  * destination did not take waits in the buffer, as a read's bytes do.
  * False if those bytes could not be kept. */
-static bool unpipe(struct fn_dir *dr)
+static bool unpipe(struct fn_conn *c, struct fn_dir *dr)
 {
 	if (!dr->piped)
 		return true;
 	dr->piped = false;
-	return dr->lo == dr->hi || fn_splice_keep(dr->buf + dr->lo, dr->hi - dr->lo);
+	return dr->lo == dr->hi ||
+	       fn_splice_keep(&c->shard->pipe, dr->buf + dr->lo, dr->hi - dr->lo);
 }
 
 /* Writes what may go out. False on a fatal error. */
@@ -259,12 +261,12 @@ static bool flush(struct fn_conn *c, int d, uint64_t now)
 		uint64_t n = fn_shape_allowance(c, dr, now);
 		if (!n)
 			break;
-		ssize_t w = dr->piped ? fn_splice_out(dst_fd(c, d), n)
+		ssize_t w = dr->piped ? fn_splice_out(&c->shard->pipe, dst_fd(c, d), n)
 				      : LIBC(sendto)(dst_fd(c, d), dr->buf + dr->lo, n,
 						     MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
 		if (w < 0) {
 			if (dr->piped && fn_splice_refused(errno)) {
-				if (!unpipe(dr))
+				if (!unpipe(c, dr))
 					return false;
 				continue; /* the rest goes from the buffer, now */
 			}
@@ -446,7 +448,7 @@ void fn_conn_pump(struct fn_conn *c, uint64_t now)
 		do {
 			moved = dr->in + dr->out;
 			bool ok = fill(c, d, &drained, &on) && flush(c, d, now);
-			if (!unpipe(dr) || !ok || !pass_urgent(c, d)) {
+			if (!unpipe(c, dr) || !ok || !pass_urgent(c, d)) {
 				fn_conn_finish(c, true); /* pass a reset on as a reset */
 				return;
 			}

@@ -1,113 +1,121 @@
-/* relay_sched.c - the relay's ready list and timer heap (relay_sched.h). */
+/* relay_sched.c - a relay shard's ready list and timer heap (relay_sched.h). */
 #include "preload/relay/relay_sched.h"
 
 #include <stdlib.h>
 
 #include "preload/relay/relay_conn.h"
+#include "preload/relay/relay_shard.h"
 
-static struct fn_conn *ready_head;
-/* heap[0] has the earliest wake_ns; c->heap_at is c's index + 1 (0: not
- * in it). cap is reserved ahead, one slot per live connection. */
-static struct fn_conn **heap;
-static size_t count, cap, reserved;
-
-bool fn_sched_reserve(void)
+/* The schedule of c's shard. */
+static struct fn_sched *of(const struct fn_conn *c)
 {
-	if (reserved == cap) {
-		size_t more = cap ? cap * 2 : 64;
-		struct fn_conn **h = realloc(heap, more * sizeof(*h));
+	return &c->shard->sched;
+}
+
+bool fn_sched_reserve(struct fn_sched *s)
+{
+	if (s->reserved == s->cap) {
+		size_t more = s->cap ? s->cap * 2 : 64;
+		struct fn_conn **h = realloc(s->heap, more * sizeof(*h));
 		if (!h)
 			return false;
-		heap = h;
-		cap = more;
+		s->heap = h;
+		s->cap = more;
 	}
-	reserved++;
+	s->reserved++;
 	return true;
 }
 
-void fn_sched_release(void)
+void fn_sched_release(struct fn_sched *s)
 {
-	reserved--;
+	s->reserved--;
 }
 
 void fn_sched_ready(struct fn_conn *c)
 {
 	if (c->ready)
 		return;
+	struct fn_sched *s = of(c);
 	c->ready = true;
-	c->ready_next = ready_head;
-	ready_head = c;
+	c->ready_next = s->ready_head;
+	s->ready_head = c;
 }
 
-static void put(size_t i, struct fn_conn *c)
+static void put(struct fn_sched *s, size_t i, struct fn_conn *c)
 {
-	heap[i] = c;
+	s->heap[i] = c;
 	c->heap_at = i + 1;
 }
 
-static void up(size_t i)
+static void up(struct fn_sched *s, size_t i)
 {
-	struct fn_conn *c = heap[i];
+	struct fn_conn **heap = s->heap, *c = heap[i];
 	while (i > 0 && heap[(i - 1) / 2]->wake_ns > c->wake_ns) {
-		put(i, heap[(i - 1) / 2]);
+		put(s, i, heap[(i - 1) / 2]);
 		i = (i - 1) / 2;
 	}
-	put(i, c);
+	put(s, i, c);
 }
 
-static void down(size_t i)
+static void down(struct fn_sched *s, size_t i)
 {
-	struct fn_conn *c = heap[i];
+	struct fn_conn **heap = s->heap, *c = heap[i];
 	for (;;) {
 		size_t k = 2 * i + 1;
-		if (k >= count)
+		if (k >= s->count)
 			break;
-		if (k + 1 < count && heap[k + 1]->wake_ns < heap[k]->wake_ns)
+		if (k + 1 < s->count && heap[k + 1]->wake_ns < heap[k]->wake_ns)
 			k++;
 		if (heap[k]->wake_ns >= c->wake_ns)
 			break;
-		put(i, heap[k]);
+		put(s, i, heap[k]);
 		i = k;
 	}
-	put(i, c);
+	put(s, i, c);
 }
 
-void fn_sched_forget(struct fn_conn *c)
+static void forget(struct fn_sched *s, struct fn_conn *c)
 {
 	if (!c->heap_at)
 		return;
 	size_t i = c->heap_at - 1;
 	c->heap_at = 0;
-	struct fn_conn *last = heap[--count];
-	if (i == count)
+	struct fn_conn *last = s->heap[--s->count];
+	if (i == s->count)
 		return;
-	put(i, last);
-	up(i);
-	down(last->heap_at - 1);
+	put(s, i, last);
+	up(s, i);
+	down(s, last->heap_at - 1);
+}
+
+void fn_sched_forget(struct fn_conn *c)
+{
+	forget(of(c), c);
 }
 
 void fn_sched_timer(struct fn_conn *c)
 {
+	struct fn_sched *s = of(c);
 	if (c->wake_ns == UINT64_MAX) {
-		fn_sched_forget(c);
+		forget(s, c);
 		return;
 	}
 	if (!c->heap_at) {
-		put(count++, c); /* reserved: count < cap */
-		up(count - 1);
+		put(s, s->count++, c); /* reserved: count < cap */
+		up(s, s->count - 1);
 		return;
 	}
-	up(c->heap_at - 1);
-	down(c->heap_at - 1);
+	up(s, c->heap_at - 1);
+	down(s, c->heap_at - 1);
 }
 
-struct fn_conn *fn_sched_take(uint64_t now)
+struct fn_conn *fn_sched_take(struct fn_sched *s, uint64_t now)
 {
-	struct fn_conn *list = ready_head;
-	ready_head = NULL;
-	while (count && heap[0]->wake_ns <= now) {
-		struct fn_conn *c = heap[0];
-		fn_sched_forget(c);
+	struct fn_conn *list = s->ready_head;
+	s->ready_head = NULL;
+	while (s->count && s->heap[0]->wake_ns <= now) {
+		struct fn_conn *c = s->heap[0];
+		forget(s, c);
 		if (!c->ready) {
 			c->ready = true;
 			c->ready_next = list;
@@ -117,13 +125,13 @@ struct fn_conn *fn_sched_take(uint64_t now)
 	return list;
 }
 
-uint64_t fn_sched_next(void)
+uint64_t fn_sched_next(const struct fn_sched *s)
 {
-	return count ? heap[0]->wake_ns : UINT64_MAX;
+	return s->count ? s->heap[0]->wake_ns : UINT64_MAX;
 }
 
-void fn_sched_atfork_child(void)
+void fn_sched_atfork_child(struct fn_sched *s)
 {
-	ready_head = NULL;
-	count = reserved = 0;
+	s->ready_head = NULL;
+	s->count = s->reserved = 0;
 }

@@ -1056,7 +1056,8 @@ def many_conns():
         say("Target: at 1,000 connections, the relay's throughput at least 0.9 of haproxy's"
             " (the median of its ratios to haproxy in the same round): %s (%.2f); no"
             " connection starved (each answered at least once a second): %s (worst gap %.0f"
-            " ms). The relay is one thread per process (preload/relay), haproxy two."
+            " ms). The relay runs two threads once a process has 16 relayed connections and two"
+            " CPUs (preload/relay/relay_shard.h), haproxy two."
             % ("met" if ratio >= 0.9 else "missed", ratio, "met" if gap < 1000 else "missed",
                gap))
         say("")

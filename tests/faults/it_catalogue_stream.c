@@ -1,11 +1,13 @@
 /* it_catalogue_stream.c - the stream actions on a relayed connection (latency,
  * bandwidth, drip, stall/reset/close after bytes or time, blackhole on an open
- * connection), sha256 integrity of 64 MiB each way, and the relay across
- * fork and threads.
+ * connection), sha256 integrity of 64 MiB each way, the relay across
+ * fork and threads, and its two shards (two relay threads) under 48
+ * connections at once.
  * Runs under the shim with FAULTNET_CONFIG=tests/faults/catalogue.conf. */
 #include "catalogue.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 
 /* ---- stream actions ----------------------------------------------------- */
@@ -390,6 +392,325 @@ static void test_threads(void)
 	}
 }
 
+/* ---- relay shards ------------------------------------------------------ */
+
+/* Enough connections at once for the relay's second shard (relay_shard.h:
+ * it starts once the first carries 16). */
+#define NSHARDED 48
+#define SHARD_ROUNDS 8
+#define SHARD_CHUNK 32768
+
+/* This process's relay threads: faultnet-relay (shard 0) and
+ * faultnet-relay2 (shard 1). */
+static int relay_threads(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d))) {
+		char path[64], comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
+		if (f && fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = 0;
+		if (f)
+			fclose(f);
+		n += strcmp(comm, name) == 0;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Whether this process may run on two CPUs (else the relay keeps one
+ * thread, and the tests that need two say so and skip). */
+static bool two_cpus(void)
+{
+	cpu_set_t set;
+	return sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) >= 2;
+}
+
+struct echoer {
+	int fd;
+	unsigned seed;
+	bool ok;    /* every byte came back, in order */
+	int rounds; /* rounds done */
+};
+
+/* SHARD_ROUNDS round trips of SHARD_CHUNK bytes, each its own pattern. */
+static void *echo_rounds(void *arg)
+{
+	struct echoer *e = arg;
+	static __thread char out[SHARD_CHUNK], in[SHARD_CHUNK];
+	struct cl c = {.fd = e->fd, .ep = -1, .m = M_BLOCK};
+	e->ok = true;
+	for (e->rounds = 0; e->rounds < SHARD_ROUNDS && e->ok; e->rounds++) {
+		int end;
+		pattern(out, sizeof(out), e->seed * 131u + (unsigned)e->rounds);
+		e->ok = cl_write(&c, out, sizeof(out)) &&
+			cl_read_all(&c, in, sizeof(in), 10000, &end, NULL) == sizeof(in) &&
+			memcmp(in, out, sizeof(in)) == 0;
+	}
+	return NULL;
+}
+
+/* Opens n blocking connections to ip (all at once, kept open): 0 or -1. */
+static int open_many(const char *ip, int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		fds[i] = tcp_socket(ip, false);
+		if (connect_to(fds[i], ip, PORT)) {
+			while (i >= 0)
+				close(fds[i--]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Runs echo_rounds on every fd at once; how many came back whole. */
+static int echo_all(const int *fds, int n, unsigned seed)
+{
+	static struct echoer e[NSHARDED];
+	pthread_t t[NSHARDED];
+	int whole = 0;
+	for (int i = 0; i < n; i++) {
+		e[i] = (struct echoer){.fd = fds[i], .seed = seed + (unsigned)i};
+		pthread_create(&t[i], NULL, echo_rounds, &e[i]);
+	}
+	for (int i = 0; i < n; i++) {
+		pthread_join(t[i], NULL);
+		whole += e[i].ok && e[i].rounds == SHARD_ROUNDS;
+	}
+	return whole;
+}
+
+/* The relay's socket to the server for the app's connection fd: the other
+ * socket of this process that leaves from fd's port (the relay takes the
+ * app's port, issue 38 item 10) and is connected to the server. -1 if none. */
+static int relay_up_fd(int fd)
+{
+	struct sockaddr_storage a, b, p;
+	socklen_t al = sizeof(a), pl = sizeof(p);
+	if (getsockname(fd, (struct sockaddr *)&a, &al) < 0)
+		return -1;
+	uint16_t port = ((struct sockaddr_in *)&a)->sin_port;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int found = -1;
+	while (d && found < 0 && (e = readdir(d))) {
+		int x = atoi(e->d_name);
+		socklen_t bl = sizeof(b);
+		pl = sizeof(p);
+		if (e->d_name[0] == '.' || x == fd || x == dirfd(d) ||
+		    getsockname(x, (struct sockaddr *)&b, &bl) < 0 || b.ss_family != AF_INET ||
+		    ((struct sockaddr_in *)&b)->sin_port != port ||
+		    getpeername(x, (struct sockaddr *)&p, &pl) < 0 ||
+		    ntohs(((struct sockaddr_in *)&p)->sin_port) != PORT)
+			continue;
+		found = x;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* The epoll fd of this process that watches fd (/proc/self/fdinfo), -1 if
+ * none: which relay shard carries a connection. */
+static int epoll_watching(int fd)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int found = -1;
+	while (d && found < 0 && (e = readdir(d))) {
+		char path[64], link[64], line[256];
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		ssize_t n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0 || (link[n] = 0, strcmp(link, "anon_inode:[eventpoll]") != 0))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", e->d_name);
+		FILE *f = fopen(path, "r");
+		int tfd;
+		while (f && found < 0 && fgets(line, sizeof(line), f))
+			if (sscanf(line, "tfd: %d", &tfd) == 1 && tfd == fd)
+				found = atoi(e->d_name);
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* How many distinct epoll fds carry the relayed connections fds. */
+static int shards_carrying(const int *fds, int n, int *ep)
+{
+	int distinct = 0;
+	for (int i = 0; i < n; i++) {
+		int up = relay_up_fd(fds[i]), e = up >= 0 ? epoll_watching(up) : -1;
+		bool seen = false;
+		for (int k = 0; k < distinct; k++)
+			seen |= ep[k] == e;
+		if (e >= 0 && !seen && distinct < 2)
+			ep[distinct++] = e;
+	}
+	return distinct;
+}
+
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* 48 relayed connections at once start the relay's second thread, spread
+ * over both shards' epoll sets, and every byte comes back in order on
+ * each, as on the same 48 connections made directly. */
+static void test_shards(void)
+{
+	if (!two_cpus()) {
+		printf("\n  skip - one CPU: the relay keeps one thread");
+		return;
+	}
+	int direct[NSHARDED], relayed[NSHARDED], ep[2];
+	CU_ASSERT_EQUAL_FATAL(open_many("127.72.3.1", direct, NSHARDED), 0);
+	CU_ASSERT_EQUAL(echo_all(direct, NSHARDED, 1), NSHARDED);
+	close_all(direct, NSHARDED);
+	CU_ASSERT_EQUAL_FATAL(open_many("127.72.2.2", relayed, NSHARDED), 0);
+	CU_ASSERT_EQUAL(echo_all(relayed, NSHARDED, 1), NSHARDED);
+	CU_ASSERT_EQUAL(relay_threads("faultnet-relay"), 1);
+	CU_ASSERT_EQUAL(relay_threads("faultnet-relay2"), 1);
+	CU_ASSERT_EQUAL(shards_carrying(relayed, NSHARDED, ep), 2);
+	close_all(relayed, NSHARDED);
+}
+
+/* The app closes one of the relay's own sockets on each shard (a sweep of
+ * fds it does not know) while both carry bytes: those two connections end
+ * (a reset or EOF, never a hang); then both shards' epoll fds; every other
+ * connection goes on whole. */
+static void test_shards_lost_fd(void)
+{
+	if (!two_cpus()) {
+		printf("\n  skip - one CPU: the relay keeps one thread");
+		return;
+	}
+	int fds[NSHARDED], ep[2], cut[2] = {-1, -1};
+	CU_ASSERT_EQUAL_FATAL(open_many("127.72.2.2", fds, NSHARDED), 0);
+	CU_ASSERT_EQUAL_FATAL(shards_carrying(fds, NSHARDED, ep), 2);
+	for (int i = NSHARDED - 1; i >= 0; i--) { /* the last of each shard */
+		int up = relay_up_fd(fds[i]), e = up >= 0 ? epoll_watching(up) : -1;
+		for (int k = 0; k < 2; k++)
+			if (e == ep[k] && cut[k] < 0) {
+				cut[k] = i;
+				close(up); /* fn_relay_lost, then the close */
+			}
+	}
+	CU_ASSERT_FATAL(cut[0] >= 0 && cut[1] >= 0);
+	for (int k = 0; k < 2; k++) {
+		char b[16];
+		struct cl c = {.fd = fds[cut[k]], .ep = -1, .m = M_BLOCK};
+		int end;
+		CU_ASSERT(cl_write(&c, "x", 1) || true); /* may meet the reset */
+		CU_ASSERT_EQUAL(cl_read_all(&c, b, sizeof(b), 5000, &end, NULL), 0);
+		CU_ASSERT(end == 0 || end == ECONNRESET);
+		if (end != 0 && end != ECONNRESET)
+			fprintf(stderr, "  shard %d: the cut connection ended with %d\n", k, end);
+		close(fds[cut[k]]);
+		fds[cut[k]] = -1;
+	}
+	/* And both shards' epoll fds: each thread builds itself a new one. */
+	close(ep[0]);
+	close(ep[1]);
+	int rest[NSHARDED], n = 0;
+	for (int i = 0; i < NSHARDED; i++)
+		if (fds[i] >= 0)
+			rest[n++] = fds[i];
+	CU_ASSERT_EQUAL(n, NSHARDED - 2);
+	CU_ASSERT_EQUAL(echo_all(rest, n, 7), n);
+	close_all(rest, n);
+}
+
+/* A fork child of a process whose two relay threads carry connections:
+ * its relay starts afresh (both shards reset), carries 48 connections of
+ * its own on two threads, and the parent's go on whole after it. */
+static void test_shards_fork(void)
+{
+	if (!two_cpus()) {
+		printf("\n  skip - one CPU: the relay keeps one thread");
+		return;
+	}
+	/* A fork child's new threads reuse the stacks, and so the ids, of the
+	 * parent's, which ThreadSanitizer takes for threads still alive
+	 * ("dup thread with used id"): the normal build runs this one. */
+	const char *pre = getenv("LD_PRELOAD");
+	if (pre && strstr(pre, "libtsan")) {
+		printf("\n  skip - under ThreadSanitizer a fork child cannot start threads");
+		return;
+	}
+	int fds[NSHARDED], ep[2];
+	CU_ASSERT_EQUAL_FATAL(open_many("127.72.2.2", fds, NSHARDED), 0);
+	CU_ASSERT_EQUAL_FATAL(shards_carrying(fds, NSHARDED, ep), 2);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int mine[NSHARDED], ep2[2];
+		close_all(fds, NSHARDED);
+		if (relay_threads("faultnet-relay") + relay_threads("faultnet-relay2") != 0)
+			_exit(3);
+		if (open_many("127.72.2.2", mine, NSHARDED))
+			_exit(4);
+		if (echo_all(mine, NSHARDED, 99) != NSHARDED)
+			_exit(5);
+		if (relay_threads("faultnet-relay") != 1 || relay_threads("faultnet-relay2") != 1 ||
+		    shards_carrying(mine, NSHARDED, ep2) != 2)
+			_exit(6);
+		_exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fprintf(stderr, "  fork child: status %d\n", st);
+	CU_ASSERT_EQUAL(echo_all(fds, NSHARDED, 55), NSHARDED);
+	close_all(fds, NSHARDED);
+}
+
+/* Pinned to one CPU (a process of its own, this program run again), the
+ * relay keeps one thread however many connections it carries. */
+static int one_cpu_child(void)
+{
+	int fds[NSHARDED];
+	if (open_many("127.72.2.2", fds, NSHARDED))
+		return 4;
+	if (echo_all(fds, NSHARDED, 3) != NSHARDED)
+		return 5;
+	return relay_threads("faultnet-relay") == 1 && relay_threads("faultnet-relay2") == 0 ? 0
+											     : 6;
+}
+
+static void test_shards_one_cpu(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
+		if (sched_setaffinity(0, sizeof(one), &one) == 0)
+			execl(self_path, "it_catalogue_stream", "--child", "one-cpu", (char *)NULL);
+		_exit(7);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fprintf(stderr, "  one-CPU child: status %d\n", st);
+}
+
+static int stream_child(const char *mode)
+{
+	return strcmp(mode, "one-cpu") == 0 ? one_cpu_child() : 98;
+}
+
 /* ---- urgent data ------------------------------------------------------- */
 
 /* Receives "abc", an urgent byte and "def" as a program using SIOCATMARK
@@ -484,7 +805,11 @@ int main(int argc, char **argv)
 	    {"a forked child uses a relayed connection", test_fork_keeps_relayed},
 	    {"16 threads on relayed connections", test_threads},
 	    {"urgent data crosses the relay at its mark, both ways", test_urgent},
+	    {"48 connections: two relay threads, every byte in order", test_shards},
+	    {"two relay shards: the app closes a relay socket on each", test_shards_lost_fd},
+	    {"two relay shards: a fork child relays on its own two", test_shards_fork},
+	    {"pinned to one CPU: one relay thread for 48 connections", test_shards_one_cpu},
 	    {NULL, NULL},
 	};
-	return catalogue_main(argc, argv, "stream faults", tests, NULL);
+	return catalogue_main(argc, argv, "stream faults", tests, stream_child);
 }

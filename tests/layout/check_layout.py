@@ -70,7 +70,8 @@ ROOMS = [
      "disable, add, rm, load, zone, reset). No thread."),
     ("preload/relay", {"preload/h2", "preload/sink", "preload/stats", "preload/fd",
                        "preload/tls", "preload/base", "core"},
-     "the relay thread: its epoll loop (relay.c), which connections a round "
+     "the relay threads, one per shard (relay_shard.h; a second once the first "
+     "carries 16 connections): their epoll loop (relay.c), which connections a round "
      "steps (relay_sched.c: a ready list and a timer heap), one relayed connection's setup "
      "(relay_conn.c; its connection to the peer from the app's own port: "
      "relay_port.c) and byte pump (relay_pump.c), the pipe a message untouched "
@@ -82,8 +83,8 @@ ROOMS = [
      "answered with a leaf, the server's verified, records through memory BIOs) and "
      "the connections an established rule covers (relay_follow.c: the rule in "
      "force applied or undone when the policy changes). HTTP is a mode of the "
-     "relay, not a room of its own: it runs on the relay's thread, epoll loop "
-     "and connections."),
+     "relay, not a room of its own: it runs on the first relay thread (shard 0), "
+     "its epoll loop and connections."),
     ("preload/h2", {"preload/stats", "preload/base", "core"},
      "HTTP/2 for the relay's HTTP engine, bytes in and bytes out, no socket: "
      "libnghttp2 bound once, dlmopen'd (h2lib.c), one connection's two "

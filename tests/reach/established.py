@@ -4,8 +4,9 @@ over one keep-alive connection: requests.Session, httpx.Client and Node.js
 fetch. An enable of an established blackhole makes the next call fail with
 the client's own timeout; a disable lets the calls after it succeed. Also
 reset, stall and latency on an open connection, TCP_USER_TIMEOUT ending a
-connection whose route died, and connections no established rule covers
-never relayed. Loopback only.
+connection whose route died, connections no established rule covers
+never relayed, and an enable and disable reaching 48 open connections
+carried by both relay threads. Loopback only.
 
 usage: established.py BUILD_DIR"""
 import json
@@ -30,7 +31,7 @@ BUILD = os.path.abspath(sys.argv[1])
 CTL = os.path.join(BUILD, "faultctl")
 PY = "/usr/bin/python3"
 TMP = tempfile.mkdtemp(prefix="fn-est-")
-HTTP_PORT, ECHO_PORT, OTHER_PORT = 18310, 18311, 18312
+HTTP_PORT, ECHO_PORT, OTHER_PORT, MANY_PORT = 18310, 18311, 18312, 18313
 
 POLICY = """rules = (
   { name = "route"; action = "blackhole"; established = true; enabled = false;
@@ -40,9 +41,11 @@ POLICY = """rules = (
   { name = "hang"; action = "stall"; established = true; enabled = false;
     match = { to = "127.0.0.1/32"; port = "%(h)d"; }; },
   { name = "slow"; action = "latency"; latency_ms = 400; established = true; enabled = false;
-    match = { to = "127.0.0.1/32"; port = "%(h)d"; }; }
+    match = { to = "127.0.0.1/32"; port = "%(h)d"; }; },
+  { name = "many"; action = "latency"; latency_ms = 300; established = true; enabled = false;
+    match = { to = "127.0.0.1/32"; port = "%(m)d"; }; }
 );
-""" % {"h": HTTP_PORT, "e": ECHO_PORT}
+""" % {"h": HTTP_PORT, "e": ECHO_PORT, "m": MANY_PORT}
 
 CLIENTS = {
     "requests.Session": [PY, "-u", "-c", r"""
@@ -300,12 +303,85 @@ def test_raw(conf):
           last.get("err") == 110 and last.get("t", 99) < 15, last)
 
 
+# 48 connections at once (the relay's second shard starts at 16, see
+# preload/relay/relay_shard.h); on each line from stdin, a message on every
+# one at once and each one's round trip, with this process's relay threads.
+MANY = r"""
+import json, os, select, socket, sys, time
+conns = []
+for i in range(48):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.makefile().readline()
+    conns.append(s)
+def threads():
+    names = []
+    for t in os.listdir("/proc/self/task"):
+        with open("/proc/self/task/%s/comm" % t) as f:
+            names.append(f.read().strip())
+    return sorted(n for n in names if n.startswith("faultnet-relay"))
+while sys.stdin.readline():
+    t0 = time.monotonic()
+    for i, s in enumerate(conns):
+        s.sendall(b"%d\n" % i)
+    rtt, left = {}, {s.fileno(): i for i, s in enumerate(conns)}
+    while left and time.monotonic() - t0 < 10:
+        r, _, _ = select.select(list(left), [], [], 1)
+        for fd in r:
+            i = left.pop(fd)
+            ok = conns[i].recv(100) == b"%d\n" % i
+            rtt[i] = round(time.monotonic() - t0, 3) if ok else -1
+    print(json.dumps({"rtt": [rtt.get(i, 99) for i in range(48)], "threads": threads()}),
+          flush=True)
+"""
+
+
+def test_shards(conf):
+    """A live rule reaches the open connections of both relay threads."""
+    echo_server(MANY_PORT)
+    group = "ests%d" % os.getpid()
+    ctl(group, "reset")
+    p = subprocess.Popen([CTL, "run", "--config", conf, "-g", group, "--", PY, "-u", "-c", MANY,
+                          str(MANY_PORT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=plain_env())
+
+    def rnd():
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        r, _, _ = select.select([p.stdout], [], [], 30)
+        return json.loads(p.stdout.readline() or "{}") if r else {}
+    try:
+        before = rnd()
+        both = before.get("threads") == ["faultnet-relay", "faultnet-relay2"]
+        if not both and len(os.sched_getaffinity(0)) < 2:
+            print("  skip - one CPU: the relay keeps one thread")
+            checks.skip()
+            return
+        check("48 open connections: two relay threads (%s)" % before.get("threads"), both,
+              before)
+        check("before the enable every round trip is quick",
+              before and max(before["rtt"]) < 0.25, before)
+        ctl(group, "enable", "many")
+        slow = rnd()
+        check("after `enable` of an established latency rule of 300 ms, every one of the 48 "
+              "connections (both relay threads') takes 0.6 s a round trip",
+              slow and min(slow["rtt"]) >= 0.55 and max(slow["rtt"]) < 5, slow)
+        ctl(group, "disable", "many")
+        rnd()
+        quick = rnd()
+        check("after `disable` every one is quick again",
+              quick and max(quick["rtt"]) < 0.25, quick)
+    finally:
+        p.kill()
+        p.wait()
+        ctl(group, "reset")
+
+
 def main():
     conf = os.path.join(TMP, "est.conf")
     with open(conf, "w") as f:
         f.write(POLICY)
     o = origin.Origin(HTTP_PORT).start()
-    for t in checks.selected([test_pooled, test_actions, test_raw]):
+    for t in checks.selected([test_pooled, test_actions, test_raw, test_shards]):
         if t is not test_pooled:
             t(conf)
             continue
