@@ -8,6 +8,7 @@ family with h_errno; the per-name counts.
 usage: dns_test.py BUILD_DIR [PRELOAD_FIRST]"""
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -370,6 +371,62 @@ def test_same_name_live(conf):
           name and (name[0].get("lookups"), name[0].get("answered")) == (5, 5), recs)
 
 
+MEMO_LOAD = """rules = (
+  { name = "rest"; action = "dns"; answer = [ "127.88.0.8" ]; match = { host = "*.memo.test"; }; },
+  { name = "flip"; action = "dns"; answer = [ "127.88.0.7" ]; match = { host = "flip.memo.test"; }; }
+);
+"""
+
+
+def test_same_name_edits(conf):
+    """The memo's candidates after edits that keep the rule count or the
+    names: the rule removed and added again under its name (now last, after
+    the wildcard), a rule added first with a condition counted per lookup
+    (every = 2: each second lookup), a load that reorders the rules, the
+    wildcard disabled, a reset. One thread, the same name each time."""
+    conf = os.path.join(TMP, "memo.conf")
+    with open(conf, "w") as f:
+        f.write(MEMO_POLICY)
+    reorder = os.path.join(TMP, "memo-load.conf")
+    with open(reorder, "w") as f:
+        f.write(MEMO_LOAD)
+    group = "dnsedit%d" % os.getpid()
+    code = ("import socket,sys\nfor line in sys.stdin:\n"
+            " try: print(socket.getaddrinfo('flip.memo.test',80,socket.AF_INET,socket.SOCK_STREAM)"
+            "[0][4][0],flush=True)\n except OSError as e: print('E%d' % e.errno,flush=True)\n")
+    p = subprocess.Popen([CTL, "run", "--config", conf, "-g", group, "--", PY, "-u", "-c", code],
+                         env=env(conf), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+
+    def ask():
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        return p.stdout.readline().strip()
+
+    steps = [["rm", "flip"],
+             ["add", '{ name = "flip"; action = "dns"; answer = [ "127.88.0.17" ]; '
+                     'match = { host = "flip.memo.test"; }; }'],
+             ["add", "--first", '{ name = "first"; action = "dns"; error = "nxdomain"; every = 2; '
+                                'match = { host = "flip.memo.test"; }; }'],
+             None, None, ["rm", "first"], ["load", reorder], ["disable", "rest"], ["reset"]]
+    got = [ask(), ask()]
+    for change in steps:
+        if change:
+            subprocess.run([CTL, "-g", group] + change, env=env(conf), capture_output=True,
+                           timeout=30)
+        got.append(ask())
+    p.stdin.close()
+    err = p.stderr.read()
+    p.wait(timeout=30)
+    subprocess.run([CTL, "-g", group, "reset"], env=env(conf), capture_output=True)
+    nx = "E%d" % socket.EAI_NONAME
+    want = ["127.88.0.7", "127.88.0.7", "127.88.0.8", "127.88.0.8", "127.88.0.8", nx,
+            "127.88.0.8", "127.88.0.8", "127.88.0.8", "127.88.0.7", "127.88.0.7"]
+    check("one thread, the same name after edits: removed, added again last, a rule added first "
+          "that takes each second lookup, a reordering load, the wildcard disabled, a reset (%s)"
+          % " ".join(got), got == want, (got, want, err[-400:]))
+
+
 # names.c's home() for an IPv4 address (preload/dns/names.c): the slot its
 # 8-slot window starts at in the table of 1,024.
 def names_home(ip):
@@ -492,7 +549,7 @@ def main():
         f.write(POLICY)
     for t in checks.selected([test_errors, test_timeout, test_answer, test_s3, test_scoped,
                               test_gethostbyname, test_counts, test_gai_a, test_gai_a_reuse,
-                              test_fork_names, test_same_name_live, test_memo_eviction, test_go,
+                              test_fork_names, test_same_name_live, test_same_name_edits, test_memo_eviction, test_go,
                               lambda _: test_bad_rules()]):
         t(conf)
     subprocess.run(["rm", "-rf", TMP])
