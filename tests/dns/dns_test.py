@@ -8,6 +8,7 @@ family with h_errno; the per-name counts.
 usage: dns_test.py BUILD_DIR [PRELOAD_FIRST]"""
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -370,6 +371,141 @@ def test_same_name_live(conf):
           name and (name[0].get("lookups"), name[0].get("answered")) == (5, 5), recs)
 
 
+MEMO_LOAD = """rules = (
+  { name = "rest"; action = "dns"; answer = [ "127.88.0.8" ]; match = { host = "*.memo.test"; }; },
+  { name = "flip"; action = "dns"; answer = [ "127.88.0.7" ]; match = { host = "flip.memo.test"; }; }
+);
+"""
+
+
+def test_same_name_edits(conf):
+    """The memo's candidates after edits that keep the rule count or the
+    names: the rule removed and added again under its name (now last, after
+    the wildcard), a rule added first with a condition counted per lookup
+    (every = 2: each second lookup), a load that reorders the rules, the
+    wildcard disabled, a reset. One thread, the same name each time."""
+    conf = os.path.join(TMP, "memo.conf")
+    with open(conf, "w") as f:
+        f.write(MEMO_POLICY)
+    reorder = os.path.join(TMP, "memo-load.conf")
+    with open(reorder, "w") as f:
+        f.write(MEMO_LOAD)
+    group = "dnsedit%d" % os.getpid()
+    code = ("import socket,sys\nfor line in sys.stdin:\n"
+            " try: print(socket.getaddrinfo('flip.memo.test',80,socket.AF_INET,socket.SOCK_STREAM)"
+            "[0][4][0],flush=True)\n except OSError as e: print('E%d' % e.errno,flush=True)\n")
+    p = subprocess.Popen([CTL, "run", "--config", conf, "-g", group, "--", PY, "-u", "-c", code],
+                         env=env(conf), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+
+    def ask():
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        return p.stdout.readline().strip()
+
+    steps = [["rm", "flip"],
+             ["add", '{ name = "flip"; action = "dns"; answer = [ "127.88.0.17" ]; '
+                     'match = { host = "flip.memo.test"; }; }'],
+             ["add", "--first", '{ name = "first"; action = "dns"; error = "nxdomain"; every = 2; '
+                                'match = { host = "flip.memo.test"; }; }'],
+             None, None, ["rm", "first"], ["load", reorder], ["disable", "rest"], ["reset"]]
+    got = [ask(), ask()]
+    for change in steps:
+        if change:
+            subprocess.run([CTL, "-g", group] + change, env=env(conf), capture_output=True,
+                           timeout=30)
+        got.append(ask())
+    p.stdin.close()
+    err = p.stderr.read()
+    p.wait(timeout=30)
+    subprocess.run([CTL, "-g", group, "reset"], env=env(conf), capture_output=True)
+    nx = "E%d" % socket.EAI_NONAME
+    want = ["127.88.0.7", "127.88.0.7", "127.88.0.8", "127.88.0.8", "127.88.0.8", nx,
+            "127.88.0.8", "127.88.0.8", "127.88.0.8", "127.88.0.7", "127.88.0.7"]
+    check("one thread, the same name after edits: removed, added again last, a rule added first "
+          "that takes each second lookup, a reordering load, the wildcard disabled, a reset (%s)"
+          % " ".join(got), got == want, (got, want, err[-400:]))
+
+
+# names.c's home() for an IPv4 address (preload/dns/names.c): the slot its
+# 8-slot window starts at in the table of 1,024.
+def names_home(ip):
+    m = 2 ** 64
+    w = int.from_bytes(bytes(int(x) for x in ip.split(".")), "little")
+    return ((((w * 0x9e3779b97f4a7c15) % m) ^ 1) * 0xff51afd7ed558ccd % m >> 32) % 1024
+
+
+def same_window(n):
+    """n loopback addresses that share one window of the name memory."""
+    got = []
+    for x in range(1, 256):
+        for y in range(1, 256):
+            ip = "127.90.%d.%d" % (x, y)
+            if not got or names_home(ip) == names_home(got[0]):
+                got.append(ip)
+            if len(got) == n:
+                return got
+    return got
+
+
+EVICT = """
+import errno, json, socket, sys
+from concurrent.futures import ThreadPoolExecutor
+t1, t2 = ThreadPoolExecutor(1), ThreadPoolExecutor(1)
+def look(name):
+    return socket.getaddrinfo(name, 80, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+def on(t, *names):
+    return [t.submit(look, n).result() for n in names]
+bs = ["b%d.evict.test" % i for i in range(1, 8)]
+on(t2, *bs)                    # 7 slots of the window written
+on(t1, "keep.evict.test", "keep.evict.test")  # the 8th; its list kept by t1's memo
+on(t2, *bs)                    # each renewed: younger than keep's
+on(t1, "keep.evict.test")      # renews keep's (the memo: skipped)
+on(t2, "c.evict.test")         # a 9th address: the oldest slot goes
+def fate(ip):
+    s = socket.socket()
+    s.settimeout(5)
+    e = s.connect_ex((ip, 9))
+    s.close()
+    return errno.errorcode.get(e, e)
+print(json.dumps([fate(sys.argv[1]), fate(sys.argv[2])]))
+"""
+
+
+def test_memo_eviction(conf):
+    """The name memory replaces the oldest slot of an address's window;
+    each lookup renews its addresses' stamps. A thread's memo skips
+    recording a list it recorded last while the table is unchanged and
+    the stamps' clock moved less than FN_NAMES_FRESH: the same name
+    looked up again while another thread renewed others' then left its
+    address the oldest, forgotten by the next new address, and a connect
+    rule naming it no longer applied to a connect there."""
+    ips = same_window(9)
+    rules = ['{ name = "keep"; action = "dns"; answer = [ "%s" ]; match = { host = "keep.evict.test"; }; }'
+             % ips[0]]
+    rules += ['{ name = "b%d"; action = "dns"; answer = [ "%s" ]; match = { host = "b%d.evict.test"; }; }'
+              % (i, ips[i], i) for i in range(1, 8)]
+    rules += ['{ name = "c"; action = "dns"; answer = [ "%s" ]; match = { host = "c.evict.test"; }; }'
+              % ips[8]]
+    rules += ['{ name = "keep-off"; action = "unreachable"; match = { host = "keep.evict.test"; }; }',
+              '{ name = "b1-off"; action = "unreachable"; match = { host = "b1.evict.test"; }; }']
+    conf = os.path.join(TMP, "evict.conf")
+    with open(conf, "w") as f:
+        f.write("rules = (\n  %s\n);\n" % ",\n  ".join(rules))
+    p = run(conf, [PY, "-c", EVICT, ips[0], ips[1]])
+    try:
+        keep, b1 = json.loads(p.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        check("memo eviction: the program runs", False, (p.stdout[-300:], p.stderr[-600:]))
+        return
+    check("memo eviction: 9 addresses in one window of the name memory, the 9th replaces the "
+          "least recently looked up (b1.evict.test's: connect %s, no rule)" % b1,
+          b1 == "ECONNREFUSED", (keep, b1, p.stderr[-300:]))
+    check("memo eviction: keep.evict.test, looked up again by its thread after b1..b7 were, "
+          "is still remembered: its connect rule applies (connect %s)" % keep,
+          keep != "ECONNREFUSED", (keep, b1, p.stderr[-300:]))
+
+
 def test_go(conf):
     if FIRST:
         return  # the Go runtime and libasan do not start together
@@ -413,7 +549,7 @@ def main():
         f.write(POLICY)
     for t in checks.selected([test_errors, test_timeout, test_answer, test_s3, test_scoped,
                               test_gethostbyname, test_counts, test_gai_a, test_gai_a_reuse,
-                              test_fork_names, test_same_name_live, test_go,
+                              test_fork_names, test_same_name_live, test_same_name_edits, test_memo_eviction, test_go,
                               lambda _: test_bad_rules()]):
         t(conf)
     subprocess.run(["rm", "-rf", TMP])
