@@ -77,8 +77,13 @@ void fn_policy_replace(struct fn_policy *p)
 		 * slot's place, and the policy it replaces, which sections may
 		 * hold, is never freed. */
 		struct fn_policy_slot *s = &fn_policy_slots[cur];
-		__atomic_store_n(&s->serial, ++serial, __ATOMIC_RELEASE);
+		/* The policy before its serial: a reader loads the serial, then
+		 * the policy (fn_policy_enter), so a new serial comes with the
+		 * new policy. The other way round a reader could pair the new
+		 * serial with the old policy, and what it kept under that
+		 * serial (the name memo's rule places) be used on the new one. */
 		__atomic_store_n(&s->p, p, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->serial, ++serial, __ATOMIC_RELEASE);
 		__atomic_store_n(&fn_policy_sum, summary_of(p), __ATOMIC_RELEASE);
 		__atomic_add_fetch(&fn_policy_kept, 1, __ATOMIC_RELAXED);
 		return;

@@ -216,6 +216,10 @@ static __attribute__((noinline, cold)) void write_entry(const char *name, const 
 	renew(e);
 	put_name(e, name);
 	__atomic_add_fetch(&e->seq, 1, __ATOMIC_RELEASE);
+	/* Raised again once written: the count is odd while an entry
+	 * changes, and a list a reader kept while it was even and the same
+	 * before and after its reads saw no change half made (record_list). */
+	__atomic_add_fetch(&fn_names_changes, 1, __ATOMIC_SEQ_CST);
 	writing = NULL;
 	pthread_mutex_unlock(&lock);
 	fn_signals_restore(&old);
@@ -295,7 +299,9 @@ static void record_list(const char *name, size_t len, const struct addrinfo *ai,
 			struct fn_names_kept *k)
 {
 	uint64_t before = __atomic_load_n(&fn_names_changes, __ATOMIC_SEQ_CST);
-	bool kept = k && __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+	/* Odd: another thread is changing an entry, which these reads may
+	 * have seen before its change: nothing is kept. */
+	bool kept = k && !(before & 1) && __atomic_load_n(&table, __ATOMIC_ACQUIRE);
 	int n = 0;
 	for (; ai; ai = ai->ai_next) {
 		struct akey a;

@@ -30,7 +30,8 @@ struct fn_names_kept {
 	int n;
 	uint64_t addr[FN_NAMES_KEPT][3];
 };
-/* The table's change count (names.c), raised before each change, and
+/* The table's change count (names.c), raised before each change and
+ * after it (odd while an entry changes), and
  * the clock of its entries' stamps (their ages for replacement). */
 extern uint64_t fn_names_changes, fn_names_clock;
 
