@@ -328,22 +328,19 @@ MEMO_POLICY = """rules = (
 """
 
 
-def test_same_name_live(conf):
-    """The hook keeps, per thread, the last name and the dns rules covering
-    it (preload/dns/resolve.c), by their places in the policy: one thread
-    looks the same name up again after live changes, each of which must
-    be seen: a rule before it removed (the places move), it disabled (the
-    next covering rule answers), it enabled again; and the counts of its
-    name are each lookup's."""
+def memo_app(group, opts):
+    """A program under faultctl run (opts, group) with MEMO_POLICY that
+    looks flip.memo.test up, in one thread, at each line it reads: the
+    policy's path, the process, and ask(), which returns the address (or
+    E<errno>) of the next lookup."""
     conf = os.path.join(TMP, "memo.conf")
     with open(conf, "w") as f:
         f.write(MEMO_POLICY)
-    group = "dnsmemo%d" % os.getpid()
     code = ("import socket,sys\nfor line in sys.stdin:\n"
-            " print(socket.getaddrinfo('flip.memo.test',80,socket.AF_INET,socket.SOCK_STREAM)"
-            "[0][4][0],flush=True)\n")
-    p = subprocess.Popen([CTL, "run", "--config", conf, "-g", group, "--stats", "--json", "--", PY,
-                          "-u", "-c", code], env=env(conf), stdin=subprocess.PIPE,
+            " try: print(socket.getaddrinfo('flip.memo.test',80,socket.AF_INET,socket.SOCK_STREAM)"
+            "[0][4][0],flush=True)\n except OSError as e: print('E%d' % e.errno,flush=True)\n")
+    p = subprocess.Popen([CTL, "run", "--config", conf, "-g", group] + opts + ["--", PY, "-u",
+                         "-c", code], env=env(conf), stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def ask():
@@ -351,6 +348,18 @@ def test_same_name_live(conf):
         p.stdin.flush()
         return p.stdout.readline().strip()
 
+    return conf, p, ask
+
+
+def test_same_name_live(conf):
+    """The hook keeps, per thread, the last name and the dns rules covering
+    it (preload/dns/resolve.c), by their places in the policy: one thread
+    looks the same name up again after live changes, each of which must
+    be seen: a rule before it removed (the places move), it disabled (the
+    next covering rule answers), it enabled again; and the counts of its
+    name are each lookup's."""
+    group = "dnsmemo%d" % os.getpid()
+    conf, p, ask = memo_app(group, ["--stats", "--json"])
     got = [ask(), ask()]
     for change in (["rm", "other"], ["disable", "flip"], ["enable", "flip"]):
         subprocess.run([CTL, "-g", group] + change, env=env(conf), capture_output=True,
@@ -384,24 +393,11 @@ def test_same_name_edits(conf):
     the wildcard), a rule added first with a condition counted per lookup
     (every = 2: each second lookup), a load that reorders the rules, the
     wildcard disabled, a reset. One thread, the same name each time."""
-    conf = os.path.join(TMP, "memo.conf")
-    with open(conf, "w") as f:
-        f.write(MEMO_POLICY)
     reorder = os.path.join(TMP, "memo-load.conf")
     with open(reorder, "w") as f:
         f.write(MEMO_LOAD)
     group = "dnsedit%d" % os.getpid()
-    code = ("import socket,sys\nfor line in sys.stdin:\n"
-            " try: print(socket.getaddrinfo('flip.memo.test',80,socket.AF_INET,socket.SOCK_STREAM)"
-            "[0][4][0],flush=True)\n except OSError as e: print('E%d' % e.errno,flush=True)\n")
-    p = subprocess.Popen([CTL, "run", "--config", conf, "-g", group, "--", PY, "-u", "-c", code],
-                         env=env(conf), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-
-    def ask():
-        p.stdin.write("go\n")
-        p.stdin.flush()
-        return p.stdout.readline().strip()
+    conf, p, ask = memo_app(group, [])
 
     steps = [["rm", "flip"],
              ["add", '{ name = "flip"; action = "dns"; answer = [ "127.88.0.17" ]; '

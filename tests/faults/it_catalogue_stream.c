@@ -634,6 +634,16 @@ static void test_shards_lost_fd(void)
 /* A fork child of a process whose two relay threads carry connections:
  * its relay starts afresh (both shards reset), carries 48 connections of
  * its own on two threads, and the parent's go on whole after it. */
+/* Waits for child pid and asserts it exited 0; says its status if not. */
+static void child_passed(pid_t pid, const char *what)
+{
+	int st;
+	waitpid(pid, &st, 0);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fprintf(stderr, "  %s: status %d\n", what, st);
+}
+
 static void test_shards_fork(void)
 {
 	if (!two_cpus()) {
@@ -666,11 +676,7 @@ static void test_shards_fork(void)
 			_exit(6);
 		_exit(0);
 	}
-	int st;
-	waitpid(pid, &st, 0);
-	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		fprintf(stderr, "  fork child: status %d\n", st);
+	child_passed(pid, "fork child");
 	CU_ASSERT_EQUAL(echo_all(fds, NSHARDED, 55), NSHARDED);
 	close_all(fds, NSHARDED);
 }
@@ -699,11 +705,7 @@ static void test_shards_one_cpu(void)
 			execl(self_path, "it_catalogue_stream", "--child", "one-cpu", (char *)NULL);
 		_exit(7);
 	}
-	int st;
-	waitpid(pid, &st, 0);
-	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		fprintf(stderr, "  one-CPU child: status %d\n", st);
+	child_passed(pid, "one-CPU child");
 }
 
 static int stream_child(const char *mode)
