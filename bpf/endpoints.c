@@ -4,9 +4,11 @@
  *  - stall: listening, never accepting: the handshake completes, nothing
  *    answers, and the connection's buffer takes 256 KiB of what the app
  *    writes; the queue holds 4,096 connections;
- *  - reset: listening; a thread accepts each connection and closes it with
- *    a zero linger, so the app's connect succeeds and its next read or
- *    write meets ECONNRESET, as from a server that resets at accept.
+ *  - reset: listening; a thread accepts each connection and, once the
+ *    app's first bytes arrive (or FN_RESET_WAIT_MS later), closes it with a
+ *    zero linger, so the app's connect succeeds and its read meets
+ *    ECONNRESET, as from a server that resets at accept (and as under the
+ *    shim).
  * All are bound without SO_REUSEADDR, so that no other account can take a
  * port while the run holds it, and close-on-exec. */
 #include "bpf/endpoints.h"
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "bpf/compile.h"
+#include "core/clock.h"
 #include "core/addr.h"
 #include "core/rules.h"
 
@@ -48,25 +51,89 @@ static int endpoint(int family, int kind, uint16_t *port)
 				   kind != FNB_EP_REFUSE, port);
 }
 
+/* Resets one accepted connection: a zero linger makes the close a reset. */
+static void reset_now(int c)
+{
+	struct linger zero = {.l_onoff = 1, .l_linger = 0};
+	setsockopt(c, SOL_SOCKET, SO_LINGER, &zero, sizeof(zero));
+	close(c);
+}
+
+/* The connections the reset endpoints accepted and hold until the app's
+ * first bytes arrive (or FN_RESET_WAIT_MS), as the shim's relay does: reset
+ * at once, the reset raced the app's writer and reader (Go's net/http runs
+ * both at once), and the write could meet it where the shim's app meets it
+ * on its read. Slots 0 and 1 are the listeners. */
+/* At most this many held at once (4 KiB of the thread's stack); past it,
+ * reset at once. */
+#define FNB_RESET_HELD 256
+
+struct held {
+	struct pollfd p[2 + FNB_RESET_HELD];
+	uint64_t due[FNB_RESET_HELD];
+	int n;
+};
+
+/* Resets what is due: bytes or a close from the app, or its time up. */
+static void reset_due(struct held *h, uint64_t now)
+{
+	for (int i = 0; i < h->n;) {
+		if (!h->p[2 + i].revents && now < h->due[i]) {
+			i++;
+			continue;
+		}
+		reset_now(h->p[2 + i].fd);
+		h->n--;
+		h->p[2 + i] = h->p[2 + h->n];
+		h->due[i] = h->due[h->n];
+	}
+}
+
+/* Accepts what the listeners hold; past FNB_RESET_HELD held, resets at once. */
+static void accept_all(struct held *h, uint64_t now)
+{
+	for (int f = 0; f < 2; f++) {
+		if (!(h->p[f].revents & POLLIN))
+			continue;
+		int c = accept4(h->p[f].fd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0)
+			continue;
+		if (h->n == FNB_RESET_HELD) {
+			reset_now(c);
+			continue;
+		}
+		h->p[2 + h->n] = (struct pollfd){.fd = c, .events = POLLIN};
+		h->due[h->n++] = now + FN_RESET_WAIT_MS * MS;
+	}
+}
+
+/* Until the first held connection is due, at most 50 ms (to see stop). */
+static int wait_ms(const struct held *h, uint64_t now)
+{
+	uint64_t first = now + 50 * MS;
+	for (int i = 0; i < h->n; i++)
+		if (h->due[i] < first)
+			first = h->due[i];
+	return first <= now ? 0 : (int)((first - now + MS - 1) / MS);
+}
+
 /* Accepts on the reset endpoints and resets each connection. */
 static void *resetter(void *arg)
 {
 	struct fnb_endpoints *e = arg;
-	struct pollfd p[2] = {{.fd = e->fd[FNB_EP_RESET][0], .events = POLLIN},
-			      {.fd = e->fd[FNB_EP_RESET][1], .events = POLLIN}};
-	struct linger zero = {.l_onoff = 1, .l_linger = 0};
+	struct held held = {.n = 0}, *h = &held;
+	h->p[0] = (struct pollfd){.fd = e->fd[FNB_EP_RESET][0], .events = POLLIN};
+	h->p[1] = (struct pollfd){.fd = e->fd[FNB_EP_RESET][1], .events = POLLIN};
 	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
-		if (poll(p, 2, 50) <= 0)
-			continue;
-		for (int f = 0; f < 2; f++) {
-			int c =
-			    p[f].revents & POLLIN ? accept4(p[f].fd, NULL, NULL, SOCK_CLOEXEC) : -1;
-			if (c < 0)
-				continue;
-			setsockopt(c, SOL_SOCKET, SO_LINGER, &zero, sizeof(zero));
-			close(c);
-		}
+		int ready = poll(h->p, 2 + h->n, wait_ms(h, fn_now_ns()));
+		uint64_t now = fn_now_ns();
+		for (int i = 0; ready < 0 && i < 2 + h->n; i++)
+			h->p[i].revents = 0; /* EINTR: nothing seen */
+		reset_due(h, now);
+		accept_all(h, now);
 	}
+	for (int i = 0; i < h->n; i++)
+		reset_now(h->p[2 + i].fd);
 	return NULL;
 }
 

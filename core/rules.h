@@ -42,6 +42,12 @@ enum { FN_PROTO_TCP = 1, FN_PROTO_UDP = 2, FN_PROTO_ANY = 3 };
  * stopped reading. */
 #define FN_STALL_RCVBUF (256 * 1024)
 
+/* A reset at accept goes out when the app's first bytes arrive, or this
+ * long after the connect completed if the app waits to read (the shim's
+ * relay and the backend's reset endpoint alike): the connect succeeds and
+ * the reset meets the app's read, whenever its writer and reader run. */
+#define FN_RESET_WAIT_MS 100
+
 /* What a rule did, counted for faultctl. */
 struct fn_rulecounts {
 	uint64_t attempts; /* connects and datagrams to the rule's destinations */

@@ -138,10 +138,10 @@ static bool reset_at_accept(const struct fn_conn *c)
 }
 
 /* A reset at accept goes out once the app's connect has completed and the
- * app has sent its first bytes (or 100 ms later if it waits to read): as
- * with a real server that accepts and resets, the connect succeeds and the
- * reset meets the app's next read or write. Sent any earlier, it would fail
- * the connect itself. */
+ * app has sent its first bytes (or FN_RESET_WAIT_MS later if it waits to
+ * read): as with a real server that accepts and resets, the connect
+ * succeeds and the reset meets the app's next read or write. Sent any
+ * earlier, it would fail the connect itself. */
 static bool app_done_connecting(struct fn_conn *c, uint64_t now)
 {
 	struct tcp_info ti;
@@ -154,7 +154,7 @@ static bool app_done_connecting(struct fn_conn *c, uint64_t now)
 	if (!c->reset_ns)
 		c->reset_ns = now;
 	return (ioctl(c->app, SIOCINQ, &queued) == 0 && queued > 0) ||
-	       now - c->reset_ns >= 100 * MS;
+	       now - c->reset_ns >= FN_RESET_WAIT_MS * MS;
 }
 
 /* A direction under a bandwidth rule reads through a small receive buffer,
