@@ -13,10 +13,12 @@
  * port while the run holds it, and close-on-exec. */
 #include "bpf/endpoints.h"
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bpf/compile.h"
@@ -63,9 +65,8 @@ static void reset_now(int c)
  * first bytes arrive (or FN_RESET_WAIT_MS), as the shim's relay does: reset
  * at once, the reset raced the app's writer and reader (Go's net/http runs
  * both at once), and the write could meet it where the shim's app meets it
- * on its read. Slots 0 and 1 are the listeners. */
-/* At most this many held at once (4 KiB of the thread's stack); past it,
- * reset at once. */
+ * on its read. Slots 0 and 1 are the listeners. At most FNB_RESET_HELD
+ * are held (4 KiB of the thread's stack); past it, reset at once. */
 #define FNB_RESET_HELD 256
 
 struct held {
@@ -74,19 +75,39 @@ struct held {
 	int n;
 };
 
+/* Resets held connection i; the last takes its place. */
+static void drop(struct held *h, int i)
+{
+	reset_now(h->p[2 + i].fd);
+	h->n--;
+	h->p[2 + i] = h->p[2 + h->n];
+	h->due[i] = h->due[h->n];
+}
+
 /* Resets what is due: bytes or a close from the app, or its time up. */
 static void reset_due(struct held *h, uint64_t now)
 {
-	for (int i = 0; i < h->n;) {
-		if (!h->p[2 + i].revents && now < h->due[i]) {
+	for (int i = 0; i < h->n;)
+		if (h->p[2 + i].revents || now >= h->due[i])
+			drop(h, i);
+		else
 			i++;
-			continue;
-		}
-		reset_now(h->p[2 + i].fd);
-		h->n--;
-		h->p[2 + i] = h->p[2 + h->n];
-		h->due[i] = h->due[h->n];
+}
+
+/* faultctl out of fds: the held connection due first is reset now, which
+ * frees one for the next accept; with none held, a pause, so that the
+ * listener's readiness does not spin the thread. */
+static void out_of_fds(struct held *h)
+{
+	if (!h->n) {
+		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+		return;
 	}
+	int first = 0;
+	for (int i = 1; i < h->n; i++)
+		if (h->due[i] < h->due[first])
+			first = i;
+	drop(h, first);
 }
 
 /* Accepts what the listeners hold; past FNB_RESET_HELD held, resets at once. */
@@ -96,6 +117,10 @@ static void accept_all(struct held *h, uint64_t now)
 		if (!(h->p[f].revents & POLLIN))
 			continue;
 		int c = accept4(h->p[f].fd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0 && (errno == EMFILE || errno == ENFILE)) {
+			out_of_fds(h);
+			continue;
+		}
 		if (c < 0)
 			continue;
 		if (h->n == FNB_RESET_HELD) {

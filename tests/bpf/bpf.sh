@@ -200,6 +200,26 @@ for how in write read; do
 		holds '[ "$b" = "$s" ] && contains "$b" "read ConnectionResetError"'
 done
 
+# 300 connections held at once by an app that never writes, with faultctl
+# at 128 fds: past the 256 the reset thread holds, and past its fds, each
+# connection is still reset (none left waiting for bytes that never come).
+cat >"$tmp/manyidle.py" <<'PY'
+import socket, time
+cs = [socket.create_connection(("127.86.0.10", 8097), timeout=5) for _ in range(300)]
+t0, reset = time.monotonic(), 0
+for c in cs:
+    try:
+        c.recv(1)
+    except ConnectionResetError:
+        reset += 1
+    except OSError:
+        pass
+print("%d of 300 reset, the last after %s" % (reset, "under 3 s" if time.monotonic() - t0 < 3 else "3 s or more"))
+PY
+got=$(prlimit --nofile=128:4096 "$ctl" run --backend=bpf --config "$tmp/p.conf" -- sh -c 'ulimit -Sn 1024; exec /usr/bin/python3 "$0"' "$tmp/manyidle.py" 2>>"$tmp/err")
+check "reset at accept, 300 connections that never write, faultctl at 128 fds: every one reset ($got)" \
+	[ "$got" = "300 of 300 reset, the last after under 3 s" ]
+
 # A zone whose every packet is dropped, seen from another zone.
 cat >"$tmp/zone.conf" <<'CONF'
 zones = ( { name = "a"; cidrs = [ "127.86.2.0/24" ]; }, { name = "b"; cidrs = [ "127.86.3.0/24" ]; } );
