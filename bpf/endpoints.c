@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,15 +66,31 @@ static void reset_now(int c)
  * first bytes arrive (or FN_RESET_WAIT_MS), as the shim's relay does: reset
  * at once, the reset raced the app's writer and reader (Go's net/http runs
  * both at once), and the write could meet it where the shim's app meets it
- * on its read. Slots 0 and 1 are the listeners. At most FNB_RESET_HELD
- * are held (4 KiB of the thread's stack); past it, reset at once. */
+ * on its read, or the connect itself failed. Slots 0 and 1 are the
+ * listeners. At most cap are held: FNB_RESET_HELD (4 KiB of the thread's
+ * stack), and no more than a quarter of faultctl's fd limit, so that the
+ * relay (two fds a connection) and live control keep theirs (held
+ * connections starved the relay, which out of fds resets the connections
+ * it should carry). When cap are held, or faultctl is out of fds, the
+ * listeners wait: their queue (4,096) holds the next connections,
+ * established, until a held one is reset. */
 #define FNB_RESET_HELD 256
 
 struct held {
 	struct pollfd p[2 + FNB_RESET_HELD];
 	uint64_t due[FNB_RESET_HELD];
-	int n;
+	int n, cap;
+	bool no_fds; /* an accept met EMFILE or ENFILE since the last reset */
 };
+
+/* A quarter of faultctl's soft fd limit, at most FNB_RESET_HELD. */
+static int hold_cap(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur / 4 >= FNB_RESET_HELD)
+		return FNB_RESET_HELD;
+	return rl.rlim_cur >= 4 ? (int)(rl.rlim_cur / 4) : 1;
+}
 
 /* Resets held connection i; the last takes its place. */
 static void drop(struct held *h, int i)
@@ -82,6 +99,7 @@ static void drop(struct held *h, int i)
 	h->n--;
 	h->p[2 + i] = h->p[2 + h->n];
 	h->due[i] = h->due[h->n];
+	h->no_fds = false;
 }
 
 /* Resets what is due: bytes or a close from the app, or its time up. */
@@ -94,39 +112,31 @@ static void reset_due(struct held *h, uint64_t now)
 			i++;
 }
 
-/* faultctl out of fds: the held connection due first is reset now, which
- * frees one for the next accept; with none held, a pause, so that the
- * listener's readiness does not spin the thread. */
-static void out_of_fds(struct held *h)
+/* Whether the listeners wait (see struct held): a held connection's reset
+ * frees the room (or the fd) for the next. */
+static bool full(const struct held *h)
 {
-	if (!h->n) {
-		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
-		return;
-	}
-	int first = 0;
-	for (int i = 1; i < h->n; i++)
-		if (h->due[i] < h->due[first])
-			first = i;
-	drop(h, first);
+	return h->n == h->cap || (h->n && h->no_fds);
 }
 
-/* Accepts what the listeners hold; past FNB_RESET_HELD held, resets at once. */
+/* Accepts what the listeners hold while there is room. Out of fds with none
+ * held, a pause, so that the listener's readiness does not spin the
+ * thread. */
 static void accept_all(struct held *h, uint64_t now)
 {
-	for (int f = 0; f < 2; f++) {
+	for (int f = 0; f < 2 && !full(h); f++) {
 		if (!(h->p[f].revents & POLLIN))
 			continue;
 		int c = accept4(h->p[f].fd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0 && (errno == EMFILE || errno == ENFILE)) {
-			out_of_fds(h);
+			h->no_fds = true;
+			if (!h->n)
+				nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
 			continue;
 		}
 		if (c < 0)
 			continue;
-		if (h->n == FNB_RESET_HELD) {
-			reset_now(c);
-			continue;
-		}
+		h->no_fds = false;
 		h->p[2 + h->n] = (struct pollfd){.fd = c, .events = POLLIN};
 		h->due[h->n++] = now + FN_RESET_WAIT_MS * MS;
 	}
@@ -146,10 +156,11 @@ static int wait_ms(const struct held *h, uint64_t now)
 static void *resetter(void *arg)
 {
 	struct fnb_endpoints *e = arg;
-	struct held held = {.n = 0}, *h = &held;
+	struct held held = {.n = 0, .cap = hold_cap()}, *h = &held;
 	h->p[0] = (struct pollfd){.fd = e->fd[FNB_EP_RESET][0], .events = POLLIN};
 	h->p[1] = (struct pollfd){.fd = e->fd[FNB_EP_RESET][1], .events = POLLIN};
 	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
+		h->p[0].events = h->p[1].events = full(h) ? 0 : POLLIN;
 		int ready = poll(h->p, 2 + h->n, wait_ms(h, fn_now_ns()));
 		uint64_t now = fn_now_ns();
 		for (int i = 0; ready < 0 && i < 2 + h->n; i++)
