@@ -11,7 +11,8 @@
  *    answers with a reset (ECONNREFUSED); under stall, to a listener
  *    faultctl holds and never accepts from: the handshake completes and
  *    nothing ever answers; under reset, to a listener whose connections
- *    faultctl resets as it accepts them; under latency or bandwidth, to
+ *    faultctl resets when the app's first bytes arrive (or 100 ms after
+ *    the accept); under latency or bandwidth, to
  *    faultctl's relay, which connects to the address asked for and shapes
  *    the bytes. cgroup/getpeername4 and 6 give such a socket the address it
  *    asked for; a sockops program tells the relay which connect it accepts.
