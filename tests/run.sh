@@ -527,12 +527,17 @@ gc_default() {
 	[ -x build/faultctl ] && [ -d "$d" ] || return 0
 	env -u FAULTNET_RUNDIR -u XDG_RUNTIME_DIR build/faultctl gc >/dev/null
 	# A .done past the hour is one; a group's other files are while it has
-	# no member and no counts kept (a .done within the hour).
+	# no member, no counts kept (a .done within the hour) and none of them
+	# changed within the hour (gc keeps them together: a group used again
+	# later keeps its first lock's time).
 	while IFS= read -r f; do
 		case $f in
 		*.done) left="$left $f" ;;
 		*) compgen -G "$d/${f%.*}.*.*.*.mem" >/dev/null ||
-			compgen -G "$d/${f%.*}.*.*.*.done" >/dev/null || left="$left $f" ;;
+			compgen -G "$d/${f%.*}.*.*.*.done" >/dev/null ||
+			[ -n "$(find "$d" -maxdepth 1 -type f -mmin -61 \( -name "${f%.*}.journal" \
+				-o -name "${f%.*}.seq" -o -name "${f%.*}.lock" -o -name "${f%.*}.marks" \))" ] ||
+			left="$left $f" ;;
 		esac
 	done < <(find "$d" -maxdepth 1 -type f -mmin +61 \( -name '*.journal' -o -name '*.seq' \
 		-o -name '*.lock' -o -name '*.marks' -o -name '*.done' \) -printf '%f\n')
