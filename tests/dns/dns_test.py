@@ -328,11 +328,12 @@ MEMO_POLICY = """rules = (
 """
 
 
-def memo_app(group, opts):
+def memo_run(group, opts, steps):
     """A program under faultctl run (opts, group) with MEMO_POLICY that
-    looks flip.memo.test up, in one thread, at each line it reads: the
-    policy's path, the process, and ask(), which returns the address (or
-    E<errno>) of the next lookup."""
+    looks flip.memo.test up, in one thread, at each line it reads: asked
+    twice, then once after each change of steps (faultctl arguments; None:
+    no change), then ended and its group reset. Returns the answers (an
+    address, or E<errno>) and the run's stderr."""
     conf = os.path.join(TMP, "memo.conf")
     with open(conf, "w") as f:
         f.write(MEMO_POLICY)
@@ -348,7 +349,17 @@ def memo_app(group, opts):
         p.stdin.flush()
         return p.stdout.readline().strip()
 
-    return conf, p, ask
+    got = [ask(), ask()]
+    for change in steps:
+        if change:
+            subprocess.run([CTL, "-g", group] + change, env=env(conf), capture_output=True,
+                           timeout=30)
+        got.append(ask())
+    p.stdin.close()
+    err = p.stderr.read()
+    p.wait(timeout=30)
+    subprocess.run([CTL, "-g", group, "reset"], env=env(conf), capture_output=True)
+    return got, err
 
 
 def test_same_name_live(conf):
@@ -359,16 +370,8 @@ def test_same_name_live(conf):
     next covering rule answers), it enabled again; and the counts of its
     name are each lookup's."""
     group = "dnsmemo%d" % os.getpid()
-    conf, p, ask = memo_app(group, ["--stats", "--json"])
-    got = [ask(), ask()]
-    for change in (["rm", "other"], ["disable", "flip"], ["enable", "flip"]):
-        subprocess.run([CTL, "-g", group] + change, env=env(conf), capture_output=True,
-                       timeout=30)
-        got.append(ask())
-    p.stdin.close()
-    err = p.stderr.read()
-    p.wait(timeout=30)
-    subprocess.run([CTL, "-g", group, "reset"], env=env(conf), capture_output=True)
+    got, err = memo_run(group, ["--stats", "--json"],
+                        [["rm", "other"], ["disable", "flip"], ["enable", "flip"]])
     check("one thread, the same name after live changes: answered by its rule, again, after "
           "the rule before it is removed, by the next rule when it is disabled, by it again "
           "when enabled (%s)" % " ".join(got),
@@ -397,24 +400,13 @@ def test_same_name_edits(conf):
     with open(reorder, "w") as f:
         f.write(MEMO_LOAD)
     group = "dnsedit%d" % os.getpid()
-    conf, p, ask = memo_app(group, [])
-
     steps = [["rm", "flip"],
              ["add", '{ name = "flip"; action = "dns"; answer = [ "127.88.0.17" ]; '
                      'match = { host = "flip.memo.test"; }; }'],
              ["add", "--first", '{ name = "first"; action = "dns"; error = "nxdomain"; every = 2; '
                                 'match = { host = "flip.memo.test"; }; }'],
              None, None, ["rm", "first"], ["load", reorder], ["disable", "rest"], ["reset"]]
-    got = [ask(), ask()]
-    for change in steps:
-        if change:
-            subprocess.run([CTL, "-g", group] + change, env=env(conf), capture_output=True,
-                           timeout=30)
-        got.append(ask())
-    p.stdin.close()
-    err = p.stderr.read()
-    p.wait(timeout=30)
-    subprocess.run([CTL, "-g", group, "reset"], env=env(conf), capture_output=True)
+    got, err = memo_run(group, [], steps)
     nx = "E%d" % socket.EAI_NONAME
     want = ["127.88.0.7", "127.88.0.7", "127.88.0.8", "127.88.0.8", "127.88.0.8", nx,
             "127.88.0.8", "127.88.0.8", "127.88.0.8", "127.88.0.7", "127.88.0.7"]
