@@ -54,8 +54,7 @@ static int endpoint(int family, int kind, uint16_t *port)
 				   kind != FNB_EP_REFUSE, port);
 }
 
-/* Resets one accepted connection: a zero linger makes the close a reset. */
-static void reset_now(int c)
+void fnb_reset_close(int c)
 {
 	struct linger zero = {.l_onoff = 1, .l_linger = 0};
 	setsockopt(c, SOL_SOCKET, SO_LINGER, &zero, sizeof(zero));
@@ -95,7 +94,7 @@ static int hold_cap(void)
 /* Resets held connection i; the last takes its place. */
 static void drop(struct held *h, int i)
 {
-	reset_now(h->p[2 + i].fd);
+	fnb_reset_close(h->p[2 + i].fd);
 	h->n--;
 	h->p[2 + i] = h->p[2 + h->n];
 	h->due[i] = h->due[h->n];
@@ -169,7 +168,7 @@ static void *resetter(void *arg)
 		accept_all(h, now);
 	}
 	for (int i = 0; i < h->n; i++)
-		reset_now(h->p[2 + i].fd);
+		fnb_reset_close(h->p[2 + i].fd);
 	return NULL;
 }
 

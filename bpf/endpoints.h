@@ -23,6 +23,8 @@ struct fnb_endpoints {
  * socket flags (SOCK_NONBLOCK); -1 (and *port 0) when it cannot be had.
  * Bound without SO_REUSEADDR: no other account can take the port. */
 int fnb_loopback_socket(int family, int flags, int rcvbuf, bool listening, uint16_t *port);
+/* Closes fd with a zero linger, which makes the close a reset. */
+void fnb_reset_close(int fd);
 /* Binds every endpoint it can and starts the reset endpoints' thread. */
 void fnb_endpoints_open(struct fnb_endpoints *e);
 /* Whether every endpoint the plan's rules send connects to is there. */

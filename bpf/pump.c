@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bpf/endpoints.h"
 #include "bpf/relay.h"
 #include "bpf/slots.h"
 #include "core/chance.h"
@@ -155,11 +156,11 @@ static int flush(struct fnb_relay *r, struct fnb_conn *c, int d, uint64_t now, u
 
 void fnb_pump_drop(struct fnb_conn *c, bool reset)
 {
-	struct linger zero = {.l_onoff = 1, .l_linger = 0};
 	for (int s = 0; s < 2; s++) {
 		if (reset)
-			setsockopt(c->fd[s], SOL_SOCKET, SO_LINGER, &zero, sizeof(zero));
-		close(c->fd[s]);
+			fnb_reset_close(c->fd[s]);
+		else
+			close(c->fd[s]);
 		for (struct fnb_chunk *k = c->d[s].head, *n; k; k = n) {
 			n = k->next;
 			free(k);

@@ -34,13 +34,6 @@
 #define NEVER UINT64_MAX
 enum { TAG_LISTENER = 2, TAG_STOP = 3 }; /* epoll tags; 0 and 1: a conn's end */
 
-static void reset_close(int fd)
-{
-	struct linger zero = {.l_onoff = 1, .l_linger = 0};
-	setsockopt(fd, SOL_SOCKET, SO_LINGER, &zero, sizeof(zero));
-	close(fd);
-}
-
 /* The peer's side of a connection the app made: connect (non-blocking) to
  * the address it asked for. */
 static bool open_conn(struct fnb_relay *r, int app, const struct fnb_pending *v)
@@ -89,7 +82,7 @@ static bool to_pump(struct fnb_relay *r, int app, const struct fnb_pending *v)
 	struct fnb_pump_msg m = {.port = v->port, .v6 = v->v6};
 	memcpy(m.addr, v->addr, sizeof(m.addr));
 	if (r->http_fd < 0 || !fnb_httppump_give(r->http_fd, app, &m))
-		reset_close(app);
+		fnb_reset_close(app);
 	else
 		close(app);
 	return true;
@@ -110,7 +103,7 @@ static void accept_all(struct fnb_relay *r, int f)
 			close(r->spare);
 			a = accept4(r->lfd[f], NULL, NULL, SOCK_CLOEXEC);
 			if (a >= 0)
-				reset_close(a);
+				fnb_reset_close(a);
 			r->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 			continue;
 		}
@@ -122,9 +115,9 @@ static void accept_all(struct fnb_relay *r, int f)
 					    .v6 = (uint16_t)f};
 		struct fnb_pending v;
 		if (bpf_map_lookup_and_delete_elem(r->pending_fd, &k, &v))
-			reset_close(a);
+			fnb_reset_close(a);
 		else if (!to_pump(r, a, &v) && !open_conn(r, a, &v))
-			reset_close(a);
+			fnb_reset_close(a);
 	}
 }
 
