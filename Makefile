@@ -202,6 +202,11 @@ $(BUILD)/tests/hammer: tests/hardening/hammer.c tests/faults/testutil.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lpthread
 
+# it_catalogue_stream preloads it in a child of its own (a fork test).
+$(BUILD)/tests/forkprobe.so: tests/faults/forkprobe.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $< -ldl
+
 $(BUILD)/tests/%: tests/faults/%.c tests/faults/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
@@ -217,7 +222,7 @@ $(BUILD)/tests/%: tests/hostile/%.c tests/faults/*.h
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
 
 IT_NAMES := $(basename $(notdir $(wildcard tests/faults/it_*.c tests/hardening/it_*.c tests/hostile/it_*.c)))
-IT_PROGS := $(IT_NAMES:%=$(BUILD)/tests/%) $(BUILD)/tests/hammer
+IT_PROGS := $(IT_NAMES:%=$(BUILD)/tests/%) $(BUILD)/tests/hammer $(BUILD)/tests/forkprobe.so
 test-progs: all $(BUILD)/tests/unit $(BUILD)/tests/tls_tool $(IT_PROGS) $(if $(SAN),,$(FUZZERS) man)
 
 # ---- running the tests: tests/run.sh runs any set of sections ------------

@@ -110,6 +110,7 @@ static bool start(void)
 		fn_ownfd_set(&wake_r, r);
 		fn_ownfd_set(&wake_w, wr);
 	}
+	fn_dns_responder_io_release(); /* a fork child's, if any */
 	int e = fn_thread_start(serve, NULL);
 	if (e)
 		errno = e;

@@ -281,6 +281,7 @@ static void conn_close(struct conn *c)
 {
 	fn_ownfd_close(&c->fd);
 	free(c->buf);
+	c->buf = NULL;
 	c->used = false;
 }
 
@@ -344,6 +345,7 @@ static int due_in_ms(void)
 		if (laters[i].due <= now) {
 			deliver(&laters[i].d, laters[i].msg, laters[i].len);
 			free(laters[i].msg);
+			laters[i].msg = NULL;
 			laters[i].used = false;
 		} else if (laters[i].due < next) {
 			next = laters[i].due;
@@ -403,16 +405,32 @@ void fn_dns_serve(const struct fn_ownfd *wake)
 	}
 }
 
+/* In a fork child's handler: frees nothing (a parent thread may have held
+ * the allocator's lock at the fork); the buffers of the entries let go stay
+ * for fn_dns_responder_io_release. */
 void fn_dns_responder_io_forget(void)
 {
 	for (int i = 0; i < CONNS; i++)
-		if (conns[i].used)
-			conn_close(&conns[i]);
-	for (int i = 0; i < nlater; i++)
-		if (laters[i].used) {
-			free(laters[i].msg);
-			laters[i].used = false;
+		if (conns[i].used) {
+			fn_ownfd_close(&conns[i].fd);
+			conns[i].used = false;
 		}
+	for (int i = 0; i < nlater; i++)
+		laters[i].used = false;
 	if (pend)
 		memset(pend, 0, (size_t)npend * sizeof(*pend));
+}
+
+void fn_dns_responder_io_release(void)
+{
+	for (int i = 0; i < CONNS; i++)
+		if (!conns[i].used) {
+			free(conns[i].buf);
+			conns[i].buf = NULL;
+		}
+	for (int i = 0; i < nlater; i++)
+		if (!laters[i].used) {
+			free(laters[i].msg);
+			laters[i].msg = NULL;
+		}
 }

@@ -29,8 +29,12 @@ extern int fn_dns_nservers;
  * added. */
 void fn_dns_serve(const struct fn_ownfd *wake);
 
-/* In a fork child: drops the thread's state (its connections, queries
- * waiting for the real nameserver, answers waiting to be sent). */
+/* In a fork child's atfork handler: drops the thread's state (its
+ * connections, queries waiting for the real nameserver, answers waiting to
+ * be sent), freeing nothing. */
 void fn_dns_responder_io_forget(void);
+
+/* Frees the buffers of the entries dropped; before the thread starts. */
+void fn_dns_responder_io_release(void);
 
 #endif

@@ -51,6 +51,15 @@ static struct fn_shard shards[FN_SHARDS] = {SHARD_INIT(0), SHARD_INIT(1)};
 _Static_assert(FN_SHARDS == 2, "SHARD_INIT each shard");
 /* Delayed datagrams: shard 0's, under its lock. */
 static struct fn_dgram *dgrams;
+
+/* A fork child's copies of the parent's connections and datagrams: its
+ * atfork handler lets go of their fds but frees nothing, since a parent
+ * thread may have held the allocator's lock at the fork and an allocator
+ * without fork handlers of its own (ASan's) would then never return. They
+ * are freed once the child's relay starts, outside the handler. Shard 0's
+ * lock. */
+static struct fn_conn *inherited;
+static struct fn_dgram *inherited_dgrams;
 /* A thread waits at most LOST_CHECK_NS at a time, since a wait on an epoll
  * fd the app closed (rebuild_wanted) can be woken by nothing else. */
 #define LOST_CHECK_NS 200000000ull
@@ -99,11 +108,29 @@ void fn_relay_watch(struct fn_conn *c, int which, uint32_t events)
 
 static void *loop(void *arg);
 
+/* Frees what a fork child inherited (see `inherited`). Shard 0's lock. */
+static void free_inherited(void)
+{
+	while (inherited) {
+		struct fn_conn *c = inherited;
+		inherited = c->next;
+		fn_http_atfork_forget(c);
+		fn_conn_free(c);
+	}
+	while (inherited_dgrams) {
+		struct fn_dgram *d = inherited_dgrams;
+		inherited_dgrams = d->next;
+		free(d);
+	}
+}
+
 /* s's lock held. */
 static bool start_thread(struct fn_shard *s)
 {
 	if (s->running)
 		return true;
+	if (s == &shards[0])
+		free_inherited();
 	if (s->epfd < 0 && (s->epfd = own_fd(epoll_create1(EPOLL_CLOEXEC))) < 0)
 		return false;
 	if (s->wakefd < 0) {
@@ -470,7 +497,8 @@ static uint64_t send_due(uint64_t now)
 			fn_fd_set(d->fd, 0);
 			LIBC(close)(d->fd);
 		}
-		free(d);
+		d->next = inherited_dgrams;
+		inherited_dgrams = d;
 	}
 	return next;
 }
@@ -673,8 +701,9 @@ static void shard_atfork_child(struct fn_shard *s)
 				fn_fd_set(fds[i], 0);
 				LIBC(close)(fds[i]);
 			}
-		fn_http_atfork_forget(c);
-		fn_conn_free(c);
+		c->app = c->up = c->opener = -1;
+		c->next = inherited;
+		inherited = c;
 	}
 	s->live = 0;
 	fn_sched_atfork_child(&s->sched);
