@@ -176,15 +176,18 @@ const char *fn_control_start(void)
 	return NULL;
 }
 
+/* A counter that never moves: a fork child of a member whose group's
+ * counter could not be mapped catches up once, at its first covered call,
+ * as every fork child does (never in the fork handler, where a parent
+ * thread may have left the allocator's lock held). */
+static const uint64_t unmoving;
+
 void fn_control_atfork_child(void)
 {
 	if (!publishing)
 		return;
-	if (fn_groupseq_word) {
-		child_pending = true;
-		fn_groupseq_defer();
-		return;
-	}
-	fn_cmd_catch_up();
-	publish_state();
+	if (!fn_groupseq_word)
+		fn_groupseq_attach(&unmoving, catch_up_live);
+	child_pending = true;
+	fn_groupseq_defer();
 }
