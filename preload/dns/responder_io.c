@@ -280,8 +280,11 @@ static void from_udp(int server)
 static void conn_close(struct conn *c)
 {
 	fn_ownfd_close(&c->fd);
-	free(c->buf);
+	/* Let go of before it is freed: a fork in between must leave the
+	 * child no pointer to memory already freed (it frees what it finds). */
+	void *b = c->buf;
 	c->buf = NULL;
+	free(b);
 	c->used = false;
 }
 
@@ -344,8 +347,9 @@ static int due_in_ms(void)
 			continue;
 		if (laters[i].due <= now) {
 			deliver(&laters[i].d, laters[i].msg, laters[i].len);
-			free(laters[i].msg);
+			void *m = laters[i].msg; /* let go of first, as in conn_close */
 			laters[i].msg = NULL;
+			free(m);
 			laters[i].used = false;
 		} else if (laters[i].due < next) {
 			next = laters[i].due;

@@ -497,8 +497,7 @@ static uint64_t send_due(uint64_t now)
 			fn_fd_set(d->fd, 0);
 			LIBC(close)(d->fd);
 		}
-		d->next = inherited_dgrams;
-		inherited_dgrams = d;
+		free(d);
 	}
 	return next;
 }
@@ -731,7 +730,8 @@ void fn_relay_atfork_child(void)
 			fn_fd_set(d->fd, 0);
 			LIBC(close)(d->fd);
 		}
-		free(d);
+		d->next = inherited_dgrams;
+		inherited_dgrams = d;
 	}
 }
 

@@ -714,8 +714,9 @@ static void test_shards_one_cpu(void)
  * of its own (ASan's runtime; seen spinning for ever in the child's first
  * free) never returns there. So the handlers call none: forkprobe.so, here
  * preloaded, counts those calls in the child of a process whose two relay
- * shards carry 48 connections. The exit code: 0, a setup step that failed
- * (3 to 5), or 20 + the calls counted. */
+ * shards carry 48 connections and whose relay holds 20 delayed datagrams.
+ * The exit code: 0, a setup step that failed (3 to 7), or 20 + the calls
+ * counted. */
 static int fork_alloc_child(void)
 {
 	unsigned long (*allocs)(void) =
@@ -727,13 +728,21 @@ static int fork_alloc_child(void)
 		return 4;
 	if (echo_all(fds, NSHARDED, 11) != NSHARDED)
 		return 5;
+	/* And datagrams the relay holds 300 ms (catalogue.conf: udp-delay). */
+	int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_storage to;
+	socklen_t tolen = mkaddr(&to, "127.72.1.1", UDP_PORT + 9);
+	for (int i = 0; i < 20; i++)
+		if (sendto(u, "held", 4, 0, (struct sockaddr *)&to, tolen) != 4)
+			return 6;
 	pid_t pid = fork();
 	if (pid == 0)
 		_exit(allocs() ? 20 + (int)(allocs() < 100 ? allocs() : 100) : 0);
 	int st;
 	waitpid(pid, &st, 0);
 	close_all(fds, NSHARDED);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 6;
+	close(u);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 7;
 }
 
 static void test_fork_no_alloc(void)
