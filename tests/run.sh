@@ -19,25 +19,8 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 CATALOGUE="connect stream conditions udp"
 
-# Runs a CUnit program and adds its test counts to the total.
-cunit() {
-	local log
-	log=$(mktemp)
-	"$@" >"$log" 2>&1
-	local rc=$?
-	grep -E '^\s+Test: .*(FAILED|passed)|^\s+[0-9]+\. |^Run Summary|^\s+(suites|tests|asserts) ' "$log"
-	read -r _ _ ran ok bad _ < <(grep -E '^\s+tests ' "$log")
-	if [ -z "${ran:-}" ]; then
-		echo "  FAIL - $1 did not finish (exit $rc):"
-		tail -20 "$log"
-		echo fail >>"$FN_COUNTS"
-	else
-		for _ in $(seq "$ok"); do echo pass >>"$FN_COUNTS"; done
-		for _ in $(seq "$bad"); do echo fail >>"$FN_COUNTS"; done
-		[ "$rc" = 0 ] || [ "$bad" != 0 ] || { echo "  FAIL - $1 exited $rc"; echo fail >>"$FN_COUNTS"; }
-	fi
-	rm -f "$log"
-}
+# cunit, and what it and end_leftovers use to find what was left running.
+. tests/cunit.sh
 
 # Runs an integration program under the shim with its policy (a path
 # relative to tests/).
@@ -495,7 +478,7 @@ run_section() {
 # Ends, and counts as one failure, what a section left running: its process
 # group, and any other process still holding this run's output pipe.
 end_leftovers() {
-	local section=$1 pgid=$2 scan pids p st left=""
+	local section=$1 pgid=$2 scan pids p left self=$BASHPID
 	scan=$(mktemp)
 	pgrep -g "$pgid" >"$scan" 2>/dev/null
 	# Standard output and error only: tee reads the same pipe on its fd 0.
@@ -503,17 +486,12 @@ end_leftovers() {
 		</dev/null >>"$scan" 2>/dev/null
 	pids=$(sed -n 's|^/proc/\([0-9]*\)/fd$|\1|p; /^[0-9]*$/p' "$scan" | sort -un)
 	rm -f "$scan"
-	for p in $pids; do
-		[ "$p" = "$BASHPID" ] && continue
-		# A zombie holds nothing. An orphan that has ended stays one where
-		# pid 1 does not reap (this machine's init does not).
-		st=$(cut -d')' -f2 "/proc/$p/stat" 2>/dev/null | cut -c2)
-		[ -z "$st" ] || [ "$st" = Z ] && continue
-		left="$left $p ($(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-80))"
+	left=$(live_pids "$(echo "$pids" | grep -vx "$self")")
+	[ -z "$left" ] && return
+	echo "  FAIL - section $section left processes running, now killed:$(described "$left")"
+	for p in $left; do
 		kill -KILL "$p" 2>/dev/null
 	done
-	[ -z "$left" ] && return
-	echo "  FAIL - section $section left processes running, now killed:$left"
 	echo fail >>"$FN_COUNTS"
 }
 
