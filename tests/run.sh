@@ -19,8 +19,8 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 CATALOGUE="connect stream conditions udp"
 
-# cunit, and what it and end_leftovers use to find what was left running.
-. tests/cunit.sh
+# How a section and a CUnit program run: run_section, cunit.
+. tests/runner.sh
 
 # Runs an integration program under the shim with its policy (a path
 # relative to tests/).
@@ -445,56 +445,6 @@ if lanes_wanted "$@"; then
 	run_lanes
 	exit
 fi
-# Runs one section as a job of its own (its own process group) under a time
-# limit, then ends whatever it left running: a test that dies before its
-# cleanup must cost one failure, never the whole run. A process left holding
-# the output pipe would otherwise keep tee, and so make test, waiting for
-# ever. FN_SECTION_LIMIT: seconds a section may take (1,800: a run of about
-# 48 minutes with one hung section still ends inside CI's 90).
-run_section() {
-	local section=$1 limit=${FN_SECTION_LIMIT:-1800} pid dog rc t0=$SECONDS
-	set -m
-	case " $PER_BUILD " in
-	*" $section "*) "s_$section" build "" & ;;
-	*) "s_$section" & ;;
-	esac
-	pid=$!
-	(sleep "$limit" && kill -TERM -- "-$pid" && sleep 20 && kill -KILL -- "-$pid") \
-		</dev/null >/dev/null 2>&1 &
-	dog=$!
-	set +m
-	wait "$pid"
-	rc=$?
-	kill -KILL -- "-$dog" 2>/dev/null
-	wait "$dog" 2>/dev/null
-	if [ $((SECONDS - t0)) -ge "$limit" ]; then
-		echo "  FAIL - section $section did not end within $limit s (exit $rc): stopped"
-		echo fail >>"$FN_COUNTS"
-	fi
-	end_leftovers "$section" "$pid"
-	echo "--- section $section: $((SECONDS - t0)) s"
-}
-
-# Ends, and counts as one failure, what a section left running: its process
-# group, and any other process still holding this run's output pipe.
-end_leftovers() {
-	local section=$1 pgid=$2 scan pids p left self=$BASHPID
-	scan=$(mktemp)
-	pgrep -g "$pgid" >"$scan" 2>/dev/null
-	# Standard output and error only: tee reads the same pipe on its fd 0.
-	find /proc/[0-9]*/fd/[12] -maxdepth 0 -lname "$FN_PIPE" -printf '%h\n' \
-		</dev/null >>"$scan" 2>/dev/null
-	pids=$(sed -n 's|^/proc/\([0-9]*\)/fd$|\1|p; /^[0-9]*$/p' "$scan" | sort -un)
-	rm -f "$scan"
-	left=$(live_pids "$(echo "$pids" | grep -vx "$self")")
-	[ -z "$left" ] && return
-	echo "  FAIL - section $section left processes running, now killed:$(described "$left")"
-	for p in $left; do
-		kill -KILL "$p" 2>/dev/null
-	done
-	echo fail >>"$FN_COUNTS"
-}
-
 # The default run directory after the sections (issue 41 item 4): the
 # sections use a run directory of their own, but some tests, and runs by
 # hand, use the default one. faultctl gc, then no file of a group with no

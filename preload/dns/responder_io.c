@@ -98,11 +98,18 @@ static int free_entry(void **arr, int *len, size_t size, bool (*used)(const void
 		if (!used((char *)*arr + (size_t)i * size))
 			return i;
 	int n = *len ? *len * 2 : 64;
-	void *p = n <= OUTSTANDING ? realloc(*arr, (size_t)n * size) : NULL;
+	/* Not realloc, which frees the old list before *arr names the new
+	 * one: a fork in between would leave the child (which clears and frees
+	 * what it finds) a freed list. The old one goes once the new is in
+	 * place, with the entries it had and none longer than *len says. */
+	void *p = n <= OUTSTANDING ? calloc((size_t)n, size) : NULL, *old = *arr;
 	if (!p)
 		return -1;
-	memset((char *)p + (size_t)*len * size, 0, (size_t)(n - *len) * size);
+	if (old)
+		memcpy(p, old, (size_t)*len * size);
 	*arr = p;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* stored before the free */
+	free(old);
 	int at = *len;
 	*len = n;
 	return at;
@@ -284,6 +291,7 @@ static void conn_close(struct conn *c)
 	 * child no pointer to memory already freed (it frees what it finds). */
 	void *b = c->buf;
 	c->buf = NULL;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* stored before the free */
 	free(b);
 	c->used = false;
 }
@@ -349,6 +357,7 @@ static int due_in_ms(void)
 			deliver(&laters[i].d, laters[i].msg, laters[i].len);
 			void *m = laters[i].msg; /* let go of first, as in conn_close */
 			laters[i].msg = NULL;
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
 			free(m);
 			laters[i].used = false;
 		} else if (laters[i].due < next) {

@@ -299,21 +299,25 @@ def test_many_late(conf):
               % (mode, got), got.get("answered") == 400 and got.get("earliest_ms", 0) >= 650, got)
 
 
-# A query for slow.test, its answer held 700 ms by the responder's thread;
-# a fork 250 ms in; the child's exit code: the allocator calls forkprobe.so
-# counted in it before fork() returned there (its fork handlers).
+# A query for slow.test, its answer held 700 ms by the responder's thread
+# (the nameserver, a local one, answers at once); a fork 400 ms in; prints
+# the allocator calls forkprobe.so counted in the child before fork()
+# returned there (its fork handlers), and whether the parent had its
+# answer late: then it was held at the fork.
 FORK_LATE = r"""
 import ctypes, os, socket, struct, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 name = b"".join(bytes([len(p)]) + p.encode() for p in "slow.test".split(".")) + b"\0"
+t0 = time.monotonic()
 s.sendto(struct.pack("!HHHHHH", 7, 0x0100, 1, 0, 0, 0) + name + struct.pack("!HH", 1, 1),
          ("127.0.0.53", 53))
-time.sleep(0.25)
+time.sleep(0.4)
 pid = os.fork()
 if pid == 0:
     os._exit(min(ctypes.CDLL(None).forkprobe_allocs(), 100))
 s.settimeout(5)
-print(os.waitpid(pid, 0)[1] >> 8, len(s.recv(4096)) > 12)
+calls = os.waitpid(pid, 0)[1] >> 8
+print(calls, len(s.recv(4096)) > 12 and time.monotonic() - t0 >= 0.65)
 """
 
 

@@ -4,6 +4,7 @@
  * lock at the fork; an allocator without fork handlers of its own (ASan's
  * runtime is one) then spins for ever in the child's first free. */
 #include <dlfcn.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -54,6 +55,43 @@ void *realloc(void *p, size_t n)
 {
 	seen();
 	return __libc_realloc(p, n);
+}
+
+/* The aligned ones, which OpenSSL's CRYPTO_aligned_alloc uses; glibc
+ * names no __libc_ entry for the first two, so they are found at load. */
+static __typeof__(posix_memalign) *real_posix_memalign;
+static __typeof__(aligned_alloc) *real_aligned_alloc;
+void *__libc_memalign(size_t a, size_t n);
+void *__libc_valloc(size_t n);
+
+__attribute__((constructor)) static void find(void)
+{
+	real_posix_memalign = (__typeof__(posix_memalign) *)dlsym(RTLD_NEXT, "posix_memalign");
+	real_aligned_alloc = (__typeof__(aligned_alloc) *)dlsym(RTLD_NEXT, "aligned_alloc");
+}
+
+int posix_memalign(void **p, size_t a, size_t n)
+{
+	seen();
+	return real_posix_memalign(p, a, n);
+}
+
+void *aligned_alloc(size_t a, size_t n)
+{
+	seen();
+	return real_aligned_alloc(a, n);
+}
+
+void *memalign(size_t a, size_t n)
+{
+	seen();
+	return __libc_memalign(a, n);
+}
+
+void *valloc(size_t n)
+{
+	seen();
+	return __libc_valloc(n);
 }
 
 pid_t fork(void)

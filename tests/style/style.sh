@@ -1,7 +1,7 @@
 #!/bin/bash
 # style.sh - the code builds with clang as well as gcc, and follows
-# .clang-format; tests/cunit.sh, which runs every CUnit program, does what
-# it says (cunit_test.sh).
+# .clang-format; tests/runner.sh, which runs every section and CUnit
+# program, does what it says (runner_test.sh).
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/tests/lib.sh"
@@ -13,5 +13,5 @@ run clang-format --dry-run --Werror core/*.[ch] preload/*.c preload/*/*.[ch] ctl
 check "sources follow .clang-format" [ "$rc" = 0 ]
 [ -n "$err" ] && echo "$err" | head -20
 # The runner of every CUnit program, with stand-ins (its own counts).
-bash tests/style/cunit_test.sh || failed=$((failed + 1))
+bash tests/style/runner_test.sh || failed=$((failed + 1))
 [ "$failed" = 0 ]
