@@ -27,6 +27,19 @@ def skip():
         f.write("skip\n")
 
 
+def forkprobe_preload(build, first, lib):
+    """LD_PRELOAD for a process whose fork handlers a test counts: the test
+    preload tests/faults/forkprobe.so (it counts the allocator calls a fork
+    child makes before fork() returns in it), then lib. None, the skip
+    printed and counted, when a sanitizer's runtime comes first: its
+    allocator is then found before the probe's."""
+    if first:
+        print("  skip - a sanitizer's allocator comes first: forkprobe.so sees no call")
+        skip()
+        return None
+    return os.path.join(build, "tests", "forkprobe.so") + ":" + lib
+
+
 def name_of(test):
     """A test's name: its function's, or for a lambda wrapping one (a test
     given its servers), the function it calls."""

@@ -234,12 +234,11 @@ def test_fork_without_counter():
     allocator's lock at the fork) and a file for a child that only
     _exits. forkprobe.so counts the calls made before fork() returns in
     the child."""
-    if FIRST:
-        print("  skip - a sanitizer's allocator comes first: forkprobe.so sees no call")
+    preload = checks.forkprobe_preload(BUILD, FIRST, LIB)
+    if not preload:
         return
     os.mkdir(os.path.join(RUNDIR, "nocounter.seq"))
-    e = env(group="nocounter")
-    e["LD_PRELOAD"] = os.path.join(BUILD, "tests", "forkprobe.so") + ":" + LIB
+    e = env(group="nocounter", extra={"LD_PRELOAD": preload})
     p = subprocess.run([PY, "-c", FORK_ALLOCS], env=e, capture_output=True, text=True, timeout=60)
     calls, child, st, joined = (p.stdout.split() + ["?", "0", "?", "0"])[:4]
     files = [f for f in os.listdir(RUNDIR) if f.startswith("nocounter.%s." % child)]

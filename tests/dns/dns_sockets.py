@@ -326,11 +326,10 @@ def test_fork_late(conf):
     a parent thread may hold the allocator's lock at the fork, and an
     allocator without fork handlers of its own (ASan's) then never returns
     in the child."""
-    if FIRST:
-        print("  skip - a sanitizer's allocator comes first: forkprobe.so sees no call")
+    preload = checks.forkprobe_preload(BUILD, FIRST, LIB)
+    if not preload:
         return
-    probe = os.path.join(BUILD, "tests", "forkprobe.so")
-    p = subprocess.run([PY, "-c", FORK_LATE], env=env(conf, LD_PRELOAD=probe + ":" + LIB),
+    p = subprocess.run([PY, "-c", FORK_LATE], env=env(conf, LD_PRELOAD=preload),
                        capture_output=True, text=True, timeout=60)
     check("a fork child while an answer is held late: no allocator call in its fork handlers, "
           "and the parent gets the answer (%s)" % p.stdout.strip(),

@@ -14,6 +14,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 summary='printf "  Test: stand-in ...passed\n              tests      1      1      1      0        0\n"'
 printf '#!/bin/sh\n%s\n' "$summary" >"$tmp/passes"
+printf '#!/bin/sh\nprintf "  Test: left out ...\\n  skip - no such thing herepassed\\n"\n%s\n' \
+	"$summary" >"$tmp/skips"
 printf '#!/bin/sh\necho "  Test: spins for ever ..."\nsleep 300 &\nsleep 300\n' >"$tmp/hangs"
 printf '#!/bin/sh\nsleep 301 &\n%s\n' "$summary" >"$tmp/leaves"
 printf '#!/bin/sh\necho "  Test: dies ..."\nkill -KILL $$\n' >"$tmp/killed"
@@ -36,6 +38,9 @@ gone() { ! pgrep -f "$1" >/dev/null; }
 stand_in passes
 check "a program that passes: its one test counted, nothing else ($counts)" \
 	holds '[ "$counts" = " 1 pass," ] && ! contains "$out" FAIL'
+stand_in skips
+check "a program one of whose tests skips: the reason on a line of its own, counted as a skip ($counts)" \
+	holds '[ "$counts" = " 1 skip," ] && echo "$out" | grep -qx "  skip - no such thing here"'
 stand_in hangs
 check "a hung program: stopped at its limit, one failure naming it and its test ($ms ms, $counts)" \
 	holds '[ "$ms" -lt 10000 ] && [ "$counts" = " 1 fail," ] && contains "$out" "hangs did not end within 2 s" && contains "$out" "spins for ever"'
