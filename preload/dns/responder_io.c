@@ -90,6 +90,17 @@ static void deliver(const struct dest *d, const uint8_t *m, size_t n)
 	LIBC(sendmsg)(c->fd.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+/* Frees the buffer p names, let go of first: a fork in between must leave
+ * the child no pointer to memory already freed (it frees what it finds at
+ * its thread's start, fn_dns_responder_io_release). */
+#define LET_GO(p)                                                                     \
+	do {                                                                          \
+		void *b_ = (p);                                                       \
+		(p) = NULL;                                                           \
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* stored before the free */ \
+		free(b_);                                                             \
+	} while (0)
+
 /* A free entry of the list *arr of *len entries of size each, the list
  * doubled (zeroed) when all are used; -1 when it cannot grow. */
 static int free_entry(void **arr, int *len, size_t size, bool (*used)(const void *))
@@ -287,12 +298,7 @@ static void from_udp(int server)
 static void conn_close(struct conn *c)
 {
 	fn_ownfd_close(&c->fd);
-	/* Let go of before it is freed: a fork in between must leave the
-	 * child no pointer to memory already freed (it frees what it finds). */
-	void *b = c->buf;
-	c->buf = NULL;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* stored before the free */
-	free(b);
+	LET_GO(c->buf);
 	c->used = false;
 }
 
@@ -355,10 +361,7 @@ static int due_in_ms(void)
 			continue;
 		if (laters[i].due <= now) {
 			deliver(&laters[i].d, laters[i].msg, laters[i].len);
-			void *m = laters[i].msg; /* let go of first, as in conn_close */
-			laters[i].msg = NULL;
-			__atomic_signal_fence(__ATOMIC_SEQ_CST);
-			free(m);
+			LET_GO(laters[i].msg);
 			laters[i].used = false;
 		} else if (laters[i].due < next) {
 			next = laters[i].due;
@@ -437,13 +440,9 @@ void fn_dns_responder_io_forget(void)
 void fn_dns_responder_io_release(void)
 {
 	for (int i = 0; i < CONNS; i++)
-		if (!conns[i].used) {
-			free(conns[i].buf);
-			conns[i].buf = NULL;
-		}
+		if (!conns[i].used)
+			LET_GO(conns[i].buf);
 	for (int i = 0; i < nlater; i++)
-		if (!laters[i].used) {
-			free(laters[i].msg);
-			laters[i].msg = NULL;
-		}
+		if (!laters[i].used)
+			LET_GO(laters[i].msg);
 }

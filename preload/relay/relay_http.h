@@ -19,7 +19,8 @@ bool fn_http_conn_init(struct fn_conn *c);
 /* Carries c's requests and answers as far as its sockets and timers allow. */
 void fn_http_pump(struct fn_conn *c, uint64_t now);
 void fn_http_conn_free(struct fn_conn *c);
-/* In a fork child, before c is freed: its TLS ends are left as they are,
+/* Before a fork child frees its copy of the parent's c (outside the fork
+ * handler: relay.c, free_inherited): its TLS ends are left as they are,
  * never freed: the parent's relay thread may have been inside OpenSSL (and
  * its namespace's own malloc, which fork does not make safe) at the fork. */
 void fn_http_atfork_forget(struct fn_conn *c);

@@ -752,12 +752,12 @@ static void test_fork_no_alloc(void)
 		printf("\n  skip - a sanitizer's allocator comes first: the probe sees no call");
 		return;
 	}
-	char probe[4200], env[8400];
-	snprintf(probe, sizeof(probe), "%s", self_path);
-	char *slash = strrchr(probe, '/');
-	snprintf(slash ? slash + 1 : probe, sizeof(probe) - (size_t)(slash ? slash + 1 - probe : 0),
-		 "forkprobe.so");
-	snprintf(env, sizeof(env), "%s%s%s", probe, pre ? ":" : "", pre ? pre : "");
+	/* forkprobe.so is built beside this program. */
+	const char *slash = strrchr(self_path, '/');
+	int dir = slash ? (int)(slash - self_path + 1) : 0;
+	char env[8400];
+	snprintf(env, sizeof(env), "%.*sforkprobe.so%s%s", dir, self_path, pre ? ":" : "",
+		 pre ? pre : "");
 	pid_t pid = fork();
 	if (pid == 0) {
 		setenv("LD_PRELOAD", env, 1);
