@@ -466,8 +466,10 @@ check "faultctl at 128 fds, 100 idle connections reset at accept: a connection u
 	[ "$got" = "relayed: echoed; 100 of 100 idle reset" ]
 got=$(at128 full)
 n=$(echo "$got" | sed -n 's/.*; \([0-9]*\) ticks.*/\1/p')
+# The spin this guards against took 27 to 51 ticks in the 0.5 s; a sleeping
+# thread takes 0 to 3 here, and once 10 in a CI run on a busy machine.
 check "faultctl out of fds (relayed connections): the reset thread sleeps, then resets what waited ($got)" \
-	holds 'contains "$got" "then 10 of 10 reset" && [ -n "$n" ] && [ "$n" -lt 10 ]'
+	holds 'contains "$got" "then 10 of 10 reset" && [ -n "$n" ] && [ "$n" -lt 20 ]'
 
 # Stream faults after a threshold, and the drip, through the relay: curl
 # (which the backend reaches as it reaches Go) against the real peer that
