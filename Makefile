@@ -101,7 +101,7 @@ $(call obj,$(CTL_SRC) $(BPF_SRC)): $(BPF_HEADERS)
 CTL_TLS := $(call obj,preload/tls/ca.c preload/tls/cert.c preload/tls/ossl.c preload/base/libc.c)
 $(BUILD)/faultctl: $(call obj,$(CTL_SRC) $(BPF_SRC)) $(CTL_TLS) $(CORE_LIB)
 	$(if $(HAVE_BPF),,@echo "faultnet: libbpf-dev, bpftool or clang missing: faultctl is built without the kernel-side backend (--backend=bpf)")
-	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl -lresolv $(BPF_LIBS) -Wl,--export-dynamic-symbol=faultnet_ctl_idle
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl -lresolv $(BPF_LIBS)
 
 # The BPF programs, and the skeleton that embeds them in faultctl.
 $(BUILD)/bpf/faultnet.bpf.o: bpf/faultnet.bpf.c bpf/shared.h
@@ -293,9 +293,9 @@ stress: test-deps
 # make bench writes BENCHMARKS.md from one run (under 10 minutes); make test
 # runs the same harness in seconds (--smoke) so that it cannot rot.
 BENCH_PROGS := $(BUILD)/bench/loop $(BUILD)/bench/stream $(BUILD)/bench/lookup \
-	$(BUILD)/bench/copyrelay $(BUILD)/bench/resolve $(BUILD)/bench/conc
+	$(BUILD)/bench/copyrelay $(BUILD)/bench/resolve $(BUILD)/bench/conc $(BUILD)/bench/member
 $(BUILD)/bench/loop $(BUILD)/bench/stream $(BUILD)/bench/copyrelay $(BUILD)/bench/resolve \
-		$(BUILD)/bench/conc: \
+		$(BUILD)/bench/conc $(BUILD)/bench/member: \
 		$(BUILD)/bench/%: tests/bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) -o $@ $< -lpthread

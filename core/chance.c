@@ -28,9 +28,14 @@ const char *fn_seed_init(void)
 		seed = s;
 		return NULL;
 	}
+	fn_seed_random();
+	return NULL;
+}
+
+void fn_seed_random(void)
+{
 	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
 		seed = fn_now_ns();
-	return NULL;
 }
 
 /* splitmix64's finaliser: a good mix of all 64 bits. */

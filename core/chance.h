@@ -11,6 +11,10 @@
  * NULL when fine, else a message naming the variable. */
 const char *fn_seed_init(void);
 
+/* A seed drawn at random, whatever FAULTNET_SEED says now: a process
+ * started without it draws one at its join. */
+void fn_seed_random(void);
+
 /* A number in [0, 1) that depends only on the seed, key and n: the same
  * seed and the same sequence of decisions give the same answers, whatever
  * other rules or threads do in between. */

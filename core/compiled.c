@@ -108,11 +108,24 @@ static int find_id(struct dl_phdr_info *info, size_t size, void *arg)
 	return mine;
 }
 
+/* Looked up once: a start asks for it at its check and again at its
+ * join. Threads that race find and store the same. */
 const uint8_t *fn_compiled_build_id(size_t *len)
 {
+	static const uint8_t *id;
+	static size_t id_len;
+	const uint8_t *known = __atomic_load_n(&id, __ATOMIC_ACQUIRE);
+	if (known) {
+		*len = id_len;
+		return known;
+	}
 	struct id_search s = {.addr = (uintptr_t)&fn_compiled_build_id};
 	dl_iterate_phdr(find_id, &s);
 	*len = s.id ? s.len : 0;
+	if (s.id) {
+		id_len = s.len;
+		__atomic_store_n(&id, s.id, __ATOMIC_RELEASE);
+	}
 	return s.id;
 }
 
@@ -665,6 +678,31 @@ static void store_copy(const char *path, const struct fn_policy *p, const struct
 	free(blob);
 }
 
+/* Where k's copy is kept (k->id set on the way): false for a text that is
+ * never kept, or with no run directory. */
+static bool copy_place(struct fn_compiled_key *k, char *file, size_t len)
+{
+	char dir[4096];
+	return fn_compiled_cacheable(k->text) && (k->id = fn_compiled_build_id(&k->idlen)) &&
+	       !fn_rundir(dir, sizeof(dir)) && fn_compiled_path(file, len, dir, k);
+}
+
+/* The policy of text: from its copy at file when one is there and whole,
+ * else parsed (and then kept at file when keep). */
+static struct fn_policy *load_text(const char *text, size_t n, const char *path, const char *zone,
+				   bool keep, const char *file, char *err, size_t errlen)
+{
+	struct fn_compiled_key k = {.text = text, .textlen = n, .zone = zone ? zone : ""};
+	k.id = keep ? fn_compiled_build_id(&k.idlen) : NULL;
+	struct fn_policy *p = keep ? load_copy(file, &k) : NULL;
+	if (!p) {
+		p = fn_config_load_string(text, path, zone, err, errlen);
+		if (p && keep)
+			store_copy(file, p, &k);
+	}
+	return p;
+}
+
 struct fn_policy *fn_compiled_load_file(const char *path, const char *zone, char *err,
 					size_t errlen)
 {
@@ -675,19 +713,48 @@ struct fn_policy *fn_compiled_load_file(const char *path, const char *zone, char
 	if (!text)
 		return NULL;
 	struct fn_compiled_key k = {.text = text, .textlen = n, .zone = zone ? zone : ""};
-	char dir[4096], file[4200];
-	bool keep = fn_compiled_cacheable(text) && (k.id = fn_compiled_build_id(&k.idlen)) &&
-		    !fn_rundir(dir, sizeof(dir)) && fn_compiled_path(file, sizeof(file), dir, &k);
-	struct fn_policy *p = keep ? load_copy(file, &k) : NULL;
-	if (!p) {
-		p = fn_config_load_string(text, path, zone, err, errlen);
-		if (p && keep)
-			store_copy(file, p, &k);
-	}
+	char file[4200];
+	bool keep = copy_place(&k, file, sizeof(file));
+	struct fn_policy *p = load_text(text, n, path, zone, keep, file, err, errlen);
 	if (own)
 		buf_free(own, n);
 	else
 		free(text);
+	errno = saved;
+	return p;
+}
+
+bool fn_compiled_pending(const char *path, const char *zone, struct fn_compiled_src *src)
+{
+	int saved = errno;
+	size_t n;
+	char *text = read_text(path, &n);
+	struct fn_compiled_key k = {.text = text, .textlen = n, .zone = zone ? zone : ""};
+	struct stat sb;
+	/* The checks load_copy makes of the file, but its bytes: a copy
+	 * that is not whole when read is the parse's, as at any start. */
+	bool kept = text && copy_place(&k, src->file, sizeof(src->file)) &&
+		    lstat(src->file, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
+		    !(sb.st_mode & (S_IWGRP | S_IWOTH));
+	if (kept) {
+		src->text = text;
+		src->len = n;
+		src->path = path;
+		src->zone = zone;
+	} else if (text) {
+		buf_free(text, n);
+	}
+	errno = saved;
+	return kept;
+}
+
+struct fn_policy *fn_compiled_load_src(struct fn_compiled_src *src, char *err, size_t errlen)
+{
+	int saved = errno;
+	struct fn_policy *p =
+	    load_text(src->text, src->len, src->path, src->zone, true, src->file, err, errlen);
+	buf_free(src->text, src->len);
+	src->text = NULL;
 	errno = saved;
 	return p;
 }

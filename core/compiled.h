@@ -68,6 +68,26 @@ bool fn_compiled_path(char *out, size_t len, const char *dir, const struct fn_co
 struct fn_policy *fn_compiled_load_file(const char *path, const char *zone, char *err,
 					size_t errlen);
 
+/* The first half of fn_compiled_load_file, for a start that builds its
+ * policy later (at its first covered call): true when the run directory
+ * keeps a compiled copy for path's text and zone, that is, a start has
+ * parsed this very text before and found it good. The text is read now
+ * and kept in *src (a later edit of the file does not count, as it does
+ * not for a process that loaded it whole). False with nothing kept when
+ * there is no copy: the caller loads the file now, with the parser's
+ * messages. */
+struct fn_compiled_src {
+	char *text;
+	size_t len;
+	const char *path, *zone; /* kept by the caller for the process's life */
+	char file[4200];	 /* the copy's place */
+};
+bool fn_compiled_pending(const char *path, const char *zone, struct fn_compiled_src *src);
+
+/* The second half: the policy of src's text (from its copy, else parsed,
+ * with the parser's messages in err), src's text freed. */
+struct fn_policy *fn_compiled_load_src(struct fn_compiled_src *src, char *err, size_t errlen);
+
 /* faultctl gc: name (an entry of dir) is a compiled copy; removed when
  * not written for FN_KEEP_S at now (the next start writes it again). */
 bool fn_compiled_expire(const char *dir, const char *name, time_t now);

@@ -89,7 +89,10 @@ const char *fn_rundir(char *dir, size_t len)
 {
 	const char *v = secure_getenv("FAULTNET_RUNDIR");
 	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
-	if (v && *v)
+	char cwd[4096];
+	if (v && *v && v[0] != '/' && getcwd(cwd, sizeof(cwd)))
+		snprintf(dir, len, "%s/%s", cwd, v); /* still right after a chdir */
+	else if (v && *v)
 		snprintf(dir, len, "%s", v);
 	else if (xdg && *xdg)
 		snprintf(dir, len, "%s/faultnet", xdg);

@@ -96,7 +96,10 @@ void fn_seg_info(const struct fn_seg *s, struct fn_buf *b)
 	fn_buf_field(b, "zone", s->h.zone[0] ? s->h.zone : "-");
 	fn_buf_printf(b, " rules=%u enabled=%u seq=%llu", s->h.nrules, s->h.enabled,
 		      (unsigned long long)s->h.seq);
-	fn_buf_field(b, "sockets", s->h.sockets_seen ? "seen" : "no socket calls seen");
+	fn_buf_field(b, "sockets",
+		     s->h.unjoined	 ? "not joined: no covered call yet"
+		     : s->h.sockets_seen ? "seen"
+					 : "no socket calls seen");
 	fn_buf_field(b, "cmd", s->h.cmd);
 	fn_buf_add(b, "\nend\n", 5);
 }

@@ -113,6 +113,9 @@ struct fn_seg_head {
 	uint64_t tls[FN_SEG_TLS]; /* enum fn_seg_tls */
 	uint64_t events_dropped;  /* FAULTNET_EVENTS lines its full FIFO had no room for */
 	struct fn_seg_h2 h2;
+	/* Never set in a file: faultctl's mark on the state it makes up for
+	 * a process that has not joined yet (ctl/state/unjoined.c). */
+	uint32_t unjoined;
 };
 
 /* A rule name's slot: claimed once (FN_SLOT_READY), never given back, so that

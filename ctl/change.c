@@ -20,6 +20,7 @@
 #include "ctl/journal.h"
 #include "ctl/state/render.h"
 #include "ctl/state/segread.h"
+#include "ctl/state/unjoined.h"
 
 /* One change's outcome as a JSON line: who ("pid":N or the group's
  * fields), ok, and the reply, escaped (a reply may quote the rule text). */
@@ -107,7 +108,7 @@ static int check(const char *dir, struct target *t, int n, const char *group,
 		if (!t[i].seg)
 			continue;
 		tried++;
-		struct fn_seg *s = seg_read(t[i].path, SEG_HEAD, 0, err, sizeof(err));
+		struct fn_seg *s = targets_state(&t[i], SEG_HEAD, 0, err, sizeof(err));
 		int rc = s ? check_change(&s->h, journal, seq, line, reply, len) : -1;
 		if (!s)
 			snprintf(reply, len, "error %s", err);
@@ -162,6 +163,18 @@ static void groups_joined(const char *dir, char *out, size_t len)
 	}
 	if (d)
 		closedir(d);
+	/* and those whose processes have started but not joined yet */
+	struct unjoined_scan sc;
+	struct unjoined t;
+	unjoined_begin(&sc, dir, NULL, 0, NULL, 0);
+	while (unjoined_next(&sc, &t)) {
+		char name[80];
+		size_t n = (size_t)snprintf(name, sizeof(name), "'%s'", t.group);
+		if (!strstr(out, name) && used + n + 3 < len)
+			used += (size_t)snprintf(out + used, len - used, "%s %s", used ? "," : "",
+						 name);
+	}
+	unjoined_end(&sc);
 }
 
 /* A change to a group that no process has ever joined is most often a
@@ -172,7 +185,7 @@ static bool group_known(const char *dir, const struct selection *sel, const char
 	char path[4200], seen[1024];
 	struct stat st;
 	fn_group_file(path, sizeof(path), dir, group, "seq");
-	if (sel->ahead || lstat(path, &st) == 0)
+	if (sel->ahead || lstat(path, &st) == 0 || unjoined_in(dir, group))
 		return true;
 	groups_joined(dir, seen, sizeof(seen));
 	fprintf(stderr,
@@ -232,7 +245,7 @@ static int group_change(const char *dir, struct selection *sel, bool json, const
 static int member_change(const char *dir, struct target *t, bool json, const char *line)
 {
 	char err[4300], reply[1200], who[100];
-	struct fn_seg *s = seg_read(t->path, SEG_HEAD, 0, err, sizeof(err));
+	struct fn_seg *s = targets_state(t, SEG_HEAD, 0, err, sizeof(err));
 	if (!s) {
 		snprintf(reply, sizeof(reply), "error %s", err);
 		print_pid_reply(t->pid, reply, json);

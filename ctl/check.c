@@ -68,6 +68,8 @@ static void edit(struct fn_policy **p, const struct fn_policy *base, const char 
 static bool replay(struct fn_policy **p, const struct fn_policy *base, const struct fn_seg_head *h,
 		   const char *journal, unsigned long long upto)
 {
+	if (!upto)
+		return true; /* no entry yet: there may be no journal */
 	FILE *f = fopen(journal, "re");
 	if (!f)
 		return false;

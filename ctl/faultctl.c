@@ -18,6 +18,7 @@
 
 #include "core/compiled.h"
 #include "core/config.h"
+#include "core/ctlmark.h"
 #include "core/rundir.h"
 #include "ctl/scenario/scenario.h"
 #include "ctl/state/render.h"
@@ -26,6 +27,7 @@
 #include "ctl/change.h"
 #include "ctl/state/segread.h"
 #include "ctl/targets.h"
+#include "ctl/state/unjoined.h"
 #include "ctl/bundle.h"
 #include "ctl/container.h"
 
@@ -491,7 +493,7 @@ static void print_lines(const struct opts *o, struct fn_buf *b)
 static bool follow_file(const struct opts *o, const struct target *t, uint64_t *since)
 {
 	char err[600];
-	struct fn_seg *s = seg_read(t->path, SEG_EVENTS, *since, err, sizeof(err));
+	struct fn_seg *s = targets_state(t, SEG_EVENTS, *since, err, sizeof(err));
 	struct fn_buf b = {0};
 	if (s)
 		fn_seg_events(s, &b, since);
@@ -684,10 +686,10 @@ static int dispatch_change(struct opts *o, const char *verb, int argc, char **ar
 	return rc;
 }
 
-/* Exported (see the Makefile): the shim, when a shimmed process starts
- * faultctl with LD_PRELOAD still set, finds this and stays idle, so faultctl
- * never joins a group nor targets itself. */
-__attribute__((used, visibility("default"))) const char faultnet_ctl_idle[] = "idle";
+/* The shim, when a shimmed process starts faultctl with LD_PRELOAD still
+ * set, finds this note and stays idle, so faultctl never joins a group nor
+ * targets itself. */
+FN_CTLMARK_DEFINE;
 
 /* help: the usage text; help --verbs: one verb a line as NAME:WHAT. */
 static int verb_help(struct opts *o, int argc, char **argv)
@@ -775,7 +777,8 @@ static bool gc_entry(const char *dir, const char *name, time_t now, char *group,
 /* A group with no member, no counts kept and no scenario running: its
  * journal, counter, lock and a killed scenario's marks go once none has
  * changed for FN_KEEP_S, under the group's lock so that no change is being
- * written meanwhile. */
+ * written meanwhile. A member that has not joined yet (no file) still
+ * needs them at its join. */
 static int gc_group(const char *dir, const char *group, time_t now)
 {
 	static const char *const ext[] = {"journal", "seq", "lock", "marks"};
@@ -786,6 +789,8 @@ static int gc_group(const char *dir, const char *group, time_t now)
 		if (lstat(path[i], &sb) == 0 && now - sb.st_mtim.tv_sec <= FN_KEEP_S)
 			return 0;
 	}
+	if (unjoined_in(dir, group))
+		return 0;
 	int fd = open(path[2], O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		close(fd);

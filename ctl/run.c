@@ -390,7 +390,7 @@ static bool strict_failed(const struct total *t, int n, int procs)
 	}
 	if (!procs) {
 		fprintf(stderr, "faultctl run --strict: no process joined (the command never ran "
-				"under the shim)\n");
+				"under the shim, or made no network call)\n");
 		failed = true;
 	}
 	return failed;

@@ -8,6 +8,7 @@
 #include "core/rules.h"
 #include "ctl/check.h"
 #include "ctl/state/segread.h"
+#include "ctl/state/unjoined.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -268,6 +269,54 @@ static void set_path(struct target *t, const char *dir, size_t dirlen, const cha
 	memcpy(t->path + dirlen + 1, name, len + 1);
 }
 
+/* The pids of the members found by their files, for the walk of /proc
+ * to pass over. */
+struct pidset {
+	pid_t *v;
+	int n, cap;
+};
+
+static bool pidset_add(struct pidset *s, pid_t pid)
+{
+	if (s->n == s->cap) {
+		int more = s->cap ? 2 * s->cap : 64;
+		pid_t *grown = realloc(s->v, (size_t)more * sizeof(pid_t));
+		if (!grown)
+			return false;
+		s->v = grown;
+		s->cap = more;
+	}
+	s->v[s->n++] = pid;
+	return true;
+}
+
+/* The members sel selects that have not joined yet (ctl/state/unjoined.h),
+ * counted and stored as the walk of files does; false when out of
+ * memory. */
+static bool add_unjoined(const char *dir, const struct selection *sel, int keep, struct target **v,
+			 int *n, int *cap, int *count, int *segs, struct pidset *pids)
+{
+	qsort(pids->v, (size_t)pids->n, sizeof(pid_t), cmp_pid);
+	struct unjoined_scan sc;
+	struct unjoined u;
+	bool ok = true;
+	unjoined_begin(&sc, dir, sel->pids, sel->npids, pids->v, pids->n);
+	while (ok && unjoined_next(&sc, &u)) {
+		struct target t = {
+		    .pid = u.pid, .seen = true, .seg = true, .unjoined = true, .id = u.id};
+		snprintf(t.group, sizeof(t.group), "%s", u.group);
+		snprintf(t.path, sizeof(t.path), "%s", u.path);
+		if (!selected(sel, &t))
+			continue;
+		bool keep_it = keep < 0 || *segs < keep;
+		ok = !keep_it || store(v, n, cap, &t);
+		*segs += keep_it;
+		++*count;
+	}
+	unjoined_end(&sc);
+	return ok;
+}
+
 /* Walks dir for sel's live targets: counts them all, and stores the
  * sockets and the first keep state files (keep < 0: all) in *out. A
  * target's path is written only when it is stored or its file removed:
@@ -283,6 +332,7 @@ int targets_count(const char *dir, const struct selection *sel, int keep, struct
 	struct target *v = NULL, t;
 	struct live live = {0};
 	struct nsmap ns = {0};
+	struct pidset pids = {0};
 	int n = 0, cap = 0, seen = 0, count = 0, segs = 0;
 	size_t dirlen = strlen(dir);
 	struct dirent *e;
@@ -291,6 +341,13 @@ int targets_count(const char *dir, const struct selection *sel, int keep, struct
 		if (!parse_name(e->d_name, &t) || dirlen + 1 + len >= sizeof(t.path))
 			continue;
 		host_pid(&t, &ns);
+		/* Any group's: the walk of /proc passes over a process with
+		 * a file, whatever the selection. */
+		if (t.seg && t.seen && !pidset_add(&pids, t.pid)) {
+			snprintf(err, errlen, "%s: out of memory", dir);
+			count = -1;
+			break;
+		}
 		if (!selected(sel, &t))
 			continue;
 		bool keep_it = !t.seg || keep < 0 || segs < keep;
@@ -316,6 +373,14 @@ int targets_count(const char *dir, const struct selection *sel, int keep, struct
 	closedir(d);
 	free(live.pids);
 	free(ns.v);
+	/* A group change (quick) walks /proc only when no member has joined:
+	 * the walk costs about 2 us a process on the machine, and a flip must
+	 * cost the same in a group of 4,096 as of 1. Those that have not
+	 * joined apply it at their join all the same. */
+	if (count >= 0 && (!sel->quick || count == 0) &&
+	    !add_unjoined(dir, sel, keep, &v, &n, &cap, &count, &segs, &pids))
+		snprintf(err, errlen, "%s: out of memory", dir), count = -1;
+	free(pids.v);
 	if (count < 0) {
 		free(v);
 		v = NULL, n = 0;
@@ -365,7 +430,7 @@ static uint64_t seq_in_force(const struct target *t)
 static struct fn_policy *in_force(const struct target *t, const struct fn_seg *s)
 {
 	uint64_t seq = seq_in_force(t);
-	if (s->h.seq >= seq)
+	if (s->h.seq >= seq && !s->h.unjoined)
 		return NULL;
 	char journal[700], err[1200];
 	int dirlen = (int)(strrchr(t->path, '/') - t->path);
@@ -386,6 +451,19 @@ static void info_of(struct fn_seg *s, const struct fn_policy *p, struct fn_buf *
 	fn_seg_info(s, reply);
 }
 
+struct fn_seg *targets_state(const struct target *t, enum seg_part part, uint64_t since, char *err,
+			     size_t len)
+{
+	struct fn_seg *s = seg_read(t->path, part, since, err, len);
+	/* Joined since it was found, or not yet. */
+	if (!s && t->unjoined && access(t->path, F_OK) < 0 && errno == ENOENT) {
+		struct unjoined u = {.pid = t->pid, .id = t->id};
+		snprintf(u.group, sizeof(u.group), "%s", t->group);
+		s = unjoined_state(&u, err, len);
+	}
+	return s;
+}
+
 /* A request answered from the member's file. */
 static bool answer(const struct target *t, const char *line, struct fn_buf *reply)
 {
@@ -397,11 +475,11 @@ static bool answer(const struct target *t, const char *line, struct fn_buf *repl
 		return false;
 	}
 	char err[600];
-	struct fn_seg *s = seg_read(t->path,
-				    info     ? SEG_HEAD
-				    : events ? SEG_EVENTS
-					     : SEG_WHOLE,
-				    0, err, sizeof(err));
+	struct fn_seg *s = targets_state(t,
+					 info	  ? SEG_HEAD
+					 : events ? SEG_EVENTS
+						  : SEG_WHOLE,
+					 0, err, sizeof(err));
 	if (!s) {
 		fn_buf_printf(reply, "error %s\n", err);
 		return false;

@@ -11,12 +11,14 @@
 
 #include "core/rundir.h"
 #include "core/wire.h"
+#include "ctl/state/segread.h"
 
 struct target {
 	pid_t pid; /* as faultctl sees it where known (seen), else as it sees itself */
 	bool seen; /* pid is faultctl's view: -p may name it */
 	char group[64];
 	bool seg;		/* a member's state file (GROUP.PID.NS.START.mem), not a socket */
+	bool unjoined;		/* found in /proc: its file (path) is made at its join */
 	struct fn_member_id id; /* a state file's member (core/rundir.h) */
 	char path[512];
 };
@@ -41,6 +43,12 @@ int targets_find(const char *dir, const struct selection *sel, struct target **o
  * change, without a path per member of a group of thousands. */
 int targets_count(const char *dir, const struct selection *sel, int keep, struct target **out,
 		  int *stored, char *err, size_t errlen);
+
+/* A member's state: read from its file, or for a member that has not
+ * joined yet made up from /proc (ctl/state/unjoined.h). NULL with the reason in
+ * err. */
+struct fn_seg *targets_state(const struct target *t, enum seg_part part, uint64_t since, char *err,
+			     size_t len);
 
 /* One request line (info, rules, stats, events; changes too for a socket):
  * the whole reply lands in reply, made from the member's file or received.

@@ -1,7 +1,9 @@
-/* init.c - the shim's start: reads the environment, loads the policy file
- * and publishes it before main runs. A bad file stops the process with exit
- * status 78 unless FAULTNET_ON_ERROR=passthrough asks to run without faults. */
-#include <dlfcn.h>
+/* init.c - the shim's start and its join. The start (before main) reads
+ * the environment and checks the policy file: a bad one stops the process
+ * with exit status 78 unless FAULTNET_ON_ERROR=passthrough asks to run
+ * without faults. The join, at the first covered call, builds the policy
+ * and joins the group. */
+#include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include "preload/base/groupseq.h"
 #include "preload/control/commands.h"
 #include "core/compiled.h"
+#include "core/ctlmark.h"
 #include "core/config.h"
 #include "core/rundir.h"
 #include "preload/control/control.h"
@@ -78,7 +81,15 @@ static const char *absolute_config(const char *path)
 	return path;
 }
 
-static void load_policy(bool passthrough)
+/* A policy whose compiled copy the run directory keeps, built at the
+ * join; path NULL when the policy was loaded at start or there is none. */
+static struct fn_compiled_src pending;
+
+/* At start: the policy checked. A text the run directory keeps compiled
+ * was parsed and found good by an earlier start, so it is only read now
+ * and built at the join; any other is loaded whole now, so that a bad file
+ * still stops the process before main with its message. */
+static void check_policy(bool passthrough)
 {
 	const char *path = secure_getenv("FAULTNET_CONFIG");
 	const char *zone = secure_getenv("FAULTNET_ZONE");
@@ -89,18 +100,44 @@ static void load_policy(bool passthrough)
 				     passthrough);
 		return;
 	}
+	/* A relative path would break in every child that changes directory
+	 * before it execs: children get the absolute one. */
+	if (path[0] != '/')
+		path = absolute_config(path);
+	/* Copied: the join and the state file use them after main, when a
+	 * program that retitles itself may have written over the strings of
+	 * its environment. */
+	static char path_kept[4096], zone_kept[FN_NAME_MAX];
+	if (strlen(path) < sizeof(path_kept))
+		path = strcpy(path_kept, path);
+	if (zone && strlen(zone) < sizeof(zone_kept))
+		zone = strcpy(zone_kept, zone);
+	if (fn_compiled_pending(path, zone, &pending))
+		return fn_cmd_set_base(path, zone);
 	char err[1024];
 	/* Parsed once per text, zone and build; later starts rebuild it from
 	 * the run directory's compiled copy, without libconfig. */
 	struct fn_policy *p = fn_compiled_load_file(path, zone, err, sizeof(err));
 	if (!p)
 		return config_error(err, passthrough);
-	/* A relative path would break in every child that changes directory
-	 * before it execs: children get the absolute one. */
-	if (path[0] != '/')
-		path = absolute_config(path);
 	fn_cmd_set_base(path, zone);
 	fn_policy_replace(p); /* replaces NULL: nothing to free */
+}
+
+/* At the join: the policy checked at start built. Its copy gone or spoilt
+ * meanwhile, the text is parsed; were that to fail (only a copy another
+ * program of this account wrote could lead here) the process runs on
+ * without faults, as it is past main. */
+static void build_policy(void)
+{
+	if (!pending.text)
+		return;
+	char err[1024];
+	struct fn_policy *p = fn_compiled_load_src(&pending, err, sizeof(err));
+	if (p)
+		fn_policy_replace(p);
+	else
+		fn_say("faultnet: %s: running with no faults", err);
 }
 
 /* The change lock, then the fd limit lock: a child never starts with a
@@ -151,8 +188,47 @@ static bool has_work(void)
 	       set("FAULTNET_EVENTS");
 }
 
+/* The process's first covered call (an IP socket, a connect, a name
+ * looked up, a send): the policy built, the group joined. Runs under the
+ * change lock, once (groupseq.c). */
+static bool seed_given; /* FAULTNET_SEED, as the process started */
+
+static void join(void)
+{
+	if (!seed_given)
+		fn_seed_random();
+	build_policy();
+	fn_control_start();
+}
+
+/* faultctl's mark (core/ctlmark.h) among the main program's notes: the
+ * first object the loader lists, whose load address it knows (a program
+ * with no PT_PHDR too). */
+static int mark_in_main(struct dl_phdr_info *info, size_t size, void *found)
+{
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum && !*(bool *)found; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_NOTE)
+			*(bool *)found = fn_ctlmark_find(
+			    (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz);
+	}
+	return 1; /* the main program only */
+}
+
+static bool started_as_faultctl(void)
+{
+	bool found = false;
+	dl_iterate_phdr(mark_in_main, &found);
+	return found;
+}
+
 /* glibc gives an ELF constructor main's arguments: the member's file
- * takes its command line from them (core/rundir.h: fn_self_cmd_note). */
+ * takes its command line from them (core/rundir.h: fn_self_cmd_note).
+ * A start does only what must be known before main (a bad policy or
+ * variable stops the process there) and leaves the rest to the join: a
+ * process that makes no covered call (`true`, most of a shell script's
+ * commands) pays little more than the library's load. */
 __attribute__((constructor)) static void fn_init(int argc, char **argv)
 {
 	fn_libc_resolve();
@@ -161,24 +237,28 @@ __attribute__((constructor)) static void fn_init(int argc, char **argv)
 	if (!has_work())
 		return;
 	/* faultctl marks itself: a faultctl started from a shimmed process
-	 * must neither join the group nor become a target of its own change.
-	 * Asked only with work to do: a failed lookup costs a process with
-	 * none ~8,000 instructions (the loader's error string). */
-	if (dlsym(RTLD_DEFAULT, "faultnet_ctl_idle"))
+	 * must neither join the group nor become a target of its own change. */
+	if (started_as_faultctl())
 		return;
 	fn_owner_reset();
 	fn_self_cmd_note(argc, argv);
 	fn_names_init();
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	bool passthrough = passthrough_on_error();
-	const char *why = fn_seed_init();
+	seed_given = set("FAULTNET_SEED");
+	const char *why = seed_given ? fn_seed_init() : NULL;
 	if (why) {
 		fn_say("faultnet: %s", why);
 		_exit(FN_EXIT_CONFIG);
 	}
-	load_policy(passthrough);
-	fn_http_env_init();
+	check_policy(passthrough);
+	/* At start, not at the join: an inherited UDP socket's first receive
+	 * (socket activation) may come before any covered call. Listed, not
+	 * probed with one poll of every fd: poll runs each file's own poll
+	 * (a FUSE file's asks its server, which may be this process's
+	 * parent, waiting for it). */
 	fn_fd_classify_inherited();
+	fn_http_env_init();
 	why = fn_events_open();
 	if (why)
 		fn_say("faultnet: FAULTNET_EVENTS: %s", why);
@@ -188,6 +268,7 @@ __attribute__((constructor)) static void fn_init(int argc, char **argv)
 		if (fatal)
 			_exit(FN_EXIT_CONFIG);
 	}
-	if ((why = fn_control_start()))
+	if ((why = fn_control_check()))
 		config_error(why, passthrough);
+	fn_groupseq_pend(join);
 }

@@ -40,6 +40,14 @@ def forkprobe_preload(build, first, lib):
     return os.path.join(build, "tests", "forkprobe.so") + ":" + lib
 
 
+def joined_sleep(seconds):
+    """argv of a member that joins its group at once and then waits: a
+    process joins at its first covered call (here the connect of a UDP
+    socket, which sends nothing), where `sleep` never makes one. bash
+    waits in a builtin, so no child of it is a member too."""
+    return ["bash", "-c", "exec 3<>/dev/udp/127.0.0.1/9 && read -t %d -u 3" % seconds]
+
+
 def name_of(test):
     """A test's name: its function's, or for a lambda wrapping one (a test
     given its servers), the function it calls."""

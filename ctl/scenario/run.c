@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "core/rundir.h"
+#include "ctl/state/unjoined.h"
 #include "ctl/state/render.h"
 #include "ctl/scenario/scenario.h"
 #include "ctl/state/segread.h"
@@ -169,7 +170,9 @@ static void start_cmd(struct run *r)
 }
 
 /* Whether a process of the command has published its state (PID.mem in
- * the stats directory: done before its main). */
+ * the stats directory), or has started under the shim and will at its
+ * first covered call (ctl/state/unjoined.h): it replays there every step made
+ * before, so none can miss it. */
 static bool cmd_joined(const struct run *r)
 {
 	DIR *d = opendir(r->statsdir);
@@ -181,6 +184,15 @@ static bool cmd_joined(const struct run *r)
 	}
 	if (d)
 		closedir(d);
+	char dir[4096];
+	struct unjoined_scan sc;
+	struct unjoined u;
+	if (!yes && !fn_rundir(dir, sizeof(dir))) {
+		/* The command's own process only: no walk of /proc. */
+		unjoined_begin(&sc, dir, &r->cmd, 1, NULL, 0);
+		yes = unjoined_next(&sc, &u) && strcmp(u.group, r->s->group) == 0;
+		unjoined_end(&sc);
+	}
 	return yes;
 }
 

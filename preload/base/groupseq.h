@@ -20,8 +20,9 @@ extern uint64_t fn_groupseq_seen;
 extern const uint64_t *fn_groupseq_at;
 
 /* Maps the counter and names what applies the journal (the control
- * commands, which live above this room). Called once at start, before
- * any other thread of the shim's exists. */
+ * commands, which live above this room). Called once, at the process's
+ * join (under the change lock, other threads may run: they wait on that
+ * lock until the join has replayed the journal), or in a fork child. */
 void fn_groupseq_attach(const uint64_t *word, void (*apply)(void));
 
 /* Makes the next covered call run the catch-up whatever the counter says
@@ -32,12 +33,20 @@ static inline void fn_groupseq_defer(void)
 	__atomic_store_n(&fn_groupseq_seen, UINT64_MAX, __ATOMIC_RELAXED);
 }
 
+/* Makes the next covered call run join, once, before anything else: a
+ * start defers its join to the first call that may need the policy (a
+ * process that makes none, `true` or a shell's builtin, pays nothing for
+ * it). Called once at start, before any other thread exists. */
+void fn_groupseq_pend(void (*join)(void));
+
 /* Brings this process up to seq: out of line, since it is rare. */
 void fn_groupseq_catch_up(uint64_t seq);
 
 static inline void fn_groupseq_check(void)
 {
-	uint64_t s = __atomic_load_n(fn_groupseq_at, __ATOMIC_ACQUIRE);
+	/* The pointer moves once, at the join, while other threads may run. */
+	uint64_t s =
+	    __atomic_load_n(__atomic_load_n(&fn_groupseq_at, __ATOMIC_RELAXED), __ATOMIC_ACQUIRE);
 	if (__builtin_expect(s != __atomic_load_n(&fn_groupseq_seen, __ATOMIC_RELAXED), 0))
 		fn_groupseq_catch_up(s);
 }

@@ -142,7 +142,7 @@ static void attach_seq(void)
 		fn_say("faultnet: %s: %m: this process does not follow the group's changes", path);
 }
 
-const char *fn_control_start(void)
+const char *fn_control_check(void)
 {
 	const char *g = secure_getenv("FAULTNET_GROUP");
 	if (g && *g && !fn_group_valid(g))
@@ -151,18 +151,32 @@ const char *fn_control_start(void)
 	if (ctl && *ctl && strcmp(ctl, "on") != 0 && strcmp(ctl, "off") != 0)
 		return "FAULTNET_CONTROL: must be on or off";
 	snprintf(group, sizeof(group), "%s", g && *g ? g : FN_GROUP_DEFAULT);
+	fn_segfile_note_env();
 	const char *why = fn_rundir(rundir, sizeof(rundir));
 	if (why) {
 		fn_say("faultnet: control disabled: run directory %s %s", rundir, why);
+		rundir[0] = '\0';
 		return NULL;
 	}
+	/* FAULTNET_CONTROL=off: the group's changes, but no file: faultctl
+	 * neither lists nor counts the process. */
+	publishing = !(ctl && strcmp(ctl, "off") == 0);
+	return NULL;
+}
+
+/* Set once the process has joined: a fork child of a process that has
+ * not joins at its own first covered call, as its parent would. */
+static bool joined;
+
+void fn_control_start(void)
+{
+	if (!rundir[0])
+		return;
 	char journal[4200];
 	fn_group_file(journal, sizeof(journal), rundir, group, "journal");
 	fn_cmd_set_group(group, journal);
 	attach_seq();
-	/* FAULTNET_CONTROL=off: the group's changes, but no file: faultctl
-	 * neither lists nor counts the process. */
-	publishing = !(ctl && strcmp(ctl, "off") == 0);
+	joined = true;
 	if (publishing)
 		sweep_dead();
 	/* A counter still at 0: the group has had no change, so there is no
@@ -173,7 +187,6 @@ const char *fn_control_start(void)
 		fn_cmd_catch_up();
 	if (publishing)
 		publish_state();
-	return NULL;
 }
 
 /* A counter that never moves: a fork child of a member whose group's
@@ -184,7 +197,7 @@ static const uint64_t unmoving;
 
 void fn_control_atfork_child(void)
 {
-	if (!publishing)
+	if (!publishing || !joined)
 		return;
 	if (!fn_groupseq_word)
 		fn_groupseq_attach(&unmoving, catch_up_live);

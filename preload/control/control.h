@@ -3,11 +3,17 @@
 #ifndef FAULTNET_CONTROL_H
 #define FAULTNET_CONTROL_H
 
-/* Joins the group (FAULTNET_GROUP), replays the group's journal and
- * publishes the process's state. Returns NULL, or a message for a bad
- * FAULTNET_GROUP or FAULTNET_CONTROL (a configuration error). Problems
- * with the run directory only disable control, with a warning. */
-const char *fn_control_start(void);
+/* At start: reads FAULTNET_GROUP, FAULTNET_CONTROL and the run directory
+ * (as the process started: a later setenv does not move it to another
+ * group). Returns NULL, or a message for a bad FAULTNET_GROUP or
+ * FAULTNET_CONTROL (a configuration error). A run directory that cannot
+ * be used only disables control, with a warning. */
+const char *fn_control_check(void);
+
+/* At the process's first covered call (its join): follows the group's
+ * changes from then on, replays the group's journal and publishes the
+ * process's state. */
+void fn_control_start(void);
 
 /* In a fork child: the child's own state, published from its first
  * covered call. */

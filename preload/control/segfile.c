@@ -113,6 +113,17 @@ static struct fn_seg *map_new(const char *tmp, const char *final)
 	return m;
 }
 
+/* FAULTNET_STATS_DIR as the process started (fn_segfile_note_env): its
+ * file is made at its join, after main, when the app may have cleared its
+ * environment. */
+static char stats_dir[4096];
+
+void fn_segfile_note_env(void)
+{
+	const char *v = secure_getenv("FAULTNET_STATS_DIR");
+	snprintf(stats_dir, sizeof(stats_dir), "%s", v ? v : "");
+}
+
 /* The file's place: the run directory, or the stats directory with a link
  * from the run directory. tmp and final name the file itself. */
 static bool places(const char *rundir, const char *group, const struct fn_member_id *me, char *tmp,
@@ -120,9 +131,9 @@ static bool places(const char *rundir, const char *group, const struct fn_member
 {
 	if (!fn_mem_path(run_path, sizeof(run_path), rundir, group, me))
 		return false;
-	const char *stats = secure_getenv("FAULTNET_STATS_DIR");
+	const char *stats = stats_dir;
 	const char *base = strrchr(run_path, '/') + 1 + strlen(group) + 1; /* "PID.NS.START.mem" */
-	if (stats && *stats) {
+	if (*stats) {
 		snprintf(final, len, "%s/%s", stats, base);
 		snprintf(tmp, len, "%s/.%s.new", stats, base);
 	} else {

@@ -13,6 +13,9 @@
 const char *fn_segfile_create(const char *rundir, const char *group, const char *config,
 			      const char *zone, uint64_t seq);
 
+/* At start: FAULTNET_STATS_DIR kept for the file made at the join. */
+void fn_segfile_note_env(void);
+
 /* In a fork child, first of all: private memory where the parent's file
  * was mapped (the child makes its file at its first covered call). True
  * when the child's state is that fresh, zeroed memory. */

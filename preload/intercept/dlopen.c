@@ -12,7 +12,7 @@
 
 void *fn_dlopen(const char *file, int flags)
 {
-	if (__builtin_expect((flags & RTLD_DEEPBIND) != 0, 0) && fn_policy_summary())
+	if (__builtin_expect((flags & RTLD_DEEPBIND) != 0, 0) && fn_policy_summary_fresh())
 		flags &= ~RTLD_DEEPBIND;
 	return LIBC(dlopen)(file, flags);
 }

@@ -35,7 +35,8 @@ static inline bool fn_fault_possible(int fd)
 	 * frame. On x86-64 the compare reads fn_groupseq_seen from memory
 	 * (the compilers load a relaxed atomic into a register first, one
 	 * instruction more on every send; an aligned load is atomic there). */
-	uint64_t seq = __atomic_load_n(fn_groupseq_at, __ATOMIC_ACQUIRE);
+	uint64_t seq =
+	    __atomic_load_n(__atomic_load_n(&fn_groupseq_at, __ATOMIC_RELAXED), __ATOMIC_ACQUIRE);
 #if defined(__x86_64__) && defined(__OPTIMIZE__)
 	bool moved;
 	__asm__("cmpq %2, %1" : "=@ccnz"(moved) : "r"(seq), "m"(fn_groupseq_seen));

@@ -17,6 +17,7 @@
 #include "preload/fd/tcpbytes.h"
 #include "preload/intercept/intercept.h"
 #include "preload/relay/reinject.h"
+#include "preload/base/groupseq.h"
 #include "preload/relay/relay.h"
 #include "preload/sink/sink.h"
 #include "preload/stats/stats.h"
@@ -24,7 +25,9 @@
 /* Until the process's first IPv4 or IPv6 socket, socket() goes through
  * here, which tells the stats that the app makes socket calls (faultctl
  * ps: "no socket calls seen" otherwise) and then hands socket() to libc's
- * directly: the hook's pass-through then keeps no test for it. */
+ * directly: the hook's pass-through then keeps no test for it. That first
+ * socket is a covered call: a process that has not joined its group joins
+ * there (the network use it starts is what faultctl is asked about). */
 static int socket_first_seen(int domain, int type, int protocol);
 static int (*socket_call)(int, int, int) = socket_first_seen;
 /* Read as a plain pointer, which the compilers fold into the call (one
@@ -44,6 +47,7 @@ static __attribute__((noinline, cold)) int socket_first_seen(int domain, int typ
 	if (fd >= 0 && fn_fd_kind(domain, type, protocol)) {
 		fn_stats_socket_seen();
 		__atomic_store_n(&socket_call, LIBC_HOT(socket), __ATOMIC_RELAXED);
+		fn_groupseq_check();
 	}
 	return fd;
 }

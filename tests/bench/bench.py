@@ -32,6 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LIB = os.path.join(BUILD, "libfaultnet.so")
 CTL = os.path.join(BUILD, "faultctl")
 BIN = os.path.join(BUILD, "bench")
+MEMBER = os.path.join(BIN, "member")
 TMP = tempfile.mkdtemp(prefix="fn-bench-")
 RUNDIR = os.path.join(TMP, "run")
 os.mkdir(RUNDIR, 0o700)
@@ -764,14 +765,16 @@ def control():
     say("")
     runs = 3 if SMOKE else 20
     fiu = shutil.which("fiu-run") and shutil.which("fiu-ctrl")
-    say("Method: N `sleep` processes under the shim in one group; `faultctl -g G enable`"
+    say("Method: N processes under the shim in one group (tests/bench/member.c: each opens"
+        " a UDP socket, the covered call at which a process joins its group, then waits);"
+        " `faultctl -g G enable`"
         " and `disable` alternately, %d times, wall time of each faultctl run (start-up"
         " included). faultctl journals the change, checks it against one member's policy"
         " (rebuilt from that member's state file and the journal) and moves the group's"
         " change counter, which each member reads at its next call: nothing is sent to any"
-        " member. Members are `sleep` rather than idle Python interpreters, so that 4,096"
-        " of them fit in memory; faultctl never waits on a member, so what the members run"
-        " does not enter the figure. Beside it,"
+        " member. Members are that small program rather than idle Python interpreters, so"
+        " that 4,096 of them fit in memory; faultctl never waits on a member, so what the"
+        " members run does not enter the figure. Beside it,"
         " %s" % (runs, "libfiu's `fiu-ctrl -c 'enable name=posix/io/net/connect' PID...`"
                      " (and disable) on N `fiu-run -x sleep` processes, the same way (3"
                      " runs at 4,096)." if fiu else "nothing: fiu-utils is not installed."))
@@ -783,7 +786,7 @@ def control():
     med = {}
     for n in (1, 8, 32) if SMOKE else (1, 32, 256, 4096):
         group = "bench%d" % n
-        ps = [subprocess.Popen(["sleep", "600"], env=shim_env(cfg, {"FAULTNET_GROUP": group}))
+        ps = [subprocess.Popen([MEMBER], env=shim_env(cfg, {"FAULTNET_GROUP": group}))
               for _ in range(n)]
         procs.extend(ps)
         for _ in range(1200):
@@ -1179,9 +1182,9 @@ sys.stdin.read()
 
 
 def start_in_big_group(cfg, runs):
-    """Wall time of a start of true joining a group of BIG_GROUP live
-    members against one joining an empty group, alternating; and the
-    system calls of each."""
+    """Wall time of a start that joins at once (JOINING) in a group of
+    BIG_GROUP live members against one in an empty group, alternating; and
+    the system calls of each."""
     n = 200 if SMOKE else BIG_GROUP
     rundir = os.path.join(TMP, "bigrun")
     os.mkdir(rundir, 0o700)
@@ -1195,7 +1198,7 @@ def start_in_big_group(cfg, runs):
     for _ in range(runs):
         for g in ("empty", "big"):
             t0 = time.monotonic()
-            subprocess.run(["true"], env=envs[g], check=True)
+            subprocess.run(JOINING, env=envs[g], check=True, stdout=subprocess.DEVNULL)
             times[g].append((time.monotonic() - t0) * 1000)
     med = {g: statistics.median(v) for g, v in times.items()}
     ratio = med["big"] / med["empty"]
@@ -1203,13 +1206,13 @@ def start_in_big_group(cfg, runs):
     if shutil.which("strace"):
         open(os.path.join(rundir, ".sweep"), "w").close()
         trace = os.path.join(TMP, "big.strace")
-        calls = {g: len(start_syscalls(envs[g], trace)) for g in ("empty", "big")}
+        calls = {g: len(start_syscalls(envs[g], trace, JOINING)) for g in ("empty", "big")}
     holder.stdin.close()
     holder.wait()
-    say("A start in a big group: `true` joining a group of %d live members (files held"
+    say("A start in a big group: `%s` joining a group of %d live members (files held"
         " locked by another process, as members hold theirs) took %.2f ms, joining an empty"
         " group %.2f ms (%d runs each, alternating; medians): %.2f; target at most %.2f: %s.%s"
-        % (n, med["big"], med["empty"], runs, ratio, BIG_GROUP_TARGET,
+        % (" ".join(JOINING), n, med["big"], med["empty"], runs, ratio, BIG_GROUP_TARGET,
            "met" if ratio <= BIG_GROUP_TARGET else "missed",
            " System calls of each start: %d and %d." % (calls["big"], calls["empty"])
            if calls else ""))
@@ -1219,10 +1222,15 @@ def start_in_big_group(cfg, runs):
                     calls["big"] - calls["empty"], 10)
 
 
-def start_syscalls(env, trace):
-    """System calls of a start of /usr/bin/true (strace -f, every thread),
-    its trace kept in trace."""
-    subprocess.run(["strace", "-f", "-qq", "-o", trace, "/usr/bin/true"], env=env, check=True,
+# A command whose first covered call comes at once (its lookup): it joins
+# its group there, as every start did before the join waited for it.
+JOINING = ["getent", "ahosts", "localhost"]
+
+
+def start_syscalls(env, trace, argv=("/usr/bin/true",)):
+    """System calls of a start of argv (strace -f, every thread), its trace
+    kept in trace."""
+    subprocess.run(["strace", "-f", "-qq", "-o", trace] + list(argv), env=env, check=True,
                    capture_output=True, timeout=60)
     with open(trace) as f:
         return [line for line in f if "(" in line and "+++" not in line]
@@ -1248,43 +1256,42 @@ def start_counts(cfg):
     # binding it, the constructor's lookups), apart from any policy's.
     alone = callgrind_threads(plain_env({"LD_PRELOAD": LIB, "FAULTNET_RUNDIR": RUNDIR}),
                               ["/usr/bin/true"]) - instr[0]
-    # The state file's blocks: fallocate, or a write of zeros while it is
-    # being made (preload/stats/stats.c: give_blocks, give_zeros).
-    pages = sum(call_name(c) in ("fallocate", "pwrite64") for c in calls)
     by = {}
     for c, n in [(c, 1) for c in calls] + [(c, -1) for c in plain]:
         by[call_name(c)] = by.get(call_name(c), 0) + n
     top = ", ".join("%s %+d" % kv for kv in sorted(by.items(), key=lambda kv: -kv[1])[:8])
     say("What a start of `/usr/bin/true` adds, as counts (the run directory exists, 10 rules):"
         " %d system calls without the shim, %d with it (%+d; strace -f; the bound this run"
-        " keeps: under %d added, %s), of which %d give the state file's pages their blocks (a write of zeros"
-        " or fallocate, before a page is written); %d user-space instructions without the"
+        " keeps: under %d added, %s); %d user-space instructions without the"
         " shim, %d with it (%+d; callgrind, every thread). The calls added, by name, most"
-        " first: %s."
-        % (bare, len(calls), len(calls) - bare, START_ADDED_CALLS,
-           "kept" if len(calls) - bare < START_ADDED_CALLS else "broken", pages,
+        " first: %s. `true` makes no covered call, so it never joins its group: it reads"
+        " its policy file and finds its compiled copy, and builds nothing."
+        % (bare, len(calls), len(calls) - bare, START_TRUE_CALLS,
+           "kept" if len(calls) - bare < START_TRUE_CALLS else "broken",
            instr[0], instr[1], instr[1] - instr[0], top))
     say("")
     start_phases(cfg, instr[1] - instr[0])
+    jcalls = start_joining(cfg, trace)
     # The policy file is read once (its size from the fstat of the open
     # file), and a run directory that exists is not made again: the tree
     # before had a stat of the file and a refused mkdir at every start.
-    again = sum(('"%s"' % cfg) in c and "open" not in c for c in calls)
+    again = sum(('"%s"' % cfg) in c and "open" not in c for c in calls + jcalls)
     check_bound("start: calls naming the policy file besides its open", again, 1)
     check_bound("start: mkdir of a run directory that exists",
-                sum(call_name(c) == "mkdir" for c in calls), 1)
+                sum(call_name(c) == "mkdir" for c in calls + jcalls), 1)
     # A group that never changed has no journal: its counter (0) says so,
     # where every start tried to open it.
     check_bound("start: opens of the journal of a group with no change",
-                sum(".journal" in c for c in calls), 1)
+                sum(".journal" in c for c in jcalls), 1)
     # The head, the rule index and the first 16 rules' slots side by side,
     # given blocks in the one write that makes the file; before, a page per
     # rule's slot (placed by its name's hash: 13 calls for 10 rules), and
     # before that every page the slots' 64 probes span (75 fallocate calls,
     # 198 calls in all: 168 added).
-    check_bound("start: calls giving the state file's pages blocks (10 rules)", pages, 3)
+    check_bound("start: calls giving the state file's pages blocks (10 rules)",
+                sum(call_name(c) in ("fallocate", "pwrite64") for c in jcalls), 3)
     check_bound("start: system calls a start of true adds (10 rules)", len(calls) - bare,
-                START_ADDED_CALLS)
+                START_TRUE_CALLS)
     say("The shim with no policy adds %d instructions to a start of `true` (callgrind; the"
         " bound this run keeps: under %d, %s)."
         % (alone, START_ALONE_INSTR, "kept" if alone < START_ALONE_INSTR else "broken"))
@@ -1315,13 +1322,36 @@ def start_counts(cfg):
                 1 - len(kept), 1)
 
 
+def start_joining(cfg, trace):
+    """What a start that joins at once adds: `getent ahosts localhost`,
+    whose lookup is its first covered call. Its trace's calls."""
+    plain = start_syscalls(plain_env(), trace, JOINING)
+    # One join first: it sweeps the run directory (at most every 10 s, of
+    # the earlier sections' dead members), which is not a start's cost.
+    subprocess.run(JOINING, env=shim_env(cfg), check=True, capture_output=True)
+    calls = start_syscalls(shim_env(cfg), trace, JOINING)
+    instr = [callgrind_threads(env, JOINING) for env in (plain_env(), shim_env(cfg))]
+    added = len(calls) - len(plain)
+    say("A start whose first call is covered joins its group there: `%s` (its lookup) adds"
+        " %d system calls (the bound this run keeps: under %d, %s) and %d user-space"
+        " instructions: the policy built from its compiled copy, the group's counter"
+        " mapped, the state file made (%d calls give its"
+        " pages their blocks, a write of zeros or fallocate before a page is written), all"
+        " of what every start did before the join waited for the first covered call."
+        % (" ".join(JOINING), added, START_ADDED_CALLS,
+           "kept" if added < START_ADDED_CALLS else "broken", instr[1] - instr[0],
+           sum(call_name(c) in ("fallocate", "pwrite64") for c in calls)))
+    say("")
+    check_bound("start and join: system calls `getent ahosts localhost` adds (10 rules)",
+                added, START_ADDED_CALLS)
+    return calls
+
+
 # Where a start's added instructions go: the shim's steps before main,
 # inclusive (callgrind_annotate), by the function that does each.
-START_PHASES = (("load_policy", "the policy loaded from its compiled copy (core/compiled.c)"),
-                ("fn_compiled_read", "of which the copy rebuilt"),
-                ("fn_lcfg_open", "of which libconfig loaded (dlmopen)"),
-                ("fn_policy_finish", "of which the rule index built"),
-                ("fn_control_start", "the group joined and the state file made"),
+START_PHASES = (("check_policy", "the policy file read and its compiled copy found"),
+                ("fn_compiled_build_id", "of which the shim's build-id found"),
+                ("fn_control_check", "the group's variables and run directory"),
                 ("fn_libc_resolve", "libc's functions looked up (dlsym)"))
 
 
@@ -1343,7 +1373,7 @@ def start_phases(cfg, added):
         count = int(m.group(1).replace(",", ""))
         got[m.group(2)] = max(got.get(m.group(2), 0), count)
     shown = ["%s %d" % (what, got[fn]) for fn, what in START_PHASES if fn in got]
-    rest = added - sum(got.get(fn, 0) for fn in ("load_policy", "fn_control_start",
+    rest = added - sum(got.get(fn, 0) for fn in ("check_policy", "fn_control_check",
                                                   "fn_libc_resolve"))
     say("Where the added instructions go (callgrind, inclusive): %s; the rest, %d, mostly the"
         " dynamic loader's (the shim mapped and relocated, the constructor's first calls"
@@ -1357,6 +1387,10 @@ def start_phases(cfg, added):
 # b994ac9; 62 with the policy file read once and the state file's rule
 # slots side by side (one write of zeros where there were 13).
 START_ADDED_CALLS = 72
+# A start that does not join (true): the policy file read, its compiled
+# copy and the run directory looked at, the inherited fds listed: 31 in the
+# first bench run of the join at the first covered call.
+START_TRUE_CALLS = 40
 # The shim loaded with no policy added 186k instructions to true (issue 42:
 # libresolv mapped, ~145 imports bound at load, 37 dlsym at start); about
 # 53k once bound lazily, without libresolv, 24 dlsym at start.

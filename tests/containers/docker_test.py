@@ -218,14 +218,14 @@ def test_two_containers_pid_1():
     removes no host member's file."""
     policy('rules = ( { name = "off"; action = "refuse"; match = { to = "127.0.0.9/32"; }; '
            'enabled = false; } );\n')
-    host = subprocess.Popen(["sleep", "60"], env=dict(ENV, FAULTNET_GROUP="pid1", LD_PRELOAD=(
+    host = subprocess.Popen(checks.joined_sleep(60), env=dict(ENV, FAULTNET_GROUP="pid1", LD_PRELOAD=(
         os.path.join(BUILD, "libfaultnet.so")), FAULTNET_CONFIG=os.path.join(WORK, "policy.conf")))
     try:
         wait_for(lambda: members("pid1"))
         before = [f for f in os.listdir(RUNDIR) if f.startswith("pid1.") and f.endswith(".mem")]
         for name in ("fn-dk-a", "fn-dk-b"):
             r = ctl("docker", "run", "--config", os.path.join(WORK, "policy.conf"), "-g", "pid1",
-                    "-d", "--network", "none", "--name", name, IMAGE, "sleep", "60")
+                    "-d", "--network", "none", "--name", name, IMAGE, *checks.joined_sleep(60))
             check("faultctl docker run -d %s" % name, r.returncode == 0, r.stdout + r.stderr)
         m = wait_for(lambda: len(members("pid1")) == 3 and members("pid1"), timeout=10)
         files = sorted(f for f in os.listdir(RUNDIR) if f.startswith("pid1.1."))

@@ -264,7 +264,9 @@ def test_two_chroots_pid_1_gone_in_a_second():
     with open(CONF, "w") as f:
         f.write('rules = ( { name = "off"; action = "refuse"; '
                 'match = { to = "127.0.0.9/32"; }; enabled = false; } );\n')
-    ps = [in_chroot("twins", ["bash", "-c", 'exec 9<>"$1"; read -u 9', "w", FIFO])
+    # Each joins at its first covered call (a UDP socket's connect), then waits.
+    ps = [in_chroot("twins", ["bash", "-c", 'exec 3<>/dev/udp/127.0.0.1/9 && exec 9<>"$1"; read -u 9',
+                              "w", FIFO])
           for _ in range(2)]
     try:
         m = wait_for(lambda: len(members("twins")) == 2 and members("twins"))

@@ -49,9 +49,15 @@ def fresh_rundir():
     return d
 
 
-def start(conf, rundir, argv=("true",), extra=None):
-    """One start under the shim: (completed process, whether it loaded
-    libconfig)."""
+# A command whose first covered call (a UDP socket's connect, which sends
+# nothing) comes at once: a process builds its policy there, at its join,
+# not at its start.
+JOINS = ("bash", "-c", "exec 3<>/dev/udp/127.0.0.1/9")
+
+
+def start(conf, rundir, argv=JOINS, extra=None):
+    """One start under the shim that joins: (completed process, whether it
+    loaded libconfig)."""
     e = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_")}
     e.update(LD_PRELOAD=(FIRST + ":" if FIRST else "") + LIB, FAULTNET_CONFIG=conf,
              FAULTNET_RUNDIR=rundir, LD_DEBUG="files")
@@ -227,6 +233,44 @@ def test_bad_policy_still_exits_78():
               % p.returncode, p.returncode == 0 and "running with no faults" in p.stderr)
 
 
+def test_start_builds_at_join():
+    """A start whose policy is kept compiled reads the policy file and
+    looks at the copy, and builds the policy at its first covered call: a
+    process that makes none (true) never opens the copy; one that does
+    opens it there, once, and meets its rules."""
+    rundir, conf = fresh_rundir(), os.path.join(WORK, "lazy.conf")
+    srv = listener()
+    port = srv.getsockname()[1]
+    write(conf, refuse(port))
+    start(conf, rundir)
+    trace = os.path.join(WORK, "lazy.strace")
+    e = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_")}
+    e.update(LD_PRELOAD=(FIRST + ":" if FIRST else "") + LIB, FAULTNET_CONFIG=conf,
+             FAULTNET_RUNDIR=rundir)
+
+    def opens(argv):
+        subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat", "-o", trace] + argv, env=e,
+                       capture_output=True, timeout=120)
+        with open(trace) as f:
+            lines = f.read().splitlines()
+        return ([x for x in lines if ".compiled" in x and "O_RDONLY" in x],
+                [x for x in lines if ".mem" in x])
+    if not shutil.which("strace"):
+        print("  skip - strace is not installed: the start's opens cannot be seen")
+        checks.skip()
+        return
+    copy, mem = opens(["true"])
+    check("a start that makes no covered call opens no copy and makes no state file",
+          not copy and not mem, copy + mem)
+    copy, mem = opens([PY, "-c", PROBE, str(port)])
+    check("its first covered call builds the policy from the copy, once, and joins",
+          len(copy) == 1 and mem, copy + mem)
+    got, parsed = probe(conf, rundir, port)
+    check("and the rules are in force there, the listener refused (%s)" % got,
+          got == "refused" and not parsed)
+    srv.close()
+
+
 def test_include_and_body_file_never_kept():
     """Their content lives in other files: parsed at every start, no copy,
     and a change of the other file is seen by the next start."""
@@ -289,6 +333,7 @@ def test_zone_in_the_key():
 def main():
     print("the compiled policy copy (%s)" % BUILD)
     tests = [test_second_start_without_libconfig, test_changed_file_same_size_and_mtime,
+             test_start_builds_at_join,
              test_untrusted_copies_ignored, test_bad_policy_still_exits_78,
              test_include_and_body_file_never_kept, test_zone_in_the_key]
     try:

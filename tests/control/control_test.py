@@ -189,15 +189,20 @@ def test_fork_exec():
     c, s = Agent(child), Agent(spawned)
     c.wait_ready()
     s.wait_ready()
-    pids = {p["pid"] for p in ps("-g", "family")}
-    check("a forked child is not served before its first covered call; the exec'd one is",
-          child not in pids and {a.pid, spawned} <= pids, str(pids))
+    rows = {p["pid"]: p for p in ps("-g", "family")}
+    files = glob.glob(os.path.join(RUNDIR, "family.%d.*.mem" % child))
+    check("a forked child makes no file before its first covered call (ps lists it as not"
+          " joined); the exec'd one is listed",
+          child in rows and "not joined" in rows[child].get("sockets", "") and not files
+          and {a.pid, spawned} <= set(rows), str(rows) + str(files))
     c.ask("try 127.66.0.1 8443")
+    s.ask("try 127.66.0.1 8443")
+    a.ask("try 127.66.0.1 8443")
     pids = {p["pid"] for p in ps("-g", "family")}
     check("ps lists the forked child once it has made a connect",
           {a.pid, child, spawned} <= pids, str(pids))
     r = ctl("-g", "family", "enable", "bh")
-    check("faultctl counts parent and children in the group",
+    check("faultctl counts parent and children in the group, all joined",
           r.returncode == 0 and "(3 processes): ok bh enabled" in r.stdout, r.stdout + r.stderr)
     got = [x.ask("try 127.66.0.1 8443") for x in (a, c, s)]
     check("forked and exec'd children obey the change", got == ["blackholed"] * 3, str(got))
@@ -211,6 +216,180 @@ def test_fork_exec():
     check("and follows the next change", a.ask("try 127.66.0.1 8443") == "connected")
     for x in (a, c, s):
         x.stop()
+
+
+def test_unjoined():
+    """A process joins its group at its first covered call, not at its
+    start: until then it has no state file, and faultctl finds it in
+    /proc. ps lists it as not joined, rules shows the policy it will have,
+    a group change counts it and -p PID names it, and both are in force
+    from its first covered call on, when it makes its file."""
+    a = Agent.start(group="lazy")
+
+    def files():
+        return glob.glob(os.path.join(RUNDIR, "lazy.%d.*.mem" % a.pid))
+    rows = ps("-g", "lazy")
+    check("a process that made no covered call has no state file; ps lists it as not joined",
+          not files() and [x.get("pid") for x in rows] == [a.pid]
+          and rows[0].get("sockets") == "not joined: no covered call yet", str(rows))
+    r = ctl("-g", "lazy", "enable", "bh")
+    check("a group change counts it and is checked against its policy",
+          r.returncode == 0 and "(1 process): ok bh enabled" in r.stdout, r.stdout + r.stderr)
+    r = ctl("-p", str(a.pid), "add",
+            '{ name = "mine"; action = "blackhole"; match = { to = "127.66.0.2/32"; }; }')
+    check("-p PID names it", r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr)
+    r = ctl("-g", "lazy", "--json", "rules")
+    got = {x.get("name"): x.get("enabled") for x in map(json.loads, r.stdout.splitlines())}
+    check("rules: the policy it will have, its config's rules and both changes (%s)" % got,
+          got == {"bh": "yes", "az-1a": "no", "mine": "yes"}, r.stdout + r.stderr)
+    check("the changes wrote nothing of its own: still no state file", not files())
+    # A fork child of a process that has not joined joins at its own first
+    # covered call, as itself: the group's changes, not those named for
+    # its parent.
+    c = Agent(int(a.ask("fork").split()[1]))
+    c.wait_ready()
+    got = [c.ask("try 127.66.0.1 8443"), c.ask("try 127.66.0.2 9")]
+    kid = glob.glob(os.path.join(RUNDIR, "lazy.%d.*.mem" % c.pid))
+    check("a fork child of an unjoined process joins at its own first covered call: the"
+          " group's change, not its parent's -p one (%s), its own file" % got,
+          got[0] == "blackholed" and got[1] != "blackholed" and len(kid) == 1
+          and not files(), str(got))
+    c.stop()
+    first = a.ask("try 127.66.0.1 8443")
+    mine = a.ask("try 127.66.0.2 9")
+    rows = ps("-g", "lazy")
+    check("at its first covered call it joins: both changes in force (%s, %s), its file made"
+          % (first, mine), first == "blackholed" and mine == "blackholed" and len(files()) == 1
+          and rows and rows[0].get("sockets") == "seen", str(rows))
+    ctl("-g", "lazy", "disable", "bh")
+    other = Agent.start(group="lazy")
+    r = ctl("-g", "lazy", "enable", "bh")
+    check("a group change with a member joined counts the joined (%s)" % r.stdout.strip(),
+          r.returncode == 0 and "(1 process): ok bh enabled" in r.stdout, r.stdout + r.stderr)
+    got = [other.ask("try 127.66.0.1 8443"), other.ask("try 127.66.0.2 9")]
+    check("the process that had not joined then meets it at its join, and not the change"
+          " named for another (%s)" % got, got[0] == "blackholed" and got[1] != "blackholed",
+          str(got))
+    for x in (a, other):
+        x.stop()
+
+
+JOIN_RACE = """
+import errno, select, socket, sys, threading, time
+def first():  # the first IP socket: the join, whose sweep takes a while
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()
+def second():
+    time.sleep(0.005)
+    s = socket.socket()
+    s.setblocking(False)
+    rc = s.connect_ex(("127.66.0.1", 8443))
+    w = select.select([], [s], [], 0.3)[1] if rc == errno.EINPROGRESS else [s]
+    print("connected" if w and not s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+          else "blackholed", flush=True)
+t = [threading.Thread(target=f) for f in (first, second)]
+for x in t:
+    x.start()
+for x in t:
+    x.join()
+"""
+
+
+def test_join_race():
+    """A thread's covered call while another thread joins waits for the
+    join: the join mapped the group's counter, and marked it seen, before
+    it replayed the journal (here while it swept 3,000 dead members'
+    files), so a covered call meanwhile went on with the policy the
+    process started with, without the group's changes."""
+    r = ctl("-g", "race", "--ahead", "enable", "bh")
+    for i in range(3000):
+        open(os.path.join(RUNDIR, "race.%d.1.1.mem" % (900000 + i)), "w").close()
+    got = []
+    for _ in range(3):
+        old = time.time() - 60
+        stamp = os.path.join(RUNDIR, ".sweep")
+        open(stamp, "a").close()
+        os.utime(stamp, (old, old))
+        p = subprocess.run([PY, "-c", JOIN_RACE], env=env("race"), capture_output=True,
+                           text=True, timeout=60)
+        got.append(p.stdout.strip())
+        for i in range(3000):  # dead again for the next run's sweep
+            done = os.path.join(RUNDIR, "race.%d.1.1.done" % (900000 + i))
+            if os.path.exists(done):
+                os.rename(done, done[:-5] + ".mem")
+    for i in range(3000):
+        os.unlink(os.path.join(RUNDIR, "race.%d.1.1.mem" % (900000 + i)))
+    check("a covered call made while another thread joins meets the group's changes (%s)"
+          % got, r.returncode == 0 and got == ["blackholed"] * 3, r.stderr)
+
+
+RETITLE = """
+import ctypes, errno, select, socket
+# What a program that retitles itself does (setproctitle): its
+# environment's strings written over, here FAULTNET_ZONE's and
+# FAULTNET_CONFIG's values, before its first covered call.
+libc = ctypes.CDLL(None)
+env = ctypes.POINTER(ctypes.c_void_p).in_dll(libc, "environ")
+i = 0
+while env[i]:
+    text = ctypes.string_at(env[i])
+    for key in (b"FAULTNET_ZONE=", b"FAULTNET_CONFIG="):
+        if text.startswith(key):
+            ctypes.memset(env[i] + len(key), ord("x"), len(text) - len(key))
+    i += 1
+s = socket.socket()
+s.setblocking(False)
+rc = s.connect_ex(("127.66.0.1", 8443))
+w = select.select([], [s], [], 0.3)[1] if rc == errno.EINPROGRESS else [s]
+print("connected" if w and not s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+      else "blackholed", flush=True)
+"""
+
+
+def test_environment_overwritten():
+    """The policy file and zone a process started with are kept: the join
+    and the state file used the strings of the environment, which a
+    program that retitles itself writes over before its first covered
+    call (the policy was then lost: "running with no faults")."""
+    ctl("-g", "retitle", "--ahead", "enable", "bh")
+    subprocess.run(["true"], env=env("retitle", zone="1a"))  # its compiled copy made
+    p = subprocess.run([PY, "-c", RETITLE], env=env("retitle", zone="1a"),
+                       capture_output=True, text=True, timeout=60)
+    check("a process whose environment's strings were written over meets its policy and the"
+          " group's change (%s)" % p.stdout.strip(),
+          p.stdout.strip() == "blackholed" and "faultnet:" not in p.stderr, p.stderr[-300:])
+
+
+BIG_PROCESS = """
+import mmap, sys, time
+# 600 mappings, every other one read-only so that none merge: 40 KiB of
+# /proc/PID/maps listed before the libraries (and the shim's lines).
+keep = [mmap.mmap(-1, 4096, prot=mmap.PROT_READ | (mmap.PROT_WRITE if i % 2 else 0))
+        for i in range(600)]
+print("ready", flush=True)
+time.sleep(30)
+"""
+
+
+def test_unjoined_big():
+    """A process that has not joined is found whatever the size of its
+    /proc files: faultctl read 16 KiB of each, so a process whose shim
+    mapping is listed past that in /proc/PID/maps, or whose FAULTNET_
+    variables sit past that in its environment, was not listed."""
+    e = {"FN_FILLER": "x" * 40000}
+    e.update(env("bigproc"))
+    p = subprocess.Popen([PY, "-c", BIG_PROCESS], env=e, stdout=subprocess.PIPE, text=True)
+    try:
+        p.stdout.readline()
+        with open("/proc/%d/maps" % p.pid) as f:
+            maps = f.read()
+        at = max(maps.find("libfaultnet"), 0)
+        rows = ps("-g", "bigproc")
+        check("an unjoined process with %d bytes of maps before the shim's and its variables past"
+              " 40 KB of environment is listed" % at,
+              at > 16384 and [x.get("pid") for x in rows] == [p.pid], str(rows))
+    finally:
+        p.kill()
+        p.wait()
 
 
 FORK_ALLOCS = """
@@ -286,6 +465,7 @@ def test_bad_input():
     directory: a file that is not a member's whole state (cut short,
     garbage, open to others) is reported and skipped, never believed."""
     a = Agent.start(group="hostile")
+    a.ask("udp")  # its first covered call: it joins
     real = member_file("hostile", a.pid)
     check("a member publishes its state in the run directory, mode 0600",
           os.path.exists(real) and os.stat(real).st_mode & 0o777 == 0o600)
@@ -726,7 +906,7 @@ def test_large_group_liveness():
     in another pid namespace): it counts only the live ones and removes the
     files of the dead."""
     group, n, dead = "big", 48, 6
-    ps = [subprocess.Popen(["sleep", "60"], env=env(group)) for _ in range(n)]
+    ps = [subprocess.Popen(checks.joined_sleep(60), env=env(group)) for _ in range(n)]
     def files():
         return [f for f in os.listdir(RUNDIR) if f.startswith(group + ".") and f.endswith(".mem")]
     for _ in range(600):
@@ -813,17 +993,18 @@ def test_udp_rule_added_live():
 
 
 def test_sockets_seen():
-    """ps tells a process that made no IP socket ("no socket calls seen",
-    as a program the shim cannot reach reads) from one that did: the first
-    IPv4 socket makes it "seen", and the sockets after it, which the hook
-    hands to libc without that test, are made and marked as before."""
+    """ps tells a process that made no IP socket (not joined: no covered
+    call yet, as a program the shim cannot reach reads) from one that did:
+    the first IPv4 socket joins it and makes it "seen", and the sockets
+    after it, which the hook hands to libc without that test, are made and
+    marked as before."""
     a = Agent.start(group="sockseen")
     before = [x.get("sockets") for x in ps("-g", "sockseen")]
     first = a.ask("udp")
     after = [x.get("sockets") for x in ps("-g", "sockseen")]
     second = a.ask("udp")
     check("ps: no socket calls seen before the first IP socket, seen after (%s, %s)"
-          % (before, after), before == ["no socket calls seen"] and after == ["seen"]
+          % (before, after), before == ["not joined: no covered call yet"] and after == ["seen"]
           and first.startswith("udp ") and second.startswith("udp "))
     a.stop()
 
@@ -836,7 +1017,10 @@ def main():
     servers[0].close()
     echo = subprocess.Popen([PY, os.path.join(HERE, "echo_server.py"), "127.66.0.1", "8443"])
     time.sleep(0.3)
-    tests = [lambda: test_live_flips(servers), test_zones, test_fork_exec, test_fork_without_counter,
+    tests = [lambda: test_live_flips(servers), test_zones, test_unjoined, test_unjoined_big,
+             test_join_race, test_environment_overwritten,
+             test_fork_exec,
+             test_fork_without_counter,
              test_bad_input,
              test_escaping, lambda: test_stats_and_events(servers),
              lambda: test_existing_connections(servers), test_verbs, test_run_group_and_stats,

@@ -124,7 +124,7 @@ def in_pidns(group, argv, **kw):
 def test_same_pid_two_members():
     """Two namespaces' pid 1 (same pid, often the same start tick) were one
     file, GROUP.1.mem: now two members, each shown by its host pid."""
-    ps = [in_pidns("twins", ["sleep", "30"]) for _ in range(2)]
+    ps = [in_pidns("twins", checks.joined_sleep(30)) for _ in range(2)]
     got = wait_for(lambda: len(files("twins")) == 2 and files("twins"))
     names = [os.path.basename(f) for f in got or []]
     check("two pid namespaces' pid 1: two state files (%s)" % names,
@@ -146,7 +146,7 @@ def test_gone_within_a_second():
     """A member in a pid namespace is pid 1 there, which on the host is
     init, alive: by its pid it never looked gone. Its file's lock is let go
     when it exits."""
-    p = in_pidns("gone", ["sleep", "30"])
+    p = in_pidns("gone", checks.joined_sleep(30))
     listed = wait_for(lambda: len(members("gone")) == 1)
     check("the namespaced member is listed", listed)
     r = ctl("-g", "gone", "disable", "off")
@@ -169,13 +169,13 @@ def test_start_keeps_host_files():
     """Every start sweeps the run directory (at most every 10 s): from
     inside a pid namespace every host pid looked dead, so a start there
     moved the host members' files away."""
-    host = subprocess.Popen(["sleep", "30"], env=env("mixed"))
+    host = subprocess.Popen(checks.joined_sleep(30), env=env("mixed"))
     wait_for(lambda: files("mixed"))
     before = files("mixed")
     stamp = os.path.join(RUNDIR, ".sweep")
     if os.path.exists(stamp):
         os.utime(stamp, (time.time() - 60, time.time() - 60))
-    inner = in_pidns("mixed", ["sleep", "30"])
+    inner = in_pidns("mixed", checks.joined_sleep(30))
     wait_for(lambda: len(files("mixed")) == 2)
     check("a start in a pid namespace (its sweep due) removes no host member's file",
           all(os.path.exists(f) for f in before) and len(before) == 1, os.listdir(RUNDIR))

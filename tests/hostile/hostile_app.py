@@ -32,8 +32,9 @@ def clean_env(**extra):
 
 
 def footprint(env):
-    """Threads and fds of a process that only sleeps."""
-    p = subprocess.Popen(["sleep", "5"], env=env)
+    """Threads and fds of a process that joins its group (its first
+    covered call) and then sleeps."""
+    p = subprocess.Popen(checks.joined_sleep(5), env=env)
     time.sleep(0.5)
     res = (len(os.listdir("/proc/%d/task" % p.pid)), sorted(os.listdir("/proc/%d/fd" % p.pid)))
     p.kill()
@@ -364,7 +365,7 @@ def test_17_no_stale_sockets():
     rundir = tempfile.mkdtemp(prefix="fn-stale-")
     env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=rundir)
     subprocess.run([PY, "-c", FORKS], env=env, timeout=120, capture_output=True)
-    p = subprocess.Popen(["sleep", "5"], env=env)
+    p = subprocess.Popen(checks.joined_sleep(5), env=env)
     time.sleep(1)
     left = [f for f in os.listdir(rundir) if f.endswith(".mem")]
     p.kill()
@@ -481,7 +482,10 @@ def test_i38_16_full_at_start():
             '{ name = "r%d"; action = "refuse"; match = { to = "127.101.0.%d/32"; }; }' % (i, i)
             for i in range(60)) + "\n);\n")
     env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=conf, FAULTNET_RUNDIR=d + "/mnt/run")
-    app = "import subprocess; subprocess.run(['/bin/true'], check=True); print('done')"
+    # Its first IP socket is its first covered call: it joins, and makes
+    # its state file, there.
+    app = ("import socket, subprocess; socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+           "subprocess.run(['/bin/true'], check=True); print('done')")
     os.mkdir(d + "/mnt")
     script = 'mount -t tmpfs -o size=64k tmpfs "$1/mnt" && exec "$2" -c "$3"'
     p = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", d, PY, app], env=env,
