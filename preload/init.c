@@ -15,6 +15,7 @@
 #include "preload/dns/responder.h"
 #include "preload/base/groupseq.h"
 #include "preload/control/commands.h"
+#include "core/clock.h"
 #include "core/compiled.h"
 #include "core/ctlmark.h"
 #include "core/config.h"
@@ -84,6 +85,7 @@ static const char *absolute_config(const char *path)
 /* A policy whose compiled copy the run directory keeps, built at the
  * join; path NULL when the policy was loaded at start or there is none. */
 static struct fn_compiled_src pending;
+static uint64_t started_ns; /* when the start checked it */
 
 /* At start: the policy checked. A text the run directory keeps compiled
  * was parsed and found good by an earlier start, so it is only read now
@@ -112,6 +114,7 @@ static void check_policy(bool passthrough)
 		path = strcpy(path_kept, path);
 	if (zone && strlen(zone) < sizeof(zone_kept))
 		zone = strcpy(zone_kept, zone);
+	started_ns = fn_now_ns();
 	if (fn_compiled_pending(path, zone, &pending))
 		return fn_cmd_set_base(path, zone);
 	char err[1024];
@@ -134,10 +137,17 @@ static void build_policy(void)
 		return;
 	char err[1024];
 	struct fn_policy *p = fn_compiled_load_src(&pending, err, sizeof(err));
-	if (p)
-		fn_policy_replace(p);
-	else
+	if (!p) {
 		fn_say("faultnet: %s: running with no faults", err);
+		return;
+	}
+	/* A rule's window (start_ms, for_ms) counts from the process's start,
+	 * as it did when the policy was built there. */
+	for (size_t i = 0; i < p->nrules; i++)
+		if (p->rules[i].stat)
+			__atomic_store_n(&p->rules[i].stat->enabled_ns, started_ns,
+					 __ATOMIC_RELEASE);
+	fn_policy_replace(p);
 }
 
 /* The change lock, then the fd limit lock: a child never starts with a

@@ -359,6 +359,40 @@ def test_environment_overwritten():
           p.stdout.strip() == "blackholed" and "faultnet:" not in p.stderr, p.stderr[-300:])
 
 
+LATE_CONNECT = """
+import socket, sys, time
+time.sleep(0.6)  # its first covered call comes late
+s = socket.socket()
+try:
+    s.connect(("127.0.0.1", int(sys.argv[1])))
+    print("connected")
+except OSError as e:
+    print("refused" if e.errno == 111 else str(e))
+"""
+
+
+def test_window_from_start():
+    """A rule's window (start_ms) counts from the process's start, also
+    when its policy is built at its first covered call: counted from the
+    join, a rule due 300 ms after the start was not yet in force at a
+    connect made 600 ms after it."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    port = srv.getsockname()[1]
+    conf = os.path.join(WORK, "window.conf")
+    with open(conf, "w") as f:
+        f.write('rules = ( { name = "late"; action = "refuse"; start_ms = 300; '
+                'match = { to = "127.0.0.1/32"; port = %d; }; } );\n' % port)
+    e = env("window", extra={"FAULTNET_CONFIG": conf})
+    subprocess.run(["true"], env=e)  # its compiled copy made: the next start defers
+    p = subprocess.run([PY, "-c", LATE_CONNECT, str(port)], env=e, capture_output=True,
+                       text=True, timeout=60)
+    srv.close()
+    check("a rule due 300 ms after the start is in force at a first connect 600 ms after it"
+          " (%s)" % p.stdout.strip(), p.stdout.strip() == "refused", p.stderr[-300:])
+
+
 BIG_PROCESS = """
 import mmap, sys, time
 # 600 mappings, every other one read-only so that none merge: 40 KiB of
@@ -1018,7 +1052,7 @@ def main():
     echo = subprocess.Popen([PY, os.path.join(HERE, "echo_server.py"), "127.66.0.1", "8443"])
     time.sleep(0.3)
     tests = [lambda: test_live_flips(servers), test_zones, test_unjoined, test_unjoined_big,
-             test_join_race, test_environment_overwritten,
+             test_join_race, test_environment_overwritten, test_window_from_start,
              test_fork_exec,
              test_fork_without_counter,
              test_bad_input,
