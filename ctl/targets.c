@@ -296,7 +296,8 @@ static bool pidset_add(struct pidset *s, pid_t pid)
 static bool add_unjoined(const char *dir, const struct selection *sel, int keep, struct target **v,
 			 int *n, int *cap, int *count, int *segs, struct pidset *pids)
 {
-	qsort(pids->v, (size_t)pids->n, sizeof(pid_t), cmp_pid);
+	if (pids->n) /* qsort takes no NULL, even for no element */
+		qsort(pids->v, (size_t)pids->n, sizeof(pid_t), cmp_pid);
 	struct unjoined_scan sc;
 	struct unjoined u;
 	bool ok = true;
