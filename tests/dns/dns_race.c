@@ -84,9 +84,13 @@ static void resolve(void)
 		freeaddrinfo(res);
 }
 
+static int warmed; /* resolver threads past their first lookup */
+
 static void *resolver(void *arg)
 {
 	(void)arg;
+	resolve();
+	__atomic_add_fetch(&warmed, 1, __ATOMIC_RELEASE);
 	while (!stop)
 		resolve();
 	return NULL;
@@ -108,8 +112,18 @@ static bool reaped(pid_t child)
 static int forks(int count)
 {
 	pthread_t t[THREADS];
+	/* The main thread resolves first (the process joins its group there,
+	 * at its first covered call, as it did at its start before) and the
+	 * forks start once every thread is resolving. A sanitizer's
+	 * allocator has no fork handlers: a child whose first allocations
+	 * must refill the forking thread's empty cache met a size class's
+	 * lock another thread held at the fork, for ever (glibc's malloc
+	 * resets its locks in a child). */
+	resolve();
 	for (int i = 0; i < THREADS; i++)
 		pthread_create(&t[i], NULL, resolver, NULL);
+	while (__atomic_load_n(&warmed, __ATOMIC_ACQUIRE) < THREADS)
+		usleep(1000);
 	int stuck = 0, n = 0;
 	for (; n < count && stuck == 0; n++) {
 		pid_t c = fork();
