@@ -33,7 +33,14 @@ counted() {
 }
 stand_in() { counted env FN_PROG_LIMIT=2 bash -c '. "$0"; cunit env X=1 "$1"' \
 	"$root/tests/runner.sh" "$tmp/$1"; }
-gone() { ! pgrep -f "$1" >/dev/null; }
+# A process killed a moment ago may not have ended yet: up to 2 s.
+gone() {
+	for _ in $(seq 20); do
+		pgrep -f "$1" >/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 stand_in passes
 check "a program that passes: its one test counted, nothing else ($counts)" \
