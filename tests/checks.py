@@ -40,6 +40,18 @@ def forkprobe_preload(build, first, lib):
     return os.path.join(build, "tests", "forkprobe.so") + ":" + lib
 
 
+# A connect to 127.0.0.1:argv[1]: prints "connected", "refused" or the error.
+CONNECT_PROBE = """
+import socket, sys
+s = socket.socket()
+try:
+    s.connect(("127.0.0.1", int(sys.argv[1])))
+    print("connected")
+except OSError as e:
+    print("refused" if e.errno == 111 else str(e))
+"""
+
+
 def joined_sleep(seconds):
     """argv of a member that joins its group at once and then waits: a
     process joins at its first covered call (here the connect of a UDP

@@ -32,15 +32,7 @@ PY = "/usr/bin/python3"
 WORK = tempfile.mkdtemp(prefix="fn-compiled-")
 
 # Connects to 127.0.0.1:PORT once: "connected", "refused" or the error.
-PROBE = """
-import socket, sys
-s = socket.socket()
-try:
-    s.connect(("127.0.0.1", int(sys.argv[1])))
-    print("connected")
-except OSError as e:
-    print("refused" if e.errno == 111 else str(e))
-"""
+PROBE = checks.CONNECT_PROBE
 
 
 def fresh_rundir():

@@ -274,18 +274,26 @@ def test_unjoined():
         x.stop()
 
 
-JOIN_RACE = """
-import errno, select, socket, sys, threading, time
-def first():  # the first IP socket: the join, whose sweep takes a while
-    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()
-def second():
-    time.sleep(0.005)
+# A non-blocking connect to the bh rule's address: "connected" or
+# "blackholed" (not connected within 0.3 s).
+TRY_BH = """
+import errno, select, socket
+def try_bh():
     s = socket.socket()
     s.setblocking(False)
     rc = s.connect_ex(("127.66.0.1", 8443))
     w = select.select([], [s], [], 0.3)[1] if rc == errno.EINPROGRESS else [s]
     print("connected" if w and not s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
           else "blackholed", flush=True)
+"""
+
+JOIN_RACE = TRY_BH + """
+import socket, threading, time
+def first():  # the first IP socket: the join, whose sweep takes a while
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()
+def second():
+    time.sleep(0.005)
+    try_bh()
 t = [threading.Thread(target=f) for f in (first, second)]
 for x in t:
     x.start()
@@ -322,8 +330,8 @@ def test_join_race():
           % got, r.returncode == 0 and got == ["blackholed"] * 3, r.stderr)
 
 
-RETITLE = """
-import ctypes, errno, select, socket
+RETITLE = TRY_BH + """
+import ctypes
 # What a program that retitles itself does (setproctitle): its
 # environment's strings written over, here FAULTNET_ZONE's and
 # FAULTNET_CONFIG's values, before its first covered call.
@@ -336,12 +344,7 @@ while env[i]:
         if text.startswith(key):
             ctypes.memset(env[i] + len(key), ord("x"), len(text) - len(key))
     i += 1
-s = socket.socket()
-s.setblocking(False)
-rc = s.connect_ex(("127.66.0.1", 8443))
-w = select.select([], [s], [], 0.3)[1] if rc == errno.EINPROGRESS else [s]
-print("connected" if w and not s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-      else "blackholed", flush=True)
+try_bh()
 """
 
 
@@ -359,16 +362,8 @@ def test_environment_overwritten():
           p.stdout.strip() == "blackholed" and "faultnet:" not in p.stderr, p.stderr[-300:])
 
 
-LATE_CONNECT = """
-import socket, sys, time
-time.sleep(0.6)  # its first covered call comes late
-s = socket.socket()
-try:
-    s.connect(("127.0.0.1", int(sys.argv[1])))
-    print("connected")
-except OSError as e:
-    print("refused" if e.errno == 111 else str(e))
-"""
+# Its first covered call comes late.
+LATE_CONNECT = "import time\ntime.sleep(0.6)\n" + checks.CONNECT_PROBE
 
 
 def test_window_from_start():
