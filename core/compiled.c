@@ -564,8 +564,6 @@ bool fn_compiled_path(char *out, size_t len, const char *dir, const struct fn_co
 	return n > 0 && (size_t)n < len;
 }
 
-/* The copy at path, when it is a regular file of this user that no one
- * else can write and of a sane size, rebuilt; NULL otherwise. */
 /* A text or copy this large is read into a mapping of its own, not the
  * heap: freed there after the policy was built, it was a free chunk among
  * the policy's allocations, which each later malloc of the app's split and
@@ -619,21 +617,33 @@ static char *read_text(const char *path, size_t *len)
 	return buf;
 }
 
-static struct fn_policy *load_copy(const char *path, const struct fn_compiled_key *k)
+/* The bytes of the copy at path (their count in *len) when it is a
+ * regular file of this user that no one else can write and of a sane size;
+ * NULL otherwise. */
+static char *read_copy(const char *path, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return NULL;
 	struct stat sb;
-	struct fn_policy *p = NULL;
 	char *blob = NULL;
 	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
 	    !(sb.st_mode & (S_IWGRP | S_IWOTH)) && sb.st_size >= (off_t)sizeof(struct head) &&
-	    sb.st_size <= (off_t)BLOB_MAX && (blob = buf_read(fd, (size_t)sb.st_size))) {
-		p = fn_compiled_read(blob, (size_t)sb.st_size, k);
-		buf_free(blob, (size_t)sb.st_size);
-	}
+	    sb.st_size <= (off_t)BLOB_MAX)
+		blob = buf_read(fd, (size_t)sb.st_size);
 	fn_close_raw(fd);
+	*len = blob ? (size_t)sb.st_size : 0;
+	return blob;
+}
+
+/* The policy of blob's len bytes for k (NULL unless they are a whole copy
+ * of it), blob freed. */
+static struct fn_policy *read_blob(char *blob, size_t len, const struct fn_compiled_key *k)
+{
+	if (!blob)
+		return NULL;
+	struct fn_policy *p = fn_compiled_read(blob, len, k);
+	buf_free(blob, len);
 	return p;
 }
 
@@ -694,7 +704,8 @@ static struct fn_policy *load_text(const char *text, size_t n, const char *path,
 {
 	struct fn_compiled_key k = {.text = text, .textlen = n, .zone = zone ? zone : ""};
 	k.id = keep ? fn_compiled_build_id(&k.idlen) : NULL;
-	struct fn_policy *p = keep ? load_copy(file, &k) : NULL;
+	size_t len = 0;
+	struct fn_policy *p = keep ? read_blob(read_copy(file, &len), len, &k) : NULL;
 	if (!p) {
 		p = fn_config_load_string(text, path, zone, err, errlen);
 		if (p && keep)
@@ -730,29 +741,38 @@ bool fn_compiled_pending(const char *path, const char *zone, struct fn_compiled_
 	size_t n;
 	char *text = read_text(path, &n);
 	struct fn_compiled_key k = {.text = text, .textlen = n, .zone = zone ? zone : ""};
-	struct stat sb;
-	/* The checks load_copy makes of the file, but its bytes: a copy
-	 * that is not whole when read is the parse's, as at any start. */
-	bool kept = text && copy_place(&k, src->file, sizeof(src->file)) &&
-		    lstat(src->file, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
-		    !(sb.st_mode & (S_IWGRP | S_IWOTH));
-	if (kept) {
+	/* The copy's bytes are read now, not at the join: a process may have
+	 * used up its fds (or left its run directory's reach) by its first
+	 * covered call, and the copy lets the join build the policy with no fd
+	 * and no libconfig. Whether they are whole is checked then. */
+	char *blob = text && copy_place(&k, src->file, sizeof(src->file))
+			 ? read_copy(src->file, &src->bloblen)
+			 : NULL;
+	if (blob) {
 		src->text = text;
 		src->len = n;
+		src->blob = blob;
 		src->path = path;
 		src->zone = zone;
 	} else if (text) {
 		buf_free(text, n);
 	}
 	errno = saved;
-	return kept;
+	return blob;
 }
 
 struct fn_policy *fn_compiled_load_src(struct fn_compiled_src *src, char *err, size_t errlen)
 {
 	int saved = errno;
-	struct fn_policy *p =
-	    load_text(src->text, src->len, src->path, src->zone, true, src->file, err, errlen);
+	struct fn_compiled_key k = {
+	    .text = src->text, .textlen = src->len, .zone = src->zone ? src->zone : ""};
+	k.id = fn_compiled_build_id(&k.idlen);
+	struct fn_policy *p = read_blob(src->blob, src->bloblen, &k);
+	src->blob = NULL;
+	/* A copy not whole when read: parsed, as at any start. */
+	if (!p)
+		p = load_text(src->text, src->len, src->path, src->zone, true, src->file, err,
+			      errlen);
 	buf_free(src->text, src->len);
 	src->text = NULL;
 	errno = saved;

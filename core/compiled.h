@@ -71,21 +71,22 @@ struct fn_policy *fn_compiled_load_file(const char *path, const char *zone, char
 /* The first half of fn_compiled_load_file, for a start that builds its
  * policy later (at its first covered call): true when the run directory
  * keeps a compiled copy for path's text and zone, that is, a start has
- * parsed this very text before and found it good. The text is read now
- * and kept in *src (a later edit of the file does not count, as it does
- * not for a process that loaded it whole). False with nothing kept when
+ * parsed this very text before and found it good. The text and the copy
+ * are read now and kept in *src: a later edit of the file does not count,
+ * as it does not for a process that loaded it whole, and the join needs no
+ * fd to build the policy. False with nothing kept when
  * there is no copy: the caller loads the file now, with the parser's
  * messages. */
 struct fn_compiled_src {
-	char *text;
-	size_t len;
+	char *text, *blob; /* the policy's text and its copy's bytes */
+	size_t len, bloblen;
 	const char *path, *zone; /* kept by the caller for the process's life */
 	char file[4200];	 /* the copy's place */
 };
 bool fn_compiled_pending(const char *path, const char *zone, struct fn_compiled_src *src);
 
-/* The second half: the policy of src's text (from its copy, else parsed,
- * with the parser's messages in err), src's text freed. */
+/* The second half: the policy of src's text (from its copy's bytes, else
+ * parsed, with the parser's messages in err), src's text and bytes freed. */
 struct fn_policy *fn_compiled_load_src(struct fn_compiled_src *src, char *err, size_t errlen);
 
 /* faultctl gc: name (an entry of dir) is a compiled copy; removed when
