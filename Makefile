@@ -91,9 +91,9 @@ $(CORE_LIB): $(call obj,$(CORE_SRC))
 # hooks' pass-through paths bind nothing after the constructor (it_hardening:
 # lazy binding), so no async-signal-safe call of the app meets ld.so's resolver
 # on them in a handler or a vfork child.
-$(BUILD)/libfaultnet.so: $(call obj,$(PRELOAD_SRC)) $(CORE_LIB) $(BUILD)/gen/exports.map
+$(BUILD)/libfaultnet.so: $(call obj,$(PRELOAD_SRC)) $(CORE_LIB) $(BUILD)/gen/exports.map preload/startdata.ld
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $(call obj,$(PRELOAD_SRC)) $(CORE_LIB) \
-		-Wl,--version-script=$(BUILD)/gen/exports.map -Wl,--no-undefined-version -Wl,-z,defs -Wl,-O1 -ldl -lpthread
+		-Wl,--version-script=$(BUILD)/gen/exports.map -Wl,-T,preload/startdata.ld -Wl,--no-undefined-version -Wl,-z,defs -Wl,-O1 -ldl -lpthread
 
 $(call obj,$(CTL_SRC) $(BPF_SRC)): $(BPF_HEADERS)
 # faultctl run makes the run's CA before the command starts (ctl/cavars.c),

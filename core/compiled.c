@@ -23,7 +23,9 @@
 #include "core/dns.h"
 #include "core/hparse.h"
 #include "core/http.h"
+#include "core/pathcat.h"
 #include "core/rundir.h"
+#include "core/startdata.h"
 
 #define MAGIC "FNPOLC1\n"
 /* A policy file is at most 16 MiB; its rules, CIDRs and bodies fit in
@@ -112,8 +114,8 @@ static int find_id(struct dl_phdr_info *info, size_t size, void *arg)
  * join. Threads that race find and store the same. */
 const uint8_t *fn_compiled_build_id(size_t *len)
 {
-	static const uint8_t *id;
-	static size_t id_len;
+	static const uint8_t *id FN_START_DATA;
+	static size_t id_len FN_START_DATA;
 	const uint8_t *known = __atomic_load_n(&id, __ATOMIC_ACQUIRE);
 	if (known) {
 		*len = id_len;
@@ -555,13 +557,19 @@ struct fn_policy *fn_compiled_read(const void *blob, size_t len, const struct fn
 
 /* ---- the run directory's copy -------------------------------------------- */
 
-bool fn_compiled_path(char *out, size_t len, const char *dir, const struct fn_compiled_key *k)
+/* The hash of k's text, zone and build, as 16 hex digits in hex. */
+static const char *key_hex(const struct fn_compiled_key *k, char hex[FN_UTOA_MAX])
 {
 	uint64_t h = sum_bytes(0xcbf29ce484222325ull, k->text, k->textlen);
 	h = sum_bytes(h ^ 1, k->zone, strlen(k->zone));
 	h = sum_bytes(h ^ 2, k->id, k->idlen);
-	int n = snprintf(out, len, "%s/policy-%016llx.compiled", dir, (unsigned long long)h);
-	return n > 0 && (size_t)n < len;
+	return fn_utoa(hex, h, 16, 16);
+}
+
+bool fn_compiled_path(char *out, size_t len, const char *dir, const struct fn_compiled_key *k)
+{
+	char hex[FN_UTOA_MAX];
+	return FN_PATHCAT(out, len, dir, "/policy-", key_hex(k, hex), ".compiled");
 }
 
 /* A text or copy this large is read into a mapping of its own, not the
@@ -692,9 +700,14 @@ static void store_copy(const char *path, const struct fn_policy *p, const struct
  * never kept, or with no run directory. */
 static bool copy_place(struct fn_compiled_key *k, char *file, size_t len)
 {
-	char dir[4096];
-	return fn_compiled_cacheable(k->text) && (k->id = fn_compiled_build_id(&k->idlen)) &&
-	       !fn_rundir(dir, sizeof(dir)) && fn_compiled_path(file, len, dir, k);
+	/* The run directory found in file itself: a buffer of its own was
+	 * a page of stack at every start. */
+	char hex[FN_UTOA_MAX];
+	if (!fn_compiled_cacheable(k->text) || !(k->id = fn_compiled_build_id(&k->idlen)) ||
+	    fn_rundir(file, len))
+		return false;
+	size_t n = strlen(file);
+	return FN_PATHCAT(file + n, len - n, "/policy-", key_hex(k, hex), ".compiled");
 }
 
 /* The policy of text: from its copy at file when one is there and whole,
@@ -745,9 +758,13 @@ bool fn_compiled_pending(const char *path, const char *zone, struct fn_compiled_
 	 * used up its fds (or left its run directory's reach) by its first
 	 * covered call, and the copy lets the join build the policy with no fd
 	 * and no libconfig. Whether they are whole is checked then. */
-	char *blob = text && copy_place(&k, src->file, sizeof(src->file))
-			 ? read_copy(src->file, &src->bloblen)
-			 : NULL;
+	char file[4200];
+	char *blob =
+	    text && copy_place(&k, file, sizeof(file)) ? read_copy(file, &src->bloblen) : NULL;
+	if (blob && !(src->file = strdup(file))) {
+		buf_free(blob, src->bloblen);
+		blob = NULL;
+	}
 	if (blob) {
 		src->text = text;
 		src->len = n;
@@ -774,7 +791,8 @@ struct fn_policy *fn_compiled_load_src(struct fn_compiled_src *src, char *err, s
 		p = load_text(src->text, src->len, src->path, src->zone, true, src->file, err,
 			      errlen);
 	buf_free(src->text, src->len);
-	src->text = NULL;
+	free(src->file);
+	src->text = src->file = NULL;
 	errno = saved;
 	return p;
 }

@@ -81,7 +81,7 @@ struct fn_compiled_src {
 	char *text, *blob; /* the policy's text and its copy's bytes */
 	size_t len, bloblen;
 	const char *path, *zone; /* kept by the caller for the process's life */
-	char file[4200];	 /* the copy's place */
+	char *file;		 /* the copy's place */
 };
 bool fn_compiled_pending(const char *path, const char *zone, struct fn_compiled_src *src);
 

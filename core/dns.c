@@ -8,8 +8,9 @@
 
 #include "core/chance.h"
 #include "core/hostidx.h"
+#include "core/startdata.h"
 
-bool (*fn_host_resolved)(const struct fn_endpoint *ep, const char *pattern);
+bool (*fn_host_resolved)(const struct fn_endpoint *ep, const char *pattern) FN_START_DATA;
 
 struct fn_dns *fn_dns_new(void)
 {

@@ -15,7 +15,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "core/pathcat.h"
 #include "core/rules.h"
+#include "core/startdata.h"
 
 static const char *fields_of(const char *path, char *buf, size_t len);
 static uint64_t start_of(const char *p);
@@ -85,31 +87,48 @@ static const char *home(char *buf, size_t len)
 	return getpwuid_r(geteuid(), &pw, buf, len, &res) == 0 && res ? res->pw_dir : NULL;
 }
 
-const char *fn_rundir(char *dir, size_t len)
+/* A relative FAULTNET_RUNDIR v made absolute (still right after a chdir).
+ * Out of line, as is the home's fallback: their buffers would be pages of
+ * stack every start touches (fn_rundir's frame, below which it calls). */
+static __attribute__((noinline)) void relative(char *dir, size_t len, const char *v)
 {
-	const char *v = secure_getenv("FAULTNET_RUNDIR");
-	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
 	char cwd[4096];
-	if (v && *v && v[0] != '/' && getcwd(cwd, sizeof(cwd)))
-		snprintf(dir, len, "%s/%s", cwd, v); /* still right after a chdir */
-	else if (v && *v)
-		snprintf(dir, len, "%s", v);
-	else if (xdg && *xdg)
-		snprintf(dir, len, "%s/faultnet", xdg);
+	if (getcwd(cwd, sizeof(cwd)))
+		FN_PATHCAT(dir, len, cwd, "/", v);
 	else
-		snprintf(dir, len, "/tmp/faultnet-%u", (unsigned)geteuid());
-	const char *why = make_dir(dir);
-	if (!why || (v && *v) || (xdg && *xdg))
-		return why;
-	/* Anyone can create /tmp/faultnet-UID first. Then the shim and faultctl
-	 * both use the same private directory in the home directory instead,
-	 * so control keeps working; the name in /tmp is left alone. */
+		FN_PATHCAT(dir, len, v);
+}
+
+/* Anyone can create /tmp/faultnet-UID first. Then the shim and faultctl
+ * both use the same private directory in the home directory instead, so
+ * control keeps working; the name in /tmp is left alone. */
+static __attribute__((noinline)) const char *in_home(char *dir, size_t len, const char *why)
+{
 	char pwbuf[4096];
 	const char *h = home(pwbuf, sizeof(pwbuf));
 	if (!h)
 		return why;
-	snprintf(dir, len, "%s/.faultnet-run", h);
+	FN_PATHCAT(dir, len, h, "/.faultnet-run");
 	return make_dir(dir);
+}
+
+const char *fn_rundir(char *dir, size_t len)
+{
+	const char *v = secure_getenv("FAULTNET_RUNDIR");
+	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
+	char uid[FN_UTOA_MAX];
+	if (v && *v && v[0] != '/')
+		relative(dir, len, v);
+	else if (v && *v)
+		FN_PATHCAT(dir, len, v);
+	else if (xdg && *xdg)
+		FN_PATHCAT(dir, len, xdg, "/faultnet");
+	else
+		FN_PATHCAT(dir, len, "/tmp/faultnet-", fn_utoa(uid, geteuid(), 10, 0));
+	const char *why = make_dir(dir);
+	if (!why || (v && *v) || (xdg && *xdg))
+		return why;
+	return in_home(dir, len, why);
 }
 
 bool fn_group_valid(const char *g)
@@ -200,7 +219,7 @@ const struct fn_member_id *fn_self_id(void)
 	return &me;
 }
 
-static const char *args_at, *args_end;
+static const char *args_at FN_START_DATA, *args_end FN_START_DATA;
 
 void fn_self_cmd_note(int argc, char **argv)
 {

@@ -20,6 +20,7 @@
 #include "core/ctlmark.h"
 #include "core/config.h"
 #include "core/rundir.h"
+#include "core/startdata.h"
 #include "preload/control/control.h"
 #include "preload/control/segfile.h"
 #include "preload/base/libc.h"
@@ -84,8 +85,8 @@ static const char *absolute_config(const char *path)
 
 /* A policy whose compiled copy the run directory keeps, built at the
  * join; path NULL when the policy was loaded at start or there is none. */
-static struct fn_compiled_src pending;
-static uint64_t started_ns; /* when the start checked it */
+static struct fn_compiled_src pending FN_START_DATA;
+static uint64_t started_ns FN_START_DATA; /* when the start checked it */
 
 /* At start: the policy checked. A text the run directory keeps compiled
  * was parsed and found good by an earlier start, so it is only read now
@@ -106,15 +107,12 @@ static void check_policy(bool passthrough)
 	 * before it execs: children get the absolute one. */
 	if (path[0] != '/')
 		path = absolute_config(path);
-	/* Copied: the join and the state file use them after main, when a
-	 * program that retitles itself may have written over the strings of
-	 * its environment. */
-	static char path_kept[4096], zone_kept[FN_NAME_MAX];
-	if (strlen(path) < sizeof(path_kept))
-		path = strcpy(path_kept, path);
-	if (zone && strlen(zone) < sizeof(zone_kept))
-		zone = strcpy(zone_kept, zone);
-	started_ns = fn_now_ns();
+	/* Copied (to the heap, which the start uses anyway): the join and the
+	 * state file use them after main, when a program that retitles itself
+	 * may have written over the strings of its environment. */
+	path = strdup(path) ?: path;
+	zone = zone ? strdup(zone) ?: zone : NULL;
+	started_ns = fn_now_ns_once();
 	if (fn_compiled_pending(path, zone, &pending))
 		return fn_cmd_set_base(path, zone);
 	char err[1024];
@@ -201,7 +199,7 @@ static bool has_work(void)
 /* The process's first covered call (an IP socket, a connect, a name
  * looked up, a send): the policy built, the group joined. Runs under the
  * change lock, once (groupseq.c). */
-static bool seed_given; /* FAULTNET_SEED, as the process started */
+static bool seed_given FN_START_DATA; /* FAULTNET_SEED, as the process started */
 
 static void join(void)
 {

@@ -8,15 +8,16 @@
 #include <signal.h>
 #include <stdbool.h>
 
+#include "core/startdata.h"
 #include "preload/base/owner.h"
 #include "preload/base/signals.h"
 
 const uint64_t *fn_groupseq_word;
-uint64_t fn_groupseq_seen;
+uint64_t fn_groupseq_seen FN_START_DATA;
 static const uint64_t no_group;
 const uint64_t *fn_groupseq_at = &no_group;
 static void (*applier)(void);
-static void (*joiner)(void); /* the process's join, until its first covered call */
+static void (*joiner)(void) FN_START_DATA; /* the process's join, until its first covered call */
 static pthread_mutex_t change = PTHREAD_MUTEX_INITIALIZER;
 /* The holder's saved state, valid while the lock is held. */
 static sigset_t held_mask;

@@ -6,7 +6,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-static pid_t owner;
+#include "core/startdata.h"
+
+static pid_t owner FN_START_DATA;
 
 void fn_owner_reset(void)
 {

@@ -21,10 +21,11 @@
 #include "core/http.h"
 #include "core/lcfg.h"
 #include "core/rundir.h"
+#include "core/startdata.h"
 #include "preload/base/policy.h"
 #include "preload/stats/stats.h"
 
-static const char *base_config, *base_zone;
+static const char *base_config FN_START_DATA, *base_zone FN_START_DATA;
 static char group[FN_NAME_MAX] = "default";
 static char journal[4096];
 static uint64_t applied_seq;

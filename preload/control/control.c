@@ -18,14 +18,18 @@
 
 #include "core/rules.h"
 #include "core/rundir.h"
+#include "core/startdata.h"
 #include "preload/base/groupseq.h"
 #include "preload/base/libc.h"
 #include "preload/base/say.h"
 #include "preload/control/commands.h"
 #include "preload/control/segfile.h"
 
-static char rundir[4096], group[FN_NAME_MAX];
-static bool publishing; /* FAULTNET_CONTROL is not off: the file is wanted */
+/* The run directory ("" without control), on the heap once found; the
+ * group's name. */
+static const char *rundir FN_START_DATA = "";
+static char group[FN_NAME_MAX] FN_START_DATA;
+static bool publishing FN_START_DATA; /* FAULTNET_CONTROL is not off: the file is wanted */
 
 /* A sweep at most this often per run directory: a start must cost the
  * same in a group of 10 or 10,000 members. */
@@ -150,12 +154,15 @@ const char *fn_control_check(void)
 	const char *ctl = secure_getenv("FAULTNET_CONTROL");
 	if (ctl && *ctl && strcmp(ctl, "on") != 0 && strcmp(ctl, "off") != 0)
 		return "FAULTNET_CONTROL: must be on or off";
-	snprintf(group, sizeof(group), "%s", g && *g ? g : FN_GROUP_DEFAULT);
+	strcpy(group, g && *g ? g : FN_GROUP_DEFAULT); /* valid: it fits */
 	fn_segfile_note_env();
-	const char *why = fn_rundir(rundir, sizeof(rundir));
+	char dir[4096];
+	const char *why = fn_rundir(dir, sizeof(dir));
+	if (!why && !(rundir = strdup(dir)))
+		why = "cannot be kept: out of memory";
 	if (why) {
-		fn_say("faultnet: control disabled: run directory %s %s", rundir, why);
-		rundir[0] = '\0';
+		fn_say("faultnet: control disabled: run directory %s %s", dir, why);
+		rundir = "";
 		return NULL;
 	}
 	/* FAULTNET_CONTROL=off: the group's changes, but no file: faultctl

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "core/rundir.h"
+#include "core/startdata.h"
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
 #include "preload/base/say.h"
@@ -31,7 +32,7 @@
 
 static void *mapped; /* the address, kept across fork: see the fork child */
 static char run_path[4200];
-static pid_t owner;
+static pid_t owner FN_START_DATA;
 static int made_fd = -1; /* the file while it is being made */
 
 /* The pages a new file is given at once: the head, the rule index and the
@@ -116,12 +117,14 @@ static struct fn_seg *map_new(const char *tmp, const char *final)
 /* FAULTNET_STATS_DIR as the process started (fn_segfile_note_env): its
  * file is made at its join, after main, when the app may have cleared its
  * environment. */
-static char stats_dir[4096];
+static const char *stats_dir FN_START_DATA;
 
 void fn_segfile_note_env(void)
 {
 	const char *v = secure_getenv("FAULTNET_STATS_DIR");
-	snprintf(stats_dir, sizeof(stats_dir), "%s", v ? v : "");
+	/* Copied to the heap, which the start uses anyway (a static buffer
+	 * was a page of its own); the variable itself, were memory short. */
+	stats_dir = v && *v ? strdup(v) ?: v : NULL;
 }
 
 /* The file's place: the run directory, or the stats directory with a link
@@ -133,7 +136,7 @@ static bool places(const char *rundir, const char *group, const struct fn_member
 		return false;
 	const char *stats = stats_dir;
 	const char *base = strrchr(run_path, '/') + 1 + strlen(group) + 1; /* "PID.NS.START.mem" */
-	if (*stats) {
+	if (stats) {
 		snprintf(final, len, "%s/%s", stats, base);
 		snprintf(tmp, len, "%s/.%s.new", stats, base);
 	} else {

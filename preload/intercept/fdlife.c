@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/close_range.h>
 #include <netinet/in.h>
 
@@ -199,6 +200,19 @@ int fn_fcntl(int fd, int cmd, void *arg, bool is64)
 /* The fds the process started with, listed from /proc/self/fd with
  * getdents64 into a buffer on the stack: opendir's malloc of 32 KiB and
  * its fstat were 11k instructions and a system call of every start. */
+/* An entry of /proc/self/fd as its fd, -1 for "." and "..": by hand, as
+ * strtol would touch the pages of the locale's tables at every start. */
+static int fd_name(const char *s)
+{
+	long fd = 0;
+	do {
+		if (*s < '0' || *s > '9' || fd > (INT_MAX - 9) / 10)
+			return -1;
+		fd = fd * 10 + (*s - '0');
+	} while (*++s);
+	return (int)fd;
+}
+
 void fn_fd_classify_inherited(void)
 {
 	int e = errno;
@@ -209,13 +223,14 @@ void fn_fd_classify_inherited(void)
 		for (ssize_t at = 0; at < n;) {
 			struct dirent64 *ent = (struct dirent64 *)(buf + at);
 			at += ent->d_reclen;
-			char *end;
-			long fd = strtol(ent->d_name, &end, 10);
-			if (*end || end == ent->d_name || fd < 0 || fd == dir || fn_fd_get((int)fd))
+			int fd = fd_name(ent->d_name);
+			if (fd < 0 || fd == dir)
 				continue;
-			unsigned kind = fn_fd_kind_of((int)fd);
-			if (kind)
-				fn_fd_mark((int)fd, kind);
+			/* The fd table read only for a socket: its pages are
+			 * touched at start only when there is one. */
+			unsigned kind = fn_fd_kind_of(fd);
+			if (kind && !fn_fd_get(fd))
+				fn_fd_mark(fd, kind);
 		}
 	if (dir >= 0)
 		LIBC(close)(dir);

@@ -23,6 +23,7 @@
 #include "core/hparse.h"
 #include "core/http.h"
 #include "core/rundir.h"
+#include "core/startdata.h"
 #include "preload/base/queue.h"
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
@@ -478,7 +479,7 @@ static void route(struct fn_conn *c, size_t n)
 		dr->lo = dr->hi = 0;
 }
 
-static bool strict, ca_variable;
+static bool strict FN_START_DATA, ca_variable FN_START_DATA;
 
 void fn_http_env_init(void)
 {

@@ -41,7 +41,8 @@ ROOMS = [
      "wideint.c), a parsed policy kept compiled in the run directory and rebuilt by "
      "later starts without libconfig (compiled.c: keyed by the file's text, the zone "
      "and the shim's build-id, each read checked), large arrays on huge pages (bigalloc.c), the control wire "
-     "format (wire.c), the run directory's names (rundir.c), a member's "
+     "format (wire.c), the run directory's names (rundir.c; pathcat.c: paths put "
+     "together without printf, whose pages a start would fault in), a member's "
      "published state (segment.c: its layout, and the records faultctl makes of "
      "it), the live changes (edit.c), the rule index (lpm.c: a multibit trie "
      "over destination addresses, built per policy, shared by its copies), HTTP "
@@ -422,6 +423,28 @@ def check_locks(root):
     return bad
 
 
+START_DATA_MAX = 512  # preload/startdata.ld's alignment: the block never straddles a page
+
+
+def check_start_data(build):
+    """The variables a start touches (FN_START_DATA) fit the block
+    preload/startdata.ld keeps them in: one page fault at most, and none
+    when .bss begins on their page."""
+    lib = os.path.join(build, "libfaultnet.so")
+    out = subprocess.run(["readelf", "-SW", lib], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        f = line.replace("[ ", "[").split()
+        if len(f) > 6 and f[1] == "fn_start_data":
+            size = int(f[5], 16)
+            if size <= START_DATA_MAX:
+                return 0
+            print(f"layout: {lib}: the FN_START_DATA variables take {size} bytes, "
+                  f"over the {START_DATA_MAX} that preload/startdata.ld keeps on one page")
+            return 1
+    print(f"layout: {lib} has no fn_start_data section (preload/startdata.ld not used?)")
+    return 1
+
+
 def main():
     if sys.argv[1:2] == ["--print"]:
         print(BLOCKS[sys.argv[2]]())
@@ -466,6 +489,7 @@ def main():
                 print(f"layout: {src} ({room}) includes {h}: upward")
                 bad += 1
     bad += check_upcalls(root, undefs, defs)
+    bad += check_start_data(build)
     print(f"layout: {len(srcs)} sources in {len(ALLOWED)} rooms checked, {bad} violations")
     return 1 if bad else 0
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/pathcat.h"
 #include "core/rundir.h"
 
 static int open_seq(const char *dir, const char *name, mode_t mode)
@@ -229,6 +230,67 @@ static void test_self_cmd(void)
 	CU_ASSERT_EQUAL(got[0], '\0');
 }
 
+/* Paths put together by hand (core/pathcat.h) are what snprintf makes of
+ * the same parts, cut where snprintf cuts; numbers too. */
+static void test_pathcat_as_printf(void)
+{
+	static const char *const a[] = {"", "/", "/tmp/faultnet-run", "0123456789abcdef"};
+	for (size_t len = 1; len < 40; len++)
+		for (size_t i = 0; i < 4; i++)
+			for (size_t j = 0; j < 4; j++) {
+				char got[64], want[64];
+				int n = snprintf(want, len, "%s/x%s", a[i], a[j]);
+				bool fits = FN_PATHCAT(got, len, a[i], "/x", a[j]);
+				CU_ASSERT_STRING_EQUAL(got, want);
+				CU_ASSERT_EQUAL(fits, (size_t)n < len);
+			}
+	static const uint64_t v[] = {0, 1, 9, 10, 4095, 65534, 4294967295u, UINT64_MAX};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		char buf[FN_UTOA_MAX], want[64];
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)v[i]);
+		CU_ASSERT_STRING_EQUAL(fn_utoa(buf, v[i], 10, 0), want);
+		snprintf(want, sizeof(want), "%016llx", (unsigned long long)v[i]);
+		CU_ASSERT_STRING_EQUAL(fn_utoa(buf, v[i], 16, 16), want);
+	}
+}
+
+/* The run directory each variable names, as the shim and faultctl found
+ * it when it was made with snprintf. */
+static void test_rundir_names(void)
+{
+	char dir[] = "/tmp/fn-rundir-XXXXXX", out[4096], want[4200], cwd[4096];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+	const char *old = getenv("FAULTNET_RUNDIR"), *oldx = getenv("XDG_RUNTIME_DIR");
+	char *saved = old ? strdup(old) : NULL, *savedx = oldx ? strdup(oldx) : NULL;
+	CU_ASSERT_EQUAL_FATAL(chdir(dir), 0);
+	setenv("FAULTNET_RUNDIR", "rel", 1);
+	CU_ASSERT_PTR_NULL(fn_rundir(out, sizeof(out)));
+	snprintf(want, sizeof(want), "%s/rel", dir);
+	CU_ASSERT_STRING_EQUAL(out, want);
+	unsetenv("FAULTNET_RUNDIR");
+	setenv("XDG_RUNTIME_DIR", dir, 1);
+	CU_ASSERT_PTR_NULL(fn_rundir(out, sizeof(out)));
+	snprintf(want, sizeof(want), "%s/faultnet", dir);
+	CU_ASSERT_STRING_EQUAL(out, want);
+	unsetenv("XDG_RUNTIME_DIR");
+	fn_rundir(out, sizeof(out));
+	snprintf(want, sizeof(want), "/tmp/faultnet-%u", (unsigned)geteuid());
+	struct stat sb;
+	/* Someone else's /tmp/faultnet-UID sends it to the home directory. */
+	if (lstat(want, &sb) == 0 && sb.st_uid == geteuid() && S_ISDIR(sb.st_mode))
+		CU_ASSERT_STRING_EQUAL(out, want);
+	CU_ASSERT_EQUAL(chdir(cwd), 0);
+	if (saved)
+		setenv("FAULTNET_RUNDIR", saved, 1);
+	if (savedx)
+		setenv("XDG_RUNTIME_DIR", savedx, 1);
+	free(saved);
+	free(savedx);
+	snprintf(want, sizeof(want), "rm -rf %s", dir);
+	CU_ASSERT_EQUAL(system(want), 0);
+}
+
 void add_rundir_tests(void)
 {
 	CU_pSuite s = CU_add_suite("run directory", NULL, NULL);
@@ -240,4 +302,7 @@ void add_rundir_tests(void)
 	CU_add_test(s, "a free member's file kept as .done, not its successor",
 		    test_member_gone_if);
 	CU_add_test(s, "the member's command line, from the noted arguments", test_self_cmd);
+	CU_add_test(s, "paths and numbers put together without printf, as printf would",
+		    test_pathcat_as_printf);
+	CU_add_test(s, "the run directory each variable names", test_rundir_names);
 }
