@@ -1,9 +1,9 @@
-/* compiled.c - a parsed policy written once to the run directory and
- * rebuilt from there by every later start, without libconfig (see
- * compiled.h). The bytes are this build's own structures (the build-id is
- * part of the key, so no other layout is ever read), each followed by what
- * its pointers held; every length, index, enum and bool is checked as it is
- * read, and a checksum covers the whole copy. */
+/* compiled.c - a parsed policy as the bytes of a compiled copy, written
+ * once to the run directory and rebuilt from there by every later start,
+ * without libconfig (see compiled.h; compiled_file.c keeps the copies). The bytes are this build's
+ * own structures (the build-id is part of the key, so no other layout is ever read), each followed
+ * by what its pointers held; every length, index, enum and bool is checked as it is read, and a
+ * checksum covers the whole copy. */
 #include "core/compiled.h"
 
 #include <elf.h>
@@ -23,14 +23,9 @@
 #include "core/dns.h"
 #include "core/hparse.h"
 #include "core/http.h"
-#include "core/pathcat.h"
-#include "core/rundir.h"
 #include "core/startdata.h"
 
 #define MAGIC "FNPOLC1\n"
-/* A policy file is at most 16 MiB; its rules, CIDRs and bodies fit in
- * this many times as much. */
-#define BLOB_MAX (512u << 20)
 #define NONE UINT32_MAX	    /* a NULL string */
 #define STR_MAX (16u << 20) /* a policy file's size: no string of one is longer */
 
@@ -271,7 +266,7 @@ void *fn_compiled_write(const struct fn_policy *p, const struct fn_compiled_key 
 	}
 	for (size_t i = 0; i < p->nrules; i++)
 		put_rule(&w, &p->rules[i]);
-	if (w.oom || w.n > BLOB_MAX) {
+	if (w.oom || w.n > FN_COMPILED_MAX) {
 		free(w.b);
 		return NULL;
 	}
@@ -539,6 +534,27 @@ static bool http_ready(const struct fn_policy *p)
 	return true;
 }
 
+uint64_t fn_compiled_hash(uint64_t h, const void *data, size_t n)
+{
+	return sum_bytes(h, data, n);
+}
+
+bool fn_compiled_whole(const void *blob, size_t len, struct fn_compiled_key *k)
+{
+	struct head h;
+	struct rd r = {blob, len};
+	if (!k->text) {
+		/* The text the copy holds, after its build-id and zone. */
+		if (!get(&r, &h, sizeof(h)) || memcmp(h.magic, MAGIC, 8) != 0 ||
+		    !take(&r, h.idlen) || !take(&r, h.zonelen) ||
+		    !(k->text = (const char *)take(&r, h.textlen)))
+			return false;
+		k->textlen = h.textlen;
+		r = (struct rd){blob, len};
+	}
+	return k->id && key_matches(blob, len, &r, k);
+}
+
 struct fn_policy *fn_compiled_read(const void *blob, size_t len, const struct fn_compiled_key *k)
 {
 	struct rd r = {blob, len};
@@ -553,255 +569,4 @@ struct fn_policy *fn_compiled_read(const void *blob, size_t len, const struct fn
 	}
 	fn_policy_finish(p);
 	return p;
-}
-
-/* ---- the run directory's copy -------------------------------------------- */
-
-/* The hash of k's text, zone and build, as 16 hex digits in hex. */
-static const char *key_hex(const struct fn_compiled_key *k, char hex[FN_UTOA_MAX])
-{
-	uint64_t h = sum_bytes(0xcbf29ce484222325ull, k->text, k->textlen);
-	h = sum_bytes(h ^ 1, k->zone, strlen(k->zone));
-	h = sum_bytes(h ^ 2, k->id, k->idlen);
-	return fn_utoa(hex, h, 16, 16);
-}
-
-bool fn_compiled_path(char *out, size_t len, const char *dir, const struct fn_compiled_key *k)
-{
-	char hex[FN_UTOA_MAX];
-	return FN_PATHCAT(out, len, dir, "/policy-", key_hex(k, hex), ".compiled");
-}
-
-/* A text or copy this large is read into a mapping of its own, not the
- * heap: freed there after the policy was built, it was a free chunk among
- * the policy's allocations, which each later malloc of the app's split and
- * merged (core/bigalloc.h), and freed as a chunk glibc mapped, it raised
- * glibc's mmap threshold, and the arrays built after it came from the heap.
- * A smaller free chunk is below what stdio's buffers and the like ask for. */
-#define HEAP_MAX 4096
-
-static void buf_free(char *b, size_t size)
-{
-	if (size >= HEAP_MAX)
-		fn_map_free(b);
-	else
-		free(b);
-}
-
-/* A buffer for a file's size bytes and a NUL after them: on the heap below
- * HEAP_MAX, else a mapping of its own. Its kind follows from size, so the
- * text and the copy are freed alike (buf_free). */
-static char *buf_read(int fd, size_t size)
-{
-	char *b = size >= HEAP_MAX ? fn_map_realloc(NULL, size + 1) : malloc(size + 1);
-	if (b && fn_read_raw(fd, b, size) != (ssize_t)size) {
-		buf_free(b, size);
-		return NULL;
-	}
-	if (b)
-		b[size] = '\0';
-	return b;
-}
-
-/* The policy file's text, NUL-ended, when it is a regular file of a sane
- * size with no NUL: one open, one fstat and one read, where reading it
- * again as the parser does cost three system calls more at every start.
- * NULL otherwise: the caller reads it as the parser does, with its
- * messages. */
-static char *read_text(const char *path, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return NULL;
-	struct stat sb;
-	char *buf = NULL;
-	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size <= (off_t)FN_CONFIG_FILE_MAX &&
-	    (buf = buf_read(fd, (size_t)sb.st_size)) && memchr(buf, 0, (size_t)sb.st_size)) {
-		buf_free(buf, (size_t)sb.st_size);
-		buf = NULL;
-	}
-	fn_close_raw(fd);
-	*len = buf ? (size_t)sb.st_size : 0;
-	return buf;
-}
-
-/* The bytes of the copy at path (their count in *len) when it is a
- * regular file of this user that no one else can write and of a sane size;
- * NULL otherwise. */
-static char *read_copy(const char *path, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return NULL;
-	struct stat sb;
-	char *blob = NULL;
-	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
-	    !(sb.st_mode & (S_IWGRP | S_IWOTH)) && sb.st_size >= (off_t)sizeof(struct head) &&
-	    sb.st_size <= (off_t)BLOB_MAX)
-		blob = buf_read(fd, (size_t)sb.st_size);
-	fn_close_raw(fd);
-	*len = blob ? (size_t)sb.st_size : 0;
-	return blob;
-}
-
-/* The policy of blob's len bytes for k (NULL unless they are a whole copy
- * of it), blob freed. */
-static struct fn_policy *read_blob(char *blob, size_t len, const struct fn_compiled_key *k)
-{
-	if (!blob)
-		return NULL;
-	struct fn_policy *p = fn_compiled_read(blob, len, k);
-	buf_free(blob, len);
-	return p;
-}
-
-static bool write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		p += w;
-		n -= (size_t)w;
-	}
-	return true;
-}
-
-/* p's copy at path: written to a new file of this user only (O_EXCL: never
- * through a name someone else made) and renamed over path, so that a
- * reader sees a whole copy or none. */
-static void store_copy(const char *path, const struct fn_policy *p, const struct fn_compiled_key *k)
-{
-	size_t len;
-	uint8_t *blob = fn_compiled_write(p, k, &len);
-	char tmp[4200];
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	const char *slash = strrchr(path, '/');
-	int n = blob && slash
-		    ? snprintf(tmp, sizeof(tmp), "%.*s/.%s.%d.%ld.tmp", (int)(slash - path), path,
-			       slash + 1, (int)getpid(), (long)ts.tv_nsec)
-		    : -1;
-	int fd = n > 0 && (size_t)n < sizeof(tmp)
-		     ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)
-		     : -1;
-	if (fd >= 0) {
-		bool ok = write_all(fd, blob, len);
-		fn_close_raw(fd);
-		if (!ok || rename(tmp, path) < 0)
-			unlink(tmp);
-	}
-	free(blob);
-}
-
-/* Where k's copy is kept (k->id set on the way): false for a text that is
- * never kept, or with no run directory. */
-static bool copy_place(struct fn_compiled_key *k, char *file, size_t len)
-{
-	/* The run directory found in file itself: a buffer of its own was
-	 * a page of stack at every start. */
-	char hex[FN_UTOA_MAX];
-	if (!fn_compiled_cacheable(k->text) || !(k->id = fn_compiled_build_id(&k->idlen)) ||
-	    fn_rundir(file, len))
-		return false;
-	size_t n = strlen(file);
-	return FN_PATHCAT(file + n, len - n, "/policy-", key_hex(k, hex), ".compiled");
-}
-
-/* The policy of text: from its copy at file when one is there and whole,
- * else parsed (and then kept at file when keep). */
-static struct fn_policy *load_text(const char *text, size_t n, const char *path, const char *zone,
-				   bool keep, const char *file, char *err, size_t errlen)
-{
-	struct fn_compiled_key k = {.text = text, .textlen = n, .zone = zone ? zone : ""};
-	k.id = keep ? fn_compiled_build_id(&k.idlen) : NULL;
-	size_t len = 0;
-	struct fn_policy *p = keep ? read_blob(read_copy(file, &len), len, &k) : NULL;
-	if (!p) {
-		p = fn_config_load_string(text, path, zone, err, errlen);
-		if (p && keep)
-			store_copy(file, p, &k);
-	}
-	return p;
-}
-
-struct fn_policy *fn_compiled_load_file(const char *path, const char *zone, char *err,
-					size_t errlen)
-{
-	int saved = errno; /* the app's, untouched by a copy's absence */
-	size_t n;
-	char *own = read_text(path, &n);
-	char *text = own ? own : fn_config_read(path, &n, err, errlen);
-	if (!text)
-		return NULL;
-	struct fn_compiled_key k = {.text = text, .textlen = n, .zone = zone ? zone : ""};
-	char file[4200];
-	bool keep = copy_place(&k, file, sizeof(file));
-	struct fn_policy *p = load_text(text, n, path, zone, keep, file, err, errlen);
-	if (own)
-		buf_free(own, n);
-	else
-		free(text);
-	errno = saved;
-	return p;
-}
-
-bool fn_compiled_pending(const char *path, const char *zone, struct fn_compiled_src *src)
-{
-	int saved = errno;
-	size_t n;
-	char *text = read_text(path, &n);
-	struct fn_compiled_key k = {.text = text, .textlen = n, .zone = zone ? zone : ""};
-	/* The copy's bytes are read now, not at the join: a process may have
-	 * used up its fds (or left its run directory's reach) by its first
-	 * covered call, and the copy lets the join build the policy with no fd
-	 * and no libconfig. Whether they are whole is checked then. */
-	char file[4200];
-	char *blob =
-	    text && copy_place(&k, file, sizeof(file)) ? read_copy(file, &src->bloblen) : NULL;
-	if (blob && !(src->file = strdup(file))) {
-		buf_free(blob, src->bloblen);
-		blob = NULL;
-	}
-	if (blob) {
-		src->text = text;
-		src->len = n;
-		src->blob = blob;
-		src->path = path;
-		src->zone = zone;
-	} else if (text) {
-		buf_free(text, n);
-	}
-	errno = saved;
-	return blob;
-}
-
-struct fn_policy *fn_compiled_load_src(struct fn_compiled_src *src, char *err, size_t errlen)
-{
-	int saved = errno;
-	struct fn_compiled_key k = {
-	    .text = src->text, .textlen = src->len, .zone = src->zone ? src->zone : ""};
-	k.id = fn_compiled_build_id(&k.idlen);
-	struct fn_policy *p = read_blob(src->blob, src->bloblen, &k);
-	src->blob = NULL;
-	/* A copy not whole when read: parsed, as at any start. */
-	if (!p)
-		p = load_text(src->text, src->len, src->path, src->zone, true, src->file, err,
-			      errlen);
-	buf_free(src->text, src->len);
-	free(src->file);
-	src->text = src->file = NULL;
-	errno = saved;
-	return p;
-}
-
-bool fn_compiled_expire(const char *dir, const char *name, time_t now)
-{
-	size_t n = strlen(name);
-	if (n < 16 || strncmp(name, "policy-", 7) != 0 || strcmp(name + n - 9, ".compiled") != 0)
-		return false;
-	fn_expire_old(dir, name, now);
-	return true;
 }

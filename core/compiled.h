@@ -7,7 +7,9 @@
  * are the caller's byte for byte and every part of it is whole and in
  * range. Anything else (a stale, foreign, truncated or corrupt file, one
  * another account could have written) is ignored, and the file is parsed as
- * it always was. */
+ * it always was. A copy also has a second name, from the policy file's
+ * identity (compiled_file.c), so that most starts find it without reading
+ * the file. */
 #ifndef FAULTNET_COMPILED_H
 #define FAULTNET_COMPILED_H
 
@@ -52,6 +54,19 @@ void *fn_compiled_write(const struct fn_policy *p, const struct fn_compiled_key 
  * blob, whatever they hold. */
 struct fn_policy *fn_compiled_read(const void *blob, size_t len, const struct fn_compiled_key *k);
 
+/* Whether blob's len bytes are a whole copy, as written (its length and
+ * checksum), for k's zone and build and for k's text; a k with no text
+ * takes the text the copy holds (k->text then points into blob). The
+ * fields are checked as fn_compiled_read builds them. */
+bool fn_compiled_whole(const void *blob, size_t len, struct fn_compiled_key *k);
+
+/* The checksum of a copy, which also names copies (compiled_file.c). */
+uint64_t fn_compiled_hash(uint64_t h, const void *data, size_t n);
+
+/* A copy is at most this long: a policy file is at most 16 MiB, and its
+ * rules, CIDRs and bodies fit in this many times as much. */
+#define FN_COMPILED_MAX (512u << 20)
+
 /* Sets a copy's length and checksum for its len bytes, as written. For
  * the tests, which change a copy's bytes and then have it read in full. */
 void fn_compiled_seal(void *blob, size_t len);
@@ -71,22 +86,24 @@ struct fn_policy *fn_compiled_load_file(const char *path, const char *zone, char
 /* The first half of fn_compiled_load_file, for a start that builds its
  * policy later (at its first covered call): true when the run directory
  * keeps a compiled copy for path's text and zone, that is, a start has
- * parsed this very text before and found it good. The text and the copy
- * are read now and kept in *src: a later edit of the file does not count,
- * as it does not for a process that loaded it whole, and the join needs no
- * fd to build the policy. False with nothing kept when
- * there is no copy: the caller loads the file now, with the parser's
- * messages. */
+ * parsed this very text before and found it good. The copy is found by the
+ * file's identity (one stat: a second name that an earlier start gave it,
+ * once the file had not changed for a while) or else by the file's text,
+ * read; its bytes are read now, checked whole and kept in *src: a later
+ * edit of the file does not count, as it does not for a process that
+ * loaded it whole, and the join needs no fd to build the policy. False with
+ * nothing kept when there is no copy: the caller loads the file now, with
+ * the parser's messages. */
 struct fn_compiled_src {
-	char *text, *blob; /* the policy's text and its copy's bytes */
-	size_t len, bloblen;
+	char *blob; /* the copy's bytes */
+	size_t len;
 	const char *path, *zone; /* kept by the caller for the process's life */
-	char *file;		 /* the copy's place */
 };
 bool fn_compiled_pending(const char *path, const char *zone, struct fn_compiled_src *src);
 
-/* The second half: the policy of src's text (from its copy's bytes, else
- * parsed, with the parser's messages in err), src's text and bytes freed. */
+/* The second half: the policy of src's copy, its bytes freed; should that
+ * fail (memory short), the file loaded as fn_compiled_load_file does, with
+ * the parser's messages in err. */
 struct fn_policy *fn_compiled_load_src(struct fn_compiled_src *src, char *err, size_t errlen);
 
 /* faultctl gc: name (an entry of dir) is a compiled copy; removed when

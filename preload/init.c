@@ -21,6 +21,7 @@
 #include "core/config.h"
 #include "core/rundir.h"
 #include "core/startdata.h"
+#include "core/startmem.h"
 #include "preload/control/control.h"
 #include "preload/control/segfile.h"
 #include "preload/base/libc.h"
@@ -107,11 +108,11 @@ static void check_policy(bool passthrough)
 	 * before it execs: children get the absolute one. */
 	if (path[0] != '/')
 		path = absolute_config(path);
-	/* Copied (to the heap, which the start uses anyway): the join and the
+	/* Copied (core/startmem.h: no malloc at start): the join and the
 	 * state file use them after main, when a program that retitles itself
 	 * may have written over the strings of its environment. */
-	path = strdup(path) ?: path;
-	zone = zone ? strdup(zone) ?: zone : NULL;
+	path = fn_start_strdup(path) ?: path;
+	zone = zone ? fn_start_strdup(zone) ?: zone : NULL;
 	started_ns = fn_now_ns_once();
 	if (fn_compiled_pending(path, zone, &pending))
 		return fn_cmd_set_base(path, zone);
@@ -131,7 +132,7 @@ static void check_policy(bool passthrough)
  * without faults, as it is past main. */
 static void build_policy(void)
 {
-	if (!pending.text)
+	if (!pending.blob)
 		return;
 	char err[1024];
 	struct fn_policy *p = fn_compiled_load_src(&pending, err, sizeof(err));

@@ -19,6 +19,7 @@
 #include "core/rules.h"
 #include "core/rundir.h"
 #include "core/startdata.h"
+#include "core/startmem.h"
 #include "preload/base/groupseq.h"
 #include "preload/base/libc.h"
 #include "preload/base/say.h"
@@ -158,7 +159,7 @@ const char *fn_control_check(void)
 	fn_segfile_note_env();
 	char dir[4096];
 	const char *why = fn_rundir(dir, sizeof(dir));
-	if (!why && !(rundir = strdup(dir)))
+	if (!why && !(rundir = fn_start_strdup(dir)))
 		why = "cannot be kept: out of memory";
 	if (why) {
 		fn_say("faultnet: control disabled: run directory %s %s", dir, why);

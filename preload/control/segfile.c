@@ -25,6 +25,7 @@
 
 #include "core/rundir.h"
 #include "core/startdata.h"
+#include "core/startmem.h"
 #include "preload/base/libc.h"
 #include "preload/base/policy.h"
 #include "preload/base/say.h"
@@ -122,9 +123,9 @@ static const char *stats_dir FN_START_DATA;
 void fn_segfile_note_env(void)
 {
 	const char *v = secure_getenv("FAULTNET_STATS_DIR");
-	/* Copied to the heap, which the start uses anyway (a static buffer
-	 * was a page of its own); the variable itself, were memory short. */
-	stats_dir = v && *v ? strdup(v) ?: v : NULL;
+	/* Copied (a static buffer was a page of its own); the variable
+	 * itself, were memory short. */
+	stats_dir = v && *v ? fn_start_strdup(v) ?: v : NULL;
 }
 
 /* The file's place: the run directory, or the stats directory with a link

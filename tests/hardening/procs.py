@@ -74,16 +74,22 @@ def main():
 def test_multiprocessing(build, first, env, rundir):
     p = subprocess.Popen(["/usr/bin/python3", os.path.abspath(__file__), "--worker", "40"],
                          env=env, stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)
     ctl_env = dict(os.environ, FAULTNET_RUNDIR=rundir)
     if first:
         ctl_env["LD_PRELOAD"] = first
-    ps = subprocess.run([os.path.join(build, "faultctl"), "-g", "mp", "ps"], env=ctl_env,
-                        capture_output=True, text=True, timeout=30)
+    # Asked until the pool's workers are listed, while the pool lives (its
+    # workers stay 1.5 s after their last connect): on a loaded machine
+    # the pool may take over a second to start.
+    while True:
+        time.sleep(0.3)
+        ps = subprocess.run([os.path.join(build, "faultctl"), "-g", "mp", "ps"], env=ctl_env,
+                            capture_output=True, text=True, timeout=30)
+        rows = [l for l in ps.stdout.splitlines()[1:] if l.strip()]
+        if len(rows) >= 5 or p.poll() is not None:
+            break
     out = p.communicate(timeout=60)[0].strip()
     check("multiprocessing: 40 connects from 4 workers, all refused by the rule (%s)" % out,
           out == "refused 40", out)
-    rows = [l for l in ps.stdout.splitlines()[1:] if l.strip()]
     check("multiprocessing: the parent and its 4 workers answer faultctl ps (%d)" % len(rows),
           len(rows) >= 5, ps.stdout + ps.stderr)
 

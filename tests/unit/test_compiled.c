@@ -360,6 +360,57 @@ static void test_key_compared(void)
 	fn_policy_free(p);
 }
 
+/* A copy found by the file's identity is read with no text of the
+ * caller's: fn_compiled_whole takes the copy's own text, and still checks
+ * the zone, the build and the checksum; cut short at any length, it is not
+ * whole, and one sealed again is refused when built (and nothing is read
+ * past its end: ASan). */
+static void test_whole_without_text(void)
+{
+	struct fn_policy *p = load_rich("a");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	struct fn_compiled_key k = key_of(rich, "a");
+	size_t len;
+	uint8_t *blob = fn_compiled_write(p, &k, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(blob);
+	struct fn_compiled_key o = {.zone = "a", .id = k.id, .idlen = k.idlen};
+	CU_ASSERT_TRUE_FATAL(fn_compiled_whole(blob, len, &o));
+	CU_ASSERT_EQUAL(o.textlen, strlen(rich));
+	CU_ASSERT_EQUAL(memcmp(o.text, rich, o.textlen), 0);
+	struct fn_policy *q = fn_compiled_read(blob, len, &o);
+	CU_ASSERT_PTR_NOT_NULL(q);
+	fn_policy_free(q);
+	o = (struct fn_compiled_key){.zone = "", .id = k.id, .idlen = k.idlen};
+	CU_ASSERT_FALSE(fn_compiled_whole(blob, len, &o)); /* another zone */
+	o = (struct fn_compiled_key){.zone = "a", .id = NULL};
+	CU_ASSERT_FALSE(fn_compiled_whole(blob, len, &o)); /* no build-id */
+	blob[len - 40] ^= 0x5a;
+	o = (struct fn_compiled_key){.zone = "a", .id = k.id, .idlen = k.idlen};
+	CU_ASSERT_FALSE(fn_compiled_whole(blob, len, &o)); /* a byte changed */
+	blob[len - 40] ^= 0x5a;
+	int whole = 0, built = 0;
+	for (size_t n = 0; n < len; n++) {
+		uint8_t *cut = malloc(n ? n : 1);
+		memcpy(cut, blob, n);
+		o = (struct fn_compiled_key){.zone = "a", .id = k.id, .idlen = k.idlen};
+		whole += fn_compiled_whole(cut, n, &o);
+		/* Sealed again, the key and checksum agree: the fields are
+		 * what refuses it, when it is built. */
+		fn_compiled_seal(cut, n);
+		o = (struct fn_compiled_key){.zone = "a", .id = k.id, .idlen = k.idlen};
+		if (fn_compiled_whole(cut, n, &o)) {
+			q = fn_compiled_read(cut, n, &o);
+			built += q != NULL;
+			fn_policy_free(q);
+		}
+		free(cut);
+	}
+	CU_ASSERT_EQUAL(whole, 0);
+	CU_ASSERT_EQUAL(built, 0);
+	free(blob);
+	fn_policy_free(p);
+}
+
 /* Cut short at every length: refused, also when the cut copy's length and
  * checksum are made to agree (then every read inside it is what refuses). */
 static void test_truncated(void)
@@ -487,6 +538,8 @@ void add_compiled_tests(void)
 	CU_add_test(s, "@include and body_file are never kept", test_cacheable);
 	CU_add_test(s, "another text, zone or build is refused", test_key_compared);
 	CU_add_test(s, "cut short at every length: refused", test_truncated);
+	CU_add_test(s, "a copy read with its own text: still checked whole",
+		    test_whole_without_text);
 	CU_add_test(s, "bytes changed: refused or the original, never a crash", test_flipped);
 	CU_add_test(s, "a CIDR the parser would refuse is refused", test_cidr_checked);
 }

@@ -1,0 +1,352 @@
+/* compiled_file.c - a policy's compiled copy in the run directory (see
+ * compiled.h): where it is kept, read and written, and the start that
+ * finds its policy there. A copy is named by the hash of the policy's
+ * text, zone and build; a second name, by the policy file's identity (its
+ * device, inode, size and times), lets a start find the copy with one stat
+ * of the file instead of a read of its text. */
+#include "core/compiled.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/bigalloc.h"
+#include "core/config.h"
+#include "core/pathcat.h"
+#include "core/rundir.h"
+#include "core/startmem.h"
+
+/* "DIR/policy-HEX.compiled" with the hash h, appended to the run
+ * directory in out. */
+static bool put_name(char *out, size_t len, const char *prefix, uint64_t h)
+{
+	char hex[FN_UTOA_MAX];
+	size_t n = strlen(out);
+	return FN_PATHCAT(out + n, len - n, prefix, fn_utoa(hex, h, 16, 16), ".compiled");
+}
+
+/* The hash of k's text, zone and build. */
+static uint64_t key_hash(const struct fn_compiled_key *k)
+{
+	uint64_t h = fn_compiled_hash(0xcbf29ce484222325ull, k->text, k->textlen);
+	h = fn_compiled_hash(h ^ 1, k->zone, strlen(k->zone));
+	return fn_compiled_hash(h ^ 2, k->id, k->idlen);
+}
+
+bool fn_compiled_path(char *out, size_t len, const char *dir, const struct fn_compiled_key *k)
+{
+	return FN_PATHCAT(out, len, dir) && put_name(out, len, "/policy-", key_hash(k));
+}
+/* A text or copy this large is read into a mapping of its own, not the
+ * heap: freed there after the policy was built, it was a free chunk among
+ * the policy's allocations, which each later malloc of the app's split and
+ * merged (core/bigalloc.h), and freed as a chunk glibc mapped, it raised
+ * glibc's mmap threshold, and the arrays built after it came from the heap.
+ * A smaller free chunk is below what stdio's buffers and the like ask for. */
+#define HEAP_MAX 4096
+
+static void buf_free(char *b, size_t size)
+{
+	if (size >= HEAP_MAX)
+		fn_map_free(b);
+	else
+		fn_start_free(b);
+}
+
+/* A buffer for a file's size bytes and a NUL after them: below HEAP_MAX on
+ * the heap, or for a start (start) from its block (core/startmem.h), else a
+ * mapping of its own. Its kind follows from size and address, so the text
+ * and the copy are freed alike (buf_free). */
+static char *buf_read(int fd, size_t size, bool start)
+{
+	char *b = size >= HEAP_MAX ? fn_map_realloc(NULL, size + 1)
+		  : start	   ? fn_start_alloc(size + 1)
+				   : malloc(size + 1);
+	if (b && fn_read_raw(fd, b, size) != (ssize_t)size) {
+		buf_free(b, size);
+		return NULL;
+	}
+	if (b)
+		b[size] = '\0';
+	return b;
+}
+
+/* The policy file's text, NUL-ended, when it is a regular file of a sane
+ * size with no NUL: one open, one fstat and one read, where reading it
+ * again as the parser does cost three system calls more at every start.
+ * NULL otherwise: the caller reads it as the parser does, with its
+ * messages. */
+static char *read_text(const char *path, size_t *len, struct stat *was)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return NULL;
+	struct stat sb;
+	char *buf = NULL;
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size <= (off_t)FN_CONFIG_FILE_MAX &&
+	    (buf = buf_read(fd, (size_t)sb.st_size, false)) && memchr(buf, 0, (size_t)sb.st_size)) {
+		buf_free(buf, (size_t)sb.st_size);
+		buf = NULL;
+	}
+	fn_close_raw(fd);
+	*len = buf ? (size_t)sb.st_size : 0;
+	if (was)
+		*was = sb;
+	return buf;
+}
+
+/* The bytes of the copy at path (their count in *len) when it is a
+ * regular file of this user that no one else can write and of a sane size;
+ * NULL otherwise. Whether they are whole is the reader's to check. */
+static char *read_copy(const char *path, size_t *len, bool start)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return NULL;
+	struct stat sb;
+	char *blob = NULL;
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
+	    !(sb.st_mode & (S_IWGRP | S_IWOTH)) && sb.st_size > 0 &&
+	    sb.st_size <= (off_t)FN_COMPILED_MAX)
+		blob = buf_read(fd, (size_t)sb.st_size, start);
+	fn_close_raw(fd);
+	*len = blob ? (size_t)sb.st_size : 0;
+	return blob;
+}
+
+/* The policy of blob's len bytes for k (NULL unless they are a whole copy
+ * of it), blob freed. */
+static struct fn_policy *read_blob(char *blob, size_t len, const struct fn_compiled_key *k)
+{
+	if (!blob)
+		return NULL;
+	struct fn_policy *p = fn_compiled_read(blob, len, k);
+	buf_free(blob, len);
+	return p;
+}
+
+static bool write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		p += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+/* p's copy at path: written to a new file of this user only (O_EXCL: never
+ * through a name someone else made) and renamed over path, so that a
+ * reader sees a whole copy or none. */
+static void store_copy(const char *path, const struct fn_policy *p, const struct fn_compiled_key *k)
+{
+	size_t len;
+	uint8_t *blob = fn_compiled_write(p, k, &len);
+	char tmp[4200];
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	const char *slash = strrchr(path, '/');
+	int n = blob && slash
+		    ? snprintf(tmp, sizeof(tmp), "%.*s/.%s.%d.%ld.tmp", (int)(slash - path), path,
+			       slash + 1, (int)getpid(), (long)ts.tv_nsec)
+		    : -1;
+	int fd = n > 0 && (size_t)n < sizeof(tmp)
+		     ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)
+		     : -1;
+	if (fd >= 0) {
+		bool ok = write_all(fd, blob, len);
+		fn_close_raw(fd);
+		if (!ok || rename(tmp, path) < 0)
+			unlink(tmp);
+	}
+	free(blob);
+}
+
+/* Where k's copy is kept (k->id set on the way): false for a text that is
+ * never kept, or with no run directory. */
+static bool copy_place(struct fn_compiled_key *k, char *file, size_t len)
+{
+	/* The run directory found in file itself: a buffer of its own was
+	 * a page of stack at every start. */
+	return fn_compiled_cacheable(k->text) && (k->id = fn_compiled_build_id(&k->idlen)) &&
+	       !fn_rundir(file, len) && put_name(file, len, "/policy-", key_hash(k));
+}
+
+/* The policy of text: from its copy at file when one is there and whole,
+ * else parsed (and then kept at file when keep). */
+static struct fn_policy *load_text(const char *text, size_t n, const char *path, const char *zone,
+				   bool keep, const char *file, char *err, size_t errlen)
+{
+	struct fn_compiled_key k = {.text = text, .textlen = n, .zone = zone ? zone : ""};
+	k.id = keep ? fn_compiled_build_id(&k.idlen) : NULL;
+	size_t len = 0;
+	struct fn_policy *p = keep ? read_blob(read_copy(file, &len, false), len, &k) : NULL;
+	if (!p) {
+		p = fn_config_load_string(text, path, zone, err, errlen);
+		if (p && keep)
+			store_copy(file, p, &k);
+	}
+	return p;
+}
+
+struct fn_policy *fn_compiled_load_file(const char *path, const char *zone, char *err,
+					size_t errlen)
+{
+	int saved = errno; /* the app's, untouched by a copy's absence */
+	size_t n;
+	char *own = read_text(path, &n, NULL);
+	char *text = own ? own : fn_config_read(path, &n, err, errlen);
+	if (!text)
+		return NULL;
+	struct fn_compiled_key k = {.text = text, .textlen = n, .zone = zone ? zone : ""};
+	char file[4200];
+	bool keep = copy_place(&k, file, sizeof(file));
+	struct fn_policy *p = load_text(text, n, path, zone, keep, file, err, errlen);
+	if (own)
+		buf_free(own, n);
+	else
+		free(text);
+	errno = saved;
+	return p;
+}
+
+/* ---- a start that builds its policy at its join ------------------------- */
+
+/* The second name of a copy: the policy file's identity (sb), the zone and
+ * the build. Any write to the file changes its ctime. */
+static bool stamp_place(const struct stat *sb, const struct fn_compiled_key *k, char *file,
+			size_t len)
+{
+	const uint64_t who[] = {sb->st_dev,
+				sb->st_ino,
+				(uint64_t)sb->st_size,
+				(uint64_t)sb->st_mtim.tv_sec,
+				(uint64_t)sb->st_mtim.tv_nsec,
+				(uint64_t)sb->st_ctim.tv_sec,
+				(uint64_t)sb->st_ctim.tv_nsec};
+	uint64_t h = fn_compiled_hash(0x84222325cbf29ce4ull, who, sizeof(who));
+	h = fn_compiled_hash(h ^ 1, k->zone, strlen(k->zone));
+	h = fn_compiled_hash(h ^ 2, k->id, k->idlen);
+	return !fn_rundir(file, len) && put_name(file, len, "/policy-s-", h);
+}
+
+/* How long ago a file's last change must be for its identity to name its
+ * text: a change within the same tick of the kernel's clock could leave
+ * the times as they were (as git's index has it: "racily clean"), but not
+ * one made this long after the times it was read with. */
+#define SETTLED_S 2
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* The copy at file, just found by the text read with identity was, given
+ * its second name when the file has settled and is still as it was. */
+static void stamp_make(const char *path, const struct stat *was, const char *file,
+		       const struct fn_compiled_key *k)
+{
+	struct timespec now;
+	struct stat sb;
+	char stamp[4200];
+	if (clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+	    now.tv_sec - was->st_ctim.tv_sec >= SETTLED_S && stat(path, &sb) == 0 &&
+	    same_file(&sb, was) && stamp_place(was, k, stamp, sizeof(stamp)))
+		(void)link(file, stamp); /* there already, or refused: the text is read */
+}
+
+/* The copy's bytes when they are whole for zone and this build (k's text
+ * then the copy's own, when k has none); NULL otherwise. */
+static char *whole_copy(const char *file, struct fn_compiled_key *k, size_t *len)
+{
+	char *blob = read_copy(file, len, true);
+	if (blob && !fn_compiled_whole(blob, *len, k)) {
+		buf_free(blob, *len);
+		blob = NULL;
+	}
+	return blob;
+}
+
+/* The copy by the policy file's identity: one stat of the file. */
+static char *by_identity(const char *path, struct fn_compiled_key *k, size_t *len)
+{
+	struct stat sb;
+	char file[4200];
+	if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+	    !stamp_place(&sb, k, file, sizeof(file)))
+		return NULL;
+	return whole_copy(file, k, len);
+}
+
+/* The copy by the policy file's text, read, named a second time by the
+ * file's identity for the next start. */
+static char *by_text(const char *path, struct fn_compiled_key *k, size_t *len)
+{
+	struct stat was;
+	size_t n;
+	char *text = read_text(path, &n, &was);
+	char file[4200];
+	k->text = text;
+	k->textlen = n;
+	char *blob = text && copy_place(k, file, sizeof(file)) ? whole_copy(file, k, len) : NULL;
+	if (blob)
+		stamp_make(path, &was, file, k);
+	if (text)
+		buf_free(text, n);
+	k->text = NULL;
+	return blob;
+}
+
+bool fn_compiled_pending(const char *path, const char *zone, struct fn_compiled_src *src)
+{
+	int saved = errno;
+	struct fn_compiled_key k = {.zone = zone ? zone : ""};
+	/* The copy's bytes are read now, not at the join: a process may have
+	 * used up its fds (or left its run directory's reach) by its first
+	 * covered call, and the copy lets the join build the policy with no fd
+	 * and no libconfig. They are checked whole now too: a start that
+	 * finds them spoilt loads the file, and a bad one stops it here. */
+	char *blob = (k.id = fn_compiled_build_id(&k.idlen))
+			 ? by_identity(path, &k, &src->len) ?: by_text(path, &k, &src->len)
+			 : NULL;
+	src->blob = blob;
+	src->path = path;
+	src->zone = zone;
+	errno = saved;
+	return blob;
+}
+
+struct fn_policy *fn_compiled_load_src(struct fn_compiled_src *src, char *err, size_t errlen)
+{
+	int saved = errno;
+	struct fn_compiled_key k = {.zone = src->zone ? src->zone : ""};
+	k.id = fn_compiled_build_id(&k.idlen);
+	struct fn_policy *p = fn_compiled_whole(src->blob, src->len, &k)
+				  ? fn_compiled_read(src->blob, src->len, &k)
+				  : NULL;
+	buf_free(src->blob, src->len);
+	src->blob = NULL;
+	/* Built from bytes checked whole at start, this fails only when
+	 * memory is short: the file is loaded instead, as it is now. */
+	errno = saved;
+	return p ?: fn_compiled_load_file(src->path, src->zone, err, errlen);
+}
+
+bool fn_compiled_expire(const char *dir, const char *name, time_t now)
+{
+	size_t n = strlen(name);
+	if (n < 16 || strncmp(name, "policy-", 7) != 0 || strcmp(name + n - 9, ".compiled") != 0)
+		return false;
+	fn_expire_old(dir, name, now);
+	return true;
+}

@@ -1,0 +1,43 @@
+/* startmem.c - memory that a process's start keeps, without malloc (see
+ * startmem.h). The block is zeroed memory of the program's (.bss): only
+ * the pages the start uses are ever touched. (Aligned to a page, it would
+ * take one page fewer, but .bss would begin a page of its own, one more.) */
+#include "core/startmem.h"
+#include "core/startdata.h"
+
+#include <stdalign.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A path, a zone, the run and stats directories (short, in practice) and
+ * the compiled copy of a policy of a few dozen rules. */
+#define BLOCK (16u << 10)
+
+static alignas(max_align_t) unsigned char block[BLOCK];
+static size_t used FN_START_DATA;
+
+void *fn_start_alloc(size_t n)
+{
+	size_t whole = (n + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
+	if (whole >= n && whole <= BLOCK - used) {
+		void *p = block + used;
+		used += whole;
+		return p;
+	}
+	return malloc(n);
+}
+
+char *fn_start_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = fn_start_alloc(n);
+	return p ? memcpy(p, s, n) : NULL;
+}
+
+void fn_start_free(void *p)
+{
+	uintptr_t at = (uintptr_t)p;
+	if (at < (uintptr_t)block || at >= (uintptr_t)block + BLOCK)
+		free(p);
+}
