@@ -238,7 +238,8 @@ struct run {
 };
 
 /* Every rule's conditions count and time from the run's start, as the
- * shim's from a process's. */
+ * shim's from a process's: set when the maps are filled, and again just
+ * before the command starts (conds_again). */
 static bool conds_start(struct run *r)
 {
 	uint64_t now = fn_now_ns();
@@ -246,6 +247,14 @@ static bool conds_start(struct run *r)
 		if (!fnb_maps_cond_reset(&r->maps, r->ctl.pl.rules[i].slot, now))
 			return false;
 	return true;
+}
+
+static bool conds_again(struct run *r, char *err, size_t errlen)
+{
+	if (conds_start(r))
+		return true;
+	snprintf(err, errlen, "cannot fill the BPF maps: %s", strerror(errno));
+	return false;
 }
 
 static bool has_http(const struct fn_policy *p)
@@ -396,7 +405,11 @@ int fnb_run(const struct fn_policy *p, const char *group, char **argv, bool stat
 		snprintf(err, sizeof(err), "%s", early);
 	else if (set_up(&r, p, http, err, sizeof(err)) && prepare(&r, err, sizeof(err))) {
 		join(&r, group, argv);
-		if (attach(r.s, r.cgfd, err, sizeof(err))) {
+		/* The conditions counted again from here, as the shim's from
+		 * the process's start: loading and attaching the programs took
+		 * 100 ms and more on a loaded machine, a window's start_ms then
+		 * ending that much earlier than the shim's. */
+		if (attach(r.s, r.cgfd, err, sizeof(err)) && conds_again(&r, err, sizeof(err))) {
 			signal(SIGINT, forward);
 			signal(SIGTERM, forward);
 			child = fnb_cgroup_start(r.cg, argv);

@@ -97,6 +97,7 @@ struct fn_policy *fn_compiled_load_file(const char *path, const char *zone, char
 struct fn_compiled_src {
 	char *blob; /* the copy's bytes */
 	size_t len;
+	char *file;		 /* instead, a copy too large to keep: its place */
 	const char *path, *zone; /* kept by the caller for the process's life */
 };
 bool fn_compiled_pending(const char *path, const char *zone, struct fn_compiled_src *src);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "core/bigalloc.h"
@@ -238,11 +239,35 @@ static bool stamp_place(const struct stat *sb, const struct fn_compiled_key *k, 
 	return !fn_rundir(file, len) && put_name(file, len, "/policy-s-", h);
 }
 
-/* How long ago a file's last change must be for its identity to name its
- * text: a change within the same tick of the kernel's clock could leave
- * the times as they were (as git's index has it: "racily clean"), but not
- * one made this long after the times it was read with. */
+/* How long before its text was read a file's last change must be for its
+ * identity to name that text: a change within the same tick of the
+ * kernel's clock could leave the times as they were (as git's index has
+ * it: "racily clean"), but not one made this long after them. */
 #define SETTLED_S 2
+
+/* The file systems whose times a stat reads from the file itself, and
+ * whose ctime every write sets: local ones. A network or FUSE file system
+ * answers a stat from an attribute cache (NFS revalidates at open, which
+ * the text's read does), and some keep no ctime of their own. */
+static bool identity_kept(const char *path)
+{
+	static const long local[] = {
+	    0xEF53,	      /* ext2/3/4 */
+	    0x58465342,	      /* xfs */
+	    (long)0x9123683E, /* btrfs */
+	    0x01021994,	      /* tmpfs */
+	    0x794C7630,	      /* overlayfs */
+	    (long)0xF2F52010, /* f2fs */
+	    0x2FC12FC1,	      /* zfs */
+	};
+	struct statfs fs;
+	if (statfs(path, &fs) != 0)
+		return false;
+	for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
+		if ((long)fs.f_type == local[i])
+			return true;
+	return false;
+}
 
 static bool same_file(const struct stat *a, const struct stat *b)
 {
@@ -251,18 +276,28 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-/* The copy at file, just found by the text read with identity was, given
- * its second name when the file has settled and is still as it was. */
-static void stamp_make(const char *path, const struct stat *was, const char *file,
-		       const struct fn_compiled_key *k)
+/* The copy at file, just found by the text read with identity was (the
+ * clock read at before, ahead of the read), given its second name when the
+ * file had settled then and is still as it was: linked under a new name and
+ * renamed over the second name, so that one found spoilt is replaced. */
+static void stamp_make(const char *path, const struct stat *was, const struct timespec *before,
+		       const char *file, const struct fn_compiled_key *k)
 {
-	struct timespec now;
 	struct stat sb;
-	char stamp[4200];
-	if (clock_gettime(CLOCK_REALTIME, &now) == 0 &&
-	    now.tv_sec - was->st_ctim.tv_sec >= SETTLED_S && stat(path, &sb) == 0 &&
-	    same_file(&sb, was) && stamp_place(was, k, stamp, sizeof(stamp)))
-		(void)link(file, stamp); /* there already, or refused: the text is read */
+	char stamp[4200], tmp[4300];
+	if (before->tv_sec - was->st_ctim.tv_sec < SETTLED_S || stat(path, &sb) != 0 ||
+	    !same_file(&sb, was) || !identity_kept(path) ||
+	    !stamp_place(was, k, stamp, sizeof(stamp)))
+		return;
+	const char *slash = strrchr(stamp, '/');
+	char pid[FN_UTOA_MAX], ns[FN_UTOA_MAX];
+	if (!FN_PATHCAT(tmp, sizeof(tmp), stamp) ||
+	    !FN_PATHCAT(tmp + (slash - stamp), sizeof(tmp) - (size_t)(slash - stamp), "/.",
+			slash + 1, ".", fn_utoa(pid, (uint64_t)getpid(), 10, 0), ".",
+			fn_utoa(ns, (uint64_t)before->tv_nsec, 10, 0), ".tmp"))
+		return;
+	if (link(file, tmp) == 0 && rename(tmp, stamp) != 0)
+		unlink(tmp); /* refused: the next start reads the text */
 }
 
 /* The copy's bytes when they are whole for zone and this build (k's text
@@ -277,53 +312,71 @@ static char *whole_copy(const char *file, struct fn_compiled_key *k, size_t *len
 	return blob;
 }
 
-/* The copy by the policy file's identity: one stat of the file. */
-static char *by_identity(const char *path, struct fn_compiled_key *k, size_t *len)
+/* The copy by the policy file's identity: one stat of the file (and one
+ * statfs: a local file system's). Its place in file. */
+static char *by_identity(const char *path, struct fn_compiled_key *k, size_t *len, char *file,
+			 size_t flen)
 {
 	struct stat sb;
-	char file[4200];
-	if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) ||
-	    !stamp_place(&sb, k, file, sizeof(file)))
+	if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || !identity_kept(path) ||
+	    !stamp_place(&sb, k, file, flen))
 		return NULL;
 	return whole_copy(file, k, len);
 }
 
 /* The copy by the policy file's text, read, named a second time by the
- * file's identity for the next start. */
-static char *by_text(const char *path, struct fn_compiled_key *k, size_t *len)
+ * file's identity for the next start. Its place in file. */
+static char *by_text(const char *path, struct fn_compiled_key *k, size_t *len, char *file,
+		     size_t flen)
 {
 	struct stat was;
+	struct timespec before;
 	size_t n;
+	if (clock_gettime(CLOCK_REALTIME, &before) != 0)
+		before.tv_sec = 0;
 	char *text = read_text(path, &n, &was);
-	char file[4200];
 	k->text = text;
 	k->textlen = n;
-	char *blob = text && copy_place(k, file, sizeof(file)) ? whole_copy(file, k, len) : NULL;
+	char *blob = text && copy_place(k, file, flen) ? whole_copy(file, k, len) : NULL;
 	if (blob)
-		stamp_make(path, &was, file, k);
+		stamp_make(path, &was, &before, file, k);
 	if (text)
 		buf_free(text, n);
 	k->text = NULL;
 	return blob;
 }
 
+/* A copy this large is not kept from the start to the join (it would stay
+ * in every process that never joins, 22 MB for a policy of 5 MB): only its
+ * place, read again at the join, which then needs an fd. */
+#define KEEP_MAX (1u << 20)
+
 bool fn_compiled_pending(const char *path, const char *zone, struct fn_compiled_src *src)
 {
 	int saved = errno;
 	struct fn_compiled_key k = {.zone = zone ? zone : ""};
+	char file[4200];
 	/* The copy's bytes are read now, not at the join: a process may have
 	 * used up its fds (or left its run directory's reach) by its first
 	 * covered call, and the copy lets the join build the policy with no fd
-	 * and no libconfig. They are checked whole now too: a start that
-	 * finds them spoilt loads the file, and a bad one stops it here. */
+	 * and no libconfig. Their key and checksum are checked now too: a
+	 * start that finds them spoilt reads the text, and with no good copy
+	 * for it loads the file, so a bad one stops it here. */
 	char *blob = (k.id = fn_compiled_build_id(&k.idlen))
-			 ? by_identity(path, &k, &src->len) ?: by_text(path, &k, &src->len)
+			 ? by_identity(path, &k, &src->len, file, sizeof(file))
+			       ?: by_text(path, &k, &src->len, file, sizeof(file))
 			 : NULL;
+	src->file = NULL;
+	if (blob && src->len > KEEP_MAX) {
+		buf_free(blob, src->len);
+		blob = NULL;
+		src->file = fn_start_strdup(file);
+	}
 	src->blob = blob;
 	src->path = path;
 	src->zone = zone;
 	errno = saved;
-	return blob;
+	return blob || src->file;
 }
 
 struct fn_policy *fn_compiled_load_src(struct fn_compiled_src *src, char *err, size_t errlen)
@@ -331,13 +384,20 @@ struct fn_policy *fn_compiled_load_src(struct fn_compiled_src *src, char *err, s
 	int saved = errno;
 	struct fn_compiled_key k = {.zone = src->zone ? src->zone : ""};
 	k.id = fn_compiled_build_id(&k.idlen);
-	struct fn_policy *p = fn_compiled_whole(src->blob, src->len, &k)
+	if (!src->blob && src->file)
+		src->blob = read_copy(src->file, &src->len, false);
+	struct fn_policy *p = src->blob && fn_compiled_whole(src->blob, src->len, &k)
 				  ? fn_compiled_read(src->blob, src->len, &k)
 				  : NULL;
-	buf_free(src->blob, src->len);
-	src->blob = NULL;
-	/* Built from bytes checked whole at start, this fails only when
-	 * memory is short: the file is loaded instead, as it is now. */
+	if (src->blob)
+		buf_free(src->blob, src->len);
+	fn_start_free(src->file);
+	src->blob = src->file = NULL;
+	/* Bytes whose key and checksum held at start fail here only when
+	 * memory is short, when a field is out of range (a copy written by
+	 * something else than the shim) or when the HTTP parser's library
+	 * cannot be loaded: the file is loaded instead, as it reads now, and
+	 * its errors are the caller's to tell. */
 	errno = saved;
 	return p ?: fn_compiled_load_file(src->path, src->zone, err, errlen);
 }

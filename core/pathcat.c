@@ -26,6 +26,8 @@ const char *fn_utoa(char buf[FN_UTOA_MAX], uint64_t v, unsigned base, unsigned w
 {
 	char *p = buf + FN_UTOA_MAX - 1;
 	*p = '\0';
+	if (base != 16)
+		base = 10;
 	if (width > FN_UTOA_MAX - 1)
 		width = FN_UTOA_MAX - 1;
 	/* 64 bits are at most 20 decimal or 16 hex digits: they fit. */

@@ -16,8 +16,8 @@
 bool fn_pathcat(char *out, size_t len, const char *const *parts);
 #define FN_PATHCAT(out, len, ...) fn_pathcat(out, len, (const char *const[]){__VA_ARGS__, NULL})
 
-/* v in base 10 or 16 (lower case), at least width digits with leading
- * zeros, as the string it returns, which lives in buf. */
+/* v in base 16 (lower case) or else 10, at least width digits with
+ * leading zeros, as the string it returns, which lives in buf. */
 #define FN_UTOA_MAX 24
 const char *fn_utoa(char buf[FN_UTOA_MAX], uint64_t v, unsigned base, unsigned width);
 

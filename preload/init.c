@@ -132,7 +132,7 @@ static void check_policy(bool passthrough)
  * without faults, as it is past main. */
 static void build_policy(void)
 {
-	if (!pending.blob)
+	if (!pending.blob && !pending.file)
 		return;
 	char err[1024];
 	struct fn_policy *p = fn_compiled_load_src(&pending, err, sizeof(err));
