@@ -15,7 +15,8 @@ client against the real thing:
              answer (a reset follows the data by a round trip at least)
 
 usage: outage.py KIND HOST PORT [--dir DIR] -- CMD [ARG...]   (root: uses unshare -n)
-Exits with CMD's status; CMD's output passes through.
+Exits with CMD's status; CMD's output passes through. With OUTAGE_MS_FILE
+set, writes there the milliseconds CMD itself took.
 """
 import os
 import socket
@@ -116,7 +117,16 @@ def inside(kind, host, port, directory, cmd):
         serve(kind, host, port)
     elif kind not in ("refuse", "blackhole"):
         sys.exit("outage.py: unknown kind %s" % kind)
+    t0 = time.monotonic()
     rc = subprocess.run(cmd).returncode
+    took = time.monotonic() - t0
+    # The command's own time, for a caller that compares it with the same
+    # command under faultnet: the namespace, the outage and the server
+    # behind it (python's http.server, 0.2 to 0.6 s to start on a loaded
+    # machine) are no part of what the client met.
+    if os.environ.get("OUTAGE_MS_FILE"):
+        with open(os.environ["OUTAGE_MS_FILE"], "w") as f:
+            f.write("%d\n" % int(took * 1000))
     if kind == "reset-after":
         server.kill()
     return 128 - rc if rc < 0 else rc  # killed by a signal: as a shell reports it
