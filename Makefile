@@ -182,10 +182,11 @@ deb:
 # policy's reclamation and the kernel-side backend's policy compiler, and
 # the stats room's request and HTTP/2 counting (test_h2sent.c stands in for
 # the rest of the room), the resolved-name memory (test_hostidx.c) and the
-# per-name counts (test_lookups.c).
+# per-name counts (test_lookups.c) and faultctl's table of file locks
+# (test_locktab.c).
 UNIT_LINK := $(CORE_LIB) $(call obj,preload/relay/shape.c preload/base/policy.c bpf/compile.c \
 	preload/stats/requests.c preload/stats/h2sent.c preload/dns/names.c preload/base/signals.c \
-	preload/stats/lookups.c)
+	preload/stats/lookups.c ctl/state/locktab.c)
 $(BUILD)/tests/unit: $(wildcard tests/unit/*.c tests/unit/*.h) $(UNIT_LINK) $(HEADERS) $(BPF_HEADERS) \
 		preload/stats/reqlog.c
 	@mkdir -p $(dir $@)

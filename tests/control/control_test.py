@@ -930,11 +930,12 @@ def test_long_journal():
 
 
 def test_large_group_liveness():
-    """A flip for a group of 48 members finds the live ones by their state
+    """A flip for a group of 96 members finds the live ones by their state
     files' locks, never by a kill(pid, 0) (a pid says nothing of a member
     in another pid namespace): it counts only the live ones and removes the
-    files of the dead."""
-    group, n, dead = "big", 48, 6
+    files of the dead. Past 32 members it reads the kernel's table of locks
+    once instead of opening each member's file (ctl/state/locktab.c)."""
+    group, n, dead = "big", 96, 6
     ps = [subprocess.Popen(checks.joined_sleep(60), env=env(group)) for _ in range(n)]
     def files():
         return [f for f in os.listdir(RUNDIR) if f.startswith(group + ".") and f.endswith(".mem")]
@@ -950,14 +951,20 @@ def test_large_group_liveness():
     e = dict(os.environ, FAULTNET_RUNDIR=RUNDIR)
     if FIRST:
         e["LD_PRELOAD"] = FIRST
-    r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=kill", "-o", log, CTL, "-g", group,
-                        "enable", "bh"], env=e, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=kill,open,openat", "-o", log, CTL,
+                        "-g", group, "enable", "bh"], env=e, capture_output=True, text=True,
+                       timeout=120)
     with open(log) as f:
-        kills = sum(1 for line in f if "kill(" in line)
+        calls = f.read().splitlines()
+    kills = sum(1 for line in calls if "kill(" in line)
+    opened = sum(1 for line in calls if "open" in line and ".mem\"" in line)
     check("a flip of %d members, %d of them dead: counts %d" % (n, dead, n - dead),
           r.returncode == 0 and "(%d processes)" % (n - dead) in r.stdout, r.stdout + r.stderr)
     check("liveness by each member's lock, no kill per member: %d kill calls for %d members"
           % (kills, n), kills == 0, str(kills))
+    # 32 probed before the table is read, the 6 dead, the 3 a check reads
+    check("the table of locks read once, not each member's file opened: %d of %d opened"
+          % (opened, n), opened <= 32 + dead + 3, str(opened))
     left = {int(f.split(".")[1]) for f in files()}
     check("the files of the dead members are removed",
           not left & {p.pid for p in gone} and len(left) == n - dead, str(sorted(left)))

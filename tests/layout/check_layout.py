@@ -176,7 +176,9 @@ ROOMS = [
      "what faultctl reads and shows of a member: its state file read with "
      "pread, never mapped (segread.c), the members that have not joined yet, "
      "found in /proc and their state made up as their file will hold it "
-     "(unjoined.c), and records shown as tables or JSON (render.c)."),
+     "(unjoined.c), the kernel's table of file locks, read once to find a "
+     "large group's live members and those of other pid namespaces "
+     "(locktab.c), and records shown as tables or JSON (render.c)."),
     ("ctl/probe", set(),
      "faultnet-probe (probe.c): a scenario's HTTP probe, a program of its own "
      "so that it can run under the shim (faultctl keeps the shim idle in "

@@ -16,6 +16,7 @@ void add_pace_tests(void);
 void add_segment_tests(void);
 void add_h2sent_tests(void);
 void add_slices_tests(void);
+void add_locktab_tests(void);
 void add_bigalloc_tests(void);
 void add_hostidx_tests(void);
 void add_suggest_tests(void);
@@ -42,6 +43,7 @@ int main(int argc, char **argv)
 	add_segment_tests();
 	add_h2sent_tests();
 	add_slices_tests();
+	add_locktab_tests();
 	add_bigalloc_tests();
 	add_hostidx_tests();
 	add_suggest_tests();
