@@ -40,7 +40,7 @@ struct head {
 /* A checksum a word at a time: each step a bijection of the state for a
  * given word, so that any one word changed changes the sum. Against
  * corruption, not against an adversary (the key is compared whole). */
-static uint64_t sum_bytes(uint64_t h, const void *data, size_t n)
+FN_START_TEXT static uint64_t sum_bytes(uint64_t h, const void *data, size_t n)
 {
 	const uint8_t *p = data;
 	for (; n >= 8; p += 8, n -= 8) {
@@ -63,7 +63,8 @@ struct id_search {
 };
 
 /* The NT_GNU_BUILD_ID note's bytes in a PT_NOTE segment, or NULL. */
-static const uint8_t *note_id(const uint8_t *p, size_t size, size_t align, size_t *len)
+FN_START_TEXT static const uint8_t *note_id(const uint8_t *p, size_t size, size_t align,
+					    size_t *len)
 {
 	align = align == 8 ? 8 : 4;
 	size_t at = 0;
@@ -86,7 +87,7 @@ static const uint8_t *note_id(const uint8_t *p, size_t size, size_t align, size_
 	return NULL;
 }
 
-static int find_id(struct dl_phdr_info *info, size_t size, void *arg)
+FN_START_TEXT static int find_id(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	struct id_search *s = arg;
@@ -107,7 +108,7 @@ static int find_id(struct dl_phdr_info *info, size_t size, void *arg)
 
 /* Looked up once: a start asks for it at its check and again at its
  * join. Threads that race find and store the same. */
-const uint8_t *fn_compiled_build_id(size_t *len)
+FN_START_TEXT const uint8_t *fn_compiled_build_id(size_t *len)
 {
 	static const uint8_t *id FN_START_DATA;
 	static size_t id_len FN_START_DATA;
@@ -294,7 +295,7 @@ struct rd {
 	size_t left;
 };
 
-static const uint8_t *take(struct rd *r, size_t n)
+FN_START_TEXT static const uint8_t *take(struct rd *r, size_t n)
 {
 	if (n > r->left)
 		return NULL;
@@ -304,7 +305,7 @@ static const uint8_t *take(struct rd *r, size_t n)
 	return at;
 }
 
-static bool get(struct rd *r, void *out, size_t n)
+FN_START_TEXT static bool get(struct rd *r, void *out, size_t n)
 {
 	const uint8_t *at = take(r, n);
 	if (at)
@@ -478,8 +479,8 @@ static bool get_zone(struct rd *r, struct fn_zone *z)
 
 /* The key as the copy (blob, len bytes) holds it, compared whole with k,
  * and the checksum; r is left at the policy's own part. */
-static bool key_matches(const uint8_t *blob, size_t len, struct rd *r,
-			const struct fn_compiled_key *k)
+FN_START_TEXT static bool key_matches(const uint8_t *blob, size_t len, struct rd *r,
+				      const struct fn_compiled_key *k)
 {
 	struct head h;
 	if (!get(r, &h, sizeof(h)) || memcmp(h.magic, MAGIC, 8) != 0 || h.len != len)
@@ -534,12 +535,12 @@ static bool http_ready(const struct fn_policy *p)
 	return true;
 }
 
-uint64_t fn_compiled_hash(uint64_t h, const void *data, size_t n)
+FN_START_TEXT uint64_t fn_compiled_hash(uint64_t h, const void *data, size_t n)
 {
 	return sum_bytes(h, data, n);
 }
 
-bool fn_compiled_whole(const void *blob, size_t len, struct fn_compiled_key *k)
+FN_START_TEXT bool fn_compiled_whole(const void *blob, size_t len, struct fn_compiled_key *k)
 {
 	struct head h;
 	struct rd r = {blob, len};

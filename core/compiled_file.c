@@ -19,6 +19,7 @@
 #include "core/config.h"
 #include "core/pathcat.h"
 #include "core/rundir.h"
+#include "core/startdata.h"
 #include "core/startmem.h"
 
 /* "DIR/policy-HEX.compiled" with the hash h, appended to the run
@@ -62,7 +63,7 @@ static void buf_free(char *b, size_t size)
  * the heap, or for a start (start) from its block (core/startmem.h), else a
  * mapping of its own. Its kind follows from size and address, so the text
  * and the copy are freed alike (buf_free). */
-static char *buf_read(int fd, size_t size, bool start)
+FN_START_TEXT static char *buf_read(int fd, size_t size, bool start)
 {
 	char *b = size >= HEAP_MAX ? fn_map_realloc(NULL, size + 1)
 		  : start	   ? fn_start_alloc(size + 1)
@@ -103,7 +104,7 @@ static char *read_text(const char *path, size_t *len, struct stat *was)
 /* The bytes of the copy at path (their count in *len) when it is a
  * regular file of this user that no one else can write and of a sane size;
  * NULL otherwise. Whether they are whole is the reader's to check. */
-static char *read_copy(const char *path, size_t *len, bool start)
+FN_START_TEXT static char *read_copy(const char *path, size_t *len, bool start)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
@@ -280,8 +281,9 @@ static bool same_file(const struct stat *a, const struct stat *b)
  * clock read at before, ahead of the read), given its second name when the
  * file had settled then and is still as it was: linked under a new name and
  * renamed over the second name, so that one found spoilt is replaced. */
-static void stamp_make(const char *path, const struct stat *was, const struct timespec *before,
-		       const char *file, const struct fn_compiled_key *k)
+static __attribute__((noinline)) void stamp_make(const char *path, const struct stat *was,
+						 const struct timespec *before, const char *file,
+						 const struct fn_compiled_key *k)
 {
 	struct stat sb;
 	char stamp[4200], tmp[4300];
@@ -325,9 +327,12 @@ static char *by_identity(const char *path, struct fn_compiled_key *k, size_t *le
 }
 
 /* The copy by the policy file's text, read, named a second time by the
- * file's identity for the next start. Its place in file. */
-static char *by_text(const char *path, struct fn_compiled_key *k, size_t *len, char *file,
-		     size_t flen)
+ * file's identity for the next start. Its place in file. Out of line, as
+ * is stamp_make: inlined, their buffers (8 KiB) put the calls of every
+ * start, which finds its copy by the identity, two pages lower on the
+ * stack, each page a fault. */
+static __attribute__((noinline)) char *by_text(const char *path, struct fn_compiled_key *k,
+					       size_t *len, char *file, size_t flen)
 {
 	struct stat was;
 	struct timespec before;

@@ -1,9 +1,10 @@
 /* pathcat.c - paths put together without printf (see pathcat.h). */
 #include "core/pathcat.h"
+#include "core/startdata.h"
 
 #include <string.h>
 
-bool fn_pathcat(char *out, size_t len, const char *const *parts)
+FN_START_TEXT bool fn_pathcat(char *out, size_t len, const char *const *parts)
 {
 	if (!len)
 		return false;
@@ -22,7 +23,7 @@ bool fn_pathcat(char *out, size_t len, const char *const *parts)
 	return true;
 }
 
-const char *fn_utoa(char buf[FN_UTOA_MAX], uint64_t v, unsigned base, unsigned width)
+FN_START_TEXT const char *fn_utoa(char buf[FN_UTOA_MAX], uint64_t v, unsigned base, unsigned width)
 {
 	char *p = buf + FN_UTOA_MAX - 1;
 	*p = '\0';

@@ -23,7 +23,7 @@ static const char *fields_of(const char *path, char *buf, size_t len);
 static uint64_t start_of(const char *p);
 
 /* What is wrong with a run directory whose lstat is sb; NULL if nothing. */
-static const char *check_stat(const struct stat *sb)
+FN_START_TEXT static const char *check_stat(const struct stat *sb)
 {
 	if (S_ISLNK(sb->st_mode))
 		return "is a symbolic link";
@@ -45,7 +45,7 @@ static const char *check_dir(const char *dir)
 /* lstat follows a symbolic link named with a trailing "/" or "/.", so the
  * name loses them first; a last ".." names some other directory than the
  * one checked and is refused. */
-static const char *plain_name(char *dir)
+FN_START_TEXT static const char *plain_name(char *dir)
 {
 	size_t n = strlen(dir);
 	for (;;) {
@@ -62,7 +62,7 @@ static const char *plain_name(char *dir)
 	return strcmp(last, "..") == 0 ? "must not end in \"..\"" : NULL;
 }
 
-static const char *make_dir(char *dir)
+FN_START_TEXT static const char *make_dir(char *dir)
 {
 	const char *why = plain_name(dir);
 	if (why)
@@ -112,7 +112,7 @@ static __attribute__((noinline)) const char *in_home(char *dir, size_t len, cons
 	return make_dir(dir);
 }
 
-const char *fn_rundir(char *dir, size_t len)
+FN_START_TEXT const char *fn_rundir(char *dir, size_t len)
 {
 	const char *v = secure_getenv("FAULTNET_RUNDIR");
 	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");

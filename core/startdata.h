@@ -1,14 +1,23 @@
-/* startdata.h - FN_START_DATA, for a static variable that a start of a
+/* startdata.h - where the code and data a start runs and touches go.
+ * FN_START_DATA, for a static variable that a start of a
  * process under the shim writes (or first reads). Such variables share one
  * section, so that a start touches one page of them: each page a process
  * touches first costs a page fault, and in a virtual machine a fault costs
  * about as much as 10,000 instructions (issue 42: the start's scattered
  * variables were eleven of its thirty faults). Only small variables belong
- * here: a path is kept on the heap, which the start uses anyway.
- * tests/layout/check_layout.py checks that the section fits in a page. */
+ * here: a path is kept in core/startmem.c's block. tests/layout/
+ * check_layout.py checks that the section fits in a page, and that the
+ * FN_START_TEXT functions lie in the first 32 KiB of code. */
 #ifndef FAULTNET_STARTDATA_H
 #define FAULTNET_STARTDATA_H
 
 #define FN_START_DATA __attribute__((section("fn_start_data")))
+
+/* FN_START_TEXT, for a function that every start under the shim runs but
+ * that is called later too (so the compiler does not put it with the
+ * constructor's own code, in .text.startup): the link puts it there all
+ * the same, in the first 64 KiB of code, which the start's first page
+ * fault maps whole (the kernel's fault-around). */
+#define FN_START_TEXT __attribute__((section(".text.startup.faultnet")))
 
 #endif

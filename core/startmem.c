@@ -1,7 +1,8 @@
 /* startmem.c - memory that a process's start keeps, without malloc (see
  * startmem.h). The block is zeroed memory of the program's (.bss): only
- * the pages the start uses are ever touched. (Aligned to a page, it would
- * take one page fewer, but .bss would begin a page of its own, one more.) */
+ * the pages the start uses are ever touched. The shim's link gives it a
+ * section of its own, page-aligned after .bss (preload/startdata.ld):
+ * aligned within .bss, it would make .bss begin a page of its own. */
 #include "core/startmem.h"
 #include "core/startdata.h"
 
@@ -14,7 +15,7 @@
  * the compiled copy of a policy of a few dozen rules. */
 #define BLOCK (16u << 10)
 
-static alignas(max_align_t) unsigned char block[BLOCK];
+static alignas(max_align_t) unsigned char block[BLOCK] __attribute__((section("fn_start_block")));
 static size_t used FN_START_DATA;
 
 void *fn_start_alloc(size_t n)

@@ -89,6 +89,22 @@ static const char *absolute_config(const char *path)
 static struct fn_compiled_src pending FN_START_DATA;
 static uint64_t started_ns FN_START_DATA; /* when the start checked it */
 
+/* A policy with no compiled copy, parsed at start. Out of line: its
+ * message buffer would put check_policy's callees a page lower on the
+ * stack (a page fault) at every start. */
+static __attribute__((noinline)) void load_policy(const char *path, const char *zone,
+						  bool passthrough)
+{
+	char err[1024];
+	/* Parsed once per text, zone and build; later starts rebuild it from
+	 * the run directory's compiled copy, without libconfig. */
+	struct fn_policy *p = fn_compiled_load_file(path, zone, err, sizeof(err));
+	if (!p)
+		return config_error(err, passthrough);
+	fn_cmd_set_base(path, zone);
+	fn_policy_replace(p); /* replaces NULL: nothing to free */
+}
+
 /* At start: the policy checked. A text the run directory keeps compiled
  * was parsed and found good by an earlier start, so it is only read now
  * and built at the join; any other is loaded whole now, so that a bad file
@@ -116,14 +132,7 @@ static void check_policy(bool passthrough)
 	started_ns = fn_now_ns_once();
 	if (fn_compiled_pending(path, zone, &pending))
 		return fn_cmd_set_base(path, zone);
-	char err[1024];
-	/* Parsed once per text, zone and build; later starts rebuild it from
-	 * the run directory's compiled copy, without libconfig. */
-	struct fn_policy *p = fn_compiled_load_file(path, zone, err, sizeof(err));
-	if (!p)
-		return config_error(err, passthrough);
-	fn_cmd_set_base(path, zone);
-	fn_policy_replace(p); /* replaces NULL: nothing to free */
+	load_policy(path, zone, passthrough);
 }
 
 /* At the join: the policy checked at start built. Its copy gone or spoilt

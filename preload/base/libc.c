@@ -2,6 +2,7 @@
  * hooks.list marks "first call" at their first call. dlsym may allocate,
  * which is fine: the shim does not interpose malloc. */
 #include "preload/base/libc.h"
+#include "core/startdata.h"
 
 #include <dlfcn.h>
 #include <stddef.h>
@@ -62,7 +63,7 @@ static int first_close(int fd)
 }
 
 /* A version named by the list's fourth field is looked up as that version. */
-static void *lookup(const char *sym, const char *version)
+FN_START_TEXT static void *lookup(const char *sym, const char *version)
 {
 	return version ? dlvsym(RTLD_NEXT, sym, version) : dlsym(RTLD_NEXT, sym);
 }
@@ -103,7 +104,7 @@ struct fn_libc fn_libc = {FN_LIBC_FIRST_CALL(FIRST_CALL_INIT).socket = first_soc
 
 #define RESOLVE(field, sym, version) *(void **)&fn_libc.field = lookup(sym, version);
 
-void fn_libc_resolve(void)
+FN_START_TEXT void fn_libc_resolve(void)
 {
 	FN_LIBC_SYMBOLS(RESOLVE)
 	/* Older glibc has no fcntl64: plain fcntl already takes 64-bit offsets

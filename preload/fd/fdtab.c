@@ -2,6 +2,7 @@
  * sockets. Records live in chunks that are never freed, so a racing reader
  * can never touch freed memory. */
 #include "preload/fd/fdtab.h"
+#include "core/startdata.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -221,7 +222,7 @@ void fn_ownfd_close(struct fn_ownfd *o)
 	o->fd = -1;
 }
 
-unsigned fn_fd_kind_of(int fd)
+FN_START_TEXT unsigned fn_fd_kind_of(int fd)
 {
 	int domain, type, proto;
 	socklen_t len = sizeof(int);
