@@ -107,8 +107,10 @@ bool fn_compiled_pending(const char *path, const char *zone, struct fn_compiled_
  * the parser's messages in err. */
 struct fn_policy *fn_compiled_load_src(struct fn_compiled_src *src, char *err, size_t errlen);
 
-/* faultctl gc: name (an entry of dir) is a compiled copy; removed when
- * not written for FN_KEEP_S at now (the next start writes it again). */
+/* faultctl gc: name (an entry of dir) is a compiled copy, a second name of
+ * one, or the temporary name a writer killed before its rename left;
+ * removed when not written for FN_KEEP_S at now (the next start writes a
+ * copy again). */
 bool fn_compiled_expire(const char *dir, const char *name, time_t now);
 
 #endif

@@ -145,6 +145,25 @@ static bool write_all(int fd, const uint8_t *p, size_t n)
 	return true;
 }
 
+#define TMP_END ".tmp"
+
+/* The temporary name under which a copy or a second name is made before
+ * its rename, DIR/.NAME.PID.NS.tmp, unique to the process and the moment;
+ * one a writer left (killed between the two) goes with faultctl gc
+ * (fn_compiled_expire). False when it does not fit. */
+static bool tmp_name(char *tmp, size_t len, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	struct timespec ts;
+	if (!slash || clock_gettime(CLOCK_MONOTONIC, &ts) != 0 || (size_t)(slash - path) >= len)
+		return false;
+	char pid[FN_UTOA_MAX], ns[FN_UTOA_MAX];
+	memcpy(tmp, path, (size_t)(slash - path));
+	return FN_PATHCAT(tmp + (slash - path), len - (size_t)(slash - path), "/.", slash + 1, ".",
+			  fn_utoa(pid, (uint64_t)getpid(), 10, 0), ".",
+			  fn_utoa(ns, (uint64_t)ts.tv_nsec, 10, 0), TMP_END);
+}
+
 /* p's copy at path: written to a new file of this user only (O_EXCL: never
  * through a name someone else made) and renamed over path, so that a
  * reader sees a whole copy or none. */
@@ -152,15 +171,8 @@ static void store_copy(const char *path, const struct fn_policy *p, const struct
 {
 	size_t len;
 	uint8_t *blob = fn_compiled_write(p, k, &len);
-	char tmp[4200];
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	const char *slash = strrchr(path, '/');
-	int n = blob && slash
-		    ? snprintf(tmp, sizeof(tmp), "%.*s/.%s.%d.%ld.tmp", (int)(slash - path), path,
-			       slash + 1, (int)getpid(), (long)ts.tv_nsec)
-		    : -1;
-	int fd = n > 0 && (size_t)n < sizeof(tmp)
+	char tmp[4300];
+	int fd = blob && tmp_name(tmp, sizeof(tmp), path)
 		     ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)
 		     : -1;
 	if (fd >= 0) {
@@ -289,14 +301,7 @@ static __attribute__((noinline)) void stamp_make(const char *path, const struct 
 	char stamp[4200], tmp[4300];
 	if (before->tv_sec - was->st_ctim.tv_sec < SETTLED_S || stat(path, &sb) != 0 ||
 	    !same_file(&sb, was) || !identity_kept(path) ||
-	    !stamp_place(was, k, stamp, sizeof(stamp)))
-		return;
-	const char *slash = strrchr(stamp, '/');
-	char pid[FN_UTOA_MAX], ns[FN_UTOA_MAX];
-	if (!FN_PATHCAT(tmp, sizeof(tmp), stamp) ||
-	    !FN_PATHCAT(tmp + (slash - stamp), sizeof(tmp) - (size_t)(slash - stamp), "/.",
-			slash + 1, ".", fn_utoa(pid, (uint64_t)getpid(), 10, 0), ".",
-			fn_utoa(ns, (uint64_t)before->tv_nsec, 10, 0), ".tmp"))
+	    !stamp_place(was, k, stamp, sizeof(stamp)) || !tmp_name(tmp, sizeof(tmp), stamp))
 		return;
 	if (link(file, tmp) == 0 && rename(tmp, stamp) != 0)
 		unlink(tmp); /* refused: the next start reads the text */
@@ -407,10 +412,19 @@ struct fn_policy *fn_compiled_load_src(struct fn_compiled_src *src, char *err, s
 	return p ?: fn_compiled_load_file(src->path, src->zone, err, errlen);
 }
 
+/* A temporary name of tmp_name's: ".policy-...compiled.PID.NS.tmp". */
+static bool is_tmp(const char *name, size_t n)
+{
+	return strncmp(name, ".policy-", 8) == 0 && strstr(name, ".compiled.") &&
+	       n > strlen(TMP_END) && strcmp(name + n - strlen(TMP_END), TMP_END) == 0;
+}
+
 bool fn_compiled_expire(const char *dir, const char *name, time_t now)
 {
 	size_t n = strlen(name);
-	if (n < 16 || strncmp(name, "policy-", 7) != 0 || strcmp(name + n - 9, ".compiled") != 0)
+	if ((n < 16 || strncmp(name, "policy-", 7) != 0 ||
+	     strcmp(name + n - 9, ".compiled") != 0) &&
+	    !is_tmp(name, n))
 		return false;
 	fn_expire_old(dir, name, now);
 	return true;

@@ -728,6 +728,9 @@ static bool gc_entry(const char *dir, const char *name, time_t now, char *group,
 {
 	const char *ext = strrchr(name, '.');
 	group[0] = '\0';
+	if (fn_compiled_expire(dir, name, now))
+		return false; /* a policy's compiled copy, written again when wanted,
+			       * or a temporary name its writer left */
 	if (name[0] == '.' || !ext || ext == name)
 		return false;
 	/* The run's CA and its lock (preload/tls/ca.c: ca.pem, ca.key,
@@ -748,8 +751,6 @@ static bool gc_entry(const char *dir, const char *name, time_t now, char *group,
 		snprintf(group, len, "%.*s", (int)(ext - name), name);
 		return false;
 	}
-	if (fn_compiled_expire(dir, name, now))
-		return false; /* a policy's compiled copy, written again when wanted */
 	if (strcmp(ext, ".mem") && strcmp(ext, ".sock") && strcmp(ext, ".done"))
 		return false; /* not ours to judge (the run's CA, the sweep stamp) */
 	struct fn_member_id id;

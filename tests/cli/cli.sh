@@ -239,12 +239,19 @@ env FAULTNET_RUNDIR="$gcdir" "$ctl" run -g live --config "$tmp/strict.conf" -- b
 livepid=$!
 sleep 0.5
 env FAULTNET_RUNDIR="$gcdir" "$ctl" -g live enable never >/dev/null 2>&1
+# the temporary names a writer killed before its rename leaves
+# (core/compiled_file.c: tmp_name), one for a copy and one for a second name
+: >"$gcdir/.policy-0123456789abcdef.compiled.4242.17.tmp"
+: >"$gcdir/.policy-s-0123456789abcdef.compiled.4242.18.tmp"
+: >"$gcdir/.other.tmp"
 run env FAULTNET_RUNDIR="$gcdir" "$ctl" gc
 check "faultctl gc keeps what is within the kept hour" holds '[ "$rc" = 0 ] && ls "$gcdir"/gone.*.done >/dev/null 2>&1 && [ -e "$gcdir/gone.journal" ]'
 check "faultctl gc keeps a policy's compiled copy written within the hour" holds 'ls "$gcdir"/policy-*.compiled >/dev/null 2>&1'
-touch -h -d '2 hours ago' "$gcdir"/gone.* "$gcdir"/live.journal "$gcdir"/live.seq "$gcdir"/live.lock "$gcdir"/policy-*.compiled
+check "faultctl gc keeps a compiled copy's temporary name written within the hour" holds 'ls "$gcdir"/.policy-*.tmp >/dev/null 2>&1'
+touch -h -d '2 hours ago' "$gcdir"/gone.* "$gcdir"/live.journal "$gcdir"/live.seq "$gcdir"/live.lock "$gcdir"/policy-*.compiled "$gcdir"/.policy-*.tmp "$gcdir/.other.tmp"
 run env FAULTNET_RUNDIR="$gcdir" "$ctl" gc
 check "faultctl gc removes a compiled copy not written for the kept hour" holds '[ "$rc" = 0 ] && ! ls "$gcdir"/policy-*.compiled >/dev/null 2>&1'
+check "faultctl gc removes the temporary names of copies left for the kept hour, no other dot file" holds '[ "$rc" = 0 ] && ! ls "$gcdir"/.policy-*.tmp >/dev/null 2>&1 && [ -e "$gcdir/.other.tmp" ]'
 check "faultctl gc removes a finished group's files past the kept hour, not a live group's" holds '[ "$rc" = 0 ] && ! ls "$gcdir"/gone.* >/dev/null 2>&1 && [ -e "$gcdir/live.journal" ] && ls "$gcdir"/live.*.mem >/dev/null 2>&1'
 kill "$livepid" 2>/dev/null
 wait "$livepid" 2>/dev/null
