@@ -295,7 +295,7 @@ struct rd {
 	size_t left;
 };
 
-FN_START_TEXT static const uint8_t *take(struct rd *r, size_t n)
+FN_START_TEXT static const uint8_t *rd_take(struct rd *r, size_t n)
 {
 	if (n > r->left)
 		return NULL;
@@ -305,9 +305,9 @@ FN_START_TEXT static const uint8_t *take(struct rd *r, size_t n)
 	return at;
 }
 
-FN_START_TEXT static bool get(struct rd *r, void *out, size_t n)
+FN_START_TEXT static bool rd_get(struct rd *r, void *out, size_t n)
 {
-	const uint8_t *at = take(r, n);
+	const uint8_t *at = rd_take(r, n);
 	if (at)
 		memcpy(out, at, n);
 	return at != NULL;
@@ -322,7 +322,7 @@ static bool get_array(struct rd *r, size_t count, size_t size, void **out)
 	if (count > r->left / size)
 		return false;
 	*out = malloc(count * size);
-	return *out && get(r, *out, count * size);
+	return *out && rd_get(r, *out, count * size);
 }
 
 /* A string or bytes (binary: NULs allowed), NUL-terminated; *out NULL for
@@ -331,11 +331,11 @@ static bool get_bytes(struct rd *r, char **out, size_t *len, bool binary)
 {
 	uint32_t n;
 	*out = NULL;
-	if (!get(r, &n, sizeof(n)))
+	if (!rd_get(r, &n, sizeof(n)))
 		return false;
 	if (n == NONE)
 		return true;
-	const uint8_t *at = take(r, n);
+	const uint8_t *at = rd_take(r, n);
 	if (!at || n > STR_MAX || (!binary && memchr(at, 0, n)) || !(*out = malloc((size_t)n + 1)))
 		return false;
 	memcpy(*out, at, n);
@@ -398,7 +398,7 @@ static bool http_ok(const struct fn_http *h)
 static bool get_http(struct rd *r, struct fn_rule *rule)
 {
 	struct fn_http h;
-	if (!get(r, &h, sizeof(h)) || !http_ok(&h) || !(rule->http = fn_http_new()))
+	if (!rd_get(r, &h, sizeof(h)) || !http_ok(&h) || !(rule->http = fn_http_new()))
 		return false;
 	size_t bodylen = 0;
 	struct fn_http *n = rule->http;
@@ -414,7 +414,7 @@ static bool get_http(struct rd *r, struct fn_rule *rule)
 static bool get_dns(struct rd *r, struct fn_rule *rule)
 {
 	struct fn_dns d;
-	if (!get(r, &d, sizeof(d)) || (unsigned)d.error > FN_DNS_REFUSED || d.nanswer < 0 ||
+	if (!rd_get(r, &d, sizeof(d)) || (unsigned)d.error > FN_DNS_REFUSED || d.nanswer < 0 ||
 	    d.nanswer > FN_DNS_ANSWERS_MAX)
 		return false;
 	for (int i = 0; i < FN_DNS_ANSWERS_MAX; i++)
@@ -444,7 +444,7 @@ static bool get_rule(struct rd *r, struct fn_rule *rule, size_t nzones)
 {
 	struct fn_rule c;
 	uint8_t parts;
-	if (!get(r, &c, sizeof(c)) || !rule_ok(&c, nzones))
+	if (!rd_get(r, &c, sizeof(c)) || !rule_ok(&c, nzones))
 		return false;
 	rule_bare(&c);
 	*rule = c; /* owns nothing yet: fn_policy_free frees what is set below */
@@ -454,7 +454,7 @@ static bool get_rule(struct rd *r, struct fn_rule *rule, size_t nzones)
 	for (size_t i = 0; i < c.nports; i++)
 		if (rule->ports[i].lo > rule->ports[i].hi)
 			return false;
-	if (!get_bytes(r, &rule->host, NULL, false) || !get(r, &parts, 1) || parts > 3)
+	if (!get_bytes(r, &rule->host, NULL, false) || !rd_get(r, &parts, 1) || parts > 3)
 		return false;
 	/* What the parser gives each action, and nothing else. */
 	if (!!(parts & 1) != fn_rule_http(rule) || !!(parts & 2) != (c.action == FN_ACT_DNS))
@@ -469,7 +469,7 @@ static bool get_rule(struct rd *r, struct fn_rule *rule, size_t nzones)
 static bool get_zone(struct rd *r, struct fn_zone *z)
 {
 	struct fn_zone c;
-	if (!get(r, &c, sizeof(c)) || !name_ok(c.name))
+	if (!rd_get(r, &c, sizeof(c)) || !name_ok(c.name))
 		return false;
 	c.cidrs = NULL;
 	*z = c;
@@ -483,13 +483,13 @@ FN_START_TEXT static bool key_matches(const uint8_t *blob, size_t len, struct rd
 				      const struct fn_compiled_key *k)
 {
 	struct head h;
-	if (!get(r, &h, sizeof(h)) || memcmp(h.magic, MAGIC, 8) != 0 || h.len != len)
+	if (!rd_get(r, &h, sizeof(h)) || memcmp(h.magic, MAGIC, 8) != 0 || h.len != len)
 		return false;
 	size_t zonelen = strlen(k->zone);
 	if (h.idlen != k->idlen || h.zonelen != zonelen || h.textlen != k->textlen)
 		return false;
-	const uint8_t *id = take(r, h.idlen), *zone = take(r, h.zonelen),
-		      *text = take(r, h.textlen);
+	const uint8_t *id = rd_take(r, h.idlen), *zone = rd_take(r, h.zonelen),
+		      *text = rd_take(r, h.textlen);
 	if (!id || !zone || !text || memcmp(id, k->id, k->idlen) != 0 ||
 	    memcmp(zone, k->zone, zonelen) != 0 || memcmp(text, k->text, k->textlen) != 0)
 		return false;
@@ -502,7 +502,7 @@ FN_START_TEXT static bool key_matches(const uint8_t *blob, size_t len, struct rd
 static bool get_policy(struct rd *r, struct fn_policy *p)
 {
 	struct body b;
-	if (!get(r, &b, sizeof(b)) || b.zones > 1 || b.rules > 1 ||
+	if (!rd_get(r, &b, sizeof(b)) || b.zones > 1 || b.rules > 1 ||
 	    b.nzones > r->left / sizeof(struct fn_zone) ||
 	    b.nrules > r->left / sizeof(struct fn_rule) || (b.nzones && !b.zones) ||
 	    (b.nrules && !b.rules) || b.self_zone < -1 || b.self_zone >= (int64_t)b.nzones)
@@ -546,9 +546,9 @@ FN_START_TEXT bool fn_compiled_whole(const void *blob, size_t len, struct fn_com
 	struct rd r = {blob, len};
 	if (!k->text) {
 		/* The text the copy holds, after its build-id and zone. */
-		if (!get(&r, &h, sizeof(h)) || memcmp(h.magic, MAGIC, 8) != 0 ||
-		    !take(&r, h.idlen) || !take(&r, h.zonelen) ||
-		    !(k->text = (const char *)take(&r, h.textlen)))
+		if (!rd_get(&r, &h, sizeof(h)) || memcmp(h.magic, MAGIC, 8) != 0 ||
+		    !rd_take(&r, h.idlen) || !rd_take(&r, h.zonelen) ||
+		    !(k->text = (const char *)rd_take(&r, h.textlen)))
 			return false;
 		k->textlen = h.textlen;
 		r = (struct rd){blob, len};

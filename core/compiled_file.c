@@ -422,6 +422,9 @@ static bool is_tmp(const char *name, size_t n)
 bool fn_compiled_expire(const char *dir, const char *name, time_t now)
 {
 	size_t n = strlen(name);
+	/* A temporary name by its mtime too: that of a second name's is the
+	 * copy's, so gc may take one being made (then the start makes no
+	 * second name, and the next start does). */
 	if ((n < 16 || strncmp(name, "policy-", 7) != 0 ||
 	     strcmp(name + n - 9, ".compiled") != 0) &&
 	    !is_tmp(name, n))

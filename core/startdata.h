@@ -16,8 +16,10 @@
 /* FN_START_TEXT, for a function that every start under the shim runs but
  * that is called later too (so the compiler does not put it with the
  * constructor's own code, in .text.startup): the link puts it there all
- * the same, in the first 64 KiB of code, which the start's first page
- * fault maps whole (the kernel's fault-around). */
+ * the same, near the start of the library's code. A fault on a page of a
+ * cached file maps the pages around it too, within 64 KiB of address
+ * space: the start's code, in one stretch of a few pages, is then mapped
+ * by one or two faults, where spread over the library it took five. */
 #define FN_START_TEXT __attribute__((section(".text.startup.faultnet")))
 
 #endif

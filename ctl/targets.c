@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -77,7 +78,7 @@ static bool ns_view(pid_t pid, struct fn_member_id *m)
 static void nsmap_read(struct nsmap *m, struct locktab *locks)
 {
 	m->tried = true;
-	locktab_read(locks);
+	locktab_read(locks, 0);
 	m->v = locks->n ? calloc((size_t)locks->n, sizeof(*m->v)) : NULL;
 	for (int i = 0; m->v && i < locks->n; i++)
 		m->n += ns_view(locks->v[i].pid, &m->v[m->n]);
@@ -172,23 +173,44 @@ static bool alive(struct target *t)
 	return false;
 }
 
-/* Past this many members probed one by one, a walk reads a table once. */
+/* Past this many members, a walk reads a table once instead of asking
+ * each (below, and faultctl run's sockets). */
 enum { LIVE_LISTING = 32 };
+
+/* The state files of dir (any group's), counted with a walk of its names
+ * alone; dir is walked again from its start after. */
+static int state_files(DIR *d)
+{
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		n += len > 4 && strcmp(e->d_name + len - 4, ".mem") == 0;
+	}
+	rewinddir(d);
+	return n;
+}
+
+/* The table of locks, for a directory of more than LIVE_LISTING state
+ * files: one read of /proc/locks costs about a microsecond a lock, a probe
+ * four system calls (a flip in a group of 4,096 took 40 ms of probes). It
+ * lists the whole host's locks: read no further than 8 lines a state file,
+ * past which it could cost more than the probes it saves. */
+static void table_for(DIR *d, const struct stat *dir, struct locktab *locks)
+{
+	int files = dir->st_dev ? state_files(d) : 0;
+	if (files > LIVE_LISTING)
+		locktab_read(locks, files < (INT_MAX - 1024) / 8 ? 8 * files + 1024 : INT_MAX);
+}
 
 /* A state file counted alive from the table of locks, without a probe:
  * its file (device and inode, as listed) held exclusively by its own pid.
- * The table is read once a walk has probed LIVE_LISTING files: one read of
- * /proc/locks costs about a microsecond a lock, a probe four system calls
- * (a flip in a group of 4,096 took 40 ms of probes). A member the table
- * does not show that way (gone, a file of FAULTNET_STATS_DIR, a pid
- * namespace or file system where the two do not match) is probed. */
+ * A member the table does not show that way (gone, a file of
+ * FAULTNET_STATS_DIR, a pid namespace or file system where the two do not
+ * match, a host whose other locks fill the lines read) is probed. */
 static bool listed(const struct target *t, const struct dirent *e, const struct stat *dir,
-		   struct locktab *locks, int probed)
+		   const struct locktab *locks)
 {
-	if (!t->seg || !t->seen || !dir->st_dev || probed < LIVE_LISTING)
-		return false;
-	locktab_read(locks);
-	return locktab_holds(locks, dir->st_dev, e->d_ino, t->pid);
+	return t->seg && t->seen && locks->n && locktab_holds(locks, dir->st_dev, e->d_ino, t->pid);
 }
 
 /* The processes alive now, read once from /proc: for a large group, one
@@ -343,7 +365,8 @@ int targets_count(const char *dir, const struct selection *sel, int keep, struct
 	struct stat dsb = {0};
 	if (fstat(dirfd(d), &dsb) < 0)
 		dsb.st_dev = 0; /* no table of locks then: each file probed */
-	int n = 0, cap = 0, seen = 0, probed = 0, count = 0, segs = 0;
+	table_for(d, &dsb, &locks);
+	int n = 0, cap = 0, seen = 0, count = 0, segs = 0;
 	size_t dirlen = strlen(dir);
 	struct dirent *e;
 	while ((e = readdir(d))) {
@@ -363,11 +386,12 @@ int targets_count(const char *dir, const struct selection *sel, int keep, struct
 		bool keep_it = !t.seg || keep < 0 || segs < keep;
 		set_path(&t, dir, dirlen, e->d_name, len);
 		/* A socket is looked at by its pid alone when quick; a state
-		 * file always by its lock. */
+		 * file always by its lock: from the table read before the walk
+		 * when only counted, by its file when kept (the table is a
+		 * moment old, and what is kept is read or shown). */
 		bool by_pid = sel->quick && !t.seg;
-		bool live_now = by_pid
-				    ? exists(&t, &live, seen++)
-				    : listed(&t, e, &dsb, &locks, probed) || (probed++, alive(&t));
+		bool live_now = by_pid ? exists(&t, &live, seen++)
+				       : (!keep_it && listed(&t, e, &dsb, &locks)) || alive(&t);
 		if (!live_now && by_pid)
 			fn_member_gone(t.path);
 		if (!live_now)

@@ -25,6 +25,17 @@ static bool is(const char *tok, const char *end, const char *word)
 	return (size_t)(end - tok) == n && memcmp(tok, word, n) == 0;
 }
 
+/* "ID:", the number a line of the table starts with. */
+static bool is_id(const char *tok, const char *end)
+{
+	if (end - tok < 2 || end[-1] != ':')
+		return false;
+	for (const char *c = tok; c < end - 1; c++)
+		if (*c < '0' || *c > '9')
+			return false;
+	return true;
+}
+
 bool locktab_parse(const char *line, struct lock_entry *e)
 {
 	const char *tok[6], *end[6], *p = line;
@@ -34,7 +45,7 @@ bool locktab_parse(const char *line, struct lock_entry *e)
 			return false;
 		p = end[i];
 	}
-	if (!is(tok[1], end[1], "FLOCK"))
+	if (!is_id(tok[0], end[0]) || !is(tok[1], end[1], "FLOCK"))
 		return false;
 	char *q;
 	long pid = strtol(tok[4], &q, 10);
@@ -63,17 +74,35 @@ static int by_ino(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-void locktab_read(struct locktab *t)
+/* The rest of a line longer than buf, read and dropped: a waiter's line
+ * is indented by its depth, and its tail must not pass for a line. */
+static void skip_rest(FILE *f, const char *buf)
 {
-	if (t->tried)
+	if (!strchr(buf, '\n'))
+		for (int c; (c = getc(f)) != EOF && c != '\n';)
+			;
+}
+
+void locktab_read(struct locktab *t, int most)
+{
+	if (t->tried && (t->whole || most))
 		return;
-	t->tried = true;
+	free(t->v);
+	*t = (struct locktab){.tried = true};
 	FILE *f = fopen("/proc/locks", "re");
+	/* Each read(2) of the table holds the kernel's lock table for
+	 * writing: a large buffer makes them few (stdio's own is 1 KiB). */
+	static char big[64 << 10];
+	if (f)
+		setvbuf(f, big, _IOFBF, sizeof(big));
 	char line[256];
-	int cap = 0;
+	int cap = 0, lines = 0;
 	struct lock_entry e;
-	while (f && fgets(line, sizeof(line), f)) {
-		if (!locktab_parse(line, &e))
+	while (f && (!most || lines < most) && fgets(line, sizeof(line), f)) {
+		lines++;
+		bool holder = locktab_parse(line, &e);
+		skip_rest(f, line);
+		if (!holder)
 			continue;
 		if (t->n == cap) {
 			int more = cap ? 2 * cap : 64;
@@ -85,6 +114,7 @@ void locktab_read(struct locktab *t)
 		}
 		t->v[t->n++] = e;
 	}
+	t->whole = f && feof(f);
 	if (f)
 		fclose(f);
 	if (t->n)

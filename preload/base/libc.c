@@ -63,7 +63,7 @@ static int first_close(int fd)
 }
 
 /* A version named by the list's fourth field is looked up as that version. */
-FN_START_TEXT static void *lookup(const char *sym, const char *version)
+FN_START_TEXT static void *libc_lookup(const char *sym, const char *version)
 {
 	return version ? dlvsym(RTLD_NEXT, sym, version) : dlsym(RTLD_NEXT, sym);
 }
@@ -76,7 +76,7 @@ FN_START_TEXT static void *lookup(const char *sym, const char *version)
  * handler may reach this dlsym by the rules of the app's own call. */
 static void *first_call(void **slot, const char *sym, const char *version)
 {
-	void *real = lookup(sym, version);
+	void *real = libc_lookup(sym, version);
 	if (real)
 		__atomic_store_n(slot, real, __ATOMIC_RELAXED);
 	return real;
@@ -102,7 +102,7 @@ struct fn_libc fn_libc = {FN_LIBC_FIRST_CALL(FIRST_CALL_INIT).socket = first_soc
 			  .read = first_read,
 			  .readv = first_readv};
 
-#define RESOLVE(field, sym, version) *(void **)&fn_libc.field = lookup(sym, version);
+#define RESOLVE(field, sym, version) *(void **)&fn_libc.field = libc_lookup(sym, version);
 
 FN_START_TEXT void fn_libc_resolve(void)
 {

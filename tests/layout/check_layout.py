@@ -473,11 +473,12 @@ def start_text_names(root):
 
 def check_start_text(root, build):
     """The functions FN_START_TEXT marks, which every start runs, lie in
-    the first 32 KiB of the shim's code (with the constructor's own, which
-    the compiler puts in .text.startup), so that the fault that maps its first page maps them too (the
-    kernel maps up to 64 KiB around a fault on a cached file's page). A
-    start found them in three other such stretches (issue 42). Names the
-    compiler inlined everywhere have no symbol: nothing to check."""
+    the first 32 KiB of the shim's code, with the constructor's own (which
+    the compiler puts in .text.startup): the kernel maps the cached pages
+    around a fault within an aligned 64 KiB of address space, so the start's
+    code then takes one or two faults, where spread over the library it
+    took five (issue 42). Names the compiler inlined everywhere have no
+    symbol: nothing to check."""
     lib = os.path.join(build, "libfaultnet.so")
     sec = subprocess.run(["readelf", "-SW", lib], capture_output=True, text=True).stdout
     init = [int(f[3], 16) for f in (line.replace("[ ", "[").split() for line in sec.splitlines())
