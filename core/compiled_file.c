@@ -202,7 +202,11 @@ static struct fn_policy *load_text(const char *text, size_t n, const char *path,
 	struct fn_compiled_key k = {.text = text, .textlen = n, .zone = zone ? zone : ""};
 	k.id = keep ? fn_compiled_build_id(&k.idlen) : NULL;
 	size_t len = 0;
-	struct fn_policy *p = keep ? read_blob(read_copy(file, &len, false), len, &k) : NULL;
+	/* Read first, then passed on: as arguments of one call, len could be
+	 * read before read_copy set it (C leaves their order open), and the
+	 * copy was then never used. */
+	char *blob = keep ? read_copy(file, &len, false) : NULL;
+	struct fn_policy *p = read_blob(blob, len, &k);
 	if (!p) {
 		p = fn_config_load_string(text, path, zone, err, errlen);
 		if (p && keep)

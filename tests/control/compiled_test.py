@@ -214,6 +214,41 @@ def test_untrusted_copies_ignored():
                   and not os.path.islink(copy) and len(copies(rundir)) == 1)
 
 
+def test_large_spoilt_copy():
+    """A copy of over 4 KiB (30 rules: read into a mapping of its own, not
+    the heap) with a byte changed: the start parses the file and runs with
+    its rules, and writes the copy anew. It was freed as heap memory, with
+    the length 0 it had been handed before its read: every start aborted
+    (SIGABRT, free(): invalid pointer) until the copy was removed."""
+    rundir, conf = fresh_rundir(), os.path.join(WORK, "large.conf")
+    srv = listener()
+    port = srv.getsockname()[1]
+    try:
+        rules = ['{ name = "r%d"; action = "refuse"; match = { to = "127.100.0.%d/32"; }; }'
+                 % (i, i) for i in range(30)]
+        rules.append('{ name = "cut"; action = "refuse"; match = { to = "127.0.0.1/32"; '
+                     'port = %d; }; }' % port)
+        write(conf, "rules = ( %s );\n" % ", ".join(rules))
+        start(conf, rundir)
+        kept = copies(rundir)
+        size = os.path.getsize(kept[0]) if kept else 0
+        check("the copy of 31 rules is over 4 KiB (%d bytes)" % size, size > 4096)
+        if not kept:
+            return
+        blob = bytearray(open(kept[0], "rb").read())
+        blob[len(blob) // 2] ^= 0x5A
+        with open(kept[0], "wb") as f:
+            f.write(blob)
+        p, parsed = start(conf, rundir)
+        check("a start with it spoilt runs (exit %d) and parses the file"
+              % p.returncode, p.returncode == 0 and parsed, p.stderr[-300:])
+        got, parsed = probe(conf, rundir, port)
+        check("the rules in force, from the copy written anew (%s, libconfig %s)"
+              % (got, parsed), got == "refused" and not parsed)
+    finally:
+        srv.close()
+
+
 def test_identity_names_the_copy():
     """Once the policy file has not changed for 2 s, a start that finds its
     copy by the text gives the copy a second name from the file's identity
@@ -482,7 +517,7 @@ def main():
     tests = [test_second_start_without_libconfig, test_changed_file_same_size_and_mtime,
              test_start_builds_at_join, test_identity_names_the_copy,
              test_identity_settled_before_the_read, test_large_copy_read_at_join,
-             test_untrusted_copies_ignored, test_bad_policy_still_exits_78,
+             test_untrusted_copies_ignored, test_large_spoilt_copy, test_bad_policy_still_exits_78,
              test_include_and_body_file_never_kept, test_zone_in_the_key]
     try:
         for t in checks.selected(tests):

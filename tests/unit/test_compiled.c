@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/compiled.h"
@@ -311,6 +312,54 @@ static void test_body_with_nuls(void)
 	rmdir(dir);
 }
 
+/* A policy file loaded twice (faultctl's check, a start with no copy
+ * found by its identity): the second load is built from the copy the first
+ * wrote, not parsed again, which would write the copy anew (a new file
+ * renamed into place). */
+static void test_load_file_reads_its_copy(void)
+{
+	char dir[] = "/tmp/fn-compiled-XXXXXX", conf[64], run[64], err[1024];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(conf, sizeof(conf), "%s/p.conf", dir);
+	snprintf(run, sizeof(run), "%s/run", dir);
+	CU_ASSERT_EQUAL_FATAL(mkdir(run, 0700), 0);
+	FILE *f = fopen(conf, "w");
+	fputs(rich, f);
+	fclose(f);
+	char *was = getenv("FAULTNET_RUNDIR") ? strdup(getenv("FAULTNET_RUNDIR")) : NULL;
+	setenv("FAULTNET_RUNDIR", run, 1);
+	struct fn_policy *p = fn_config_load_file(conf, "a", err, sizeof(err));
+	struct fn_policy *first = fn_compiled_load_file(conf, "a", err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(first);
+	glob_t g;
+	char pattern[96];
+	snprintf(pattern, sizeof(pattern), "%s/policy-*.compiled", run);
+	CU_ASSERT_EQUAL_FATAL(glob(pattern, 0, NULL, &g), 0);
+	CU_ASSERT_EQUAL(g.gl_pathc, 1);
+	struct stat a, b;
+	CU_ASSERT_EQUAL(stat(g.gl_pathv[0], &a), 0);
+	struct fn_policy *second = fn_compiled_load_file(conf, "a", err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(second);
+	CU_ASSERT_EQUAL(stat(g.gl_pathv[0], &b), 0);
+	CU_ASSERT_EQUAL(a.st_ino, b.st_ino); /* read, not written again */
+	CU_ASSERT_EQUAL(second->nrules, p->nrules);
+	for (size_t i = 0; i < p->nrules && i < second->nrules; i++)
+		CU_ASSERT_STRING_EQUAL(second->rules[i].name, p->rules[i].name);
+	unlink(g.gl_pathv[0]);
+	globfree(&g);
+	if (was)
+		setenv("FAULTNET_RUNDIR", was, 1);
+	else
+		unsetenv("FAULTNET_RUNDIR");
+	free(was);
+	fn_policy_free(p);
+	fn_policy_free(first);
+	fn_policy_free(second);
+	unlink(conf);
+	rmdir(run);
+	rmdir(dir);
+}
+
 /* What decides whether a text may be kept at all. */
 static void test_cacheable(void)
 {
@@ -551,6 +600,8 @@ void add_compiled_tests(void)
 	CU_add_test(s, "every kind of field rebuilt", test_every_field);
 	CU_add_test(s, "a body_file's NUL bytes rebuilt", test_body_with_nuls);
 	CU_add_test(s, "@include and body_file are never kept", test_cacheable);
+	CU_add_test(s, "a file loaded twice: the second from the first's copy",
+		    test_load_file_reads_its_copy);
 	CU_add_test(s, "another text, zone or build is refused", test_key_compared);
 	CU_add_test(s, "cut short at every length: refused", test_truncated);
 	CU_add_test(s, "a copy read with its own text: still checked whole",
