@@ -11,18 +11,39 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/compiled.h"
 #include "core/config.h"
 #include "core/edit.h"
 #include "core/lcfg.h"
 #include "core/rules.h"
 #include "core/wire.h"
 
-/* What the member started with, or NULL with the reason in err. */
+/* What the member started with, or NULL with the reason in err. From the
+ * run directory's compiled copy, as a start reads it (core/compiled.h),
+ * faultctl's own (the copy's key holds the program's build-id): after the
+ * first check of a policy, a flip loads no libconfig and parses nothing. */
 static struct fn_policy *base_of(const struct fn_seg_head *h, char *err, size_t len)
 {
 	if (!h->config[0])
 		return fn_edit_empty();
-	return fn_config_load_file(h->config, h->start_zone[0] ? h->start_zone : NULL, err, len);
+	return fn_compiled_load_file(h->config, h->start_zone[0] ? h->start_zone : NULL, err, len);
+}
+
+/* libconfig held through a replay once an entry parses rule text (add,
+ * load, zone): each such parse would load and unload it, most of what an
+ * add cost. Loaded only then: enables and disables, most of a journal,
+ * parse nothing. */
+struct pin {
+	struct fn_lcfg l;
+	bool held;
+};
+
+static void pin_for(struct pin *pin, const char *line)
+{
+	static const char *const parsing[] = {"add ", "load ", "zone "};
+	for (size_t k = 0; k < sizeof(parsing) / sizeof(parsing[0]) && !pin->held; k++)
+		if (strncmp(line, parsing[k], strlen(parsing[k])) == 0)
+			pin->held = !fn_lcfg_open(&pin->l);
 }
 
 /* One change line applied to *p (replaced when it applies); the reply in
@@ -56,8 +77,9 @@ static bool apply(struct fn_policy **p, const struct fn_policy *base, const char
  * skipped, as the member skipped it. Another change (load, reset) goes
  * through apply(). */
 static void edit(struct fn_policy **p, const struct fn_policy *base, const char *config, char *line,
-		 char *reply, size_t len)
+		 struct pin *pin, char *reply, size_t len)
 {
+	pin_for(pin, line);
 	if (fn_edit_in_place(*p, line, reply, len) < 0)
 		apply(p, base, config, line, reply, len);
 }
@@ -66,7 +88,7 @@ static void edit(struct fn_policy **p, const struct fn_policy *base, const char 
  * false when the journal cannot be read. Entries a member refused are
  * skipped, as members skip them ("SEQ refused" is no verb). */
 static bool replay(struct fn_policy **p, const struct fn_policy *base, const struct fn_seg_head *h,
-		   const char *journal, unsigned long long upto)
+		   const char *journal, unsigned long long upto, struct pin *pin)
 {
 	if (!upto)
 		return true; /* no entry yet: there may be no journal */
@@ -85,7 +107,7 @@ static bool replay(struct fn_policy **p, const struct fn_policy *base, const str
 		if (rest != line && *rest == ' ' && s <= upto &&
 		    (change = fn_edit_target(rest + 1, &id)) &&
 		    (!id.pid || fn_member_is(&id, &who)))
-			edit(p, base, h->config, change, reply, sizeof(reply));
+			edit(p, base, h->config, change, pin, reply, sizeof(reply));
 	}
 	free(line);
 	fclose(f);
@@ -95,23 +117,20 @@ static bool replay(struct fn_policy **p, const struct fn_policy *base, const str
 struct fn_policy *check_rebuild(const struct fn_seg_head *h, const char *journal,
 				unsigned long long upto, char *err, size_t len)
 {
-	/* libconfig held through the base's load and the replay: each add's
-	 * parse would load and unload it, most of what an add cost. */
-	struct fn_lcfg pin;
-	bool pinned = !fn_lcfg_open(&pin);
+	struct pin pin = {.held = false};
 	char why[1100];
 	struct fn_policy *base = base_of(h, why, sizeof(why));
 	struct fn_policy *p = base ? fn_policy_clone(base) : NULL;
 	if (!base)
 		snprintf(err, len, "process %d's policy cannot be rebuilt: %s", (int)h->pid, why);
-	else if (!p || !replay(&p, base, h, journal, upto)) {
+	else if (!p || !replay(&p, base, h, journal, upto, &pin)) {
 		snprintf(err, len, "cannot replay %s", journal);
 		fn_policy_free(p);
 		p = NULL;
 	}
 	fn_policy_free(base);
-	if (pinned)
-		fn_lcfg_close(&pin);
+	if (pin.held)
+		fn_lcfg_close(&pin.l);
 	return p;
 }
 
