@@ -987,6 +987,31 @@ def test_large_group_liveness():
         p.wait()
 
 
+def test_flip_loads_no_libconfig():
+    """faultctl checks a change against a member's policy rebuilt from the
+    run directory's compiled copy (its own, written at its first check):
+    a later flip loads no libconfig and parses nothing, and its check
+    still refuses a change that does not apply."""
+    a = Agent.start(group="nolcfg")
+    first = ctl("-g", "nolcfg", "enable", "bh")
+    log = os.path.join(WORK, "nolcfg.strace")
+    e = dict(os.environ, FAULTNET_RUNDIR=RUNDIR)
+    if FIRST:
+        e["LD_PRELOAD"] = FIRST
+    r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat", "-o", log, CTL, "-g",
+                        "nolcfg", "disable", "bh"], env=e, capture_output=True, text=True,
+                       timeout=60)
+    with open(log) as f:
+        loaded = [x for x in f if "libconfig" in x and "ENOENT" not in x]
+    check("a second flip: ok, and no libconfig loaded (%d opens of it)" % len(loaded),
+          first.returncode == 0 and r.returncode == 0 and "ok bh disabled" in r.stdout
+          and not loaded, first.stdout + first.stderr + r.stdout + r.stderr + str(loaded))
+    bad = ctl("-g", "nolcfg", "enable", "nosuchrule")
+    check("and a change naming no rule of the member's is still refused (exit %d)"
+          % bad.returncode, bad.returncode != 0 and "nosuchrule" in bad.stderr, bad.stderr)
+    a.stop()
+
+
 def test_timing_32():
     agents = [Agent.start(group="g32") for _ in range(32)]
     times = []
@@ -1075,8 +1100,8 @@ def main():
              test_escaping, lambda: test_stats_and_events(servers),
              lambda: test_existing_connections(servers), test_verbs, test_run_group_and_stats,
              test_stopped_and_threadless, test_refused_then_next, test_long_journal,
-             test_large_group_liveness, test_timing_32, test_udp_rule_added_live,
-             test_sockets_seen]
+             test_large_group_liveness, test_flip_loads_no_libconfig, test_timing_32,
+             test_udp_rule_added_live, test_sockets_seen]
     try:
         for t in checks.selected(tests):
             # A test that raises is one failure; the agents it left are
