@@ -221,8 +221,12 @@ def test_two_containers_pid_1():
     host = subprocess.Popen(checks.joined_sleep(60), env=dict(ENV, FAULTNET_GROUP="pid1", LD_PRELOAD=(
         os.path.join(BUILD, "libfaultnet.so")), FAULTNET_CONFIG=os.path.join(WORK, "policy.conf")))
     try:
-        wait_for(lambda: members("pid1"))
-        before = [f for f in os.listdir(RUNDIR) if f.startswith("pid1.") and f.endswith(".mem")]
+        # Its file, not its listing: faultctl lists a process that has not
+        # joined yet (found in /proc), before its join makes the file.
+        def host_files():
+            return [f for f in os.listdir(RUNDIR) if f.startswith("pid1.") and f.endswith(".mem")]
+        wait_for(host_files)
+        before = host_files()
         for name in ("fn-dk-a", "fn-dk-b"):
             r = ctl("docker", "run", "--config", os.path.join(WORK, "policy.conf"), "-g", "pid1",
                     "-d", "--network", "none", "--name", name, IMAGE, *checks.joined_sleep(60))
