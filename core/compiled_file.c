@@ -24,7 +24,7 @@
 
 /* "DIR/policy-HEX.compiled" with the hash h, appended to the run
  * directory in out. */
-static bool put_name(char *out, size_t len, const char *prefix, uint64_t h)
+FN_START_TEXT static bool put_name(char *out, size_t len, const char *prefix, uint64_t h)
 {
 	char hex[FN_UTOA_MAX];
 	size_t n = strlen(out);
@@ -266,9 +266,9 @@ static bool stamp_place(const struct stat *sb, const struct fn_compiled_key *k, 
  * whose ctime every write sets: local ones. A network or FUSE file system
  * answers a stat from an attribute cache (NFS revalidates at open, which
  * the text's read does), and some keep no ctime of their own. */
-static bool identity_kept(const char *path)
+FN_START_TEXT static bool identity_kept(const char *path)
 {
-	static const long local[] = {
+	static const long local[] FN_START_RODATA = {
 	    0xEF53,	      /* ext2/3/4 */
 	    0x58465342,	      /* xfs */
 	    (long)0x9123683E, /* btrfs */

@@ -311,7 +311,7 @@ void fn_expire_old(const char *dir, const char *name, time_t now)
 		unlink(path);
 }
 
-ssize_t fn_read_raw(int fd, void *buf, size_t n)
+FN_START_TEXT ssize_t fn_read_raw(int fd, void *buf, size_t n)
 {
 	size_t got = 0;
 	while (got < n) {

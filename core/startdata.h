@@ -22,4 +22,11 @@
  * by one or two faults, where spread over the library it took five. */
 #define FN_START_TEXT __attribute__((section(".text.startup.faultnet")))
 
+/* FN_START_RODATA, for a constant a start reads that is not a string
+ * literal (a name it looks up, a table): preload/startdata.ld puts such
+ * constants with the start's code, whose pages its first instruction
+ * maps. String literals are merged into one block that the start's
+ * first getenv maps. */
+#define FN_START_RODATA __attribute__((section("fn_start_rodata")))
+
 #endif

@@ -4,7 +4,11 @@
  * a later replacement once no section holds it, never after a time. */
 #include "preload/base/policy.h"
 
-struct fn_policy_slot fn_policy_slots[FN_POLICY_SLOTS] = {[0] = {.used = true}};
+/* Zero-filled, in .bss: slot 0 holds the process's first policy (none)
+ * without being marked used, as nothing is to be freed from it, and
+ * free_slot() passes over the slot in force. An initializer put the 8 KiB
+ * array in .data, between the pages every start writes: one page more. */
+struct fn_policy_slot fn_policy_slots[FN_POLICY_SLOTS];
 unsigned fn_policy_cur;
 unsigned fn_policy_sum;
 __thread struct fn_policy_mine fn_policy_mine __attribute__((tls_model("initial-exec")));
@@ -62,7 +66,7 @@ static void reclaim(unsigned cur)
 static int free_slot(void)
 {
 	for (unsigned k = 0; k < FN_POLICY_SLOTS; k++)
-		if (!fn_policy_slots[k].used)
+		if (!fn_policy_slots[k].used && k != fn_policy_cur)
 			return (int)k;
 	return -1;
 }

@@ -459,6 +459,45 @@ def check_start_data(build):
 START_TEXT_SPAN = 32 << 10  # the first 32 KiB of code
 
 
+def sections(readelf_s):
+    """Name -> (address, size) from readelf -SW."""
+    out = {}
+    for line in readelf_s.splitlines():
+        f = line.replace("[ ", "[").split()
+        if len(f) > 6 and f[0].startswith("["):
+            try:
+                out[f[1]] = (int(f[3], 16), int(f[5], 16))
+            except ValueError:
+                pass
+    return out
+
+
+def check_start_section(lib, readelf_s, init):
+    """preload/startdata.ld's fn_start_text: the exit's .fini, the
+    pthread_atfork stub and the FN_START_RODATA constants, ahead of .text
+    in the code a start maps at once (each lay on a page of its own).
+    And the data the loader writes at every start (relocations, the
+    FN_START_DATA block, the zeroing of the file's last page) on two
+    pages: an 8 KiB initialised array among them once made four."""
+    sec = sections(readelf_s)
+    bad = 0
+    at, size = sec.get("fn_start_text", (0, 0))
+    fini = sec.get(".fini", (0, 0))[1]
+    if not at or fini or at + size - init > START_TEXT_SPAN:
+        print(f"layout: {lib}: no fn_start_text section within the first {START_TEXT_SPAN} "
+              f"bytes of code, or a .fini of its own after .text (preload/startdata.ld)")
+        bad += 1
+    start = min((a for n, (a, _) in sec.items() if n in (".init_array", ".data.rel.ro")),
+                default=0)
+    data_at, data_size = sec.get("fn_start_data", (0, 0))
+    pages = (data_at + data_size - 1) // 4096 - start // 4096 + 1
+    if not start or not data_at or pages > 2:
+        print(f"layout: {lib}: the data a start's load writes (from .init_array to the end of "
+              f"fn_start_data) spans {pages} pages, over 2: is an initialised array in .data?")
+        bad += 1
+    return bad
+
+
 def start_text_names(root):
     """The functions FN_START_TEXT marks (core/startdata.h), by name."""
     mark = re.compile(r"^FN_START_TEXT\s+(?:static\s+)?[\w\s\*]*?\b(\w+)\(", re.M)
@@ -487,7 +526,7 @@ def check_start_text(root, build):
     if not init or not names:
         print(f"layout: {lib} has no .init, or no source marks FN_START_TEXT")
         return 1
-    bad = 0
+    bad = check_start_section(lib, sec, init[0])
     for line in subprocess.run(["nm", lib], capture_output=True, text=True).stdout.splitlines():
         f = line.split()
         if len(f) == 3 and f[1] in "tT" and f[2].split(".")[0] in names:

@@ -7,6 +7,7 @@
 #include <CUnit/CUnit.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -194,6 +195,31 @@ static void test_every_slot_held(void)
 	finish();
 }
 
+/* The table as a process starts with it: zero-filled (it lives in .bss),
+ * so slot 0, in force with no policy, is not marked used. The first
+ * replacement must still take another slot: a reader may be between
+ * reading slot 0's serial and its policy, which must stay a pair. */
+static void test_first_replacement(void)
+{
+	start();
+	finish(); /* every policy freed: the slots hold none */
+	memset(fn_policy_slots, 0, sizeof(fn_policy_slots));
+	fn_policy_cur = 0;
+	struct fn_policy_hold h;
+	CU_ASSERT_PTR_NULL(fn_policy_enter(&h));
+	uint64_t serial = h.serial;
+	fn_policy_reclaim_with(record_free);
+	struct fn_policy *p = made();
+	fn_policy_replace(p);
+	CU_ASSERT_NOT_EQUAL(fn_policy_cur, 0);
+	CU_ASSERT_PTR_NULL(fn_policy_slots[0].p);
+	CU_ASSERT_EQUAL(fn_policy_slots[0].serial, serial);
+	fn_policy_exit(&h);
+	CU_ASSERT_PTR_EQUAL(fn_policy_enter(&h), p);
+	fn_policy_exit(&h);
+	finish();
+}
+
 static volatile bool stop;
 static uint64_t bad_reads;
 
@@ -241,6 +267,8 @@ void add_reclaim_tests(void)
 	CU_add_test(s, "i38.19: a fork child frees what only other threads held", test_fork_child);
 	CU_add_test(s, "i38.19: every slot held: the replaced policy is kept, nothing freed",
 		    test_every_slot_held);
+	CU_add_test(s, "i42.data: a fresh table's first replacement takes a slot not in force",
+		    test_first_replacement);
 	CU_add_test(s, "i38.19: 4 reader threads against 20,000 replacements",
 		    test_readers_against_replacements);
 }
