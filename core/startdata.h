@@ -29,4 +29,11 @@
  * first getenv maps. */
 #define FN_START_RODATA __attribute__((section("fn_start_rodata")))
 
+/* FN_FAR_RODATA, for a large constant no start reads (a buffer of zeros
+ * to write): preload/startdata.ld puts such constants after .rodata, so
+ * that the ones a start reads (its strings, in two merged blocks) share
+ * the 64 KiB that its first getenv maps, where 92 KiB of zeros lay between
+ * them. */
+#define FN_FAR_RODATA __attribute__((section("fn_far_rodata")))
+
 #endif

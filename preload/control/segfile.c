@@ -85,7 +85,7 @@ static struct fn_seg *map_new(const char *tmp, const char *final)
 	 * maps the file yet): a disk file system reserves the blocks and
 	 * keeps the page, where fallocate allocated them and the first write
 	 * through the mapping read the page in. */
-	static const char zeros[FIRST_PAGES * 4096];
+	static const char zeros[FIRST_PAGES * 4096] FN_FAR_RODATA;
 	ssize_t w = pwrite(fd, zeros, sizeof(zeros), 0);
 	int got = w == (ssize_t)sizeof(zeros) ? 0 : -1;
 	if (w >= 0 && got < 0)

@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "core/startdata.h"
 #include "core/clock.h"
 #include "preload/base/libc.h"
 #include "preload/relay/relay_conn.h"
@@ -294,7 +295,7 @@ static bool flush(struct fn_conn *c, int d, uint64_t now)
  * the connection with ETIMEDOUT. */
 void fn_conn_go_dark(struct fn_conn *c)
 {
-	static const char filler[65536];
+	static const char filler[65536] FN_FAR_RODATA;
 	int small = 1, unread = 0; /* the kernel rounds it up to its minimum */
 	socklen_t len = sizeof(c->follow.rcvbuf);
 	getsockopt(c->app, SOL_SOCKET, SO_RCVBUF, &c->follow.rcvbuf, &len);

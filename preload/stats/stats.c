@@ -3,6 +3,7 @@
  * thread); the reader is faultctl, in its own process. A slot of the
  * destination table is claimed once with a compare-and-swap and never
  * released, so a reader never sees it change owner. */
+#include "core/startdata.h"
 #include "preload/stats/stats.h"
 
 #include <errno.h>
@@ -138,7 +139,7 @@ static bool fresh_rule_page(size_t pg)
  * give_blocks. */
 static int give_zeros(size_t pg)
 {
-	static const char zeros[4096];
+	static const char zeros[4096] FN_FAR_RODATA;
 	ssize_t w = pwrite(backing_fd, zeros, sizeof(zeros), (off_t)(pg * 4096));
 	if (w == (ssize_t)sizeof(zeros))
 		return 1;

@@ -475,7 +475,8 @@ def sections(readelf_s):
 def check_start_section(lib, readelf_s, init):
     """preload/startdata.ld's fn_start_text: the exit's .fini, the
     pthread_atfork stub and the FN_START_RODATA constants, ahead of .text
-    in the code a start maps at once (each lay on a page of its own).
+    in the code a start maps at once (each lay on a page of its own);
+    .rodata, where a start reads its strings, within one 64 KiB stretch.
     And the data the loader writes at every start (relocations, the
     FN_START_DATA block, the zeroing of the file's last page) on two
     pages: an 8 KiB initialised array among them once made four."""
@@ -486,6 +487,15 @@ def check_start_section(lib, readelf_s, init):
     if not at or fini or at + size - init > START_TEXT_SPAN:
         print(f"layout: {lib}: no fn_start_text section within the first {START_TEXT_SPAN} "
               f"bytes of code, or a .fini of its own after .text (preload/startdata.ld)")
+        bad += 1
+    # .rodata (the start's strings among it) within the aligned 64 KiB that
+    # a fault at its beginning maps: 92 KiB of zeros in it (FN_FAR_RODATA
+    # now) left the strings in two such stretches, a fault each
+    ro_at, ro_size = sec.get(".rodata", (0, 0))
+    if not ro_at or ro_at + ro_size > (ro_at | 0xFFFF) + 1:
+        print(f"layout: {lib}: .rodata ({ro_size} bytes at {ro_at:#x}) ends past the 64 KiB "
+              f"that a start's first read of a string maps: a large constant no start reads "
+              f"belongs in FN_FAR_RODATA (core/startdata.h)")
         bad += 1
     start = min((a for n, (a, _) in sec.items() if n in (".init_array", ".data.rel.ro")),
                 default=0)
