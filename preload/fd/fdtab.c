@@ -198,7 +198,7 @@ bool fn_fd_same_file(int fd, dev_t dev, ino_t ino)
 	return fd >= 0 && fstat(fd, &sb) == 0 && sb.st_dev == dev && sb.st_ino == ino;
 }
 
-FN_START_TEXT bool fn_fd_identify(int fd, dev_t *dev, ino_t *ino)
+bool fn_fd_identify(int fd, dev_t *dev, ino_t *ino)
 {
 	struct stat sb;
 	if (fd < 0 || fstat(fd, &sb) < 0)
@@ -227,7 +227,7 @@ void fn_ownfd_close(struct fn_ownfd *o)
 	o->fd = -1;
 }
 
-FN_START_TEXT unsigned fn_fd_kind_of(int fd)
+unsigned fn_fd_kind_of(int fd)
 {
 	int domain, type, proto;
 	socklen_t len = sizeof(int);
@@ -262,13 +262,11 @@ FN_START_TEXT void fn_fd_ask_inherited(void)
 	}
 }
 
-/* With the start's code (FN_START_TEXT), as nearly every process reads a
- * file or pipe at a marked number soon after: its first read settles it.
- * Another thread may close the fd and open a file on its number while it
+/* Another thread may close the fd and open a file on its number while it
  * is asked: it is identified before and after, and an answer that no
  * longer fits it is taken back, so that the next hook asks again. A
  * vfork child keeps nothing: the table is its parent's. */
-FN_START_TEXT unsigned fn_fd_settle(int fd)
+unsigned fn_fd_settle(int fd)
 {
 	unsigned f = fn_fd_get(fd);
 	if ((f & FDF_ASK) != FDF_ASK)
