@@ -271,11 +271,11 @@ __attribute__((constructor)) static void fn_init(int argc, char **argv)
 	}
 	check_policy(passthrough);
 	/* At start, not at the join: an inherited UDP socket's first receive
-	 * (socket activation) may come before any covered call. Marked to be
-	 * asked, not listed from /proc/self/fd (a fifth of the start) nor
-	 * probed with poll (which runs each file's own poll: a FUSE file's
-	 * asks its server, which may be this process's parent). */
-	fn_fd_ask_inherited();
+	 * (socket activation) may come before any covered call. Listed, not
+	 * probed with one poll of every fd: poll runs each file's own poll
+	 * (a FUSE file's asks its server, which may be this process's
+	 * parent, waiting for it). */
+	fn_fd_classify_inherited();
 	fn_http_env_init();
 	why = fn_events_open();
 	if (why)

@@ -16,16 +16,11 @@
 #include <sys/stat.h>
 
 #include "preload/base/libc.h"
-#include "preload/base/owner.h"
 #include "preload/base/signals.h"
 
 #define CHUNK 256
 
-/* In a section of its own that preload/startdata.ld aligns to a page: the
- * FN_FD_ASKED fds a start marks are then one page. Aligned here, it would
- * align all of .bss, and move the variables of its first page (the exit's
- * among them) to a page of their own. */
-uint8_t fn_fd_flags[FN_FD_MAX] __attribute__((section("fn_fd_table")));
+uint8_t fn_fd_flags[FN_FD_MAX];
 
 static struct fn_fdstate *chunks[FN_FD_MAX / CHUNK];
 static int high_fd;
@@ -227,7 +222,7 @@ void fn_ownfd_close(struct fn_ownfd *o)
 	o->fd = -1;
 }
 
-unsigned fn_fd_kind_of(int fd)
+FN_START_TEXT unsigned fn_fd_kind_of(int fd)
 {
 	int domain, type, proto;
 	socklen_t len = sizeof(int);
@@ -240,54 +235,4 @@ unsigned fn_fd_kind_of(int fd)
 	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0)
 		return 0;
 	return fn_fd_kind(domain, type, proto);
-}
-
-/* At start, before any thread of the shim's and before the join (no
- * fault record or fd of the shim's can be marked meanwhile): every fd
- * below FN_FD_ASKED that no socket() hook has marked (another library's
- * constructor may have made one) is marked FDF_ASK, a word at a time. */
-typedef uint64_t __attribute__((may_alias)) fd_word;
-#define BYTES(b) (0x0101010101010101ull * (b))
-
-FN_START_TEXT void fn_fd_ask_inherited(void)
-{
-	_Static_assert(FN_FD_ASKED <= FN_FD_MAX && FN_FD_ASKED % 8 == 0, "whole words");
-	fd_word *w = (fd_word *)fn_fd_flags;
-	for (size_t i = 0; i < FN_FD_ASKED / 8; i++) {
-		uint64_t old = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
-		/* A byte's lowest bit set when the byte is (flags are below 16). */
-		uint64_t set = (old | old >> 1 | old >> 2 | old >> 3) & BYTES(1);
-		if (set != BYTES(1))
-			__atomic_store_n(&w[i], old | (set ^ BYTES(1)) * FDF_ASK, __ATOMIC_RELAXED);
-	}
-}
-
-/* Another thread may close the fd and open a file on its number while it
- * is asked: it is identified before and after, and an answer that no
- * longer fits it is taken back, so that the next hook asks again. A
- * vfork child keeps nothing: the table is its parent's. */
-unsigned fn_fd_settle(int fd)
-{
-	unsigned f = fn_fd_get(fd);
-	if ((f & FDF_ASK) != FDF_ASK)
-		return f;
-	int e = errno;
-	dev_t dev = 0, dev2 = 0;
-	ino_t ino = 0, ino2 = 0;
-	bool was = fn_fd_identify(fd, &dev, &ino);
-	uint8_t now = (uint8_t)((f & ~(unsigned)FDF_ASK) | fn_fd_kind_of(fd)), seen = (uint8_t)f;
-	if (!fn_in_vfork_child() &&
-	    __atomic_compare_exchange_n(&fn_fd_flags[fd], &seen, now, false, __ATOMIC_RELAXED,
-					__ATOMIC_RELAXED)) {
-		bool is = fn_fd_identify(fd, &dev2, &ino2);
-		if (is != was || dev2 != dev || ino2 != ino) {
-			seen = now;
-			__atomic_compare_exchange_n(&fn_fd_flags[fd], &seen, (uint8_t)f, false,
-						    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-		}
-	} else if (seen != (uint8_t)f) {
-		now = seen; /* marked meanwhile by a hook that knew */
-	}
-	errno = e;
-	return now;
 }

@@ -20,9 +20,6 @@ enum {
 	FDF_UDP = 2,	  /* an AF_INET/AF_INET6 UDP socket */
 	FDF_FAULT = 4,	  /* a socket the shim redirected; see fn_fdstate */
 	FDF_INTERNAL = 8, /* one of the shim's own fds */
-	/* Both marks: an fd the process may have inherited, whose kind the
-	 * kernel is asked the first time a hook needs it (fn_fd_known). */
-	FDF_ASK = FDF_TCP | FDF_UDP,
 };
 
 extern uint8_t fn_fd_flags[FN_FD_MAX];
@@ -160,24 +157,6 @@ _Static_assert((int)SOCK_STREAM == (int)FDF_TCP && (int)SOCK_DGRAM == (int)FDF_U
 		   (AF_INET | 8) == AF_INET6,
 	       "fn_fd_kind reads socket types as fd marks");
 unsigned fn_fd_kind_of(int fd);
-
-/* The fds a process may have inherited (socket activation, exec) are the
- * first FN_FD_ASKED, marked FDF_ASK at start, one page of the table with
- * no system call: listing /proc/self/fd took a fifth of a start under the
- * shim. An inherited socket numbered higher is treated as one received
- * over a UNIX socket: its sends and connects meet the rules, a UDP rule's
- * inbound faults never reach it (docs/limits.md). */
-#define FN_FD_ASKED 4096
-void fn_fd_ask_inherited(void);
-
-/* fd's flags, with FDF_ASK settled: its kind asked of the kernel and
- * kept, once (an fd never opened, a file: no mark). */
-unsigned fn_fd_settle(int fd);
-static inline unsigned fn_fd_known(int fd)
-{
-	unsigned f = fn_fd_get(fd);
-	return __builtin_expect((f & FDF_ASK) == FDF_ASK, 0) ? fn_fd_settle(fd) : f;
-}
 
 /* Highest fd ever given flags by fn_fd_mark (every fd that had a fault
  * record or was the shim's), so that close_range need not sweep the

@@ -349,10 +349,6 @@ static inline bool udp_filter_on(int fd)
 	 * then it read another fd's, and fd itself has no flags. */
 	if ((unsigned)fd >= FN_FD_MAX)
 		return false;
-	/* An fd marked to be asked (fdtab.h: FDF_ASK) is, at its first
-	 * receive: after that it takes the pass-through unless it is UDP. */
-	if ((fn_fd_known(fd) & FDF_ASK) != FDF_UDP)
-		return false;
 	unsigned sum = fn_policy_summary_fresh();
 	return sum && ((sum & FN_PS_UDP) || fn_dns_responder_active());
 }

@@ -20,16 +20,15 @@
 #include "preload/sink/sink.h"
 #include "preload/stats/stats.h"
 
-/* The protocol of fd as the socket() hook saw it, or as the kernel told
- * for an inherited one (FDF_ASK); for fds created elsewhere (by a path the
- * shim does not see) ask the kernel, which costs a syscall, so only once a
- * rule could apply. */
+/* The protocol of fd as the socket() hook saw it; for fds created elsewhere
+ * (before the shim loaded, or by a path it does not see) ask the kernel,
+ * which costs a syscall, so only once a rule could apply. */
 static uint8_t socket_proto(int fd)
 {
-	unsigned f = fn_fd_known(fd) & FDF_ASK;
-	if (!f || f == FDF_ASK)
+	unsigned f = fn_fd_get(fd);
+	if (!(f & (FDF_TCP | FDF_UDP)))
 		f = fn_fd_kind_of(fd);
-	return f == FDF_TCP ? FN_PROTO_TCP : f == FDF_UDP ? FN_PROTO_UDP : 0;
+	return f & FDF_TCP ? FN_PROTO_TCP : f & FDF_UDP ? FN_PROTO_UDP : 0;
 }
 
 /* First-match, where a rule whose conditions say no passes the connection
@@ -101,8 +100,8 @@ static bool address_match(int fd, const struct fn_policy *p, const struct sockad
 		return false;
 	/* A socket of a protocol no rule covers (a UDP send while every rule
 	 * is TCP-only) never looks anything up. */
-	unsigned f = fn_fd_known(fd) & FDF_ASK;
-	uint8_t known = f == FDF_TCP ? FN_PROTO_TCP : f == FDF_UDP ? FN_PROTO_UDP : 0;
+	unsigned f = fn_fd_get(fd);
+	uint8_t known = f & FDF_TCP ? FN_PROTO_TCP : f & FDF_UDP ? FN_PROTO_UDP : 0;
 	if ((known && !(p->watch_protos & known)) || !fn_endpoint_from_sockaddr(&v->ep, sa, len))
 		return false;
 	fn_policy_match(p, &v->ep, FN_PROTO_ANY, &v->seen);

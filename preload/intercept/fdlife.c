@@ -2,10 +2,12 @@
  * UDP sockets, which the shim redirected, which are its own, across socket,
  * accept, dup, fcntl and close. Any fd a creating call returns is treated as
  * new, whatever was recorded for its number before. */
+#include <dirent.h>
 #include <unistd.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/close_range.h>
 #include <netinet/in.h>
 
@@ -193,4 +195,44 @@ int fn_fcntl(int fd, int cmd, void *arg, bool is64)
 	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		duplicated(fd, r);
 	return r;
+}
+
+/* The fds the process started with, listed from /proc/self/fd with
+ * getdents64 into a buffer on the stack: opendir's malloc of 32 KiB and
+ * its fstat were 11k instructions and a system call of every start. */
+/* An entry of /proc/self/fd as its fd, -1 for "." and "..": by hand, as
+ * strtol would touch the pages of the locale's tables at every start. */
+static int fd_name(const char *s)
+{
+	long fd = 0;
+	do {
+		if (*s < '0' || *s > '9' || fd > (INT_MAX - 9) / 10)
+			return -1;
+		fd = fd * 10 + (*s - '0');
+	} while (*++s);
+	return (int)fd;
+}
+
+void fn_fd_classify_inherited(void)
+{
+	int e = errno;
+	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char buf[2048] __attribute__((aligned(8)));
+	ssize_t n;
+	while (dir >= 0 && (n = getdents64(dir, buf, sizeof(buf))) > 0)
+		for (ssize_t at = 0; at < n;) {
+			struct dirent64 *ent = (struct dirent64 *)(buf + at);
+			at += ent->d_reclen;
+			int fd = fd_name(ent->d_name);
+			if (fd < 0 || fd == dir)
+				continue;
+			/* The fd table read only for a socket: its pages are
+			 * touched at start only when there is one. */
+			unsigned kind = fn_fd_kind_of(fd);
+			if (kind && !fn_fd_get(fd))
+				fn_fd_mark(fd, kind);
+		}
+	if (dir >= 0)
+		LIBC(close)(dir);
+	errno = e;
 }

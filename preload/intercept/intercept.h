@@ -29,6 +29,9 @@ ssize_t fn_readv(int fd, const struct iovec *iov, int iovcnt);
 void *fn_dlopen(const char *file, int flags);
 
 /* fdlife.c */
+/* Start-up: classifies the sockets the process inherited (socket
+ * activation, exec), which no socket() hook saw. */
+void fn_fd_classify_inherited(void);
 int fn_socket(int domain, int type, int protocol);
 int fn_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags, bool four);
 int fn_close(int fd);
