@@ -3,7 +3,6 @@
  * thread); the reader is faultctl, in its own process. A slot of the
  * destination table is claimed once with a compare-and-swap and never
  * released, so a reader never sees it change owner. */
-#include "core/startdata.h"
 #include "preload/stats/stats.h"
 
 #include <errno.h>
@@ -19,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/startdata.h"
 #include "core/hash.h"
 #include "preload/fd/fdtab.h"
 #include "preload/base/libc.h"
