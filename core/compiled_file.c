@@ -268,7 +268,7 @@ static bool stamp_place(const struct stat *sb, const struct fn_compiled_key *k, 
  * the text's read does), and some keep no ctime of their own. */
 FN_START_TEXT static bool identity_kept(const char *path)
 {
-	static const long local[] FN_START_RODATA = {
+	static const long local[] = {
 	    0xEF53,	      /* ext2/3/4 */
 	    0x58465342,	      /* xfs */
 	    (long)0x9123683E, /* btrfs */
@@ -365,14 +365,10 @@ static __attribute__((noinline)) char *by_text(const char *path, struct fn_compi
  * place, read again at the join, which then needs an fd. */
 #define KEEP_MAX (1u << 20)
 
-/* A start's "no zone": the literal "" lay in a page of constants a start
- * reads nothing else from. */
-static const char no_zone[] FN_START_RODATA = "";
-
 bool fn_compiled_pending(const char *path, const char *zone, struct fn_compiled_src *src)
 {
 	int saved = errno;
-	struct fn_compiled_key k = {.zone = zone ? zone : no_zone};
+	struct fn_compiled_key k = {.zone = zone ? zone : ""};
 	char file[4200];
 	/* The copy's bytes are read now, not at the join: a process may have
 	 * used up its fds (or left its run directory's reach) by its first

@@ -22,18 +22,11 @@
  * by one or two faults, where spread over the library it took five. */
 #define FN_START_TEXT __attribute__((section(".text.startup.faultnet")))
 
-/* FN_START_RODATA, for a constant a start reads that is not a string
- * literal (a name it looks up, a table): preload/startdata.ld puts such
- * constants with the start's code, whose pages its first instruction
- * maps. String literals are merged into one block that the start's
- * first getenv maps. */
-#define FN_START_RODATA __attribute__((section("fn_start_rodata")))
-
 /* FN_FAR_RODATA, for a large constant no start reads (a buffer of zeros
- * to write): preload/startdata.ld puts such constants after .rodata, so
- * that the ones a start reads (its strings, in two merged blocks) share
- * the 64 KiB that its first getenv maps, where 92 KiB of zeros lay between
- * them. */
+ * to write): preload/startdata.ld puts such constants after the code, so
+ * that the others stay within the 64 KiB of the library's first segment
+ * that the loader maps at every load (92 KiB of zeros would push them
+ * past it). */
 #define FN_FAR_RODATA __attribute__((section("fn_far_rodata")))
 
 #endif

@@ -102,13 +102,7 @@ struct fn_libc fn_libc = {FN_LIBC_FIRST_CALL(FIRST_CALL_INIT).socket = first_soc
 			  .read = first_read,
 			  .readv = first_readv};
 
-/* The names a start looks up, with the start's other constants (core/
- * startdata.h: FN_START_RODATA): as string literals they lay 80 KiB into
- * the library's constants, a page fault of their own at every start. */
-#define START_NAME(field, sym, version) static const char name_##field[] FN_START_RODATA = sym;
-FN_LIBC_SYMBOLS(START_NAME)
-
-#define RESOLVE(field, sym, version) *(void **)&fn_libc.field = libc_lookup(name_##field, version);
+#define RESOLVE(field, sym, version) *(void **)&fn_libc.field = libc_lookup(sym, version);
 
 FN_START_TEXT void fn_libc_resolve(void)
 {

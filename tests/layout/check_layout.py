@@ -473,29 +473,35 @@ def sections(readelf_s):
 
 
 def check_start_section(lib, readelf_s, init):
-    """preload/startdata.ld's fn_start_text: the exit's .fini, the
-    pthread_atfork stub and the FN_START_RODATA constants, ahead of .text
-    in the code a start maps at once (each lay on a page of its own);
-    .rodata, where a start reads its strings, within one 64 KiB stretch.
-    And the data the loader writes at every start (relocations, the
+    """preload/startdata.ld's fn_start_text: the exit's .fini and the
+    pthread_atfork stub, ahead of .text in the code a start maps at once
+    (each lay on a page of its own), the code beginning an aligned 64 KiB;
+    the constants (fn_rodata, where a start reads its strings) within the
+    aligned 64 KiB of the first segment, which the loader maps at every
+    load. And the data the loader writes at every start (relocations, the
     FN_START_DATA block, the zeroing of the file's last page) on two
     pages: an 8 KiB initialised array among them once made four."""
     sec = sections(readelf_s)
     bad = 0
     at, size = sec.get("fn_start_text", (0, 0))
     fini = sec.get(".fini", (0, 0))[1]
-    if not at or fini or at + size - init > START_TEXT_SPAN:
+    if not at or fini or init % 0x10000 or at + size - init > START_TEXT_SPAN:
         print(f"layout: {lib}: no fn_start_text section within the first {START_TEXT_SPAN} "
-              f"bytes of code, or a .fini of its own after .text (preload/startdata.ld)")
+              f"bytes of code, a .fini of its own after .text, or code that does not begin an "
+              f"aligned 64 KiB (.init at {init:#x}; preload/startdata.ld)")
         bad += 1
-    # .rodata (the start's strings among it) within the aligned 64 KiB that
-    # a fault at its beginning maps: 92 KiB of zeros in it (FN_FAR_RODATA
-    # now) left the strings in two such stretches, a fault each
-    ro_at, ro_size = sec.get(".rodata", (0, 0))
-    if not ro_at or ro_at + ro_size > (ro_at | 0xFFFF) + 1:
-        print(f"layout: {lib}: .rodata ({ro_size} bytes at {ro_at:#x}) ends past the 64 KiB "
-              f"that a start's first read of a string maps: a large constant no start reads "
-              f"belongs in FN_FAR_RODATA (core/startdata.h)")
+    # The constants in the first segment's aligned 64 KiB, with the symbol
+    # tables the loader reads: no fault of their own at a start (after the
+    # code, the first getenv's string was one); 92 KiB of zeros among them
+    # (FN_FAR_RODATA now) would push them past it
+    ro_at, ro_size = sec.get("fn_rodata", (0, 0))
+    dynsym = sec.get(".dynsym", (0, 0))[0]
+    if not ro_at or sec.get(".rodata", (0, 0))[1] or ro_at >= init or \
+            ro_at + ro_size > (dynsym | 0xFFFF) + 1:
+        print(f"layout: {lib}: the constants (fn_rodata, {ro_size} bytes at {ro_at:#x}) are not "
+              f"all ahead of the code within the 64 KiB of the loader's tables (.dynsym at "
+              f"{dynsym:#x}): a large constant no start reads belongs in FN_FAR_RODATA "
+              f"(core/startdata.h)")
         bad += 1
     start = min((a for n, (a, _) in sec.items() if n in (".init_array", ".data.rel.ro")),
                 default=0)
