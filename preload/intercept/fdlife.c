@@ -10,6 +10,9 @@
 #include <limits.h>
 #include <linux/close_range.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "preload/dns/responder.h"
 #include "preload/fd/fdtab.h"
@@ -197,9 +200,6 @@ int fn_fcntl(int fd, int cmd, void *arg, bool is64)
 	return r;
 }
 
-/* The fds the process started with, listed from /proc/self/fd with
- * getdents64 into a buffer on the stack: opendir's malloc of 32 KiB and
- * its fstat were 11k instructions and a system call of every start. */
 /* An entry of /proc/self/fd as its fd, -1 for "." and "..": by hand, as
  * strtol would touch the pages of the locale's tables at every start. */
 static int fd_name(const char *s)
@@ -213,26 +213,73 @@ static int fd_name(const char *s)
 	return (int)fd;
 }
 
-void fn_fd_classify_inherited(void)
+/* fd marked by its kind when it is a socket: the fd table is read only
+ * then, so its pages are touched at start only when there is one. */
+static void classify(int fd)
 {
-	int e = errno;
+	unsigned kind = fn_fd_kind_of(fd);
+	if (kind && !fn_fd_get(fd))
+		fn_fd_mark(fd, kind);
+}
+
+/* The fds the process started with, listed from /proc/self/fd with
+ * getdents64 into a buffer on the stack: opendir's malloc of 32 KiB and
+ * its fstat were 11k instructions and a system call of every start. By
+ * syscall(), whose page of libc's code the start has touched already
+ * (core/clock.c, core/rundir.c): libc's getdents64 lay on a page of its
+ * own, one more fault at every start. */
+static void classify_listed(void)
+{
 	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	char buf[2048] __attribute__((aligned(8)));
 	ssize_t n;
-	while (dir >= 0 && (n = getdents64(dir, buf, sizeof(buf))) > 0)
+	while (dir >= 0 && (n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0)
 		for (ssize_t at = 0; at < n;) {
 			struct dirent64 *ent = (struct dirent64 *)(buf + at);
 			at += ent->d_reclen;
 			int fd = fd_name(ent->d_name);
-			if (fd < 0 || fd == dir)
-				continue;
-			/* The fd table read only for a socket: its pages are
-			 * touched at start only when there is one. */
-			unsigned kind = fn_fd_kind_of(fd);
-			if (kind && !fn_fd_get(fd))
-				fn_fd_mark(fd, kind);
+			if (fd >= 0 && fd != dir)
+				classify(fd);
 		}
 	if (dir >= 0)
 		LIBC(close)(dir);
+}
+
+/* The most open fds that are found by asking each number in turn, and how
+ * many numbers past their count are asked before the listing is used. */
+#define COUNTED_MAX 32
+#define COUNTED_GAP 8
+
+/* The fds the process started with, found without the listing: Linux 6.2
+ * and later give the number of a process's open fds as the size of
+ * /proc/self/fd, one stat, where the listing made procfs an entry for
+ * each fd (half of its 60 µs at a start, here). The numbers are then asked
+ * from 0 up, one getsockopt each (EBADF: not open), which costs less while
+ * the fds lie low, as a start's do (its three; a socket activation's from
+ * 3 up). True when all were found; false with an older kernel (a size of
+ * 0), many fds, or one past the gap: the listing then finds them. */
+static bool classify_counted(void)
+{
+	struct stat sb;
+	if (stat("/proc/self/fd", &sb) != 0 || sb.st_size <= 0 || sb.st_size > COUNTED_MAX)
+		return false;
+	long want = sb.st_size, found = 0;
+	for (int fd = 0; found < want && fd < want + COUNTED_GAP; fd++) {
+		int domain;
+		socklen_t len = sizeof(domain);
+		if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0)
+			classify(fd);
+		else if (errno == EBADF)
+			continue;
+		found++;
+	}
+	return found == want;
+}
+
+void fn_fd_classify_inherited(void)
+{
+	int e = errno;
+	if (!classify_counted())
+		classify_listed();
 	errno = e;
 }

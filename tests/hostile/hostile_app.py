@@ -181,10 +181,11 @@ except socket.timeout:
 """
 
 
-def inherited_udp_gets(number):
+def inherited_udp_gets(number, trace=None):
     """What a child under the shim receives on a UDP socket it inherited
     as fd number (-1: whichever it was made on) when a peer the policy
-    cuts sends to it."""
+    cuts sends to it; with trace, a path, the child's opens and stats
+    written there by strace."""
     import socket
     app = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     app.bind(("127.0.0.1", 0))
@@ -196,8 +197,9 @@ def inherited_udp_gets(number):
     cut = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     cut.bind(("127.73.11.1", 0))
     env = clean_env(LD_PRELOAD=LIB, FAULTNET_CONFIG=CONF, FAULTNET_RUNDIR=tempfile.mkdtemp(prefix="fn-inh-"))
-    child = subprocess.Popen([PY, "-c", INHERITED, str(fd)], env=env, stdout=subprocess.PIPE,
-                             text=True, pass_fds=(fd,))
+    strace = ["strace", "-qq", "-e", "trace=openat,newfstatat", "-o", trace] if trace else []
+    child = subprocess.Popen(strace + [PY, "-c", INHERITED, str(fd)], env=env,
+                             stdout=subprocess.PIPE, text=True, pass_fds=(fd,))
     time.sleep(0.5)
     cut.sendto(b"cut", app.getsockname())
     out = child.communicate(timeout=10)[0].strip()
@@ -208,16 +210,43 @@ def inherited_udp_gets(number):
     return out
 
 
+def proc_fd_use(trace):
+    """How a traced start found its fds: "counted" (a stat of
+    /proc/self/fd, its size their number), "listed" (the directory
+    opened), or both."""
+    with open(trace) as f:
+        text = f.read()
+    os.unlink(trace)
+    ways = [w for w, call in (("counted", 'newfstatat(AT_FDCWD, "/proc/self/fd"'),
+                              ("listed", 'openat(AT_FDCWD, "/proc/self/fd"')) if call in text]
+    return " and ".join(ways) or "neither"
+
+
 def test_19_inherited_udp_socket():
     """A UDP socket inherited across exec (socket activation) meets the
     inbound drop like one the process created; it used to escape it. At
-    a high number too (the start lists /proc/self/fd, whatever the fds)."""
+    fd 3, as socket activation passes it, the start finds it without
+    listing /proc/self/fd (fdlife.c: the count its size gives, on Linux
+    6.2 and later); at a high number, by the listing."""
     import resource
     out = inherited_udp_gets(-1)
     check("19: a UDP socket inherited across exec meets the inbound drop (%s)" % out, out == "nothing", out)
+    trace = os.path.join(tempfile.gettempdir(), "fn-19-%d.trace" % os.getpid())
+    out = inherited_udp_gets(3, trace)
+    way = proc_fd_use(trace)
+    check("19: and so does one inherited as fd 3 (%s), found by the count of fds, not a listing (%s)"
+          % (out, way), out == "nothing" and (way == "counted" or not counts_fds()), (out, way))
     high = min(4000, resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 1)
-    out = inherited_udp_gets(high)
-    check("19: and so does one inherited as fd %d (%s)" % (high, out), out == "nothing", out)
+    out = inherited_udp_gets(high, trace)
+    way = proc_fd_use(trace)
+    check("19: and so does one inherited as fd %d (%s), found by the listing (%s)" % (high, out, way),
+          out == "nothing" and "listed" in way, (out, way))
+
+
+def counts_fds():
+    """Whether this kernel gives the number of open fds as the size of
+    /proc/self/fd (Linux 6.2 on); else a start lists them all."""
+    return os.stat("/proc/self/fd").st_size > 0
 
 
 READS = r"""
