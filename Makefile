@@ -208,6 +208,11 @@ $(BUILD)/tests/forkprobe.so: tests/faults/forkprobe.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $< -ldl
 
+# hostile_app.py test_19 preloads it beside the shim (a thread's fd race).
+$(BUILD)/tests/fdracer.so: tests/hostile/fdracer.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $< -ldl -lpthread
+
 $(BUILD)/tests/%: tests/faults/%.c tests/faults/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
@@ -223,7 +228,7 @@ $(BUILD)/tests/%: tests/hostile/%.c tests/faults/*.h
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
 
 IT_NAMES := $(basename $(notdir $(wildcard tests/faults/it_*.c tests/hardening/it_*.c tests/hostile/it_*.c)))
-IT_PROGS := $(IT_NAMES:%=$(BUILD)/tests/%) $(BUILD)/tests/hammer $(BUILD)/tests/forkprobe.so
+IT_PROGS := $(IT_NAMES:%=$(BUILD)/tests/%) $(BUILD)/tests/hammer $(BUILD)/tests/forkprobe.so $(BUILD)/tests/fdracer.so
 test-progs: all $(BUILD)/tests/unit $(BUILD)/tests/tls_tool $(IT_PROGS) $(if $(SAN),,$(FUZZERS) man)
 
 # ---- running the tests: tests/run.sh runs any set of sections ------------
