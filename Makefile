@@ -98,7 +98,7 @@ $(BUILD)/libfaultnet.so: $(call obj,$(PRELOAD_SRC)) $(CORE_LIB) $(BUILD)/gen/exp
 $(call obj,$(CTL_SRC) $(BPF_SRC)): $(BPF_HEADERS)
 # faultctl run makes the run's CA before the command starts (ctl/cavars.c),
 # with the shim's own code for it: preload/tls's CA, on libc's trampolines.
-CTL_TLS := $(call obj,preload/tls/ca.c preload/tls/cert.c preload/tls/ossl.c preload/base/libc.c)
+CTL_TLS := $(call obj,preload/tls/ca.c preload/tls/cert.c preload/tls/ossl.c preload/base/libc.c preload/base/elfsym.c)
 $(BUILD)/faultctl: $(call obj,$(CTL_SRC) $(BPF_SRC)) $(CTL_TLS) $(CORE_LIB)
 	$(if $(HAVE_BPF),,@echo "faultnet: libbpf-dev, bpftool or clang missing: faultctl is built without the kernel-side backend (--backend=bpf)")
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl -lresolv $(BPF_LIBS)
@@ -183,10 +183,10 @@ deb:
 # the stats room's request and HTTP/2 counting (test_h2sent.c stands in for
 # the rest of the room), the resolved-name memory (test_hostidx.c) and the
 # per-name counts (test_lookups.c) and faultctl's table of file locks
-# (test_locktab.c).
+# (test_locktab.c), and the start's reading of symbol tables (test_elfsym.c).
 UNIT_LINK := $(CORE_LIB) $(call obj,preload/relay/shape.c preload/base/policy.c bpf/compile.c \
 	preload/stats/requests.c preload/stats/h2sent.c preload/dns/names.c preload/base/signals.c \
-	preload/stats/lookups.c ctl/state/locktab.c)
+	preload/stats/lookups.c ctl/state/locktab.c preload/base/elfsym.c)
 $(BUILD)/tests/unit: $(wildcard tests/unit/*.c tests/unit/*.h) $(UNIT_LINK) $(HEADERS) $(BPF_HEADERS) \
 		preload/stats/reqlog.c
 	@mkdir -p $(dir $@)
@@ -194,7 +194,7 @@ $(BUILD)/tests/unit: $(wildcard tests/unit/*.c tests/unit/*.h) $(UNIT_LINK) $(HE
 
 # preload/tls on its own (the run's CA, leaves, the ClientHello): it calls
 # libc through preload/base's trampolines, so it links libc.o too.
-TLS_LINK := $(call obj,$(call room,preload/tls) preload/base/libc.c) $(CORE_LIB)
+TLS_LINK := $(call obj,$(call room,preload/tls) preload/base/libc.c preload/base/elfsym.c) $(CORE_LIB)
 $(BUILD)/tests/tls_tool: tests/tls/tls_tool.c $(TLS_LINK) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(TLS_LINK) -ldl -lresolv -lpthread

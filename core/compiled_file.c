@@ -18,6 +18,7 @@
 #include "core/bigalloc.h"
 #include "core/config.h"
 #include "core/pathcat.h"
+#include "core/rawsys.h"
 #include "core/rundir.h"
 #include "core/startdata.h"
 #include "core/startmem.h"
@@ -106,12 +107,12 @@ static char *read_text(const char *path, size_t *len, struct stat *was)
  * NULL otherwise. Whether they are whole is the reader's to check. */
 FN_START_TEXT static char *read_copy(const char *path, size_t *len, bool start)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	int fd = fn_open_raw(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return NULL;
 	struct stat sb;
 	char *blob = NULL;
-	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
+	if (fn_fstat_raw(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == fn_geteuid_raw() &&
 	    !(sb.st_mode & (S_IWGRP | S_IWOTH)) && sb.st_size > 0 &&
 	    sb.st_size <= (off_t)FN_COMPILED_MAX)
 		blob = buf_read(fd, (size_t)sb.st_size, start);
@@ -278,7 +279,7 @@ FN_START_TEXT static bool identity_kept(const char *path)
 	    0x2FC12FC1,	      /* zfs */
 	};
 	struct statfs fs;
-	if (statfs(path, &fs) != 0)
+	if (fn_statfs_raw(path, &fs) != 0)
 		return false;
 	for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
 		if ((long)fs.f_type == local[i])
@@ -329,7 +330,7 @@ static char *by_identity(const char *path, struct fn_compiled_key *k, size_t *le
 			 size_t flen)
 {
 	struct stat sb;
-	if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || !identity_kept(path) ||
+	if (fn_stat_raw(path, &sb) != 0 || !S_ISREG(sb.st_mode) || !identity_kept(path) ||
 	    !stamp_place(&sb, k, file, flen))
 		return NULL;
 	return whole_copy(file, k, len);

@@ -22,6 +22,7 @@
 #include "core/hparse.h"
 #include "core/http.h"
 #include "core/lcfg.h"
+#include "core/rawsys.h"
 #include "core/rundir.h"
 #include "core/slices.h"
 #include "core/wideint.h"

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/pathcat.h"
+#include "core/rawsys.h"
 #include "core/rules.h"
 #include "core/startdata.h"
 
@@ -29,7 +30,7 @@ FN_START_TEXT static const char *check_stat(const struct stat *sb)
 		return "is a symbolic link";
 	if (!S_ISDIR(sb->st_mode))
 		return "is not a directory";
-	if (sb->st_uid != geteuid())
+	if (sb->st_uid != fn_geteuid_raw())
 		return "is owned by another user";
 	if (sb->st_mode & 077)
 		return "is open to other users (mode must be 0700)";
@@ -70,7 +71,7 @@ FN_START_TEXT static const char *make_dir(char *dir)
 	/* Looked at first, made only when absent: at a start it mostly
 	 * exists, and then one lstat is the only system call. */
 	struct stat sb;
-	if (lstat(dir, &sb) == 0)
+	if (fn_lstat_raw(dir, &sb) == 0)
 		return check_stat(&sb);
 	if (errno != ENOENT || (mkdir(dir, 0700) < 0 && errno != EEXIST))
 		return "cannot be created";
@@ -309,27 +310,6 @@ void fn_expire_old(const char *dir, const char *name, time_t now)
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if (lstat(path, &sb) == 0 && now - sb.st_mtim.tv_sec > FN_KEEP_S)
 		unlink(path);
-}
-
-FN_START_TEXT ssize_t fn_read_raw(int fd, void *buf, size_t n)
-{
-	size_t got = 0;
-	while (got < n) {
-		long r = syscall(SYS_pread64, fd, (char *)buf + got, n - got, (off_t)got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -1;
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	return (ssize_t)got;
-}
-
-void fn_close_raw(int fd)
-{
-	syscall(SYS_close, fd);
 }
 
 static const char *fields_of(const char *path, char *buf, size_t len)

@@ -20,13 +20,6 @@ const char *fn_rundir(char *dir, size_t len);
 /* Group names follow rule names: 1 to 63 of letters, digits, _.:- */
 bool fn_group_valid(const char *g);
 
-/* Up to n bytes of fd from its start, into buf, by raw system calls (core
- * is linked into the shim, which exports read and close: core never calls
- * them by name, nor stdio's buffering, which asks an fstat of its own);
- * the count read, -1 with errno. fn_close_raw closes fd the same way. */
-ssize_t fn_read_raw(int fd, void *buf, size_t n);
-void fn_close_raw(int fd);
-
 /* The fields of /proc/PID/stat after the process's name (" STATE PPID
  * ..."), read into buf; NULL when the process is gone or unreadable. */
 const char *fn_proc_fields(pid_t pid, char *buf, size_t len);

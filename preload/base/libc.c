@@ -3,6 +3,7 @@
  * which is fine: the shim does not interpose malloc. */
 #include "preload/base/libc.h"
 #include "core/startdata.h"
+#include "preload/base/elfsym.h"
 
 #include <dlfcn.h>
 #include <stddef.h>
@@ -68,6 +69,14 @@ FN_START_TEXT static void *libc_lookup(const char *sym, const char *version)
 	return version ? dlvsym(RTLD_NEXT, sym, version) : dlsym(RTLD_NEXT, sym);
 }
 
+/* At start, the tables read directly when they can tell (elfsym.h). */
+FN_START_TEXT static void *start_lookup(const struct fn_elfsym_scope *s, const char *sym,
+					const char *version)
+{
+	void *p = version ? NULL : fn_elfsym_next(s, sym);
+	return p ? p : libc_lookup(sym, version);
+}
+
 /* The real function behind a "first call" hook (hooks.list), looked up
  * when the hook first passes a call on and kept: a start pays no dlsym for
  * the resolver's, dlopen's or TLS libraries' functions it never calls. Two
@@ -102,10 +111,12 @@ struct fn_libc fn_libc = {FN_LIBC_FIRST_CALL(FIRST_CALL_INIT).socket = first_soc
 			  .read = first_read,
 			  .readv = first_readv};
 
-#define RESOLVE(field, sym, version) *(void **)&fn_libc.field = libc_lookup(sym, version);
+#define RESOLVE(field, sym, version) *(void **)&fn_libc.field = start_lookup(&scope, sym, version);
 
 FN_START_TEXT void fn_libc_resolve(void)
 {
+	struct fn_elfsym_scope scope;
+	fn_elfsym_scope(&scope);
 	FN_LIBC_SYMBOLS(RESOLVE)
 	/* Older glibc has no fcntl64: plain fcntl already takes 64-bit offsets
 	 * on 64-bit targets. */

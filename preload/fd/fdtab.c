@@ -2,6 +2,7 @@
  * sockets. Records live in chunks that are never freed, so a racing reader
  * can never touch freed memory. */
 #include "preload/fd/fdtab.h"
+#include "core/rawsys.h"
 #include "core/startdata.h"
 
 #include <errno.h>
@@ -222,17 +223,25 @@ void fn_ownfd_close(struct fn_ownfd *o)
 	o->fd = -1;
 }
 
-FN_START_TEXT unsigned fn_fd_kind_of(int fd)
+FN_START_TEXT unsigned fn_fd_kind_in(int fd, int domain)
 {
-	int domain, type, proto;
+	int type, proto;
 	socklen_t len = sizeof(int);
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0)
+	if ((domain | 8) != AF_INET6) /* not IP (fn_fd_kind): nothing more to ask */
+		return 0;
+	if (fn_getsockopt_raw(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
 		return 0;
 	len = sizeof(int);
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
-		return 0;
-	len = sizeof(int);
-	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0)
+	if (fn_getsockopt_raw(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0)
 		return 0;
 	return fn_fd_kind(domain, type, proto);
+}
+
+FN_START_TEXT unsigned fn_fd_kind_of(int fd)
+{
+	int domain;
+	socklen_t len = sizeof(int);
+	if (fn_getsockopt_raw(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0)
+		return 0;
+	return fn_fd_kind_in(fd, domain);
 }

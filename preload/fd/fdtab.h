@@ -157,6 +157,8 @@ _Static_assert((int)SOCK_STREAM == (int)FDF_TCP && (int)SOCK_DGRAM == (int)FDF_U
 		   (AF_INET | 8) == AF_INET6,
 	       "fn_fd_kind reads socket types as fd marks");
 unsigned fn_fd_kind_of(int fd);
+/* The same for a socket whose domain is known (asked already). */
+unsigned fn_fd_kind_in(int fd, int domain);
 
 /* Highest fd ever given flags by fn_fd_mark (every fd that had a fault
  * record or was the shim's), so that close_range need not sweep the

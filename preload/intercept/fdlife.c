@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 
 #include "preload/dns/responder.h"
+#include "core/rawsys.h"
 #include "preload/fd/fdtab.h"
 #include "preload/base/libc.h"
 #include "preload/base/owner.h"
@@ -214,11 +215,11 @@ static int fd_name(const char *s)
 	return (int)fd;
 }
 
-/* fd marked by its kind when it is a socket: the fd table is read only
- * then, so its pages are touched at start only when there is one. */
-static void classify(int fd)
+/* fd marked with kind (0: not a socket, left alone): the fd table is read
+ * only for a socket, so its pages are touched at start only when there is
+ * one. */
+static void classify(int fd, unsigned kind)
 {
-	unsigned kind = fn_fd_kind_of(fd);
 	if (kind && !fn_fd_get(fd))
 		fn_fd_mark(fd, kind);
 }
@@ -240,7 +241,7 @@ static void classify_listed(void)
 			at += ent->d_reclen;
 			int fd = fd_name(ent->d_name);
 			if (fd >= 0 && fd != dir)
-				classify(fd);
+				classify(fd, fn_fd_kind_of(fd));
 		}
 	if (dir >= 0)
 		LIBC(close)(dir);
@@ -262,14 +263,14 @@ static void classify_listed(void)
 static bool classify_counted(void)
 {
 	struct stat sb;
-	if (stat("/proc/self/fd", &sb) != 0 || sb.st_size <= 0 || sb.st_size > COUNTED_MAX)
+	if (fn_stat_raw("/proc/self/fd", &sb) != 0 || sb.st_size <= 0 || sb.st_size > COUNTED_MAX)
 		return false;
 	long want = sb.st_size, found = 0;
 	for (int fd = 0; found < want && fd < want + COUNTED_GAP; fd++) {
 		int domain;
 		socklen_t len = sizeof(domain);
-		if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0)
-			classify(fd);
+		if (fn_getsockopt_raw(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0)
+			classify(fd, fn_fd_kind_in(fd, domain));
 		else if (errno == EBADF)
 			continue;
 		found++;

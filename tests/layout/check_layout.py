@@ -44,7 +44,8 @@ ROOMS = [
      "found by the file's identity or its text), memory a start keeps without malloc "
      "(startmem.c), large arrays on huge pages (bigalloc.c), the control wire "
      "format (wire.c), the run directory's names (rundir.c; pathcat.c: paths put "
-     "together without printf, whose pages a start would fault in), a member's "
+     "together without printf, whose pages a start would fault in), the system "
+     "calls core and a start make through syscall() (rawsys.c), a member's "
      "published state (segment.c: its layout, and the records faultctl makes of "
      "it), the live changes (edit.c), the rule index (lpm.c: a multibit trie "
      "over destination addresses, built per policy, shared by its copies), HTTP "
@@ -139,7 +140,8 @@ ROOMS = [
      "identity (dev, ino) (fdtab.c), TCP acked bytes (tcpbytes.c)."),
     ("preload/base", {"core"},
      "what every part of the shim stands on: the trampolines (libc.c, LIBC(), "
-     "their fields from hooks.list), the published policy and when a replaced one "
+     "their fields from hooks.list; elfsym.c: at start, libc's functions found "
+     "in the loaded objects' symbol tables, as dlsym would), the published policy and when a replaced one "
      "is freed (policy.c), "
      "the group's change counter and change lock (groupseq.c), the owning pid "
      "(owner.c: vfork detection), signals blocked and the shim's threads "

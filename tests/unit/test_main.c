@@ -24,6 +24,7 @@ void add_reclaim_tests(void);
 void add_reqlog_tests(void);
 void add_lookups_tests(void);
 void add_compiled_tests(void);
+void add_elfsym_tests(void);
 
 int main(int argc, char **argv)
 {
@@ -51,5 +52,6 @@ int main(int argc, char **argv)
 	add_reqlog_tests();
 	add_lookups_tests();
 	add_compiled_tests();
+	add_elfsym_tests();
 	return cunit_run(argc > 1 ? argv[1] : NULL);
 }
