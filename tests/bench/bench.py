@@ -95,10 +95,7 @@ def callgrind_main_thread(env, n, mode=None):
     # The run directory's sweep stamp renewed: a join sweeps the directory
     # when no start has for 10 s (preload/control/control.c), and that one
     # run's sweep counted up to 30,000 instructions more, 3 per iteration.
-    stamp = os.path.join(env.get("FAULTNET_RUNDIR", RUNDIR), ".sweep")
-    if os.path.isdir(os.path.dirname(stamp)):
-        open(stamp, "a").close()
-        os.utime(stamp)
+    sweep_marked(env)
     subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
                     "--callgrind-out-file=" + out, os.path.join(BIN, "loop"), str(n)] +
                    ([mode] if mode else []),
@@ -1254,7 +1251,7 @@ def start_in_big_group(cfg, runs):
     holder = hold_members(rundir, "big", n)
     # A start sweeps the run directory for dead members at most every 10 s
     # (its stamp, .sweep): marked now, no start measured here sweeps.
-    open(os.path.join(rundir, ".sweep"), "w").close()
+    sweep_marked({"FAULTNET_RUNDIR": rundir})
     envs = {g: shim_env(cfg, {"FAULTNET_RUNDIR": rundir, "FAULTNET_GROUP": g})
             for g in ("big", "empty")}
     times = {"big": [], "empty": []}
@@ -1267,7 +1264,7 @@ def start_in_big_group(cfg, runs):
     ratio = med["big"] / med["empty"]
     calls = {}
     if shutil.which("strace"):
-        open(os.path.join(rundir, ".sweep"), "w").close()
+        sweep_marked({"FAULTNET_RUNDIR": rundir})
         trace = os.path.join(TMP, "big.strace")
         calls = {g: len(start_syscalls(envs[g], trace, JOINING)) for g in ("empty", "big")}
     holder.stdin.close()

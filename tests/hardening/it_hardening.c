@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <glob.h>
 #include <pthread.h>
+#include <pty.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -121,6 +122,28 @@ static int run_self(const char *mode, const char *arg)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* run_self, but a child still running after seconds is killed: 124. A
+ * deadlock in a fork handler holds every signal blocked, so the child's
+ * own alarm cannot end it. */
+static int run_self_within(const char *mode, const char *arg, int seconds)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(self_path, "it_hardening", "--child", mode, arg, (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	for (int ms = 0; waitpid(pid, &st, WNOHANG) == 0; ms += 20) {
+		if (ms >= seconds * 1000) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return 124;
+		}
+		usleep(20000);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 static void test_emfile(void)
 {
 	char path[] = "/tmp/fn-emfile-XXXXXX";
@@ -213,6 +236,115 @@ static void test_fork_while_busy(void)
 	spinning = 0;
 	pthread_join(t, NULL);
 	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* A child forked before the process's first covered call still joins
+ * and meets the rules: each mode's own first covered call comes after the
+ * fork (daemon and forkpty fork inside libc). Without the shim's fork
+ * handlers the child takes itself for a vfork child and lets the connect
+ * through. */
+static int child_forked_first(void)
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(refused());
+	int st;
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return 60;
+	return refused() ? 61 : 0;
+}
+
+/* daemon() forks inside libc, where no fork hook sees it: the child
+ * reports on fd report. */
+static int child_daemon_first(int report)
+{
+	if (daemon(1, 1) != 0)
+		return 62;
+	char r = (char)('0' + refused());
+	ssize_t n = write(report, &r, 1);
+	_exit(n == 1 ? 0 : 63);
+}
+
+static int child_forkpty_first(void)
+{
+	int master;
+	pid_t pid = forkpty(&master, NULL, NULL, NULL);
+	if (pid < 0)
+		return 77; /* no pseudo-terminal here: the caller skips */
+	if (pid == 0)
+		_exit(refused());
+	int st;
+	waitpid(pid, &st, 0);
+	close(master);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 64;
+}
+
+/* A blackholed connect: in progress, never connected. The fault's sink
+ * is an fd of the shim's, placed under its fd limit lock. */
+static int blackholed(void)
+{
+	int fd = tcp_socket(BH_IP, true);
+	int r = connect_to(fd, BH_IP, PORT);
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	int ok = r < 0 && errno == EINPROGRESS && poll(&p, 1, 100) == 0;
+	close(fd);
+	return ok ? 0 : 1;
+}
+
+static volatile int in_prepare = -1, in_child = -1;
+
+static void app_prepare(void)
+{
+	in_prepare = refused() | blackholed();
+}
+
+static void app_child(void)
+{
+	in_child = refused() | blackholed();
+}
+
+/* The app's own fork handlers make covered calls (the process's join
+ * among them, in the prepare handler) while it forks: they must neither
+ * wait for a lock the shim holds for the fork nor miss the rules. A
+ * deadlock ends in the caller's kill. */
+static int child_app_handlers(void)
+{
+	pthread_atfork(app_prepare, NULL, app_child);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(in_child == 0 ? refused() : 65);
+	int st;
+	waitpid(pid, &st, 0);
+	if (in_prepare != 0)
+		return 66;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 67;
+}
+
+static void test_fork_before_join(void)
+{
+	CU_ASSERT_EQUAL(run_self("forkfirst", "0"), 0);
+	CU_ASSERT_EQUAL(run_self_within("apphandlers", "0", 20), 0);
+	int pty = run_self("forkptyfirst", "0");
+	if (pty == 77)
+		printf("\n    skip - forkpty: no pseudo-terminal device here (/dev/ptmx) ");
+	else
+		CU_ASSERT_EQUAL(pty, 0);
+	int p[2];
+	if (pipe(p) != 0) {
+		CU_FAIL("pipe");
+		return;
+	}
+	char fd[16];
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	CU_ASSERT_EQUAL(run_self("daemonfirst", fd), 0);
+	close(p[1]);
+	struct pollfd pf = {.fd = p[0], .events = POLLIN};
+	char r = 0;
+	CU_ASSERT_EQUAL(poll(&pf, 1, 10000), 1);
+	CU_ASSERT_EQUAL(read(p[0], &r, 1), 1);
+	CU_ASSERT_EQUAL(r, '0'); /* the daemon's connect met the rule */
+	close(p[0]);
 }
 
 static void test_spawn_storm(void)
@@ -468,6 +600,14 @@ int main(int argc, char **argv)
 			return child_pages();
 		if (strcmp(argv[2], "lazybind") == 0)
 			return child_lazybind();
+		if (strcmp(argv[2], "forkfirst") == 0)
+			return child_forked_first();
+		if (strcmp(argv[2], "daemonfirst") == 0)
+			return child_daemon_first(atoi(argv[3]));
+		if (strcmp(argv[2], "forkptyfirst") == 0)
+			return child_forkpty_first();
+		if (strcmp(argv[2], "apphandlers") == 0)
+			return child_app_handlers();
 		return 98;
 	}
 	if (!getenv("FAULTNET_CONFIG")) {
@@ -483,6 +623,10 @@ int main(int argc, char **argv)
 	CU_add_test(s, "10,000 sockets at once, all faulted", test_ten_thousand_sockets);
 	CU_add_test(s, "200 forks while another thread is inside the shim", test_fork_while_busy);
 	CU_add_test(s, "posix_spawn and vfork storms", test_spawn_storm);
+	CU_add_test(s,
+		    "fork, daemon and forkpty before any covered call: the child meets the rules; "
+		    "the app's own fork handlers' covered calls neither wait nor miss them",
+		    test_fork_before_join);
 	CU_add_test(s, "a negative fd in every receive hook is libc's, whatever the fd table says",
 		    test_negative_fd);
 	CU_add_test(s, "a new process's state file: only the pages written are in memory",
