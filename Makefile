@@ -228,7 +228,15 @@ $(BUILD)/tests/%: tests/hostile/%.c tests/faults/*.h
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lcunit -lpthread
 
 IT_NAMES := $(basename $(notdir $(wildcard tests/faults/it_*.c tests/hardening/it_*.c tests/hostile/it_*.c)))
-IT_PROGS := $(IT_NAMES:%=$(BUILD)/tests/%) $(BUILD)/tests/hammer $(BUILD)/tests/forkprobe.so $(BUILD)/tests/fdracer.so
+# hostile_app.py i42.bias preloads both after the shim: linked at one
+# fixed address, the second is loaded below it.
+BIAS_LIBS := $(BUILD)/tests/libbias_a.so $(BUILD)/tests/libbias_b.so
+$(BIAS_LIBS): tests/hostile/biaslib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $< -Wl,-Ttext-segment=0x7ffe00000000
+
+IT_PROGS := $(IT_NAMES:%=$(BUILD)/tests/%) $(BUILD)/tests/hammer $(BUILD)/tests/forkprobe.so $(BUILD)/tests/fdracer.so \
+	$(BIAS_LIBS)
 test-progs: all $(BUILD)/tests/unit $(BUILD)/tests/tls_tool $(IT_PROGS) $(if $(SAN),,$(FUZZERS) man)
 
 # ---- running the tests: tests/run.sh runs any set of sections ------------

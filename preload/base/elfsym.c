@@ -21,16 +21,27 @@
 
 #include "core/startdata.h"
 
+extern char **environ;
+
 extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
 
-/* An address of the dynamic section: the loader relocates most entries in
- * place (then they lie above the load address), not all, and none in a
- * read-only dynamic section. */
-FN_START_TEXT static const void *dyn_ptr(const struct fn_elfobj *o, ElfW(Addr) a)
+/* An address the dynamic section holds: the loader has relocated most
+ * entries in place, not all (DT_VERSYM's, say), and none in a read-only
+ * dynamic section. One that falls in a loaded segment is an address
+ * already; any other is an offset from the load address (which may lie
+ * below the link address: a bias that wraps, so no comparison with it). */
+FN_START_TEXT static const void *dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) a)
 {
-	return (const void *)(a < o->base ? o->base + a : a);
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && a - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
+			return (const void *)a;
+	}
+	return (const void *)(info->dlpi_addr + a);
 }
 
+/* Its tables, false when it has no GNU hash table or is a filter (the
+ * loader searches a filter's target first, wherever it was loaded). */
 FN_START_TEXT static bool obj_read(const struct dl_phdr_info *info, struct fn_elfobj *o)
 {
 	const ElfW(Dyn) *dyn = NULL;
@@ -40,15 +51,37 @@ FN_START_TEXT static bool obj_read(const struct dl_phdr_info *info, struct fn_el
 	*o = (struct fn_elfobj){.base = info->dlpi_addr};
 	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
 		if (dyn->d_tag == DT_SYMTAB)
-			o->sym = dyn_ptr(o, dyn->d_un.d_ptr);
+			o->sym = dyn_ptr(info, dyn->d_un.d_ptr);
 		else if (dyn->d_tag == DT_STRTAB)
-			o->str = dyn_ptr(o, dyn->d_un.d_ptr);
+			o->str = dyn_ptr(info, dyn->d_un.d_ptr);
 		else if (dyn->d_tag == DT_GNU_HASH)
-			o->gnu = dyn_ptr(o, dyn->d_un.d_ptr);
+			o->gnu = dyn_ptr(info, dyn->d_un.d_ptr);
 		else if (dyn->d_tag == DT_VERSYM)
-			o->versym = dyn_ptr(o, dyn->d_un.d_ptr);
+			o->versym = dyn_ptr(info, dyn->d_un.d_ptr);
+		else if (dyn->d_tag == DT_FILTER || dyn->d_tag == DT_AUXILIARY)
+			return false;
 	}
 	return o->sym && o->str && o->gnu;
+}
+
+/* Whether s begins with prefix. By hand: libc's string functions would be
+ * more first calls for a start to pay. */
+FN_START_TEXT static bool starts(const char *s, const char *prefix)
+{
+	for (; *prefix; s++, prefix++)
+		if (*s != *prefix)
+			return false;
+	return true;
+}
+
+/* Whether path's last component begins with prefix. */
+FN_START_TEXT static bool named(const char *path, const char *prefix)
+{
+	const char *base = path;
+	for (const char *p = path; *p; p++)
+		if (*p == '/')
+			base = p + 1;
+	return starts(base, prefix);
 }
 
 struct collecting {
@@ -56,27 +89,47 @@ struct collecting {
 	bool seen; /* this object passed */
 };
 
-/* dl_iterate_phdr lists the objects in the loader's order. */
+/* dl_iterate_phdr lists the objects in the loader's order, libc among
+ * those loaded with the program; the walk ends there: what comes after
+ * (libraries opened with dlopen, which RTLD_NEXT may not see) is left to
+ * dlsym. The vdso, listed after the program, is no library of the
+ * program's; this object is found by its program headers. */
 FN_START_TEXT static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct collecting *c = arg;
 	struct fn_elfsym_scope *s = c->scope;
 	(void)size;
 	if (!c->seen) {
-		c->seen = info->dlpi_addr == (ElfW(Addr)) & __ehdr_start;
+		c->seen = (const void *)info->dlpi_phdr ==
+			  (const char *)&__ehdr_start + __ehdr_start.e_phoff;
 		return 0;
 	}
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+	if (named(name, "linux-vdso.") || named(name, "linux-gate."))
+		return 0;
 	if (s->n == (int)(sizeof(s->objs) / sizeof(s->objs[0])) || !obj_read(info, &s->objs[s->n]))
 		return 1;
 	s->n++;
-	return 0;
+	return named(name, "libc.so.") ? 1 : 0;
+}
+
+/* What dlsym does beyond the tables: an auditor (LD_AUDIT) may redirect
+ * each symbol it binds, and LD_DYNAMIC_WEAK prefers a later strong
+ * definition to a weak one. With either, dlsym answers every name. */
+FN_START_TEXT static bool dlsym_only(void)
+{
+	for (char **e = environ; e && *e; e++)
+		if (starts(*e, "LD_AUDIT=") || starts(*e, "LD_DYNAMIC_WEAK="))
+			return true;
+	return false;
 }
 
 FN_START_TEXT void fn_elfsym_scope(struct fn_elfsym_scope *s)
 {
 	struct collecting c = {.scope = s};
 	s->n = 0;
-	dl_iterate_phdr(collect, &c);
+	if (!dlsym_only())
+		dl_iterate_phdr(collect, &c);
 }
 
 FN_START_TEXT static uint32_t gnu_hash(const char *s)
@@ -104,10 +157,15 @@ FN_START_TEXT static enum found take(const struct fn_elfobj *o, uint32_t i, bool
 {
 	const ElfW(Sym) *s = &o->sym[i];
 	unsigned type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info);
-	if (s->st_shndx == SHN_UNDEF || !s->st_value || bind == STB_LOCAL)
+	if (s->st_shndx == SHN_UNDEF)
 		return NOT_HERE;
-	if ((type != STT_FUNC && type != STT_OBJECT) || (bind != STB_GLOBAL && bind != STB_WEAK))
-		return ASK_DLSYM; /* an IFUNC, TLS, a unique symbol: dlsym's own rules */
+	/* An IFUNC, TLS, an absolute or local symbol, a unique one: dlsym's
+	 * own rules. */
+	if ((type != STT_FUNC && type != STT_OBJECT) || (bind != STB_GLOBAL && bind != STB_WEAK) ||
+	    s->st_shndx >= SHN_LORESERVE)
+		return ASK_DLSYM;
+	if (!s->st_value)
+		return NOT_HERE;
 	unsigned v = o->versym ? o->versym[i] : 1;
 	if ((v & 0x7fff) < 2)
 		return FOUND;

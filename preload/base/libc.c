@@ -6,6 +6,7 @@
 #include "preload/base/elfsym.h"
 
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The receive paths every program takes (and socket, sendto and close)
@@ -115,8 +116,13 @@ struct fn_libc fn_libc = {FN_LIBC_FIRST_CALL(FIRST_CALL_INIT).socket = first_soc
 
 FN_START_TEXT void fn_libc_resolve(void)
 {
-	struct fn_elfsym_scope scope;
-	fn_elfsym_scope(&scope);
+	/* The tables only at the first resolve (the start's): a later one
+	 * (a field still NULL, a function this libc lacks) asks dlsym, which
+	 * holds the loader's lock against a dlclose meanwhile. */
+	static bool resolved;
+	struct fn_elfsym_scope scope = {.n = 0};
+	if (!__atomic_exchange_n(&resolved, true, __ATOMIC_RELAXED))
+		fn_elfsym_scope(&scope);
 	FN_LIBC_SYMBOLS(RESOLVE)
 	/* Older glibc has no fcntl64: plain fcntl already takes 64-bit offsets
 	 * on 64-bit targets. */

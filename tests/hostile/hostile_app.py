@@ -295,6 +295,22 @@ def test_i42_ask_reads_intact():
     subprocess.run(["rm", "-rf", d])
 
 
+def test_i42_bias():
+    """i42.bias: the start's reading of the symbol tables (preload/base/
+    elfsym.c) took an address of a library's dynamic section below its
+    load address for an offset; a library loaded below the address it was
+    linked at (a load bias that wraps) after the shim made every start
+    crash (found by review)."""
+    libs = [os.path.join(BUILD, "tests", "libbias_%s.so" % x) for x in "ab"]
+    env = clean_env(LD_PRELOAD=":".join([LIB] + libs), LD_DEBUG="files")
+    r = subprocess.run(["/usr/bin/true"], env=env, capture_output=True, text=True, timeout=30)
+    wrapped = [line for line in r.stderr.splitlines() if "libbias" in line or "base: 0xffff" in line]
+    below = any("base: 0xffff" in line for line in wrapped)
+    check("i42.bias: a start with a library loaded below its link address after the shim "
+          "runs (exit %d; %s)" % (r.returncode, "loaded below" if below else "not loaded below here"),
+          r.returncode == 0, wrapped[-4:])
+
+
 EVENTFUL = r"""
 import socket, sys, time
 u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -599,7 +615,7 @@ def main():
             test_i38_16_full_at_start,
             test_27_no_visible_fd, test_17_fork_is_cheap, test_6_no_spin_at_fd_limit,
             test_15_ports_like_plain_connects, test_19_inherited_udp_socket,
-            test_i42_ask_reads_intact,
+            test_i42_ask_reads_intact, test_i42_bias,
             test_7_requests_cannot_grow_the_app, test_8_journal_replay_linear,
             test_26_last_thread_ends_process, test_16_stall_frees_closed,
             test_17_no_stale_sockets]):

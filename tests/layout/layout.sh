@@ -47,9 +47,19 @@ looked=$(env -u FAULTNET_CONFIG FAULTNET_RUNDIR="$rd" LD_DEBUG=bindings LD_PRELO
 	grep -v "' \[GLIBC_[0-9.]*\]\$" | sed -n "s/.*binding file [^ ]*libfaultnet\.so .*symbol \`\([^']*\)'.*/\1/p" | sort)
 inits=$(env -u FAULTNET_CONFIG FAULTNET_RUNDIR="$rd" LD_DEBUG=bindings LD_PRELOAD="$root/$build/libfaultnet.so" /usr/bin/true 2>&1 |
 	grep -c 'calling init: .*libfaultnet\.so')
-rm -rf "$rd"
 check "a start asks dlsym for no function: its trampolines come from the symbol tables (looked up: $(echo "$looked" | grep -c .)${looked:+: $(echo $looked)})" \
 	[ "$inits" = 1 -a -z "$looked" ]
+# With LD_DYNAMIC_WEAK (or LD_AUDIT), whose rules the tables alone do not
+# follow, dlsym answers: the trampolines hooks.list does not mark "first
+# call", each looked up, and no other.
+eager=$(sed 's/#.*//' "$root/preload/hooks.list" | awk -F'|' 'NF == 4 {gsub(/[ \t]/, "", $1); print $1}' | sort)
+looked=$(env -u FAULTNET_CONFIG FAULTNET_RUNDIR="$rd" LD_DYNAMIC_WEAK=1 LD_DEBUG=bindings LD_PRELOAD="$root/$build/libfaultnet.so" /usr/bin/true 2>&1 |
+	sed -n '/calling init: .*libfaultnet\.so/,/initialize program/p' |
+	grep -v "' \[GLIBC_[0-9.]*\]\$" | sed -n "s/.*binding file [^ ]*libfaultnet\.so .*symbol \`\([^']*\)'.*/\1/p" | sort)
+rm -rf "$rd"
+differ=$(comm -3 <(echo "$eager") <(echo "$looked") | tr -d '\t' | tr '\n' ' ')
+check "with LD_DYNAMIC_WEAK set, dlsym looks up the $(echo "$eager" | wc -l) trampolines hooks.list does not mark first call, and no other${differ:+ (differ: $differ)}" \
+	[ -n "$looked" -a -z "$differ" ]
 manlist=$(sed -n '/^# INTERCEPTED/,/^# /{/^#/d;p}' "$root/docs/man/libfaultnet.7.scd" | sed 's/\\//g; s/\.$//' | tr ' ' '\n' |
 	grep -v '^$' | sort)
 differ=$(comm -3 <(echo "$listed") <(echo "$manlist") | tr -d '\t' | tr '\n' ' ')
