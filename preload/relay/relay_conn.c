@@ -211,15 +211,33 @@ static bool needs_no_peer(const struct fn_conn *c)
 	return all;
 }
 
-/* The relay's socket to the peer, with the app's limits on its connect. */
+/* The relay's socket to the peer, with the app's limits on its connect.
+ * It holds back the last ACK of its handshake (TCP_QUICKACK off: Linux
+ * then delays it, 200 ms at most, as for a socket with data about to
+ * go), so that the peer's accept returns only once hold_released() lets
+ * it go, when the app's own connect has completed: on a real network the
+ * client is connected before the server's accept returns, and a server
+ * thread that accepts and at once looks at the app's socket must not find
+ * it unconnected (select reads an unconnected socket as ready). */
 static bool upstream_socket(struct fn_conn *c)
 {
+	int off = 0;
 	c->up = fn_conn_socket(c->dest.ss_family);
 	if (c->up < 0)
 		return false;
 	small_window(c, c->up, 1);
 	copy_connect_timeouts(c);
+	setsockopt(c->up, IPPROTO_TCP, TCP_QUICKACK, &off, sizeof(off));
 	return true;
+}
+
+/* The handshake's last ACK goes to the peer now, and later ACKs as the
+ * kernel would send them (TCP_QUICKACK on leaves the delayed mode). */
+static void hold_released(const struct fn_conn *c)
+{
+	int on = 1;
+	if (c->up >= 0)
+		setsockopt(c->up, IPPROTO_TCP, TCP_QUICKACK, &on, sizeof(on));
 }
 
 /* Everything but what needs_no_peer names connects to the peer here, on
@@ -346,6 +364,7 @@ static void established(struct fn_conn *c, uint64_t now)
 {
 	c->est_ns = now;
 	c->state = FN_CONN_RELAY;
+	hold_released(c);
 	if (reset_at_accept(c) || c->up_error) {
 		/* The peer refused or the rule resets: the app's connection
 		 * is reset right after its handshake. */

@@ -159,6 +159,39 @@ def connect_accept(fam, _):
     return o
 
 
+def accept_first(fam, how):
+    """The server's accept returns once the app's connect has completed,
+    as on a real network: the server's thread, woken by accept, finds the
+    app's socket connected (not unconnected, which select reads as ready,
+    CPython's TCPCloserTest), and when it closes at once, the app reads the
+    end. The app connects in a thread of its own, blocking or not."""
+    af, host = FAMILIES[fam]
+    lst = socket.socket(af)
+    lst.bind((host, 0))
+    lst.listen(1)
+    lst.settimeout(5)
+    c, o = socket.socket(af), {}
+    if how == "blocking":
+        go = threading.Thread(target=lambda: c.connect(lst.getsockname()[:2]))
+    else:
+        c.setblocking(False)
+        go = threading.Thread(target=lambda: c.connect_ex(lst.getsockname()[:2]))
+    go.start()
+    s, _ = lst.accept()
+    o["app_poll_at_accept"] = poll1(c, 0)
+    o["app_connected_at_accept"] = err_of(lambda: c.getpeername() and "yes")
+    s.close()
+    r, _, _ = select.select([c], [], [], 2.0)
+    o["app_readable_after_close"] = r == [c]
+    c.setblocking(True)
+    c.settimeout(2)
+    o["app_read"] = err_of(lambda: c.recv(1))
+    go.join()
+    for x in (c, lst):
+        x.close()
+    return o
+
+
 def connect_again(fam, _):
     """A non-blocking connect refused, then the peer listens, and the same
     socket connects again (as asyncio's sock_connect retries do)."""
@@ -496,6 +529,8 @@ def write_until_block(fam, sndbuf):
 SHAPES = {
     "refused connect": (refused, [True, False], "i38.8: blocking, non-blocking + poll + SO_ERROR"),
     "connect, then accept": (connect_accept, [None], "i38.8: non-blocking connect, accept, poll both ends"),
+    "accept after the app's connect": (accept_first, ["blocking", "non-blocking"],
+                                       "the app's end connected when accept returns, then the server closes"),
     "connect again after a refusal": (connect_again, [None], "i38.8: the same socket, once the peer listens"),
     "timed-out connect": (timed_out, [True, False], "i38.8: blocking with TCP_SYNCNT 1, non-blocking + poll"),
     "half-close": (half_close, ["app", "server"], "SHUT_WR by the app, by the server"),
