@@ -267,7 +267,7 @@ static bool stamp_place(const struct stat *sb, const struct fn_compiled_key *k, 
  * whose ctime every write sets: local ones. A network or FUSE file system
  * answers a stat from an attribute cache (NFS revalidates at open, which
  * the text's read does), and some keep no ctime of their own. */
-FN_START_TEXT static bool identity_kept(const char *path)
+static bool identity_kept(const char *path)
 {
 	static const long local[] = {
 	    0xEF53,	      /* ext2/3/4 */
@@ -324,13 +324,16 @@ static char *whole_copy(const char *file, struct fn_compiled_key *k, size_t *len
 	return blob;
 }
 
-/* The copy by the policy file's identity: one stat of the file (and one
- * statfs: a local file system's). Its place in file. */
+/* The copy by the policy file's identity: one stat of the file. Its place
+ * in file. No statfs: stamp_make names a copy by an identity only on a
+ * file system that keeps it (identity_kept), so on any other the name is
+ * never found; and the identity holds the device, so a file of another
+ * file system never meets a name made for this one. */
 static char *by_identity(const char *path, struct fn_compiled_key *k, size_t *len, char *file,
 			 size_t flen)
 {
 	struct stat sb;
-	if (fn_stat_raw(path, &sb) != 0 || !S_ISREG(sb.st_mode) || !identity_kept(path) ||
+	if (fn_stat_raw(path, &sb) != 0 || !S_ISREG(sb.st_mode) ||
 	    !stamp_place(&sb, k, file, flen))
 		return NULL;
 	return whole_copy(file, k, len);

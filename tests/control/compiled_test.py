@@ -15,6 +15,7 @@ usage: compiled_test.py BUILD_DIR [PRELOAD_FIRST]
 """
 import glob
 import os
+import shlex
 import shutil
 import socket
 import stat
@@ -289,9 +290,11 @@ def test_identity_names_the_copy():
             with open(trace) as f:
                 calls = [x for x in f.read().splitlines() if conf in x or ".compiled" in x]
             opened = [x for x in calls if "open" in x]
-            check("and the next start stats the file (and its file system), reads no text, opens"
-                  " no copy but that one", not any(conf in x for x in opened)
-                  and any(conf in x and "stat" in x for x in calls)
+            check("and the next start stats the file, reads no text, opens no copy but that one,"
+                  " asks no statfs (a second name is made only where the identity is kept)",
+                  not any(conf in x for x in opened)
+                  and [x for x in calls if conf in x and "stat" in x and "statfs" not in x]
+                  and not any("statfs" in x for x in calls)
                   and len(opened) == 1 and os.path.basename(named[0]) in opened[0], calls)
         else:
             print("  skip - strace is not installed: the start's calls cannot be seen")
@@ -319,6 +322,43 @@ def test_identity_names_the_copy():
     finally:
         a.close()
         b.close()
+
+
+def test_no_second_name_off_local():
+    """A file system whose times a stat may not read from the file itself
+    (here ramfs, which the list of local ones does not hold, as it does
+    not hold NFS or FUSE) never gets a second name: a start then always
+    reads the text, and a start that finds a second name needs no statfs
+    to trust it."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        print("  skip - needs root and unshare: a file system of another kind is mounted")
+        checks.skip()
+        return
+    rundir, mnt = fresh_rundir(), os.path.join(WORK, "ramfs")
+    os.mkdir(mnt)
+    a = listener()
+    try:
+        port = a.getsockname()[1]
+        conf = os.path.join(mnt, "p.conf")
+        e = {k: v for k, v in os.environ.items() if not k.startswith("FAULTNET_")}
+        e.update(LD_PRELOAD=(FIRST + ":" if FIRST else "") + LIB, FAULTNET_CONFIG=conf,
+                 FAULTNET_RUNDIR=rundir)
+        # In a mount namespace of its own: the file written, settled, then
+        # two starts, each after the 2 s a second name waits for.
+        shim = "LD_PRELOAD=%s FAULTNET_CONFIG=%s FAULTNET_RUNDIR=%s %s -c %s %d" % (
+            e["LD_PRELOAD"], conf, rundir, PY, shlex.quote(PROBE), port)
+        script = "mount -t ramfs none %s && cat > %s && sleep 2.1 && %s && sleep 0.2 && %s" % (
+            mnt, conf, shim, shim)
+        clean = {k: v for k, v in e.items() if k not in ("LD_PRELOAD", "FAULTNET_CONFIG")}
+        p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                           env=clean, input=refuse(port), capture_output=True, text=True,
+                           timeout=120)
+        check("two starts with the policy on ramfs refuse as it says (%s)" % p.stdout.split(),
+              p.stdout.split() == ["refused", "refused"], p.stderr[-2000:])
+        check("and no second name was made for it (copies by the text: %d)" % len(copies(rundir)),
+              not stamps(rundir) and len(copies(rundir)) == 1, stamps(rundir))
+    finally:
+        a.close()
 
 
 def test_identity_settled_before_the_read():
@@ -515,7 +555,7 @@ def test_zone_in_the_key():
 def main():
     print("the compiled policy copy (%s)" % BUILD)
     tests = [test_second_start_without_libconfig, test_changed_file_same_size_and_mtime,
-             test_start_builds_at_join, test_identity_names_the_copy,
+             test_start_builds_at_join, test_identity_names_the_copy, test_no_second_name_off_local,
              test_identity_settled_before_the_read, test_large_copy_read_at_join,
              test_untrusted_copies_ignored, test_large_spoilt_copy, test_bad_policy_still_exits_78,
              test_include_and_body_file_never_kept, test_zone_in_the_key]
