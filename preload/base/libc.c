@@ -118,8 +118,10 @@ FN_START_TEXT void fn_libc_resolve(void)
 {
 	/* The tables only at the first resolve (the start's): a later one
 	 * (a field still NULL, a function this libc lacks) asks dlsym, which
-	 * holds the loader's lock against a dlclose meanwhile. */
-	static bool resolved;
+	 * holds the loader's lock against a dlclose meanwhile. With the
+	 * start's other variables: alone in .bss, its page was a fault of
+	 * every start. */
+	static bool resolved FN_START_DATA;
 	struct fn_elfsym_scope scope = {.n = 0};
 	if (!__atomic_exchange_n(&resolved, true, __ATOMIC_RELAXED))
 		fn_elfsym_scope(&scope);

@@ -60,6 +60,38 @@ rm -rf "$rd"
 differ=$(comm -3 <(echo "$eager") <(echo "$looked") | tr -d '\t' | tr '\n' ' ')
 check "with LD_DYNAMIC_WEAK set, dlsym looks up the $(echo "$eager" | wc -l) trampolines hooks.list does not mark first call, and no other${differ:+ (differ: $differ)}" \
 	[ -n "$looked" -a -z "$differ" ]
+# The pages of the shim's .bss a start touches (tests/layout/bsspages.c,
+# mincore): each is a page fault of every start. Without a policy, none;
+# with one whose compiled copy the start finds by the file's identity, only
+# core/startmem.c's block, where the copy is read. A variable the start
+# writes belongs in fn_start_data (core/startdata.h), on a page the loader
+# has touched already.
+bss_owners() { # the .bss symbols on each page offset of stdin
+	/usr/bin/python3 -c '
+import sys
+syms = []
+for l in open(sys.argv[1]):
+    p = l.split()
+    if len(p) == 4 and p[2] in "bB":
+        syms.append((int(p[0], 16), int(p[1], 16), p[3]))
+for pg in sys.stdin.read().split():
+    pg = int(pg, 16)
+    print(hex(pg) + ":" + ",".join(sorted({n for s, z, n in syms if s < pg + 4096 and s + z > pg})))
+' <(nm -S "$root/$build/libfaultnet.so")
+}
+rd=$(mktemp -d)
+chmod 700 "$rd"
+touched=$(env -u FAULTNET_CONFIG FAULTNET_RUNDIR="$rd" LD_PRELOAD="$root/$build/libfaultnet.so" "$root/$build/tests/bsspages" | bss_owners)
+check "a start without a policy touches no page of the shim's .bss${touched:+ (touched: $(echo $touched))}" [ -z "$touched" ]
+for i in $(seq 10); do echo "{ name = \"r$i\"; action = \"refuse\"; match = { to = \"127.100.0.$i/32\"; }; },"; done |
+	sed '$s/,$//' | { echo 'rules = ('; cat; echo ');'; } >"$rd/p.conf"
+sleep 2.1 # settled: the first start names the copy by the file's identity
+FAULTNET_CONFIG="$rd/p.conf" FAULTNET_RUNDIR="$rd" LD_PRELOAD="$root/$build/libfaultnet.so" /usr/bin/true
+touched=$(FAULTNET_CONFIG="$rd/p.conf" FAULTNET_RUNDIR="$rd" LD_PRELOAD="$root/$build/libfaultnet.so" "$root/$build/tests/bsspages" | bss_owners)
+others=$(echo "$touched" | grep -v ':block\.\|:block$')
+check "a start that finds its policy's copy by the file's identity touches no page of the shim's .bss but its memory block's ($(echo "$touched" | grep -c .) touched${others:+; others: $(echo $others)})" \
+	[ -n "$touched" -a -z "$others" -a -n "$(ls "$rd"/policy-s-*.compiled 2>/dev/null)" ]
+rm -rf "$rd"
 manlist=$(sed -n '/^# INTERCEPTED/,/^# /{/^#/d;p}' "$root/docs/man/libfaultnet.7.scd" | sed 's/\\//g; s/\.$//' | tr ' ' '\n' |
 	grep -v '^$' | sort)
 differ=$(comm -3 <(echo "$listed") <(echo "$manlist") | tr -d '\t' | tr '\n' ' ')
