@@ -19,6 +19,7 @@
 #include "core/rawsys.h"
 #include "core/rules.h"
 #include "core/startdata.h"
+#include "core/startmem.h"
 
 static const char *fields_of(const char *path, char *buf, size_t len);
 static uint64_t start_of(const char *p);
@@ -113,6 +114,20 @@ static __attribute__((noinline)) const char *in_home(char *dir, size_t len, cons
 	return make_dir(dir);
 }
 
+/* A start asks for the run directory up to three times (its compiled
+ * copy's place, the copy's second name, control's directory): the one
+ * found good is kept while the constructor runs (fn_rundir_start) and not
+ * looked at again, an lstat and a geteuid each time. On the constructor's
+ * thread only: start memory is not shared between threads. */
+static __thread bool starting;
+static const char *start_good FN_START_DATA;
+
+void fn_rundir_start(bool on)
+{
+	starting = on;
+	start_good = NULL;
+}
+
 FN_START_TEXT const char *fn_rundir(char *dir, size_t len)
 {
 	const char *v = secure_getenv("FAULTNET_RUNDIR");
@@ -126,10 +141,14 @@ FN_START_TEXT const char *fn_rundir(char *dir, size_t len)
 		FN_PATHCAT(dir, len, xdg, "/faultnet");
 	else
 		FN_PATHCAT(dir, len, "/tmp/faultnet-", fn_utoa(uid, geteuid(), 10, 0));
+	if (starting && start_good && !plain_name(dir) && strcmp(dir, start_good) == 0)
+		return NULL;
 	const char *why = make_dir(dir);
-	if (!why || (v && *v) || (xdg && *xdg))
-		return why;
-	return in_home(dir, len, why);
+	if (why && !(v && *v) && !(xdg && *xdg))
+		why = in_home(dir, len, why);
+	if (!why && starting && !start_good)
+		start_good = fn_start_strdup(dir);
+	return why;
 }
 
 bool fn_group_valid(const char *g)

@@ -17,6 +17,11 @@
  * a message; dir is filled either way. */
 const char *fn_rundir(char *dir, size_t len);
 
+/* Between fn_rundir_start(true) and (false), on the calling thread (the
+ * shim's constructor), a directory fn_rundir found good is not checked
+ * again: the start asks for it up to three times. */
+void fn_rundir_start(bool on);
+
 /* Group names follow rule names: 1 to 63 of letters, digits, _.:- */
 bool fn_group_valid(const char *g);
 

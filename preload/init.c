@@ -258,6 +258,7 @@ __attribute__((constructor)) static void fn_init(int argc, char **argv)
 	 * must neither join the group nor become a target of its own change. */
 	if (started_as_faultctl())
 		return;
+	fn_rundir_start(true);
 	fn_owner_reset();
 	fn_self_cmd_note(argc, argv);
 	fn_names_init();
@@ -288,5 +289,6 @@ __attribute__((constructor)) static void fn_init(int argc, char **argv)
 	}
 	if ((why = fn_control_check()))
 		config_error(why, passthrough);
+	fn_rundir_start(false);
 	fn_groupseq_pend(join);
 }

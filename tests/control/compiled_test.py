@@ -288,8 +288,12 @@ def test_identity_names_the_copy():
             subprocess.run(["strace", "-f", "-qq", "-o", trace, "true"], env=e,
                            capture_output=True, timeout=120)
             with open(trace) as f:
-                calls = [x for x in f.read().splitlines() if conf in x or ".compiled" in x]
+                lines = f.read().splitlines()
+            calls = [x for x in lines if conf in x or ".compiled" in x]
             opened = [x for x in calls if "open" in x]
+            looks = [x for x in lines if '"%s"' % rundir in x and "stat" in x]
+            check("and it looks at the run directory once, though three parts of the start ask"
+                  " for it (the copy's names, control's)", len(looks) == 1, looks)
             check("and the next start stats the file, reads no text, opens no copy but that one,"
                   " asks no statfs (a second name is made only where the identity is kept)",
                   not any(conf in x for x in opened)
