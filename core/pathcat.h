@@ -21,4 +21,45 @@ bool fn_pathcat(char *out, size_t len, const char *const *parts);
 #define FN_UTOA_MAX 24
 const char *fn_utoa(char buf[FN_UTOA_MAX], uint64_t v, unsigned base, unsigned width);
 
+/* String tests by hand, for what a start runs: libc's strcmp, strncmp or
+ * strrchr would each be one more first call (its binding, perhaps its page
+ * of code: about 2 microseconds each) in every start that reaches them. */
+
+/* Whether s begins with prefix. */
+static inline bool fn_starts(const char *s, const char *prefix)
+{
+	for (; *prefix; s++, prefix++)
+		if (*s != *prefix)
+			return false;
+	return true;
+}
+
+/* Whether a and b are the same string. */
+static inline bool fn_same(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+/* Whether the n bytes at a and b are the same (n small: a key). */
+static inline bool fn_same_bytes(const void *a, const void *b, size_t n)
+{
+	const unsigned char *x = a, *y = b;
+	for (size_t i = 0; i < n; i++)
+		if (x[i] != y[i])
+			return false;
+	return true;
+}
+
+/* The last '/' of path, NULL if it has none. */
+static inline const char *fn_last_slash(const char *path)
+{
+	const char *at = NULL;
+	for (; *path; path++)
+		if (*path == '/')
+			at = path;
+	return at;
+}
+
 #endif

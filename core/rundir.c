@@ -59,9 +59,8 @@ FN_START_TEXT static const char *plain_name(char *dir)
 			break;
 	}
 	dir[n] = '\0';
-	const char *last = strrchr(dir, '/');
-	last = last ? last + 1 : dir;
-	return strcmp(last, "..") == 0 ? "must not end in \"..\"" : NULL;
+	const char *last = fn_last_slash(dir);
+	return fn_same(last ? last + 1 : dir, "..") ? "must not end in \"..\"" : NULL;
 }
 
 FN_START_TEXT static const char *make_dir(char *dir)
@@ -119,7 +118,7 @@ static __attribute__((noinline)) const char *in_home(char *dir, size_t len, cons
  * found good is kept while the constructor runs (fn_rundir_start) and not
  * looked at again, an lstat and a geteuid each time. On the constructor's
  * thread only: start memory is not shared between threads. */
-static __thread bool starting;
+static __thread bool starting __attribute__((tls_model("initial-exec")));
 static const char *start_good FN_START_DATA;
 
 void fn_rundir_start(bool on)
@@ -141,7 +140,7 @@ FN_START_TEXT const char *fn_rundir(char *dir, size_t len)
 		FN_PATHCAT(dir, len, xdg, "/faultnet");
 	else
 		FN_PATHCAT(dir, len, "/tmp/faultnet-", fn_utoa(uid, geteuid(), 10, 0));
-	if (starting && start_good && !plain_name(dir) && strcmp(dir, start_good) == 0)
+	if (starting && start_good && !plain_name(dir) && fn_same(dir, start_good))
 		return NULL;
 	const char *why = make_dir(dir);
 	if (why && !(v && *v) && !(xdg && *xdg))

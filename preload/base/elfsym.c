@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/pathcat.h"
 #include "core/startdata.h"
 
 extern char **environ;
@@ -64,24 +65,11 @@ FN_START_TEXT static bool obj_read(const struct dl_phdr_info *info, struct fn_el
 	return o->sym && o->str && o->gnu;
 }
 
-/* Whether s begins with prefix. By hand: libc's string functions would be
- * more first calls for a start to pay. */
-FN_START_TEXT static bool starts(const char *s, const char *prefix)
-{
-	for (; *prefix; s++, prefix++)
-		if (*s != *prefix)
-			return false;
-	return true;
-}
-
 /* Whether path's last component begins with prefix. */
 FN_START_TEXT static bool named(const char *path, const char *prefix)
 {
-	const char *base = path;
-	for (const char *p = path; *p; p++)
-		if (*p == '/')
-			base = p + 1;
-	return starts(base, prefix);
+	const char *slash = fn_last_slash(path);
+	return fn_starts(slash ? slash + 1 : path, prefix);
 }
 
 struct collecting {
@@ -119,7 +107,7 @@ FN_START_TEXT static int collect(struct dl_phdr_info *info, size_t size, void *a
 FN_START_TEXT static bool dlsym_only(void)
 {
 	for (char **e = environ; e && *e; e++)
-		if (starts(*e, "LD_AUDIT=") || starts(*e, "LD_DYNAMIC_WEAK="))
+		if (fn_starts(*e, "LD_AUDIT=") || fn_starts(*e, "LD_DYNAMIC_WEAK="))
 			return true;
 	return false;
 }
@@ -138,15 +126,6 @@ FN_START_TEXT static uint32_t gnu_hash(const char *s)
 	for (; *s; s++)
 		h = h * 33 + (unsigned char)*s;
 	return h;
-}
-
-/* By hand: libc's strcmp would be one more function (its binding and its
- * page of code) for a start to pay. */
-FN_START_TEXT static bool same(const char *a, const char *b)
-{
-	while (*a && *a == *b)
-		a++, b++;
-	return *a == *b;
 }
 
 enum found { NOT_HERE, FOUND, ASK_DLSYM };
@@ -189,7 +168,7 @@ FN_START_TEXT static enum found obj_find(const struct fn_elfobj *o, const char *
 	for (; i >= first; i++) {
 		uint32_t ch = chain[i - first];
 		bool versioned = false;
-		enum found f = (ch | 1) == (h | 1) && same(o->str + o->sym[i].st_name, name)
+		enum found f = (ch | 1) == (h | 1) && fn_same(o->str + o->sym[i].st_name, name)
 				   ? take(o, i, &versioned)
 				   : NOT_HERE;
 		if (f == ASK_DLSYM)

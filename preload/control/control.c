@@ -155,7 +155,10 @@ const char *fn_control_check(void)
 	const char *ctl = secure_getenv("FAULTNET_CONTROL");
 	if (ctl && *ctl && strcmp(ctl, "on") != 0 && strcmp(ctl, "off") != 0)
 		return "FAULTNET_CONTROL: must be on or off";
-	strcpy(group, g && *g ? g : FN_GROUP_DEFAULT); /* valid: it fits */
+	/* valid: it fits; memcpy, which a start has called already, not
+	 * strcpy, one more first call */
+	const char *name = g && *g ? g : FN_GROUP_DEFAULT;
+	memcpy(group, name, strlen(name) + 1);
 	fn_segfile_note_env();
 	char dir[4096];
 	const char *why = fn_rundir(dir, sizeof(dir));

@@ -232,7 +232,7 @@ static void classify(int fd, unsigned kind)
  * own, one more fault at every start. */
 static void classify_listed(void)
 {
-	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dir = fn_open_raw("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	char buf[2048] __attribute__((aligned(8)));
 	ssize_t n;
 	while (dir >= 0 && (n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0)

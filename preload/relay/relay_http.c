@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "core/hparse.h"
 #include "core/http.h"
+#include "core/pathcat.h"
 #include "core/rundir.h"
 #include "core/startdata.h"
 #include "preload/base/queue.h"
@@ -484,11 +485,13 @@ static bool strict FN_START_DATA, ca_variable FN_START_DATA;
 void fn_http_env_init(void)
 {
 	const char *v = secure_getenv("FAULTNET_STRICT");
-	strict = v && *v && strcmp(v, "0") != 0;
+	strict = v && *v && !fn_same(v, "0");
 	const char *ca = secure_getenv("NODE_EXTRA_CA_CERTS");
 	const char *java = secure_getenv("JAVA_TOOL_OPTIONS");
-	const char *base = ca ? strrchr(ca, '/') : NULL;
-	bool node = base && (strcmp(base, "/ca.pem") == 0 || strncmp(base, "/ca.node-", 9) == 0);
+	/* Tested by hand (core/pathcat.h): a start with a CA bundle of its
+	 * own named there paid strrchr, strcmp and strncmp's first calls. */
+	const char *base = ca ? fn_last_slash(ca) : NULL;
+	bool node = base && (fn_same(base, "/ca.pem") || fn_starts(base, "/ca.node-"));
 	char dir[4096], store[4200];
 	if ((!node && !(java && strstr(java, "/ca.java-"))) || fn_rundir(dir, sizeof(dir)))
 		return;

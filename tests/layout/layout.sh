@@ -91,6 +91,19 @@ touched=$(FAULTNET_CONFIG="$rd/p.conf" FAULTNET_RUNDIR="$rd" LD_PRELOAD="$root/$
 others=$(echo "$touched" | grep -v ':block\.\|:block$')
 check "a start that finds its policy's copy by the file's identity touches no page of the shim's .bss but its memory block's ($(echo "$touched" | grep -c .) touched${others:+; others: $(echo $others)})" \
 	[ -n "$touched" -a -z "$others" -a -n "$(ls "$rd"/policy-s-*.compiled 2>/dev/null)" ]
+# The libc functions a start calls (each first call binds it, and may
+# fault in its page of code: a microsecond or two apiece): only these, in
+# a start that finds its policy's copy by the file's identity and has a CA
+# bundle of its own in NODE_EXTRA_CA_CERTS. String tests and compares are
+# the shim's own (core/pathcat.h).
+allowed="__errno_location __register_atfork dl_iterate_phdr memcpy secure_getenv strlen syscall"
+bound=$(NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt FAULTNET_CONFIG="$rd/p.conf" FAULTNET_RUNDIR="$rd" \
+	LD_DEBUG=bindings LD_PRELOAD="$root/$build/libfaultnet.so" /usr/bin/true 2>&1 |
+	sed -n '/calling init: .*libfaultnet\.so/,/initialize program/p' |
+	sed -n "s/.*binding file [^ ]*libfaultnet\.so .* to [^ ]*libc\.so[^ ]* .*symbol \`\([^']*\)' \[GLIBC_[0-9.]*\]\$/\1/p" | sort -u)
+extra=$(comm -13 <(echo "$allowed" | tr ' ' '\n' | sort) <(echo "$bound"))
+check "a start calls no libc function but $(echo "$allowed" | wc -w) ($(echo $bound)${extra:+; beyond them: $(echo $extra)})" \
+	[ -n "$bound" -a -z "$extra" ]
 rm -rf "$rd"
 manlist=$(sed -n '/^# INTERCEPTED/,/^# /{/^#/d;p}' "$root/docs/man/libfaultnet.7.scd" | sed 's/\\//g; s/\.$//' | tr ' ' '\n' |
 	grep -v '^$' | sort)
