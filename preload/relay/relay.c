@@ -412,13 +412,36 @@ bool fn_relay_start(int fd, const struct sockaddr *dest, socklen_t destlen, cons
  * peer, so when that peer had already accepted, the app's connect waits
  * (100 ms at most) for the relay to complete it before returning
  * EINPROGRESS, as the kernel's own connect has by then. */
-static void settle(int fd)
+static bool settle(int fd)
 {
 	struct pollfd p = {.fd = fd, .events = POLLOUT};
 	uint64_t until = fn_now_ns() + 100 * MS;
-	for (uint64_t now = fn_now_ns(); now < until; now = fn_now_ns())
-		if (poll(&p, 1, (int)((until - now) / MS) + 1) != -1 || errno != EINTR)
-			break;
+	for (uint64_t now = fn_now_ns(); now < until; now = fn_now_ns()) {
+		int n = poll(&p, 1, (int)((until - now) / MS) + 1);
+		if (n != -1 || errno != EINTR)
+			return n == 1 && (p.revents & POLLOUT);
+	}
+	return false;
+}
+
+/* The app's connect has completed: the last ACK of the relay's handshake
+ * with the peer, held until now (relay_conn.c: upstream_socket), goes out
+ * from the app's own thread, before its connect returns, so that the
+ * peer's accept has the connection by then, as on loopback. The relay
+ * thread would send it too, once it sees the app's handshake done, but
+ * perhaps after the app's next call: a non-blocking accept at once
+ * found nothing. Under the shard's lock: the relay thread closes the
+ * peer's socket only under it. */
+static void release_hold(int fd, struct fn_conn *mine, struct fn_shard *s)
+{
+	sigset_t old;
+	fn_signals_block(&old);
+	pthread_mutex_lock(&s->lock);
+	for (struct fn_conn *c = s->conns; c; c = c->next)
+		if (c == mine && c->appfd == fd && !c->done)
+			fn_conn_hold_release(c);
+	pthread_mutex_unlock(&s->lock);
+	fn_signals_restore(&old);
 }
 
 /* An app's connect to the hold port that started no handshake (the
@@ -445,11 +468,15 @@ void fn_relay_connected(int fd, int rc, int err)
 	if (fd < 0 || fd != last_fd)
 		return;
 	last_fd = -1;
-	if (rc == 0 || err == EINTR || err == EALREADY || err == EISCONN)
+	if (rc == 0) {
+		release_hold(fd, last_conn, last_shard);
+		return;
+	}
+	if (err == EINTR || err == EALREADY || err == EISCONN)
 		return;
 	if (err == EINPROGRESS) {
-		if (peer_open)
-			settle(fd);
+		if (peer_open && settle(fd))
+			release_hold(fd, last_conn, last_shard);
 	} else {
 		abandon(fd, last_conn, last_shard);
 	}

@@ -213,12 +213,14 @@ static bool needs_no_peer(const struct fn_conn *c)
 
 /* The relay's socket to the peer, with the app's limits on its connect.
  * It holds back the last ACK of its handshake (TCP_QUICKACK off: Linux
- * then delays it, 200 ms at most, as for a socket with data about to
- * go), so that the peer's accept returns only once hold_released() lets
- * it go, when the app's own connect has completed: on a real network the
- * client is connected before the server's accept returns, and a server
- * thread that accepts and at once looks at the app's socket must not find
- * it unconnected (select reads an unconnected socket as ready). */
+ * then delays it, as for a socket with data about to go), so that the
+ * peer's accept returns only once the app's own connect has completed
+ * and fn_conn_hold_release lets it go: on a real network the client is
+ * connected before the server's accept returns, and a server thread that
+ * accepts and at once looks at the app's socket must not find it
+ * unconnected (select reads an unconnected socket as ready). The kernel
+ * holds it 200 ms at most: a delay rule longer than that lets the peer
+ * accept first (docs/relay-limits.md). */
 static bool upstream_socket(struct fn_conn *c)
 {
 	int off = 0;
@@ -231,9 +233,7 @@ static bool upstream_socket(struct fn_conn *c)
 	return true;
 }
 
-/* The handshake's last ACK goes to the peer now, and later ACKs as the
- * kernel would send them (TCP_QUICKACK on leaves the delayed mode). */
-static void hold_released(const struct fn_conn *c)
+void fn_conn_hold_release(const struct fn_conn *c)
 {
 	int on = 1;
 	if (c->up >= 0)
@@ -364,7 +364,7 @@ static void established(struct fn_conn *c, uint64_t now)
 {
 	c->est_ns = now;
 	c->state = FN_CONN_RELAY;
-	hold_released(c);
+	fn_conn_hold_release(c);
 	if (reset_at_accept(c) || c->up_error) {
 		/* The peer refused or the rule resets: the app's connection
 		 * is reset right after its handshake. */

@@ -162,6 +162,11 @@ void fn_conn_follow(struct fn_conn *c, uint64_t now);
 /* relay_conn.c: on the app's thread, before c is handed over: starts the
  * connect to the real peer; the error it met at once (0 if none yet). */
 int fn_conn_dial(struct fn_conn *c);
+/* relay_conn.c: the last ACK of the peer's handshake, held back since
+ * fn_conn_dial, goes out now (the app's handshake is done), and later
+ * ACKs as the kernel would send them (TCP_QUICKACK on leaves the delayed
+ * mode). Again later, it does nothing. */
+void fn_conn_hold_release(const struct fn_conn *c);
 /* relay_conn.c: bytes waiting unread in the app's own socket; false when
  * the app's fd no longer is that socket. */
 bool fn_conn_app_unread(const struct fn_conn *c, int *unread);
