@@ -434,6 +434,7 @@ static bool settle(int fd)
  * peer's socket only under it. */
 static void release_hold(int fd, struct fn_conn *mine, struct fn_shard *s)
 {
+	int e = errno; /* the app's, after its connect */
 	sigset_t old;
 	fn_signals_block(&old);
 	pthread_mutex_lock(&s->lock);
@@ -442,6 +443,7 @@ static void release_hold(int fd, struct fn_conn *mine, struct fn_shard *s)
 			fn_conn_hold_release(c);
 	pthread_mutex_unlock(&s->lock);
 	fn_signals_restore(&old);
+	errno = e;
 }
 
 /* An app's connect to the hold port that started no handshake (the
