@@ -333,8 +333,7 @@ static char *by_identity(const char *path, struct fn_compiled_key *k, size_t *le
 			 size_t flen)
 {
 	struct stat sb;
-	if (fn_stat_raw(path, &sb) != 0 || !S_ISREG(sb.st_mode) ||
-	    !stamp_place(&sb, k, file, flen))
+	if (fn_stat_raw(path, &sb) != 0 || !S_ISREG(sb.st_mode) || !stamp_place(&sb, k, file, flen))
 		return NULL;
 	return whole_copy(file, k, len);
 }
