@@ -432,37 +432,42 @@ static bool settle(int fd)
  * perhaps after the app's next call: a non-blocking accept at once
  * found nothing. Under the shard's lock: the relay thread closes the
  * peer's socket only under it. */
-static void release_hold(int fd, struct fn_conn *mine, struct fn_shard *s)
+static void release_hold(struct fn_conn *c, struct fn_shard *s)
 {
-	int e = errno; /* the app's, after its connect */
-	sigset_t old;
-	fn_signals_block(&old);
-	pthread_mutex_lock(&s->lock);
-	for (struct fn_conn *c = s->conns; c; c = c->next)
-		if (c == mine && c->appfd == fd && !c->done)
-			fn_conn_hold_release(c);
-	pthread_mutex_unlock(&s->lock);
-	fn_signals_restore(&old);
-	errno = e;
+	(void)s;
+	fn_conn_hold_release(c);
 }
 
 /* An app's connect to the hold port that started no handshake (the
  * socket's pending error, ECONNABORTED after a refusal, EADDRNOTAVAIL):
  * the connection set up for it would wait for ever, and keep the hold
  * port's 4-tuple with the app's address from the next attempt's. */
-static void abandon(int fd, struct fn_conn *gone, struct fn_shard *s)
+static void abandon(struct fn_conn *c, struct fn_shard *s)
 {
+	if (c->state == FN_CONN_RELAY)
+		return;
+	fn_conn_finish(c, true);
+	fn_sched_ready(c); /* to be freed */
+	wake(s);
+}
+
+/* Runs what on the connection this thread's connect just handed over
+ * (mine, for the app's fd), if the relay thread has not finished it
+ * meanwhile: under its shard's lock, which the relay thread holds while it
+ * steps (and closes) it. The app's errno is kept. */
+static void on_mine(int fd, struct fn_conn *mine, struct fn_shard *s,
+		    void (*what)(struct fn_conn *, struct fn_shard *))
+{
+	int e = errno;
 	sigset_t old;
 	fn_signals_block(&old);
 	pthread_mutex_lock(&s->lock);
 	for (struct fn_conn *c = s->conns; c; c = c->next)
-		if (c == gone && c->appfd == fd && !c->done && c->state != FN_CONN_RELAY) {
-			fn_conn_finish(c, true);
-			fn_sched_ready(c); /* to be freed */
-			wake(s);
-		}
+		if (c == mine && c->appfd == fd && !c->done)
+			what(c, s);
 	pthread_mutex_unlock(&s->lock);
 	fn_signals_restore(&old);
+	errno = e;
 }
 
 void fn_relay_connected(int fd, int rc, int err)
@@ -471,16 +476,16 @@ void fn_relay_connected(int fd, int rc, int err)
 		return;
 	last_fd = -1;
 	if (rc == 0) {
-		release_hold(fd, last_conn, last_shard);
+		on_mine(fd, last_conn, last_shard, release_hold);
 		return;
 	}
 	if (err == EINTR || err == EALREADY || err == EISCONN)
 		return;
 	if (err == EINPROGRESS) {
 		if (peer_open && settle(fd))
-			release_hold(fd, last_conn, last_shard);
+			on_mine(fd, last_conn, last_shard, release_hold);
 	} else {
-		abandon(fd, last_conn, last_shard);
+		on_mine(fd, last_conn, last_shard, abandon);
 	}
 	errno = err;
 }
