@@ -288,24 +288,26 @@ static bool own_socket(unsigned long ino)
 }
 
 /* This process's established TCP sockets whose local port is port
- * (/proc/net/tcp). A relayed connection has two: the app's socket (to the
- * hold sink) and the relay's to the server, which leaves from the app's
- * port (issue 38, item 10); a direct one has one. */
-static int sockets_from(uint16_t port)
+ * (/proc/net/tcp), but for those to a catalogue server other than ip: a
+ * connect may share its port with a connection to another peer (on a busy
+ * machine, as CI's). A relayed connection has two: the app's socket (to
+ * the hold sink) and the relay's to the server, which leaves from the
+ * app's port (issue 38, item 10); a direct one has one. */
+static int sockets_from(uint16_t port, const char *ip)
 {
 	FILE *f = fopen("/proc/self/net/tcp", "r");
-	char line[512], local[64];
-	unsigned st;
+	char line[512];
+	unsigned lport, raddr, rport, st;
 	unsigned long ino;
+	struct in_addr server;
+	inet_pton(AF_INET, ip, &server);
 	int n = 0;
-	while (f && fgets(line, sizeof(line), f)) {
-		char *colon;
-		if (sscanf(line, " %*d: %63s %*s %x %*s %*s %*s %*s %*s %lu", local, &st, &ino) ==
-			3 &&
-		    st == 1 && (colon = strrchr(local, ':')) &&
-		    strtoul(colon + 1, NULL, 16) == port && own_socket(ino))
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, " %*d: %*x:%x %x:%x %x %*s %*s %*s %*s %*s %lu", &lport, &raddr,
+			   &rport, &st, &ino) == 5 &&
+		    st == 1 && lport == port && (rport != PORT || raddr == server.s_addr) &&
+		    own_socket(ino))
 			n++;
-	}
 	if (f)
 		fclose(f);
 	return n;
@@ -323,7 +325,7 @@ static uint16_t server_saw(const char *ip, uint16_t *mine, int *from_mine)
 	*mine = local_port(c.fd);
 	cl_write(&c, "x", 1);
 	cl_read_all(&c, b, 1, 2000, &end, NULL);
-	*from_mine = sockets_from(*mine);
+	*from_mine = sockets_from(*mine, ip);
 	cl_close(&c);
 	server_done(before);
 	pthread_mutex_lock(&seen_lock);
@@ -332,16 +334,49 @@ static uint16_t server_saw(const char *ip, uint16_t *mine, int *from_mine)
 	return port;
 }
 
+/* Sockets of any process and state (TIME_WAIT too) whose local port is
+ * port and whose peer is not ip:peer_port (/proc/net/tcp). */
+static int held_elsewhere(uint16_t port, const char *ip, uint16_t peer_port)
+{
+	FILE *f = fopen("/proc/net/tcp", "r");
+	char line[512];
+	unsigned lport, raddr, rport;
+	struct in_addr peer;
+	inet_pton(AF_INET, ip, &peer);
+	int n = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, " %*d: %*x:%x %x:%x", &lport, &raddr, &rport) == 3 &&
+		    lport == port && !(raddr == peer.s_addr && rport == peer_port))
+			n++;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 /* The server sees the app's own port either way; only the matched
- * connection has a second socket from that port, the relay's. */
+ * connection has a second socket from that port, the relay's. Save where
+ * docs/relay-limits.md says it cannot ("The kernel refuses the bind"): the
+ * port the kernel picked for the relay's connect is also held by a socket
+ * to another peer, one without SO_REUSEADDR (an earlier connection's in
+ * TIME_WAIT, on a busy machine: seen once in CI); the app's socket then
+ * leaves from another port, and the test says so. */
 static void test_only_matched_relayed(void)
 {
-	uint16_t mine;
+	uint16_t mine, seen;
 	int from_mine;
 	CU_ASSERT_EQUAL(server_saw("127.72.3.1", &mine, &from_mine), mine);
 	CU_ASSERT_EQUAL(from_mine, 1);
-	CU_ASSERT_EQUAL(server_saw("127.72.0.6", &mine, &from_mine), mine);
-	CU_ASSERT_EQUAL(from_mine, 2);
+	seen = server_saw("127.72.0.6", &mine, &from_mine);
+	int shared = seen != mine ? held_elsewhere(seen, "127.72.0.6", PORT) : 0;
+	if (shared)
+		fprintf(stderr,
+			"  note: relayed from port %u, which %d other socket(s) held; the "
+			"app's is %u (docs/relay-limits.md, \"The kernel refuses the bind\")\n",
+			seen, shared, mine);
+	else {
+		CU_ASSERT_EQUAL(seen, mine);
+		CU_ASSERT_EQUAL(from_mine, 2);
+	}
 }
 
 static void test_fork_keeps_relayed(void)
