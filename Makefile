@@ -235,13 +235,17 @@ $(BIAS_LIBS): tests/hostile/biaslib.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $< -Wl,-Ttext-segment=0x7ffe00000000
 
-# layout.sh runs it under the shim: the pages of the shim's .bss a start touched.
+# layout.sh runs them under the shim: the pages of the shim's .bss a start
+# touched, and those of its code a start mapped.
 $(BUILD)/tests/bsspages: tests/layout/bsspages.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+$(BUILD)/tests/codepages: tests/layout/codepages.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
 IT_PROGS := $(IT_NAMES:%=$(BUILD)/tests/%) $(BUILD)/tests/hammer $(BUILD)/tests/forkprobe.so $(BUILD)/tests/fdracer.so \
-	$(BIAS_LIBS) $(BUILD)/tests/bsspages
+	$(BIAS_LIBS) $(BUILD)/tests/bsspages $(BUILD)/tests/codepages
 test-progs: all $(BUILD)/tests/unit $(BUILD)/tests/tls_tool $(IT_PROGS) $(if $(SAN),,$(FUZZERS) man)
 
 # ---- running the tests: tests/run.sh runs any set of sections ------------

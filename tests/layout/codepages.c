@@ -1,0 +1,60 @@
+/* codepages.c - which pages of the shim's code a start has mapped, for
+ * layout.sh. A fault on a page of a cached file maps the pages around it
+ * within an aligned 64 KiB (the kernel's fault-around), so a start whose
+ * code lies in one such stretch takes one fault for it, and each function
+ * a start runs from elsewhere in .text costs one more (a fault costs about
+ * as much as 10,000 instructions in a virtual machine). Run under
+ * LD_PRELOAD=libfaultnet.so; makes no call the shim covers, and reads
+ * /proc/self/pagemap by raw system calls (read is one of the shim's hooks).
+ * Prints one line per page of the library's executable segment that this
+ * process has mapped, as its offset from the library's load address in
+ * hex; exit 2 if the library is not loaded or the map cannot be read. */
+#include <fcntl.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct found {
+	ElfW(Addr) base, lo, hi;
+};
+
+/* The library's executable segment. */
+static int shim_code(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct found *f = arg;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, "libfaultnet.so"))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			f->base = info->dlpi_addr;
+			f->lo = info->dlpi_addr + ph->p_vaddr;
+			f->hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+		}
+	}
+	return 1;
+}
+
+int main(void)
+{
+	struct found f = {0, 0, 0};
+	dl_iterate_phdr(shim_code, &f);
+	long map = syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (!f.base || map < 0)
+		return 2;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	for (ElfW(Addr) at = f.lo & ~(ElfW(Addr))(page - 1); at < f.hi; at += page) {
+		uint64_t entry;
+		if (syscall(SYS_pread64, map, &entry, sizeof(entry), (off_t)(at / page * 8)) !=
+		    (long)sizeof(entry))
+			return 2;
+		if (entry >> 63) /* present in this process's page tables */
+			printf("%lx\n", (unsigned long)(at - f.base));
+	}
+	syscall(SYS_close, map);
+	return 0;
+}
