@@ -396,10 +396,11 @@ def throughput():
     held = conf("established.conf", ['{ name = "route"; action = "blackhole"; established = true;'
                                      ' enabled = false; match = { to = "%s/32"; }; }' % SERVER_IP])
     mib = 16 if SMOKE else 1024
-    # Rounds enough that the verdict's median of ratios holds still: run by
-    # run the bulk ratio spreads by a fifth (its quartiles), and with 9
-    # rounds two runs of one tree gave 0.92 and 0.96 against a target of
-    # 0.95 (the median of n ratios moves about 1.25 s / sqrt(n)).
+    # Run by run the bulk ratio spreads by a fifth (its quartiles), and with
+    # 9 rounds two runs of one relay gave 0.92 and 0.96 against a target of
+    # 0.95. The median of n ratios has a standard error of about
+    # 1.25 s / sqrt(n): 15 rounds take it from about 0.06 to 0.05, which
+    # still leaves a ratio near the target to either side of it.
     rounds = 1 if SMOKE else 15
     n_rr = 200 if SMOKE else 5000
     peers = peer_relays()
@@ -1106,9 +1107,10 @@ START_TARGETS = {"true": 1.15, "/usr/bin/python3 -c pass": 1.03}
 # Runs each way: medians of 40 moved by 3% from one run of the same tree to
 # the next here (a page fault costs more or less as the host reclaims
 # memory), about the margin the targets leave; more runs hold them closer.
-# With 200, `true`'s ratio still moved by 0.03 (1.133 to 1.167) over four
-# runs of one tree, as much as the runs' spread (quartiles of a tenth)
-# lets a median of 200 move: 600 hold it to about a third of that.
+# With 200, `true`'s ratio moved by 0.03 (1.133 to 1.167) over four runs of
+# one tree. 600 cut the sampling error of each median by sqrt(3) (to about
+# half a hundredth of the ratio here); what the machine's drift between
+# runs adds, no count of runs removes.
 START_RUNS = {"true": 600, "/usr/bin/python3 -c pass": 200}
 
 
@@ -1770,7 +1772,8 @@ def tls_relay():
     n_ka = 100 if SMOKE else 4000
     # The keep-alive ratio spreads by a quarter from round to round here
     # (quartiles 0.92 to 1.19): with 5 rounds its median moved from 1.04 to
-    # 0.95 between two runs of one tree, against a target of 0.95.
+    # 0.95 between two runs of one tree, against a target of 0.95. 15
+    # rounds take its standard error from about 0.11 to 0.065.
     rounds = 1 if SMOKE else 15
     say("Method: `tlsload` (tests/bench/tlsload.c: the system's OpenSSL 3, verifying the"
         " server's chain against the bench's CA and its name, no session resumption, ALPN"

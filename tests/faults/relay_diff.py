@@ -180,9 +180,9 @@ def accept_first(fam, how):
     go.start()
     s, _ = lst.accept()
     # Not held up either: the relay lets the peer's handshake complete as
-    # soon as the app's has. The kernel alone would after 200 ms exactly
-    # (TCP_DELACK_MAX): 150 ms tells that apart and leaves a busy CI
-    # machine 150 ms for what takes well under 1 ms here.
+    # soon as the app's has. The kernel alone would after about 200 ms
+    # (TCP_DELACK_MAX, or just under it): 150 ms tells that apart and leaves
+    # a busy CI machine 150 ms for what takes well under 1 ms here.
     o["accept_within_150ms"] = time.monotonic() - t0 < 0.15
     o["app_poll_at_accept"] = poll1(c, 0)
     o["app_connected_at_accept"] = err_of(lambda: c.getpeername() and "yes")
