@@ -237,10 +237,10 @@ $(BIAS_LIBS): tests/hostile/biaslib.c
 
 # layout.sh runs them under the shim: the pages of the shim's .bss a start
 # touched, and those of its code a start mapped.
-$(BUILD)/tests/bsspages: tests/layout/bsspages.c
+$(BUILD)/tests/bsspages: tests/layout/bsspages.c tests/layout/shimseg.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $<
-$(BUILD)/tests/codepages: tests/layout/codepages.c
+$(BUILD)/tests/codepages: tests/layout/codepages.c tests/layout/shimseg.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 

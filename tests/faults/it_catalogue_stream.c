@@ -288,52 +288,75 @@ static bool own_socket(unsigned long ino)
 	return found;
 }
 
-/* This process's established TCP sockets whose local port is port
- * (/proc/net/tcp), but for those to a catalogue server other than ip: a
- * connect may share its port with a connection to another peer (on a busy
- * machine, as CI's). A relayed connection has two: the app's socket (to
- * the hold sink) and the relay's to the server, which leaves from the
- * app's port (issue 38, item 10); a direct one has one. */
-static int sockets_from(uint16_t port, const char *ip)
+/* A TCP connection as /proc/net/tcp lists it: ports in host order, the
+ * peer's address as the kernel prints it (the bytes of s_addr). */
+struct tcp_conn {
+	unsigned lport, raddr, rport;
+};
+
+/* How many of this process's established TCP connections want() takes
+ * (/proc/self/net/tcp), the first of them in *first. */
+static int own_established(bool (*want)(const struct tcp_conn *, const void *), const void *arg,
+			   struct tcp_conn *first)
 {
 	FILE *f = fopen("/proc/self/net/tcp", "r");
 	char line[512];
-	unsigned lport, raddr, rport, st;
+	struct tcp_conn c;
+	unsigned st;
 	unsigned long ino;
-	struct in_addr server;
-	inet_pton(AF_INET, ip, &server);
 	int n = 0;
 	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, " %*d: %*x:%x %x:%x %x %*s %*s %*s %*s %*s %lu", &lport, &raddr,
-			   &rport, &st, &ino) == 5 &&
-		    st == 1 && lport == port &&
-		    (rport != PORT || (ntohl(raddr) >> 16) != 0x7f48 || raddr == server.s_addr) &&
-		    own_socket(ino))
-			n++;
+		if (sscanf(line, " %*d: %*x:%x %x:%x %x %*s %*s %*s %*s %*s %lu", &c.lport,
+			   &c.raddr, &c.rport, &st, &ino) == 5 &&
+		    st == 1 && want(&c, arg) && own_socket(ino) && n++ == 0)
+			*first = c;
 	if (f)
 		fclose(f);
 	return n;
+}
+
+struct port_and_server {
+	unsigned port;
+	struct in_addr server;
+};
+
+/* From the app's port, but not to a catalogue server other than the one. */
+static bool from_port(const struct tcp_conn *c, const void *arg)
+{
+	const struct port_and_server *w = arg;
+	return c->lport == w->port && (c->rport != PORT || (ntohl(c->raddr) >> 16) != 0x7f48 ||
+				       c->raddr == w->server.s_addr);
+}
+
+/* To the server. */
+static bool to_server(const struct tcp_conn *c, const void *arg)
+{
+	const struct port_and_server *w = arg;
+	return c->raddr == w->server.s_addr && c->rport == PORT;
+}
+
+/* This process's established TCP sockets whose local port is port, but
+ * for those to a catalogue server other than ip: a connect may share its
+ * port with a connection to another peer (on a busy machine, as CI's). A
+ * relayed connection has two: the app's socket (to the hold sink) and the
+ * relay's to the server, which leaves from the app's port (issue 38, item
+ * 10); a direct one has one. */
+static int sockets_from(uint16_t port, const char *ip)
+{
+	struct port_and_server w = {.port = port};
+	struct tcp_conn first;
+	inet_pton(AF_INET, ip, &w.server);
+	return own_established(from_port, &w, &first);
 }
 
 /* The local port of this process's open connection to ip:PORT: the app's
  * socket's when direct, the relay's socket's when relayed; 0 if none. */
 static uint16_t port_to(const char *ip)
 {
-	FILE *f = fopen("/proc/self/net/tcp", "r");
-	char line[512];
-	unsigned lport, raddr, rport, st;
-	unsigned long ino;
-	struct in_addr server;
-	inet_pton(AF_INET, ip, &server);
-	uint16_t port = 0;
-	while (f && !port && fgets(line, sizeof(line), f))
-		if (sscanf(line, " %*d: %*x:%x %x:%x %x %*s %*s %*s %*s %*s %lu", &lport, &raddr,
-			   &rport, &st, &ino) == 5 &&
-		    st == 1 && raddr == server.s_addr && rport == PORT && own_socket(ino))
-			port = (uint16_t)lport;
-	if (f)
-		fclose(f);
-	return port;
+	struct port_and_server w = {0};
+	struct tcp_conn first;
+	inet_pton(AF_INET, ip, &w.server);
+	return own_established(to_server, &w, &first) ? (uint16_t)first.lport : 0;
 }
 
 /* Whether the kernel now refuses the bind the shim makes to give the app's

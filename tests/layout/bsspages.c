@@ -12,32 +12,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-struct found {
-	ElfW(Addr) base, lo, hi;
-};
-
-/* The library's writable segment: its part past the file's bytes. */
-static int shim_bss(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	struct found *f = arg;
-	if (!info->dlpi_name || !strstr(info->dlpi_name, "libfaultnet.so"))
-		return 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD && ph->p_memsz > ph->p_filesz) {
-			f->base = info->dlpi_addr;
-			f->lo = info->dlpi_addr + ph->p_vaddr + ph->p_filesz;
-			f->hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-		}
-	}
-	return 1;
-}
+#include "shimseg.h"
 
 int main(void)
 {
-	struct found f = {0, 0, 0};
-	dl_iterate_phdr(shim_bss, &f);
+	struct shim_seg f = {.code = false};
+	dl_iterate_phdr(shim_seg, &f);
 	if (!f.base)
 		return 2;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);

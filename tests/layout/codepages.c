@@ -20,32 +20,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-struct found {
-	ElfW(Addr) base, lo, hi;
-};
-
-/* The library's executable segment. */
-static int shim_code(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	struct found *f = arg;
-	if (!info->dlpi_name || !strstr(info->dlpi_name, "libfaultnet.so"))
-		return 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			f->base = info->dlpi_addr;
-			f->lo = info->dlpi_addr + ph->p_vaddr;
-			f->hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-		}
-	}
-	return 1;
-}
+#include "shimseg.h"
 
 int main(void)
 {
-	struct found f = {0, 0, 0};
-	dl_iterate_phdr(shim_code, &f);
+	struct shim_seg f = {.code = true};
+	dl_iterate_phdr(shim_seg, &f);
 	long map = syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (!f.base || map < 0)
 		return 2;
