@@ -8,7 +8,6 @@
  * the library's load address in hex; exit 2 if the library is not loaded. */
 #include <link.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 

@@ -16,7 +16,6 @@
 #include <link.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
