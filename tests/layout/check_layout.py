@@ -556,6 +556,33 @@ def check_start_text(root, build):
     return bad
 
 
+def check_load_contiguous(build):
+    """The shim's loadable segments leave no hole in the address space
+    between them, by the loader's own rule (glibc's elf/dl-load.c: a
+    segment's pages must begin where the previous one's file pages end).
+    With a hole the loader makes the whole stretch PROT_NONE before it maps
+    the segments over it: one more system call and more mappings to split,
+    join and undo at every start (preload/startdata.ld pads the file up to
+    the code's aligned 64 KiB instead)."""
+    lib = os.path.join(build, "libfaultnet.so")
+    out = subprocess.run(["readelf", "-lW", lib], capture_output=True, text=True).stdout
+    loads = [line.split() for line in out.splitlines() if line.split()[:1] == ["LOAD"]]
+    page, prev_end, bad = 4096, None, 0
+    for f in loads:
+        vaddr, filesz = int(f[2], 16), int(f[4], 16)
+        start = vaddr // page * page
+        if prev_end is not None and start != prev_end:
+            print(f"layout: {lib}: a hole in the address space from {prev_end:#x} to {start:#x} "
+                  f"between two loadable segments: the loader maps it PROT_NONE at every start "
+                  f"(preload/startdata.ld)")
+            bad += 1
+        prev_end = (vaddr + filesz + page - 1) // page * page
+    if len(loads) < 2:
+        print(f"layout: {lib}: no loadable segments found by readelf -lW")
+        bad += 1
+    return bad
+
+
 def main():
     if sys.argv[1:2] == ["--print"]:
         print(BLOCKS[sys.argv[2]]())
@@ -601,6 +628,7 @@ def main():
                 bad += 1
     bad += check_upcalls(root, undefs, defs)
     bad += check_start_data(build) + check_start_text(root, build)
+    bad += check_load_contiguous(build)
     print(f"layout: {len(srcs)} sources in {len(ALLOWED)} rooms checked, {bad} violations")
     return 1 if bad else 0
 
