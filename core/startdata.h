@@ -23,10 +23,10 @@
 #define FN_START_TEXT __attribute__((section(".text.startup.faultnet")))
 
 /* FN_FAR_RODATA, for a large constant no start reads (a buffer of zeros
- * to write): preload/startdata.ld puts such constants after the code, so
- * that the others stay within the 64 KiB of the library's first segment
- * that the loader maps at every load (92 KiB of zeros would push them
- * past it). */
+ * to write): preload/startdata.ld puts such constants after the others,
+ * so that those stay within the first 64 KiB of the library's first
+ * segment, which the loader maps at every load (92 KiB of zeros would push
+ * them past it). */
 #define FN_FAR_RODATA __attribute__((section("fn_far_rodata")))
 
 #endif

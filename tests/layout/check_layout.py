@@ -557,13 +557,14 @@ def check_start_text(root, build):
 
 
 def check_load_contiguous(build):
-    """The shim's loadable segments leave no hole in the address space
-    between them, by the loader's own rule (glibc's elf/dl-load.c: a
-    segment's pages must begin where the previous one's file pages end).
-    With a hole the loader makes the whole stretch PROT_NONE before it maps
-    the segments over it: one more system call and more mappings to split,
-    join and undo at every start (preload/startdata.ld pads the file up to
-    the code's aligned 64 KiB instead)."""
+    """The shim's loadable segments: three (the read-only one, the code,
+    the data), and no hole in the address space between them, by the
+    loader's own rule (glibc's elf/dl-load.c: a segment's pages must begin
+    where the previous one's file pages end). Each further segment is one
+    more mapping the loader makes and the kernel keeps until the exit
+    (constants after the code made a fourth); a hole has the loader make
+    the whole stretch PROT_NONE before it maps the segments over it
+    (preload/startdata.ld)."""
     lib = os.path.join(build, "libfaultnet.so")
     out = subprocess.run(["readelf", "-lW", lib], capture_output=True, text=True).stdout
     loads = [line.split() for line in out.splitlines() if line.split()[:1] == ["LOAD"]]
@@ -577,8 +578,10 @@ def check_load_contiguous(build):
                   f"(preload/startdata.ld)")
             bad += 1
         prev_end = (vaddr + filesz + page - 1) // page * page
-    if len(loads) < 2:
-        print(f"layout: {lib}: no loadable segments found by readelf -lW")
+    flags = [" ".join(f[6:-1]) for f in loads]
+    if flags != ["R", "R E", "RW"]:
+        print(f"layout: {lib}: loadable segments {flags}, not the three R, R E, RW: each more "
+              f"is a mapping of every start's (preload/startdata.ld)")
         bad += 1
     return bad
 
