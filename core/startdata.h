@@ -24,9 +24,9 @@
 
 /* FN_FAR_RODATA, for a large constant no start reads (a buffer of zeros
  * to write): preload/startdata.ld puts such constants after the others,
- * so that those stay within the first 64 KiB of the library's first
- * segment, which the loader maps at every load (92 KiB of zeros would push
- * them past it). */
+ * so that those stay within the aligned 64 KiB that the loader's first
+ * fault in the library's first segment maps at every load (88 KiB of
+ * zeros would push them past it). */
 #define FN_FAR_RODATA __attribute__((section("fn_far_rodata")))
 
 #endif
